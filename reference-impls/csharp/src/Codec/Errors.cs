@@ -1,0 +1,66 @@
+using System;
+
+namespace Frameproof.Codec
+{
+    /// <summary>A classified protocol error: the requirement ID the input breaks and the byte
+    /// offset (in the stream) where the offending frame starts.</summary>
+    public readonly struct ProtocolError
+    {
+        public readonly string Requirement;
+        public readonly long Offset;
+        public readonly string Message;
+
+        public ProtocolError(string requirement, long offset, string message)
+        {
+            Requirement = requirement;
+            Offset = offset;
+            Message = message;
+        }
+
+        public bool IsSet { get { return Requirement != null; } }
+
+        public override string ToString()
+        {
+            return Requirement + " at offset " + Offset + ": " + Message;
+        }
+    }
+
+    /// <summary>Thrown by the throwing convenience APIs (encoders, configuration checks).</summary>
+    public sealed class FrameproofException : Exception
+    {
+        public readonly ProtocolError Error;
+
+        public FrameproofException(ProtocolError error) : base(error.ToString())
+        {
+            Error = error;
+        }
+
+        public string Requirement { get { return Error.Requirement; } }
+        public long Offset { get { return Error.Offset; } }
+    }
+
+    public static class Limits
+    {
+        /// <summary>STD-LIM-1 / LF-LIM-1 default: 10 MiB (upstream MaxCache).</summary>
+        public const long DefaultMaxPayload = 10L * 1024 * 1024;
+
+        /// <summary>STD-MATCH-3 / LF-MATCH-3 default request timeout.</summary>
+        public const long DefaultTimeoutMs = 3000;
+
+        /// <summary>LF-MATCH-4: pending bound per connection (upstream 256).</summary>
+        public const int DefaultFifoPendingBound = 256;
+
+        /// <summary>0 means "the spec default".</summary>
+        public static long Effective(long maxPayload)
+        {
+            return maxPayload <= 0 ? DefaultMaxPayload : maxPayload;
+        }
+    }
+
+    /// <summary>Receives decoded frames. The payload span is valid only during the call.
+    /// For length-field, flag and sequence are 0.</summary>
+    public interface IFrameHandler
+    {
+        void OnFrame(byte flag, byte sequence, ReadOnlySpan<byte> payload);
+    }
+}

@@ -1,0 +1,275 @@
+using System;
+using System.Buffers;
+using System.Diagnostics;
+using System.Net.Sockets;
+using System.Threading;
+using System.Threading.Tasks;
+
+namespace Frameproof.Codec
+{
+    public enum Protocol { Standard, LengthField }
+
+    /// <summary>Checks a reply payload against the request (called on the receive thread).</summary>
+    public interface IReplyVerifier
+    {
+        bool Verify(RequestId id, ReadOnlySpan<byte> payload);
+        void OnUnmatched(byte flag, byte sequence, ReadOnlySpan<byte> payload);
+        void OnProtocolError(ProtocolError error);
+    }
+
+    /// <summary>
+    /// One client connection with request/reply matching on a real clock: requests are encoded into
+    /// a send buffer (<see cref="TryEnqueue"/>) and written by <see cref="Flush"/>; a receive thread
+    /// decodes replies and completes pooled ValueTasks through the matcher (sequence table for
+    /// standard, FIFO for length-field); a timer expires requests (STD-MATCH-3 / LF-MATCH-3).
+    /// Enqueue/Flush are for a single driver at a time.
+    /// </summary>
+    public sealed class RequestClient : IMatchObserver, IDisposable
+    {
+        readonly Socket _socket;
+        readonly Protocol _protocol;
+        readonly LengthFieldProfile _profile;
+        readonly long _maxPayload;
+        readonly FrameDecoder _decoder;
+        readonly IRequestMatcher _matcher;
+        readonly IReplyVerifier _verifier;
+        readonly CompletionSourcePool _pool = new CompletionSourcePool(512);
+        readonly object _lock = new object();
+        readonly Timer _timer;
+        readonly Thread _receiver;
+        byte[] _out;
+        int _outLen;
+        byte _oneWaySeq;
+        volatile bool _closed;
+
+        public long FramesReceived;
+        public long Unmatched;
+
+        public RequestClient(Socket socket, Protocol protocol, LengthFieldProfile profile, long maxPayload, long timeoutMs, IReplyVerifier verifier)
+        {
+            _socket = socket;
+            _protocol = protocol;
+            _profile = profile;
+            _maxPayload = maxPayload;
+            _verifier = verifier;
+            if (protocol == Protocol.Standard)
+            {
+                _decoder = new StandardDecoder(maxPayload);
+                _matcher = new StandardMatcher(this, timeoutMs);
+            }
+            else
+            {
+                _decoder = new LengthFieldDecoder(profile, maxPayload);
+                _matcher = new FifoMatcher(this, timeoutMs);
+            }
+            _out = ArrayPool<byte>.Shared.Rent(64 * 1024);
+            long period = Math.Max(5, Math.Min(100, (timeoutMs <= 0 ? Limits.DefaultTimeoutMs : timeoutMs) / 4));
+            _timer = new Timer(OnTimer, null, period, period);
+            _receiver = new Thread(ReceiveLoop) { IsBackground = true, Name = "fp-recv" };
+            _receiver.Start();
+        }
+
+        public static long NowMs { get { return Stopwatch.GetTimestamp() * 1000 / Stopwatch.Frequency; } }
+
+        public bool Failed { get { lock (_lock) return _matcher.Failed || _closed; } }
+        public int BufferedBytes { get { return _outLen; } }
+
+        /// <summary>Encodes a request into the send buffer and registers it as pending. Returns false
+        /// (nothing buffered) if the send is refused (STD-SEQ-3, LF-MATCH-4, failed connection) or the
+        /// encoder refuses the payload.</summary>
+        public bool TryEnqueue(RequestId id, ReadOnlySpan<byte> payload, out ValueTask<Completion> task)
+        {
+            task = default(ValueTask<Completion>);
+            ProtocolError err;
+            bool ok = _protocol == Protocol.Standard
+                ? StandardEncoder.Check(payload.Length, _maxPayload, out err)
+                : LengthFieldEncoder.Check(_profile, payload.Length, _maxPayload, out err);
+            if (!ok) return false;
+            PooledCompletionSource src = _pool.Rent();
+            src.SentTicks = Stopwatch.GetTimestamp();
+            ValueTask<Completion> t = src.Task; // before registering: the source may complete at once
+            byte seq;
+            lock (_lock)
+            {
+                if (_closed || !_matcher.TryRequest(id, src, NowMs, out seq))
+                {
+                    src.TrySetResult(new Completion { Kind = CompletionKind.Refused, Id = id });
+                    task = t;
+                    return false;
+                }
+            }
+            Append(seq, payload, StandardFlags.Request);
+            task = t;
+            return true;
+        }
+
+        /// <summary>Encodes a frame that expects no reply (receive mode): standard takes the next
+        /// sequence number of its own counter with flag 0x01; length-field a plain frame.</summary>
+        public bool EnqueueUnmatched(ReadOnlySpan<byte> payload)
+        {
+            ProtocolError err;
+            bool ok = _protocol == Protocol.Standard
+                ? StandardEncoder.Check(payload.Length, _maxPayload, out err)
+                : LengthFieldEncoder.Check(_profile, payload.Length, _maxPayload, out err);
+            if (!ok) return false;
+            _oneWaySeq = unchecked((byte)(_oneWaySeq + 1));
+            Append(_oneWaySeq, payload, StandardFlags.Request);
+            return true;
+        }
+
+        void Append(byte seq, ReadOnlySpan<byte> payload, byte flag)
+        {
+            int need = _protocol == Protocol.Standard
+                ? StandardEncoder.EncodedLength(payload.Length)
+                : (int)LengthFieldEncoder.EncodedLength(_profile, payload.Length);
+            if (_outLen + need > _out.Length)
+            {
+                byte[] nb = ArrayPool<byte>.Shared.Rent(Math.Max(_out.Length * 2, _outLen + need));
+                Buffer.BlockCopy(_out, 0, nb, 0, _outLen);
+                ArrayPool<byte>.Shared.Return(_out);
+                _out = nb;
+            }
+            Span<byte> dst = new Span<byte>(_out, _outLen, need);
+            _outLen += _protocol == Protocol.Standard
+                ? StandardEncoder.Write(flag, seq, payload, dst)
+                : LengthFieldEncoder.Write(_profile, payload, dst);
+        }
+
+        /// <summary>Writes the buffered requests (blocking). Returns false if the socket failed.</summary>
+        public bool Flush()
+        {
+            if (_outLen == 0) return true;
+            try
+            {
+                int off = 0;
+                while (off < _outLen)
+                {
+                    int n = _socket.Send(_out, off, _outLen - off, SocketFlags.None);
+                    if (n <= 0) throw new SocketException((int)SocketError.ConnectionReset);
+                    off += n;
+                }
+                _outLen = 0;
+                if (_out.Length > 1024 * 1024)
+                {
+                    ArrayPool<byte>.Shared.Return(_out);
+                    _out = ArrayPool<byte>.Shared.Rent(64 * 1024);
+                }
+                return true;
+            }
+            catch (Exception)
+            {
+                _outLen = 0;
+                Close();
+                return false;
+            }
+        }
+
+        void ReceiveLoop()
+        {
+            byte[] buf = new byte[64 * 1024];
+            try
+            {
+                while (!_closed)
+                {
+                    int n = _socket.Receive(buf, 0, buf.Length, SocketFlags.None);
+                    if (n <= 0) break;
+                    lock (_lock)
+                    {
+                        if (!_decoder.Feed(new ReadOnlySpan<byte>(buf, 0, n), _matcherHandler ?? (_matcherHandler = new CountingHandler(this))))
+                        {
+                            _verifier.OnProtocolError(_decoder.Error);
+                            _matcher.FailAll();
+                            break;
+                        }
+                    }
+                }
+            }
+            catch (Exception) { }
+            lock (_lock)
+            {
+                if (!_decoder.Failed && !_decoder.Finish() && _matcher.PendingCount > 0)
+                    _verifier.OnProtocolError(_decoder.Error);
+                _matcher.FailAll();
+            }
+            Close();
+        }
+
+        CountingHandler _matcherHandler;
+
+        sealed class CountingHandler : IFrameHandler
+        {
+            readonly RequestClient _c;
+            public CountingHandler(RequestClient c) { _c = c; }
+            public void OnFrame(byte flag, byte sequence, ReadOnlySpan<byte> payload)
+            {
+                _c.FramesReceived++;
+                _c._matcher.OnFrame(flag, sequence, payload);
+            }
+        }
+
+        void OnTimer(object _)
+        {
+            lock (_lock)
+            {
+                if (_matcher.PendingCount == 0) return;
+                _matcher.Expire(NowMs);
+                if (_matcher.Failed && _protocol == Protocol.LengthField) _closed = true; // LF-MATCH-3
+            }
+            if (_closed) Close();
+        }
+
+        // IMatchObserver: called under _lock on the receive thread or the timer.
+        public void OnReply(RequestId id, object state, byte flag, byte sequence, ReadOnlySpan<byte> payload)
+        {
+            var src = (PooledCompletionSource)state;
+            long now = Stopwatch.GetTimestamp();
+            bool ok = _verifier.Verify(id, payload);
+            src.TrySetResult(new Completion
+            {
+                Kind = CompletionKind.Reply, Id = id, Flag = flag, Sequence = sequence,
+                PayloadLength = payload.Length, Verified = ok, LatencyTicks = now - src.SentTicks
+            });
+        }
+
+        public void OnTimeout(RequestId id, object state)
+        {
+            ((PooledCompletionSource)state).TrySetResult(new Completion { Kind = CompletionKind.Timeout, Id = id });
+        }
+
+        public void OnFailed(RequestId id, object state)
+        {
+            ((PooledCompletionSource)state).TrySetResult(new Completion { Kind = CompletionKind.Failed, Id = id });
+        }
+
+        public void OnUnmatched(byte flag, byte sequence, ReadOnlySpan<byte> payload)
+        {
+            Unmatched++;
+            _verifier.OnUnmatched(flag, sequence, payload);
+        }
+
+        public void Close()
+        {
+            _closed = true;
+            try { _socket.Shutdown(SocketShutdown.Both); } catch (Exception) { }
+            try { _socket.Close(); } catch (Exception) { }
+        }
+
+        /// <summary>Half-closes the sending side (then the peer replies to what it has and closes).</summary>
+        public void ShutdownSend()
+        {
+            try { _socket.Shutdown(SocketShutdown.Send); } catch (Exception) { }
+        }
+
+        /// <summary>Waits (bounded) for the receive thread to end.</summary>
+        public bool WaitReceiver(int ms) { return _receiver.Join(ms); }
+
+        public void Dispose()
+        {
+            Close();
+            _timer.Dispose();
+            _receiver.Join(2000);
+            lock (_lock) { _matcher.FailAll(); }
+            _decoder.Dispose();
+        }
+    }
+}

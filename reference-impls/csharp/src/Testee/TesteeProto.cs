@@ -1,0 +1,498 @@
+// Hand-written proto3 wire encoding of the testee messages (schemas/testee.proto).
+//
+// Why hand-written: this machine has no .NET SDK, no NuGet and therefore no Google.Protobuf
+// runtime or protoc C# plugin usable from Mono's mcs. The testee protocol needs only a handful of
+// messages, and proto3's wire format for them is just varints (wire type 0) and length-delimited
+// fields (wire type 2), so a ~300-line reader/writer is smaller than vendoring a runtime.
+// Unknown fields are skipped (all wire types), so newer runners stay compatible.
+// Field numbers below are copied from schemas/testee.proto; tests/TesteeProtoTests.cs checks
+// round trips and byte-exact encodings.
+using System;
+using System.Collections.Generic;
+using System.IO;
+using System.Text;
+
+namespace Frameproof.Testee
+{
+    public sealed class ProtoFormatException : Exception
+    {
+        public ProtoFormatException(string m) : base(m) { }
+    }
+
+    /// <summary>Reads proto3 wire format from a byte array slice.</summary>
+    public sealed class ProtoReader
+    {
+        readonly byte[] _b;
+        int _pos;
+        readonly int _end;
+
+        public ProtoReader(byte[] b) : this(b, 0, b.Length) { }
+        public ProtoReader(byte[] b, int offset, int length) { _b = b; _pos = offset; _end = offset + length; }
+
+        public bool AtEnd { get { return _pos >= _end; } }
+
+        public ulong ReadVarint()
+        {
+            ulong v = 0;
+            for (int shift = 0; shift < 70; shift += 7)
+            {
+                if (_pos >= _end) throw new ProtoFormatException("truncated varint");
+                byte x = _b[_pos++];
+                if (shift == 63 && x > 1) throw new ProtoFormatException("varint overflow");
+                v |= (ulong)(x & 0x7F) << shift;
+                if ((x & 0x80) == 0) return v;
+            }
+            throw new ProtoFormatException("varint too long");
+        }
+
+        /// <summary>Returns (field number, wire type).</summary>
+        public void ReadTag(out int field, out int wireType)
+        {
+            ulong t = ReadVarint();
+            field = (int)(t >> 3);
+            wireType = (int)(t & 7);
+            if (field <= 0) throw new ProtoFormatException("field number 0");
+        }
+
+        public ProtoReader ReadMessage()
+        {
+            int off, len;
+            ReadLengthDelimited(out off, out len);
+            return new ProtoReader(_b, off, len);
+        }
+
+        public void ReadLengthDelimited(out int offset, out int length)
+        {
+            ulong len = ReadVarint();
+            if (len > (ulong)(_end - _pos)) throw new ProtoFormatException("truncated length-delimited field");
+            offset = _pos;
+            length = (int)len;
+            _pos += (int)len;
+        }
+
+        public byte[] ReadBytes()
+        {
+            int off, len;
+            ReadLengthDelimited(out off, out len);
+            var r = new byte[len];
+            Buffer.BlockCopy(_b, off, r, 0, len);
+            return r;
+        }
+
+        public string ReadString()
+        {
+            int off, len;
+            ReadLengthDelimited(out off, out len);
+            return Encoding.UTF8.GetString(_b, off, len);
+        }
+
+        public void Skip(int wireType)
+        {
+            switch (wireType)
+            {
+                case 0: ReadVarint(); break;
+                case 1: Advance(8); break;
+                case 2: { int o, l; ReadLengthDelimited(out o, out l); break; }
+                case 5: Advance(4); break;
+                default: throw new ProtoFormatException("unsupported wire type " + wireType);
+            }
+        }
+
+        void Advance(int n)
+        {
+            if (_end - _pos < n) throw new ProtoFormatException("truncated fixed field");
+            _pos += n;
+        }
+
+        public static void Expect(int wireType, int expected, int field)
+        {
+            if (wireType != expected) throw new ProtoFormatException("field " + field + ": wire type " + wireType + ", expected " + expected);
+        }
+    }
+
+    /// <summary>Writes proto3 wire format. Scalars equal to their default are omitted (proto3),
+    /// except through the *Always methods used for oneof members and repeated elements.</summary>
+    public sealed class ProtoWriter
+    {
+        readonly MemoryStream _s = new MemoryStream();
+
+        public void WriteVarintRaw(ulong v)
+        {
+            while (v >= 0x80) { _s.WriteByte((byte)(v | 0x80)); v >>= 7; }
+            _s.WriteByte((byte)v);
+        }
+
+        void Tag(int field, int wt) { WriteVarintRaw((ulong)((uint)field << 3 | (uint)wt)); }
+
+        public void UInt64(int field, ulong v) { if (v != 0) { Tag(field, 0); WriteVarintRaw(v); } }
+        public void UInt32(int field, uint v) { UInt64(field, v); }
+        public void Enum(int field, int v) { if (v != 0) { Tag(field, 0); WriteVarintRaw((ulong)(long)v); } }
+        public void SInt32(int field, int v) { if (v != 0) { Tag(field, 0); WriteVarintRaw((uint)((v << 1) ^ (v >> 31))); } }
+
+        public void Bytes(int field, byte[] v) { if (v != null && v.Length > 0) BytesAlways(field, v); }
+        public void BytesAlways(int field, byte[] v)
+        {
+            if (v == null) v = new byte[0];
+            Tag(field, 2);
+            WriteVarintRaw((ulong)v.Length);
+            _s.Write(v, 0, v.Length);
+        }
+
+        public void String(int field, string v) { if (!string.IsNullOrEmpty(v)) StringAlways(field, v); }
+        public void StringAlways(int field, string v) { BytesAlways(field, Encoding.UTF8.GetBytes(v ?? "")); }
+
+        /// <summary>Writes a sub-message (always, even when empty: presence matters for messages).</summary>
+        public void Message(int field, ProtoWriter sub) { BytesAlways(field, sub.ToArray()); }
+
+        public byte[] ToArray() { return _s.ToArray(); }
+    }
+
+    // ---------------------------------------------------------------- messages (schemas/testee.proto)
+
+    public sealed class CodecConfig
+    {
+        public string Protocol = "";
+        public ulong MaxPayload;            // Limits.max_payload = 1
+        public bool HasLengthField;
+        public uint LfOffset;               // LengthFieldParams.offset = 1
+        public int LfSize;                  // LengthFieldParams.size = 2 (sint32)
+
+        public static CodecConfig Parse(ProtoReader r)
+        {
+            var c = new CodecConfig();
+            while (!r.AtEnd)
+            {
+                int f, wt; r.ReadTag(out f, out wt);
+                if (f == 1) { ProtoReader.Expect(wt, 2, f); c.Protocol = r.ReadString(); }
+                else if (f == 2)
+                {
+                    ProtoReader.Expect(wt, 2, f);
+                    var lr = r.ReadMessage();
+                    while (!lr.AtEnd)
+                    {
+                        int g, w; lr.ReadTag(out g, out w);
+                        if (g == 1) { ProtoReader.Expect(w, 0, g); c.MaxPayload = lr.ReadVarint(); } else lr.Skip(w);
+                    }
+                }
+                else if (f == 3)
+                {
+                    ProtoReader.Expect(wt, 2, f);
+                    c.HasLengthField = true;
+                    var pr = r.ReadMessage();
+                    while (!pr.AtEnd)
+                    {
+                        int g, w; pr.ReadTag(out g, out w);
+                        if (g == 1) { ProtoReader.Expect(w, 0, g); c.LfOffset = (uint)pr.ReadVarint(); }
+                        else if (g == 2) { ProtoReader.Expect(w, 0, g); uint z = (uint)pr.ReadVarint(); c.LfSize = (int)(z >> 1) ^ -(int)(z & 1); }
+                        else pr.Skip(w);
+                    }
+                }
+                else r.Skip(wt);
+            }
+            return c;
+        }
+
+        public void WriteTo(ProtoWriter w)
+        {
+            w.String(1, Protocol);
+            if (MaxPayload != 0) { var l = new ProtoWriter(); l.UInt64(1, MaxPayload); w.Message(2, l); }
+            if (HasLengthField) { var p = new ProtoWriter(); p.UInt32(1, LfOffset); p.SInt32(2, LfSize); w.Message(3, p); }
+        }
+    }
+
+    public sealed class FrameMsg
+    {
+        public uint Flag;
+        public uint Sequence;
+        public byte[] Payload = new byte[0];
+
+        public static FrameMsg Parse(ProtoReader r)
+        {
+            var m = new FrameMsg();
+            while (!r.AtEnd)
+            {
+                int f, wt; r.ReadTag(out f, out wt);
+                if (f == 1) { ProtoReader.Expect(wt, 0, f); m.Flag = (uint)r.ReadVarint(); }
+                else if (f == 2) { ProtoReader.Expect(wt, 0, f); m.Sequence = (uint)r.ReadVarint(); }
+                else if (f == 3) { ProtoReader.Expect(wt, 2, f); m.Payload = r.ReadBytes(); }
+                else r.Skip(wt);
+            }
+            return m;
+        }
+
+        public ProtoWriter ToWriter()
+        {
+            var w = new ProtoWriter();
+            w.UInt32(1, Flag); w.UInt32(2, Sequence); w.Bytes(3, Payload);
+            return w;
+        }
+    }
+
+    public sealed class ErrorMsg
+    {
+        public string Requirement = "";
+        public ulong Offset;
+        public string Message = "";
+
+        public ProtoWriter ToWriter()
+        {
+            var w = new ProtoWriter();
+            w.String(1, Requirement); w.UInt64(2, Offset); w.String(3, Message);
+            return w;
+        }
+
+        public static ErrorMsg Parse(ProtoReader r)
+        {
+            var m = new ErrorMsg();
+            while (!r.AtEnd)
+            {
+                int f, wt; r.ReadTag(out f, out wt);
+                if (f == 1) { ProtoReader.Expect(wt, 2, f); m.Requirement = r.ReadString(); }
+                else if (f == 2) { ProtoReader.Expect(wt, 0, f); m.Offset = r.ReadVarint(); }
+                else if (f == 3) { ProtoReader.Expect(wt, 2, f); m.Message = r.ReadString(); }
+                else r.Skip(wt);
+            }
+            return m;
+        }
+    }
+
+    public enum MatchEventKind { None = 0, Send = 1, SendOneWay = 2, Receive = 3, AdvanceMs = 4 }
+
+    public sealed class MatchEventMsg
+    {
+        public MatchEventKind Kind;
+        public byte[] Bytes = new byte[0];
+        public uint AdvanceMs;
+    }
+
+    public enum RequestKind { None = 0, Hello = 1, Decode = 2, Encode = 3, Match = 4 }
+
+    /// <summary>TesteeRequest with its oneof flattened.</summary>
+    public sealed class TesteeRequestMsg
+    {
+        public RequestKind Kind;
+        public uint HarnessVersion;                       // hello
+        public CodecConfig Codec = new CodecConfig();     // decode, encode, match
+        public List<byte[]> Chunks = new List<byte[]>();  // decode
+        public FrameMsg Frame = new FrameMsg();           // encode
+        public uint TimeoutMs;                            // match
+        public List<MatchEventMsg> Events = new List<MatchEventMsg>();
+
+        public static TesteeRequestMsg Parse(byte[] data)
+        {
+            var m = new TesteeRequestMsg();
+            var r = new ProtoReader(data);
+            while (!r.AtEnd)
+            {
+                int f, wt; r.ReadTag(out f, out wt);
+                if (f >= 1 && f <= 4)
+                {
+                    ProtoReader.Expect(wt, 2, f);
+                    m.Kind = (RequestKind)f; // oneof: the last one wins
+                    var sub = r.ReadMessage();
+                    if (f == 1) ParseHello(sub, m);
+                    else ParseBody(sub, m, f);
+                }
+                else r.Skip(wt);
+            }
+            return m;
+        }
+
+        static void ParseHello(ProtoReader r, TesteeRequestMsg m)
+        {
+            while (!r.AtEnd)
+            {
+                int f, wt; r.ReadTag(out f, out wt);
+                if (f == 1) { ProtoReader.Expect(wt, 0, f); m.HarnessVersion = (uint)r.ReadVarint(); } else r.Skip(wt);
+            }
+        }
+
+        static void ParseBody(ProtoReader r, TesteeRequestMsg m, int kind)
+        {
+            while (!r.AtEnd)
+            {
+                int f, wt; r.ReadTag(out f, out wt);
+                if (f == 1) { ProtoReader.Expect(wt, 2, f); m.Codec = CodecConfig.Parse(r.ReadMessage()); }
+                else if (kind == 2 && f == 2) { ProtoReader.Expect(wt, 2, f); m.Chunks.Add(r.ReadBytes()); }
+                else if (kind == 3 && f == 2) { ProtoReader.Expect(wt, 2, f); m.Frame = FrameMsg.Parse(r.ReadMessage()); }
+                else if (kind == 4 && f == 2) { ProtoReader.Expect(wt, 0, f); m.TimeoutMs = (uint)r.ReadVarint(); }
+                else if (kind == 4 && f == 3) { ProtoReader.Expect(wt, 2, f); m.Events.Add(ParseEvent(r.ReadMessage())); }
+                else r.Skip(wt);
+            }
+        }
+
+        static MatchEventMsg ParseEvent(ProtoReader r)
+        {
+            var e = new MatchEventMsg();
+            while (!r.AtEnd)
+            {
+                int f, wt; r.ReadTag(out f, out wt);
+                if (f >= 1 && f <= 3) { ProtoReader.Expect(wt, 2, f); e.Kind = (MatchEventKind)f; e.Bytes = r.ReadBytes(); }
+                else if (f == 4) { ProtoReader.Expect(wt, 0, f); e.Kind = MatchEventKind.AdvanceMs; e.AdvanceMs = (uint)r.ReadVarint(); }
+                else r.Skip(wt);
+            }
+            return e;
+        }
+
+        /// <summary>Encoding of requests (used by the unit tests to drive the testee like the runner).</summary>
+        public byte[] ToBytes()
+        {
+            var body = new ProtoWriter();
+            if (Kind == RequestKind.Hello) body.UInt32(1, HarnessVersion);
+            else
+            {
+                var c = new ProtoWriter(); Codec.WriteTo(c); body.Message(1, c);
+                if (Kind == RequestKind.Decode) foreach (var ch in Chunks) body.BytesAlways(2, ch);
+                if (Kind == RequestKind.Encode) body.Message(2, Frame.ToWriter());
+                if (Kind == RequestKind.Match)
+                {
+                    body.UInt32(2, TimeoutMs);
+                    foreach (var e in Events)
+                    {
+                        var ew = new ProtoWriter();
+                        if (e.Kind == MatchEventKind.AdvanceMs) { ew.WriteVarintRaw(4 << 3); ew.WriteVarintRaw(e.AdvanceMs); }
+                        else ew.BytesAlways((int)e.Kind, e.Bytes);
+                        body.Message(3, ew);
+                    }
+                }
+            }
+            var w = new ProtoWriter();
+            w.Message((int)Kind, body);
+            return w.ToArray();
+        }
+    }
+
+    public enum CompletionKindMsg { Unspecified = 0, Reply = 1, Timeout = 2, Unmatched = 3, Failed = 4, Refused = 5 }
+
+    public sealed class CompletionMsg
+    {
+        public CompletionKindMsg Kind;
+        public uint Request;
+        public FrameMsg Frame; // REPLY / UNMATCHED
+    }
+
+    public enum ResponseKind { None = 0, Hello = 1, Decode = 2, Encode = 3, Match = 4, Skipped = 5, RuntimeError = 6 }
+
+    /// <summary>TesteeResponse with its oneof flattened.</summary>
+    public sealed class TesteeResponseMsg
+    {
+        public ResponseKind Kind;
+        // hello
+        public uint HarnessVersion;
+        public string Name = "", Version = "";
+        public List<string> Protocols = new List<string>(), Features = new List<string>();
+        // decode / match
+        public List<FrameMsg> Frames = new List<FrameMsg>();
+        public ErrorMsg Error;          // decode, encode (oneof), match
+        // encode
+        public byte[] Encoded;
+        // match
+        public List<byte[]> Sent = new List<byte[]>();
+        public List<CompletionMsg> Completions = new List<CompletionMsg>();
+        // skipped / runtime_error
+        public string Text = "";
+
+        public byte[] ToBytes()
+        {
+            var w = new ProtoWriter();
+            var b = new ProtoWriter();
+            switch (Kind)
+            {
+                case ResponseKind.Hello:
+                    b.UInt32(1, HarnessVersion); b.String(2, Name); b.String(3, Version);
+                    foreach (var p in Protocols) b.StringAlways(4, p);
+                    foreach (var f in Features) b.StringAlways(5, f);
+                    w.Message(1, b);
+                    break;
+                case ResponseKind.Decode:
+                    foreach (var f in Frames) b.Message(1, f.ToWriter());
+                    if (Error != null) b.Message(2, Error.ToWriter());
+                    w.Message(2, b);
+                    break;
+                case ResponseKind.Encode:
+                    if (Error != null) b.Message(2, Error.ToWriter());
+                    else b.BytesAlways(1, Encoded); // oneof member: written even when empty
+                    w.Message(3, b);
+                    break;
+                case ResponseKind.Match:
+                    foreach (var s in Sent) b.BytesAlways(1, s);
+                    foreach (var c in Completions)
+                    {
+                        var cw = new ProtoWriter();
+                        cw.Enum(1, (int)c.Kind); cw.UInt32(2, c.Request);
+                        if (c.Frame != null) cw.Message(3, c.Frame.ToWriter());
+                        b.Message(2, cw);
+                    }
+                    if (Error != null) b.Message(3, Error.ToWriter());
+                    w.Message(4, b);
+                    break;
+                case ResponseKind.Skipped: w.StringAlways(5, Text); break;
+                case ResponseKind.RuntimeError: w.StringAlways(6, Text); break;
+                default: throw new InvalidOperationException("response kind not set");
+            }
+            return w.ToArray();
+        }
+
+        /// <summary>Decoding of responses (used by the unit tests).</summary>
+        public static TesteeResponseMsg Parse(byte[] data)
+        {
+            var m = new TesteeResponseMsg();
+            var r = new ProtoReader(data);
+            while (!r.AtEnd)
+            {
+                int f, wt; r.ReadTag(out f, out wt);
+                if (f < 1 || f > 6) { r.Skip(wt); continue; }
+                ProtoReader.Expect(wt, 2, f);
+                m.Kind = (ResponseKind)f;
+                if (f == 5 || f == 6) { m.Text = r.ReadString(); continue; }
+                var s = r.ReadMessage();
+                while (!s.AtEnd)
+                {
+                    int g, w; s.ReadTag(out g, out w);
+                    if (f == 1)
+                    {
+                        if (g == 1) m.HarnessVersion = (uint)s.ReadVarint();
+                        else if (g == 2) m.Name = s.ReadString();
+                        else if (g == 3) m.Version = s.ReadString();
+                        else if (g == 4) m.Protocols.Add(s.ReadString());
+                        else if (g == 5) m.Features.Add(s.ReadString());
+                        else s.Skip(w);
+                    }
+                    else if (f == 2)
+                    {
+                        if (g == 1) m.Frames.Add(FrameMsg.Parse(s.ReadMessage()));
+                        else if (g == 2) m.Error = ErrorMsg.Parse(s.ReadMessage());
+                        else s.Skip(w);
+                    }
+                    else if (f == 3)
+                    {
+                        if (g == 1) m.Encoded = s.ReadBytes();
+                        else if (g == 2) m.Error = ErrorMsg.Parse(s.ReadMessage());
+                        else s.Skip(w);
+                    }
+                    else if (f == 4)
+                    {
+                        if (g == 1) m.Sent.Add(s.ReadBytes());
+                        else if (g == 2)
+                        {
+                            var cr = s.ReadMessage();
+                            var c = new CompletionMsg();
+                            while (!cr.AtEnd)
+                            {
+                                int h, x; cr.ReadTag(out h, out x);
+                                if (h == 1) c.Kind = (CompletionKindMsg)(int)cr.ReadVarint();
+                                else if (h == 2) c.Request = (uint)cr.ReadVarint();
+                                else if (h == 3) c.Frame = FrameMsg.Parse(cr.ReadMessage());
+                                else cr.Skip(x);
+                            }
+                            m.Completions.Add(c);
+                        }
+                        else if (g == 3) m.Error = ErrorMsg.Parse(s.ReadMessage());
+                        else s.Skip(w);
+                    }
+                }
+            }
+            return m;
+        }
+    }
+}
