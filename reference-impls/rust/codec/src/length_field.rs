@@ -1,0 +1,567 @@
+//! The `length-field` protocol (`spec/length-field.md`): `offset` ignored header bytes, a length
+//! field (u8, u16/u32 in either byte order, or an unsigned LEB128 varint), then the payload.
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+
+use crate::{effective_max, FrameDecoder, ProtocolError};
+
+/// Largest length a 4-byte or varint field may carry (bit 31 clear; `LF-LEN-2`, `LF-LEN-3`).
+pub const MAX_SIGNED: u64 = 0x7FFF_FFFF;
+/// Pending-request bound of the FIFO matcher (`LF-MATCH-4`).
+pub const DEFAULT_PENDING_BOUND: usize = 256;
+
+/// The length field of a profile (`LF-FMT-3`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LengthSize {
+    /// `1`: u8.
+    U8,
+    /// `2`: u16 little-endian (the default, `LF-FMT-2`).
+    U16Le,
+    /// `4`: u32 little-endian.
+    U32Le,
+    /// `-2`: u16 big-endian.
+    U16Be,
+    /// `-4`: u32 big-endian.
+    U32Be,
+    /// `0`: unsigned LEB128 varint.
+    Varint,
+}
+
+impl LengthSize {
+    /// Maps the wire parameter; any other value is `LF-FMT-3` at offset 0.
+    pub fn from_param(size: i64) -> Result<Self, ProtocolError> {
+        Ok(match size {
+            1 => LengthSize::U8,
+            2 => LengthSize::U16Le,
+            4 => LengthSize::U32Le,
+            -2 => LengthSize::U16Be,
+            -4 => LengthSize::U32Be,
+            0 => LengthSize::Varint,
+            other => {
+                return Err(ProtocolError::new(
+                    "LF-FMT-3",
+                    0,
+                    format!("unsupported length-field size {other}"),
+                ))
+            }
+        })
+    }
+
+    pub fn param(self) -> i32 {
+        match self {
+            LengthSize::U8 => 1,
+            LengthSize::U16Le => 2,
+            LengthSize::U32Le => 4,
+            LengthSize::U16Be => -2,
+            LengthSize::U32Be => -4,
+            LengthSize::Varint => 0,
+        }
+    }
+
+    /// Largest length the field can represent.
+    pub fn capacity(self) -> u64 {
+        match self {
+            LengthSize::U8 => 0xFF,
+            LengthSize::U16Le | LengthSize::U16Be => 0xFFFF,
+            LengthSize::U32Le | LengthSize::U32Be | LengthSize::Varint => MAX_SIGNED,
+        }
+    }
+
+    /// Bytes the field takes for a length `len`.
+    pub fn field_len(self, len: u64) -> usize {
+        match self {
+            LengthSize::U8 => 1,
+            LengthSize::U16Le | LengthSize::U16Be => 2,
+            LengthSize::U32Le | LengthSize::U32Be => 4,
+            LengthSize::Varint => varint_len(len),
+        }
+    }
+}
+
+/// Bytes of the minimal LEB128 encoding of `v`.
+pub fn varint_len(mut v: u64) -> usize {
+    let mut n = 1;
+    while v >= 0x80 {
+        v >>= 7;
+        n += 1;
+    }
+    n
+}
+
+/// A profile: header bytes before the length field, and the field itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Profile {
+    pub offset: u32,
+    pub size: LengthSize,
+}
+
+impl Default for Profile {
+    /// Offset 0, size 2 (`LF-FMT-2`).
+    fn default() -> Self {
+        Profile {
+            offset: 0,
+            size: LengthSize::U16Le,
+        }
+    }
+}
+
+impl Profile {
+    /// Builds a profile from the wire parameters, refusing unsupported sizes (`LF-FMT-3`).
+    pub fn new(offset: u32, size: i64) -> Result<Self, ProtocolError> {
+        Ok(Profile {
+            offset,
+            size: LengthSize::from_param(size)?,
+        })
+    }
+
+    /// Checks that a payload of `len` bytes may be encoded. Precedence per §7a: `LF-LEN-1`
+    /// (the field cannot represent it), then `LF-LIM-2` (above the configured maximum).
+    pub fn check_encode(&self, len: usize, max_payload: u64) -> Result<(), ProtocolError> {
+        let len = len as u64;
+        let cap = self.size.capacity();
+        if len > cap {
+            return Err(ProtocolError::new(
+                "LF-LEN-1",
+                0,
+                format!(
+                    "payload of {len} bytes does not fit a size-{} length field (max {cap})",
+                    self.size.param()
+                ),
+            ));
+        }
+        let max = effective_max(max_payload);
+        if len > max {
+            return Err(ProtocolError::new(
+                "LF-LIM-2",
+                0,
+                format!("payload of {len} bytes above the maximum {max}"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Bytes before the payload for a payload of `len` bytes.
+    pub fn header_len(&self, len: usize) -> usize {
+        self.offset as usize + self.size.field_len(len as u64)
+    }
+
+    /// Writes the zero header bytes and the length field (no checks).
+    pub fn put_header(&self, dst: &mut BytesMut, len: usize) {
+        dst.put_bytes(0, self.offset as usize);
+        match self.size {
+            LengthSize::U8 => dst.put_u8(len as u8),
+            LengthSize::U16Le => dst.put_u16_le(len as u16),
+            LengthSize::U16Be => dst.put_u16(len as u16),
+            LengthSize::U32Le => dst.put_u32_le(len as u32),
+            LengthSize::U32Be => dst.put_u32(len as u32),
+            LengthSize::Varint => {
+                let mut v = len as u64;
+                while v >= 0x80 {
+                    dst.put_u8((v as u8 & 0x7F) | 0x80);
+                    v >>= 7;
+                }
+                dst.put_u8(v as u8);
+            }
+        }
+    }
+
+    /// Appends one encoded frame to `dst`, or refuses it without writing anything.
+    pub fn encode(
+        &self,
+        dst: &mut BytesMut,
+        payload: &[u8],
+        max_payload: u64,
+    ) -> Result<(), ProtocolError> {
+        self.check_encode(payload.len(), max_payload)?;
+        dst.reserve(self.header_len(payload.len()) + payload.len());
+        self.put_header(dst, payload.len());
+        dst.put_slice(payload);
+        Ok(())
+    }
+
+    pub fn encode_to_vec(&self, payload: &[u8], max_payload: u64) -> Result<Vec<u8>, ProtocolError> {
+        let mut b = BytesMut::new();
+        self.encode(&mut b, payload, max_payload)?;
+        Ok(b.to_vec())
+    }
+}
+
+/// Streaming decoder for one length-field profile.
+#[derive(Debug)]
+pub struct LengthFieldDecoder {
+    profile: Profile,
+    max: u64,
+    buf: BytesMut,
+    /// Stream offset of `buf[0]`.
+    base: u64,
+    /// Header bytes of the current frame already consumed (they are ignored, `LF-FMT-4`,
+    /// so they are dropped as they arrive: a large offset needs no buffering).
+    skipped: u64,
+    error: Option<ProtocolError>,
+}
+
+enum Field {
+    NeedMore,
+    Complete { width: usize, len: u64 },
+}
+
+impl LengthFieldDecoder {
+    /// A decoder for `profile` with the given maximum payload (0 = 10 MiB default; the field's
+    /// capacity if smaller, `LF-LIM-1`).
+    pub fn new(profile: Profile, max_payload: u64) -> Self {
+        LengthFieldDecoder {
+            profile,
+            max: effective_max(max_payload).min(profile.size.capacity()),
+            buf: BytesMut::new(),
+            base: 0,
+            skipped: 0,
+            error: None,
+        }
+    }
+
+    /// The receive buffer, to read socket data straight into it (`read_buf`).
+    pub fn buffer_mut(&mut self) -> &mut BytesMut {
+        &mut self.buf
+    }
+
+    pub fn profile(&self) -> Profile {
+        self.profile
+    }
+
+    pub fn max_payload(&self) -> u64 {
+        self.max
+    }
+
+    /// Stream offset where the current (undelivered) frame starts.
+    pub fn frame_start(&self) -> u64 {
+        self.base - self.skipped
+    }
+
+    fn fail(&mut self, requirement: &'static str, message: String) -> ProtocolError {
+        let e = ProtocolError::new(requirement, self.frame_start(), message);
+        self.error = Some(e.clone());
+        e
+    }
+
+    /// Reads the length field at the start of the buffer (header bytes already skipped).
+    fn field(&mut self) -> Result<Field, ProtocolError> {
+        let b = &self.buf[..];
+        let fixed = |w: usize| -> Option<&[u8]> { b.get(..w) };
+        let (width, len) = match self.profile.size {
+            LengthSize::U8 => match fixed(1) {
+                Some(f) => (1, f[0] as u64),
+                None => return Ok(Field::NeedMore),
+            },
+            LengthSize::U16Le => match fixed(2) {
+                Some(f) => (2, u16::from_le_bytes([f[0], f[1]]) as u64),
+                None => return Ok(Field::NeedMore),
+            },
+            LengthSize::U16Be => match fixed(2) {
+                Some(f) => (2, u16::from_be_bytes([f[0], f[1]]) as u64),
+                None => return Ok(Field::NeedMore),
+            },
+            LengthSize::U32Le | LengthSize::U32Be => {
+                let Some(f) = fixed(4) else {
+                    return Ok(Field::NeedMore);
+                };
+                let a = [f[0], f[1], f[2], f[3]];
+                let v = if self.profile.size == LengthSize::U32Le {
+                    u32::from_le_bytes(a)
+                } else {
+                    u32::from_be_bytes(a)
+                } as u64;
+                if v > MAX_SIGNED {
+                    return Err(self.fail("LF-LEN-3", format!("length {v} has bit 31 set")));
+                }
+                (4, v)
+            }
+            LengthSize::Varint => {
+                let mut v: u64 = 0;
+                let mut done = None;
+                for i in 0..5 {
+                    let Some(&byte) = b.get(i) else {
+                        return Ok(Field::NeedMore);
+                    };
+                    v |= ((byte & 0x7F) as u64) << (7 * i);
+                    if byte & 0x80 == 0 {
+                        done = Some(i + 1);
+                        break;
+                    }
+                }
+                let Some(width) = done else {
+                    return Err(self.fail("LF-LEN-2", "varint longer than 5 bytes".into()));
+                };
+                if v > MAX_SIGNED {
+                    return Err(self.fail("LF-LEN-2", format!("varint value {v} above 2^31-1")));
+                }
+                (width, v)
+            }
+        };
+        Ok(Field::Complete { width, len })
+    }
+}
+
+impl FrameDecoder for LengthFieldDecoder {
+    type Frame = Bytes;
+
+    fn extend(&mut self, data: &[u8]) {
+        if self.error.is_none() {
+            self.buf.extend_from_slice(data);
+        }
+    }
+
+    fn decode(&mut self) -> Result<Option<Bytes>, ProtocolError> {
+        if let Some(e) = &self.error {
+            return Err(e.clone());
+        }
+        let offset = self.profile.offset as u64;
+        if self.skipped < offset {
+            let n = (offset - self.skipped).min(self.buf.len() as u64) as usize;
+            self.buf.advance(n);
+            self.base += n as u64;
+            self.skipped += n as u64;
+            if self.skipped < offset {
+                return Ok(None);
+            }
+        }
+        let (width, len) = match self.field()? {
+            Field::NeedMore => return Ok(None),
+            Field::Complete { width, len } => (width, len),
+        };
+        if len > self.max {
+            return Err(self.fail(
+                "LF-LIM-1",
+                format!("declared payload {len} above the maximum {}", self.max),
+            ));
+        }
+        let len = len as usize;
+        if self.buf.len() < width + len {
+            let missing = width + len - self.buf.len();
+            self.buf.reserve(missing.min(1 << 20));
+            return Ok(None);
+        }
+        self.buf.advance(width);
+        let payload = self.buf.split_to(len).freeze();
+        self.base += (width + len) as u64;
+        self.skipped = 0;
+        Ok(Some(payload))
+    }
+
+    fn finish(&mut self) -> Result<(), ProtocolError> {
+        if let Some(e) = &self.error {
+            return Err(e.clone());
+        }
+        if !self.buf.is_empty() || self.skipped > 0 {
+            return Err(self.fail("LF-STR-3", "stream ended inside a frame".into()));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hex(s: &str) -> Vec<u8> {
+        s.split_whitespace()
+            .map(|h| u8::from_str_radix(h, 16).unwrap())
+            .collect()
+    }
+
+    fn decode_all(
+        p: Profile,
+        max: u64,
+        chunks: &[&[u8]],
+    ) -> (Vec<Bytes>, Option<ProtocolError>) {
+        let mut d = LengthFieldDecoder::new(p, max);
+        let mut frames = Vec::new();
+        for c in chunks {
+            let (f, e) = d.feed(c);
+            frames.extend(f);
+            if e.is_some() {
+                return (frames, e);
+            }
+        }
+        (frames, d.finish().err())
+    }
+
+    #[test]
+    fn worked_examples_every_profile() {
+        for (offset, size, bytes) in [
+            (0, 2, "03 00 61 62 63"),
+            (0, -2, "00 03 61 62 63"),
+            (0, 4, "03 00 00 00 61 62 63"),
+            (0, -4, "00 00 00 03 61 62 63"),
+            (0, 1, "03 61 62 63"),
+            (0, 0, "03 61 62 63"),
+            (2, 2, "00 00 03 00 61 62 63"),
+        ] {
+            let p = Profile::new(offset, size).unwrap();
+            let wire = hex(bytes);
+            assert_eq!(p.encode_to_vec(b"abc", 0).unwrap(), wire, "{offset},{size}");
+            let (frames, err) = decode_all(p, 0, &[&wire]);
+            assert_eq!(err, None);
+            assert_eq!(frames, vec![Bytes::from_static(b"abc")]);
+        }
+        assert_eq!(Profile::default(), Profile::new(0, 2).unwrap());
+    }
+
+    #[test]
+    fn varint_300_and_benchmark_frame() {
+        let p = Profile::new(0, 0).unwrap();
+        let payload = vec![1u8; 300];
+        let wire = p.encode_to_vec(&payload, 0).unwrap();
+        assert_eq!(&wire[..2], &[0xAC, 0x02]);
+        assert_eq!(wire.len(), 302);
+        let bm = Profile::default().encode_to_vec(&[0x55; 30], 0).unwrap();
+        assert_eq!(&bm[..2], &[0x1E, 0x00]);
+        assert_eq!(bm.len(), 32);
+    }
+
+    #[test]
+    fn header_bytes_are_ignored() {
+        let p = Profile::new(3, 2).unwrap();
+        let (frames, err) = decode_all(p, 0, &[&hex("AA BB CC 02 00 68 69")]);
+        assert_eq!(err, None);
+        assert_eq!(frames, vec![Bytes::from_static(b"hi")]);
+    }
+
+    #[test]
+    fn unsupported_sizes_are_lf_fmt_3() {
+        for s in [-1, 3, 5, 8, -8, 100, i32::MIN as i64] {
+            let e = Profile::new(0, s).unwrap_err();
+            assert_eq!((e.requirement, e.offset), ("LF-FMT-3", 0));
+        }
+    }
+
+    #[test]
+    fn split_inside_length_field_and_varint() {
+        let p = Profile::new(1, 0).unwrap();
+        let payload = vec![9u8; 20000]; // 3-byte varint
+        let wire = p.encode_to_vec(&payload, 0).unwrap();
+        for a in 0..6 {
+            for b in a..6 {
+                let (frames, err) = decode_all(p, 0, &[&wire[..a], &wire[a..b], &wire[b..]]);
+                assert_eq!(err, None);
+                assert_eq!(frames.len(), 1);
+                assert_eq!(frames[0].len(), 20000);
+            }
+        }
+    }
+
+    #[test]
+    fn varint_rules() {
+        let p = Profile::new(0, 0).unwrap();
+        // Longer than 5 bytes.
+        let (_, e) = decode_all(p, 0, &[&hex("80 80 80 80 80 00")]);
+        assert_eq!(e.unwrap().requirement, "LF-LEN-2");
+        // The sixth byte is not needed to decide.
+        let mut d = LengthFieldDecoder::new(p, 0);
+        d.extend(&hex("80 80 80 80 80"));
+        assert_eq!(d.decode().unwrap_err().requirement, "LF-LEN-2");
+        // 2^31 in 5 bytes.
+        let (_, e) = decode_all(p, u64::MAX, &[&hex("80 80 80 80 08")]);
+        assert_eq!(e.unwrap().requirement, "LF-LEN-2");
+        // 2^31 - 1 is above the default max: LIM-1, not LEN-2.
+        let (_, e) = decode_all(p, 0, &[&hex("FF FF FF FF 07")]);
+        assert_eq!(e.unwrap().requirement, "LF-LIM-1");
+        // Non-minimal accepted (LF-LEN-4 MAY).
+        let (frames, e) = decode_all(p, 0, &[&hex("80 00 83 80 00 61 62 63")]);
+        assert_eq!(e, None);
+        assert_eq!(frames, vec![Bytes::new(), Bytes::from_static(b"abc")]);
+        // Stream ends inside a varint.
+        let (frames, e) = decode_all(p, 0, &[&hex("01 7A 80 80")]);
+        assert_eq!(frames.len(), 1);
+        let e = e.unwrap();
+        assert_eq!((e.requirement, e.offset), ("LF-STR-3", 2));
+    }
+
+    #[test]
+    fn bit_31_is_lf_len_3() {
+        for (size, bytes) in [(4, "00 00 00 80"), (-4, "80 00 00 00")] {
+            let p = Profile::new(0, size).unwrap();
+            let (frames, e) = decode_all(p, u64::MAX, &[&hex("00 00 00 00"), &hex(bytes)]);
+            // size 4/-4: "00 00 00 00" is an empty frame.
+            assert_eq!(frames.len(), 1);
+            let e = e.unwrap();
+            assert_eq!((e.requirement, e.offset), ("LF-LEN-3", 4));
+        }
+    }
+
+    #[test]
+    fn oversize_rejected_from_length_field() {
+        let p = Profile::new(2, 4).unwrap();
+        let mut d = LengthFieldDecoder::new(p, 0);
+        d.extend(&hex("00 00 01 00 A0 00"));
+        let e = d.decode().unwrap_err();
+        assert_eq!((e.requirement, e.offset), ("LF-LIM-1", 0));
+        assert!(d.buffer_mut().capacity() < 1 << 16);
+        let (_, e) = decode_all(Profile::default(), 4, &[&hex("05 00 00")]);
+        assert_eq!(e.unwrap().requirement, "LF-LIM-1");
+        let (frames, e) = decode_all(Profile::default(), 4, &[&hex("04 00 01 02 03 04")]);
+        assert_eq!((frames.len(), e), (1, None));
+    }
+
+    #[test]
+    fn truncation_is_lf_str_3() {
+        let p = Profile::new(2, 2).unwrap();
+        let good = hex("00 00 01 00 41");
+        for partial in [hex("00"), hex("00 00"), hex("00 00 05"), hex("00 00 05 00 61")] {
+            let mut wire = good.clone();
+            wire.extend(&partial);
+            let (frames, e) = decode_all(p, 0, &[&wire]);
+            assert_eq!(frames.len(), 1);
+            let e = e.unwrap();
+            assert_eq!((e.requirement, e.offset), ("LF-STR-3", 5));
+        }
+    }
+
+    #[test]
+    fn no_frame_after_error() {
+        let p = Profile::new(0, 4).unwrap();
+        let mut d = LengthFieldDecoder::new(p, 0);
+        let (frames, e) = d.feed(&hex("01 00 00 00 41 FF FF FF FF 00 00 00 00"));
+        assert_eq!(frames.len(), 1);
+        let e = e.unwrap();
+        assert_eq!((e.requirement, e.offset), ("LF-LEN-3", 5));
+        let (frames, e2) = d.feed(&hex("00 00 00 00"));
+        assert!(frames.is_empty());
+        assert_eq!(e2, Some(e));
+    }
+
+    #[test]
+    fn encoder_refusals() {
+        let cases = [
+            (1, 256usize, 0u64, Some("LF-LEN-1")),
+            (1, 255, 0, None),
+            (2, 65536, 0, Some("LF-LEN-1")),
+            (-2, 65536, u64::MAX, Some("LF-LEN-1")),
+            (-2, 65535, 0, None),
+            (2, 100, 99, Some("LF-LIM-2")),
+            (1, 300, 10, Some("LF-LEN-1")),
+            (4, 1 << 31, u64::MAX, Some("LF-LEN-1")),
+            (0, 1 << 31, u64::MAX, Some("LF-LEN-1")),
+            (4, (1 << 31) - 1, u64::MAX, None),
+            (0, 10 * 1024 * 1024 + 1, 0, Some("LF-LIM-2")),
+        ];
+        for (size, len, max, want) in cases {
+            let p = Profile::new(0, size).unwrap();
+            let got = p.check_encode(len, max).err().map(|e| e.requirement);
+            assert_eq!(got, want, "size {size} len {len} max {max}");
+        }
+        let mut b = BytesMut::new();
+        assert!(Profile::new(0, 1).unwrap().encode(&mut b, &[0; 256], 0).is_err());
+        assert!(b.is_empty());
+    }
+
+    #[test]
+    fn varint_encoding_is_minimal() {
+        let p = Profile::new(0, 0).unwrap();
+        for (n, want) in [(0usize, 1usize), (127, 1), (128, 2), (16383, 2), (16384, 3)] {
+            let wire = p.encode_to_vec(&vec![0; n], 0).unwrap();
+            assert_eq!(wire.len() - n, want, "len {n}");
+            assert_eq!(varint_len(n as u64), want);
+        }
+        assert_eq!(varint_len(MAX_SIGNED), 5);
+    }
+}
