@@ -1,0 +1,355 @@
+using System;
+using System.Collections.Generic;
+using System.Diagnostics;
+using System.Globalization;
+using System.IO;
+using System.Net;
+using System.Net.Sockets;
+using System.Text;
+using System.Threading;
+using System.Threading.Tasks;
+using Frameproof.Codec;
+
+namespace Frameproof.Load
+{
+    enum Mode { PerPacket, Pipelined, Receive }
+
+    sealed class LoadConfig
+    {
+        public Protocol Protocol;
+        public string ProtocolName;
+        public IPEndPoint Endpoint;
+        public int Connections;
+        public long Requests = -1;       // --requests, or -1
+        public double Duration = -1;     // --duration seconds, or -1
+        public int Payload;
+        public Mode Mode;
+        public string ModeName;
+        public int Window;
+        public LengthFieldProfile Profile = LengthFieldProfile.Default;
+        public long TimeoutMs = 5000;
+        public string JsonFile;
+    }
+
+    /// <summary>Run-wide results shared by the connections.</summary>
+    sealed class Shared
+    {
+        public readonly List<string> Details = new List<string>();
+        public long GlobalIndex;          // duration mode: next global request index
+        public long Progress;             // completions so far (watchdog)
+        public long Errors;
+        public Stopwatch Clock;
+
+        public void Error(string detail)
+        {
+            Interlocked.Increment(ref Errors);
+            lock (Details) { if (Details.Count < 10) Details.Add(detail); }
+        }
+    }
+
+    /// <summary>Drives one connection: per-packet (window 1), pipelined (sliding window) or receive.</summary>
+    sealed class Driver : IReplyVerifier
+    {
+        readonly LoadConfig _cfg;
+        readonly Shared _shared;
+        readonly int _id;
+        readonly long _first, _quota;      // requests mode: global indices [_first, _first + _quota)
+        long _issued;
+        bool _stop;
+        public RequestClient Client;
+        public long Sent, Replies, Verified, VerifiedBytes, Unmatched;
+        public readonly LatencyHistogram Histogram = new LatencyHistogram();
+
+        public Driver(LoadConfig cfg, Shared shared, int id, long first, long quota)
+        {
+            _cfg = cfg; _shared = shared; _id = id; _first = first; _quota = quota;
+        }
+
+        public void Connect()
+        {
+            var s = new Socket(_cfg.Endpoint.AddressFamily, SocketType.Stream, ProtocolType.Tcp);
+            s.NoDelay = true; // STD-ECHO-6
+            s.SendTimeout = (int)Math.Max(1000, _cfg.TimeoutMs);
+            s.Connect(_cfg.Endpoint);
+            Client = new RequestClient(s, _cfg.Protocol, _cfg.Profile, 0, _cfg.TimeoutMs, this);
+        }
+
+        bool More()
+        {
+            if (_stop) return false;
+            if (_cfg.Requests >= 0) return _issued < _quota;
+            return _shared.Clock.Elapsed.TotalSeconds < _cfg.Duration;
+        }
+
+        long NextIndex()
+        {
+            long i = _cfg.Requests >= 0 ? _first + _issued : Interlocked.Increment(ref _shared.GlobalIndex) - 1;
+            _issued++;
+            return i;
+        }
+
+        public async Task RunAsync()
+        {
+            await Task.Yield();
+            try
+            {
+                if (_cfg.Mode == Mode.Receive) RunReceiveMode();
+                else await RunWindowed();
+            }
+            catch (Exception e)
+            {
+                _shared.Error("connection " + _id + ": " + e.GetType().Name + ": " + e.Message);
+            }
+            // Half-close, let the server finish, then close (bounded).
+            Client.ShutdownSend();
+            Client.WaitReceiver((int)Math.Min(_cfg.TimeoutMs, 5000));
+            Client.Dispose();
+        }
+
+        async Task RunWindowed()
+        {
+            int w = _cfg.Window;
+            var ring = new ValueTask<Completion>[w];
+            var payload = new byte[_cfg.Payload];
+            int head = 0, inflight = 0;
+            while (true)
+            {
+                while (inflight < w && More())
+                {
+                    long idx = NextIndex();
+                    Payloads.Fill(idx, payload);
+                    ValueTask<Completion> t;
+                    if (!Client.TryEnqueue(new RequestId(idx), payload, out t))
+                    {
+                        Completion r = t.IsCompleted ? t.Result : default(Completion); // recycles the source
+                        _shared.Error("request " + idx + " refused (" + r.Kind + "): connection failed or window beyond the pending bound");
+                        _stop = true;
+                        break;
+                    }
+                    Sent++;
+                    ring[(head + inflight) % w] = t;
+                    inflight++;
+                }
+                if (!Client.Flush())
+                {
+                    if (!_stop) _shared.Error("connection " + _id + ": write failed");
+                    _stop = true;
+                }
+                if (inflight == 0) break;
+                Completion c = await ring[head];
+                ring[head] = default(ValueTask<Completion>);
+                head = (head + 1) % w;
+                inflight--;
+                Interlocked.Increment(ref _shared.Progress);
+                switch (c.Kind)
+                {
+                    case CompletionKind.Reply:
+                        Replies++;
+                        Histogram.Record(c.LatencyTicks * 1000000 / Stopwatch.Frequency);
+                        if (c.Verified) { Verified++; VerifiedBytes += c.PayloadLength; }
+                        else _shared.Error("request " + c.Id + ": reply payload differs from the request (" + c.PayloadLength + " bytes)");
+                        break;
+                    case CompletionKind.Timeout:
+                        _shared.Error("request " + c.Id + ": no reply within " + _cfg.TimeoutMs + " ms");
+                        break;
+                    default:
+                        _shared.Error("request " + c.Id + ": " + c.Kind + " (connection " + _id + " failed)");
+                        _stop = true;
+                        break;
+                }
+            }
+        }
+
+        void RunReceiveMode()
+        {
+            var payload = new byte[_cfg.Payload];
+            int batch = Math.Max(1, _cfg.Window);
+            while (More())
+            {
+                int n = 0;
+                while (n < batch && Client.BufferedBytes < 256 * 1024 && More())
+                {
+                    long idx = NextIndex();
+                    Payloads.Fill(idx, payload);
+                    if (!Client.EnqueueUnmatched(payload)) { _shared.Error("encoder refused a payload of " + payload.Length + " bytes"); _stop = true; break; }
+                    n++;
+                }
+                if (!Client.Flush()) { _shared.Error("connection " + _id + ": write failed"); _stop = true; break; }
+                Sent += n;
+                VerifiedBytes += (long)n * _cfg.Payload;
+                Interlocked.Add(ref _shared.Progress, n);
+            }
+        }
+
+        // IReplyVerifier (receive thread).
+        public bool Verify(RequestId id, ReadOnlySpan<byte> payload)
+        {
+            if (_cfg.Mode == Mode.Receive) return false;
+            return Payloads.Verify(id.Value, _cfg.Payload, payload);
+        }
+
+        public void OnUnmatched(byte flag, byte sequence, ReadOnlySpan<byte> payload)
+        {
+            Unmatched++;
+            _shared.Error("connection " + _id + ": unmatched reply (flag 0x" + flag.ToString("X2") + ", seq " + sequence + ", " + payload.Length + " bytes)");
+        }
+
+        public void OnProtocolError(ProtocolError error)
+        {
+            _shared.Error("connection " + _id + ": reply stream rejected: " + error);
+        }
+    }
+
+    public static class Program
+    {
+        const string Usage = "usage: fp-load --protocol standard|length-field --connect HOST:PORT --connections N (--requests N | --duration SECONDS) --payload BYTES --mode per-packet|pipelined|receive [--window W] [--lf-offset N] [--lf-size S] [--timeout-ms MS] [--json FILE]";
+
+        public static int Main(string[] args)
+        {
+            LoadConfig cfg;
+            try { cfg = Parse(args); }
+            catch (Exception e)
+            {
+                Console.Error.WriteLine("fp-load: " + e.Message);
+                Console.Error.WriteLine(Usage);
+                return 2;
+            }
+            try { return Run(cfg); }
+            catch (Exception e)
+            {
+                Console.Error.WriteLine("fp-load: " + e.Message);
+                return 1;
+            }
+        }
+
+        static LoadConfig Parse(string[] args)
+        {
+            var o = new Options(args, new string[0]);
+            var c = new LoadConfig();
+            c.ProtocolName = o.Require("protocol");
+            c.Protocol = Options.ParseProtocol(c.ProtocolName);
+            c.Endpoint = Options.ParseEndPoint(o.Require("connect"));
+            c.Connections = (int)o.GetLong("connections", 1);
+            if (c.Connections < 1) throw new ArgumentException("--connections must be ≥ 1");
+            if (o.Has("requests") == o.Has("duration")) throw new ArgumentException("give exactly one of --requests and --duration");
+            if (o.Has("requests")) { c.Requests = o.GetLong("requests", 0); if (c.Requests < 0) throw new ArgumentException("--requests must be ≥ 0"); }
+            else { c.Duration = o.GetDouble("duration", 0); if (c.Duration <= 0) throw new ArgumentException("--duration must be > 0"); }
+            long p = o.GetLong("payload", -1);
+            if (p < 0) throw new ArgumentException("--payload BYTES is required");
+            c.Payload = (int)Math.Min(p, int.MaxValue);
+            c.ModeName = o.Require("mode");
+            if (c.ModeName == "per-packet") c.Mode = Mode.PerPacket;
+            else if (c.ModeName == "pipelined") c.Mode = Mode.Pipelined;
+            else if (c.ModeName == "receive") c.Mode = Mode.Receive;
+            else throw new ArgumentException("unknown mode '" + c.ModeName + "'");
+            c.Window = (int)o.GetLong("window", c.Mode == Mode.PerPacket ? 1 : c.Mode == Mode.Pipelined ? 32 : 256);
+            if (c.Mode == Mode.PerPacket) c.Window = 1;
+            if (c.Window < 1) throw new ArgumentException("--window must be ≥ 1");
+            if (c.Mode == Mode.Pipelined && c.Protocol == Protocol.Standard && c.Window > 255) throw new ArgumentException("--window must be ≤ 255 for standard");
+            if (c.Mode == Mode.Pipelined && c.Protocol == Protocol.LengthField && c.Window > Limits.DefaultFifoPendingBound)
+                throw new ArgumentException("--window must be ≤ " + Limits.DefaultFifoPendingBound + " for length-field (LF-MATCH-4)");
+            c.Profile = new LengthFieldProfile(o.GetLong("lf-offset", 0), (int)o.GetLong("lf-size", 2));
+            if (c.Protocol == Protocol.LengthField) c.Profile.Validate();
+            c.TimeoutMs = o.GetLong("timeout-ms", 5000);
+            if (c.TimeoutMs <= 0) throw new ArgumentException("--timeout-ms must be > 0");
+            c.JsonFile = o.Get("json", null);
+            ProtocolError err;
+            bool ok = c.Protocol == Protocol.Standard
+                ? StandardEncoder.Check(c.Payload, 0, out err)
+                : LengthFieldEncoder.Check(c.Profile, c.Payload, 0, out err);
+            if (!ok) throw new ArgumentException("--payload " + c.Payload + " cannot be encoded: " + err);
+            return c;
+        }
+
+        static int Run(LoadConfig cfg)
+        {
+            int w, io;
+            ThreadPool.GetMinThreads(out w, out io);
+            ThreadPool.SetMinThreads(Math.Max(w, Math.Min(256, cfg.Connections + 4)), io);
+
+            var shared = new Shared();
+            var drivers = new Driver[cfg.Connections];
+            long first = 0;
+            for (int i = 0; i < cfg.Connections; i++)
+            {
+                long quota = cfg.Requests >= 0 ? cfg.Requests / cfg.Connections + (i < cfg.Requests % cfg.Connections ? 1 : 0) : -1;
+                drivers[i] = new Driver(cfg, shared, i, first, quota);
+                if (quota > 0) first += quota;
+            }
+            for (int i = 0; i < drivers.Length; i++) drivers[i].Connect();
+
+            shared.Clock = Stopwatch.StartNew();
+            var tasks = new Task[drivers.Length];
+            for (int i = 0; i < drivers.Length; i++) tasks[i] = drivers[i].RunAsync();
+
+            // Watchdog: every request completes within the timeout, so no progress for
+            // 2 × timeout + 5 s means something is stuck; close everything (bounded in time).
+            long lastProgress = -1;
+            long stallMs = 2 * cfg.TimeoutMs + 5000;
+            Stopwatch sinceProgress = Stopwatch.StartNew();
+            bool aborted = false;
+            while (!Task.WaitAll(tasks, 200))
+            {
+                long p = Interlocked.Read(ref shared.Progress);
+                if (p != lastProgress) { lastProgress = p; sinceProgress.Restart(); continue; }
+                if (sinceProgress.ElapsedMilliseconds > stallMs)
+                {
+                    if (aborted) break;
+                    shared.Error("no progress for " + stallMs + " ms: aborting");
+                    foreach (Driver d in drivers) d.Client.Close();
+                    aborted = true;
+                    sinceProgress.Restart();
+                }
+            }
+            shared.Clock.Stop();
+            double seconds = Math.Max(shared.Clock.Elapsed.TotalSeconds, 1e-9);
+
+            long sent = 0, replies = 0, verified = 0, bytes = 0;
+            var hist = new LatencyHistogram();
+            foreach (Driver d in drivers)
+            {
+                sent += d.Sent; replies += d.Replies + d.Unmatched; verified += d.Verified; bytes += d.VerifiedBytes;
+                hist.Add(d.Histogram);
+            }
+            long errors = Interlocked.Read(ref shared.Errors);
+            bool receive = cfg.Mode == Mode.Receive;
+            double msgs = (receive ? sent : verified) / seconds;
+            double mb = bytes / 1e6 / seconds;
+            bool success = errors == 0 && (receive || verified == sent) && (cfg.Requests < 0 || sent == cfg.Requests);
+
+            var inv = CultureInfo.InvariantCulture;
+            Console.Out.WriteLine(string.Format(inv,
+                "fp-load (csharp): {0} {1}, {2} connections, window {3}, payload {4} B\n" +
+                "  sent {5}, replies {6}, verified {7}, errors {8}\n" +
+                "  {9:F3} s, {10:F1} msg/s, {11:F2} MB/s\n" +
+                "  latency us: p50 {12} p90 {13} p99 {14} p99.9 {15} max {16}",
+                cfg.ProtocolName, cfg.ModeName, cfg.Connections, cfg.Window, cfg.Payload,
+                sent, replies, verified, errors, seconds, msgs, mb,
+                hist.Percentile(0.5), hist.Percentile(0.9), hist.Percentile(0.99), hist.Percentile(0.999), hist.Max));
+            lock (shared.Details)
+            {
+                foreach (string d in shared.Details) Console.Out.WriteLine("  error: " + d);
+            }
+
+            if (cfg.JsonFile != null)
+            {
+                var sb = new StringBuilder();
+                sb.Append("{\"implementation\": \"csharp\", \"protocol\": ").Append(Options.Json(cfg.ProtocolName));
+                sb.Append(", \"mode\": ").Append(Options.Json(cfg.ModeName));
+                sb.AppendFormat(inv, ", \"connections\": {0}, \"window\": {1}, \"payload\": {2}", cfg.Connections, cfg.Window, cfg.Payload);
+                sb.AppendFormat(inv, ", \"requests_sent\": {0}, \"replies_received\": {1}, \"replies_verified\": {2}, \"errors\": {3}", sent, replies, verified, errors);
+                sb.Append(", \"error_details\": [");
+                lock (shared.Details)
+                {
+                    for (int i = 0; i < shared.Details.Count; i++) sb.Append(i > 0 ? ", " : "").Append(Options.Json(shared.Details[i]));
+                }
+                sb.Append(']');
+                sb.AppendFormat(inv, ", \"duration_s\": {0:F3}, \"msgs_per_s\": {1:F1}, \"mb_per_s\": {2:F3}", seconds, msgs, mb);
+                sb.AppendFormat(inv, ", \"latency_us\": {{\"p50\": {0}, \"p90\": {1}, \"p99\": {2}, \"p999\": {3}, \"max\": {4}}}}}",
+                    hist.Percentile(0.5), hist.Percentile(0.9), hist.Percentile(0.99), hist.Percentile(0.999), hist.Max);
+                File.WriteAllText(cfg.JsonFile, sb.ToString() + "\n");
+            }
+            return success ? 0 : 1;
+        }
+    }
+}
