@@ -1,0 +1,95 @@
+"""The `frameproof` command line."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from . import __version__
+
+
+def _pytest_args(args, extra):
+    here = Path(__file__).resolve().parent
+    base = [str(here / "run.fpsuite"), "-p", "frameproof.plugin", "-p", "no:cacheprovider",
+            "-c", os.devnull, "--rootdir", str(here), "-q", "--no-header", "-rN",
+            "-o", "console_output_style=classic"]
+    if getattr(args, "junit", None):
+        base += ["--junitxml", args.junit, "-o", "junit_family=xunit2", "-o", "junit_suite_name=frameproof"]
+    for p in getattr(args, "protocol", None) or []:
+        base += ["--fp-protocol", p]
+    for s in getattr(args, "select", None) or []:
+        base += ["--fp-select", s]
+    return base + extra
+
+
+def cmd_run(args):
+    import pytest
+    extra = ["--fp-testee", args.testee, "--fp-profile", args.profile, "--fp-timeout", str(args.timeout)]
+    if args.cwd:
+        extra += ["--fp-cwd", args.cwd]
+    if args.xfail:
+        extra += ["--fp-xfail", args.xfail]
+    if args.json:
+        extra += ["--fp-json", args.json]
+    if args.verbose:
+        extra += ["-v"]
+    if args.exitfirst:
+        extra += ["-x"]
+    rc = pytest.main(_pytest_args(args, extra))
+    return int(rc)
+
+
+def cmd_list(args):
+    import pytest
+    return int(pytest.main(_pytest_args(args, ["--fp-list", "-p", "no:terminal"])) or 0)
+
+
+def cmd_requirements(args):
+    from .spec import requirements
+    for r in requirements().values():
+        if args.protocol and r.protocol not in args.protocol:
+            continue
+        print(f"{r.id:12} {r.level:6} {r.text}")
+    return 0
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="frameproof", description="Conformance suite for the frameproof wire protocols")
+    ap.add_argument("--version", action="version", version=f"frameproof {__version__}")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    r = sub.add_parser("run", help="run the codec conformance suite against a testee")
+    r.add_argument("--testee", required=True, help='testee command, e.g. "target/release/fp-testee"')
+    r.add_argument("--cwd", help="working directory for the testee")
+    r.add_argument("--protocol", action="append", help="only this protocol (repeatable)")
+    r.add_argument("--select", action="append", help="only tests whose name matches this glob (repeatable)")
+    r.add_argument("--xfail", help="expected-failures file: one test name or glob a line")
+    r.add_argument("--json", help="write a JSON report to this file")
+    r.add_argument("--junit", help="write a JUnit XML report to this file")
+    r.add_argument("--profile", default="ci", choices=["ci", "fuzz", "smoke"],
+                   help="Hypothesis profile: ci (derandomized, default), fuzz (long, random), smoke (few examples)")
+    r.add_argument("--timeout", type=float, default=10.0, help="seconds per testee answer (default 10)")
+    r.add_argument("-v", "--verbose", action="store_true")
+    r.add_argument("-x", "--exitfirst", action="store_true")
+    r.set_defaults(fn=cmd_run)
+
+    li = sub.add_parser("list", help="list the tests (JSON lines: name, requirements, level)")
+    li.add_argument("--protocol", action="append")
+    li.add_argument("--select", action="append")
+    li.set_defaults(fn=cmd_list)
+
+    rq = sub.add_parser("requirements", help="list the requirements read from spec/")
+    rq.add_argument("--protocol", action="append")
+    rq.set_defaults(fn=cmd_requirements)
+
+    from . import net_cli
+    net_cli.add_parsers(sub)
+
+    args = ap.parse_args(argv)
+    return args.fn(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,340 @@
+"""pytest plugin behind `frameproof run`: collects the conformance cases (vectors x
+chunkings, properties) as items with stable hierarchical names, runs them against
+one testee, and reports per requirement (text, JSON; JUnit through pytest).
+
+Test names: <protocol>/<requirement>/<case>/<variant>, e.g.
+``standard/STD-HDR-1/y_request_open/chunked-1``.
+"""
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from . import oracle, spec, vectors as V
+from .checks import CheckFailure, check_decode, check_encode, check_match, chunk, chunk_every
+from .paths import PROTOCOLS
+from .testee import Skipped, Testee, TesteeFailure
+
+SUITE_ANCHOR = Path(__file__).with_name("run.fpsuite")
+CHUNKINGS = ("whole", "chunked-1", "chunked-7")
+RESULTS = pytest.StashKey[dict]()
+
+
+def pytest_addoption(parser):
+    g = parser.getgroup("frameproof")
+    g.addoption("--fp-testee", default=None, help="testee command line")
+    g.addoption("--fp-cwd", default=None)
+    g.addoption("--fp-protocol", action="append", default=[])
+    g.addoption("--fp-xfail", default=None, help="expected-failures file")
+    g.addoption("--fp-json", default=None, help="write the JSON report here")
+    g.addoption("--fp-profile", default="ci", choices=["ci", "fuzz", "smoke"])
+    g.addoption("--fp-timeout", type=float, default=10.0)
+    g.addoption("--fp-select", action="append", default=[], help="only names matching this glob")
+    g.addoption("--fp-list", action="store_true", help="collect and list, run nothing")
+
+
+def pytest_configure(config):
+    config.stash[RESULTS] = {"items": {}, "xfail_unmatched": [], "started": time.time()}
+    from hypothesis import settings
+    settings.load_profile(config.getoption("--fp-profile"))
+
+
+def pytest_collect_file(file_path, parent):
+    if file_path.suffix == ".fpsuite":
+        return SuiteFile.from_parent(parent, path=file_path)
+    return None
+
+
+class SuiteFile(pytest.File):
+    def collect(self):
+        cfg = self.config
+        protocols = cfg.getoption("--fp-protocol") or list(PROTOCOLS)
+        for p in protocols:
+            if p not in PROTOCOLS:
+                raise pytest.UsageError(f"unknown protocol {p!r} (known: {', '.join(PROTOCOLS)})")
+        for protocol in protocols:
+            for vec in V.load(protocol):
+                for variant in _variants(vec):
+                    yield VectorItem.from_parent(self, name=f"{protocol}/{vec.requirements[0]}/{vec.id}/{variant}",
+                                                 vector=vec, variant=variant)
+            from .properties import properties
+            for prop in properties(protocol):
+                yield PropertyItem.from_parent(self, name=f"{protocol}/{prop.requirements[0]}/{prop.name}", prop=prop)
+
+
+def _variants(vec):
+    if vec.kind == "decode":
+        out = ["as-given"] if vec.splits else []
+        out += list(CHUNKINGS)
+        if vec.check_encode:
+            out.append("encode")
+        return out
+    return [vec.kind]
+
+
+def _testee(config) -> Testee:
+    t = getattr(config, "_fp_testee", None)
+    if t is None:
+        cmd = config.getoption("--fp-testee")
+        if not cmd:
+            raise pytest.UsageError("--testee is required")
+        t = Testee(cmd, cwd=config.getoption("--fp-cwd"), timeout=config.getoption("--fp-timeout"))
+        config._fp_testee = t
+    return t
+
+
+class FrameproofItem(pytest.Item):
+    requirements: list = []
+    feature = "decode"
+    protocol = ""
+
+    def _needs(self):
+        t = _testee(self.config)
+        protocols, features = t.capabilities()
+        if t.hello_error is not None:
+            raise t.hello_error
+        if self.protocol not in protocols:
+            pytest.skip(f"testee does not implement {self.protocol}")
+        if self.feature not in features:
+            pytest.skip(f"testee does not support the '{self.feature}' feature")
+        return t
+
+    def runtest(self):
+        t = self._needs()
+        try:
+            self.check(t)
+        except Skipped as e:
+            pytest.skip(f"testee skipped: {e}")
+
+    def repr_failure(self, excinfo, style=None):
+        e = excinfo.value
+        if isinstance(e, (CheckFailure, TesteeFailure)):
+            return str(e)
+        # Hypothesis wraps the falsifying example around our message
+        cause = e
+        while cause is not None:
+            if isinstance(cause, (CheckFailure, TesteeFailure)):
+                return str(cause)
+            cause = cause.__cause__ or cause.__context__
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.path, None, self.name
+
+    @property
+    def level(self):
+        return spec.level_of(self.requirements[:1])
+
+
+class VectorItem(FrameproofItem):
+    def __init__(self, *, vector, variant, **kw):
+        super().__init__(**kw)
+        self.vector = vector
+        self.variant = variant
+        self.protocol = vector.protocol
+        self.requirements = vector.requirements
+        self.feature = "encode" if variant == "encode" or vector.kind == "encode" else vector.kind
+        self.description = vector.description
+
+    def check(self, t: Testee):
+        v = self.vector
+        if v.kind == "decode":
+            if self.variant == "encode":
+                got = b""
+                for i, f in enumerate(v.outcomes()[0].frames):
+                    e = t.encode(v.codec, f)
+                    if isinstance(e, oracle.Error):
+                        raise CheckFailure(f"frame {i} {f.short()}: encoder refused it with {e.requirement}")
+                    got += e
+                check_encode(v.data, got, "concatenated encodings: ")
+                return
+            data = v.data
+            if self.variant == "as-given":
+                chunks = chunk(data, v.splits)
+            elif self.variant == "whole":
+                chunks = [data]
+            else:
+                chunks = chunk_every(data, int(self.variant.split("-")[1]))
+            got = t.decode(v.codec, chunks)
+            exp = [oracle.DecodeResult(o.frames, o.error) for o in v.outcomes()]
+            check_decode(exp, got)
+        elif v.kind == "encode":
+            check_encode(v.expect, t.encode(v.codec, v.frame))
+        elif v.kind == "match":
+            check_match(v.expected_match(), t.match(v.codec, v.events(), int(v.raw.get("timeout_ms", 0))))
+        else:  # pragma: no cover
+            raise ValueError(v.kind)
+
+
+class PropertyItem(FrameproofItem):
+    def __init__(self, *, prop, **kw):
+        super().__init__(**kw)
+        self.prop = prop
+        self.protocol = prop.protocol
+        self.requirements = prop.requirements
+        self.feature = prop.feature
+        self.description = prop.description
+
+    def check(self, t: Testee):
+        self.prop.run(t)
+
+
+# ------------------------------------------------------------------ selection, expected failures
+
+def _read_xfail(path):
+    entries = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            entries.append(line)
+    return entries
+
+
+def pytest_collection_modifyitems(session, config, items):
+    sel = config.getoption("--fp-select")
+    if sel:
+        keep = [i for i in items if any(fnmatch.fnmatchcase(i.name, g) for g in sel)]
+        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+        items[:] = keep
+    xf = config.getoption("--fp-xfail")
+    if xf:
+        entries = _read_xfail(xf)
+        used = set()
+        for item in items:
+            for e in entries:
+                if fnmatch.fnmatchcase(item.name, e):
+                    used.add(e)
+                    item.add_marker(pytest.mark.xfail(reason=f"expected failure ({e})", strict=True))
+                    break
+        config.stash[RESULTS]["xfail_unmatched"] = [e for e in entries if e not in used]
+    if config.getoption("--fp-list"):
+        for item in items:
+            print(json.dumps({"name": item.name, "requirements": item.requirements, "level": item.level}))
+        items[:] = []
+
+
+# ------------------------------------------------------------------ reporting
+
+def pytest_runtest_logreport(report):
+    pass
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    if not isinstance(item, FrameproofItem):
+        return
+    res = item.config.stash[RESULTS]["items"]
+    if rep.when == "call" or (rep.when == "setup" and not rep.passed):
+        if hasattr(rep, "wasxfail"):
+            status = "xfailed" if rep.skipped else "xpassed"
+        elif rep.passed:
+            status = "passed"
+        elif rep.skipped:
+            status = "skipped"
+        else:
+            status = "failed"
+            if "XPASS(strict)" in str(rep.longrepr):
+                status = "xpassed"
+        msg = ""
+        if status == "failed":
+            msg = str(rep.longreprtext)
+        elif status == "skipped" and isinstance(rep.longrepr, tuple):
+            msg = rep.longrepr[2]
+        res[item.name] = {"name": item.name, "protocol": item.protocol, "requirements": item.requirements,
+                          "level": item.level, "status": status, "message": msg,
+                          "description": getattr(item, "description", ""), "duration": round(rep.duration, 4)}
+
+
+def _summarize(results):
+    reqs = spec.requirements()
+    per_req = {}
+    for r in results.values():
+        for rid in r["requirements"]:
+            d = per_req.setdefault(rid, {"passed": 0, "failed": 0, "skipped": 0, "xfailed": 0, "xpassed": 0})
+            d[r["status"]] += 1
+    by_level = {}
+    for r in results.values():
+        d = by_level.setdefault(r["level"], {"passed": 0, "failed": 0, "skipped": 0, "xfailed": 0, "xpassed": 0})
+        d[r["status"]] += 1
+    return reqs, per_req, by_level
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    st = config.stash[RESULTS]
+    results = st["items"]
+    if config.getoption("--fp-list"):
+        return
+    tw = terminalreporter
+    t = getattr(config, "_fp_testee", None)
+    reqs, per_req, by_level = _summarize(results)
+    tw.write_sep("=", "frameproof: results per requirement")
+    name = f"{t.hello.name} {t.hello.version}" if t and t.hello else (t.command if t else "?")
+    tw.write_line(f"implementation: {name}")
+    if t and t.hello_error:
+        tw.write_line(f"testee failed to start: {t.hello_error}", red=True)
+    for rid in sorted(per_req, key=_req_sort):
+        d = per_req[rid]
+        lvl = reqs[rid].level if rid in reqs else "?"
+        state = "FAIL" if d["failed"] or d["xpassed"] else ("skip" if d["passed"] == 0 and d["xfailed"] == 0 else "ok")
+        extra = "".join(f", {d[k]} {k}" for k in ("failed", "skipped", "xfailed", "xpassed") if d[k])
+        tw.write_line(f"  {state:4} {rid:12} {lvl:6} {d['passed']} passed{extra}",
+                      red=state == "FAIL", green=state == "ok", yellow=state == "skip")
+    failed = [r for r in results.values() if r["status"] in ("failed", "xpassed")]
+    if failed:
+        tw.write_sep("-", f"failures ({len(failed)})")
+        for r in failed[:60]:
+            tw.write_line(f"✗ {r['name']}  [{', '.join(r['requirements'])}]", red=True)
+            if r["description"]:
+                tw.write_line(f"    {r['description']}")
+            for line in (r["message"] or "").splitlines()[:12]:
+                tw.write_line(f"    {line}")
+        if len(failed) > 60:
+            tw.write_line(f"… and {len(failed) - 60} more (see the JSON report)")
+    if st["xfail_unmatched"]:
+        tw.write_sep("-", "expected-failure entries that match no test", red=True)
+        for e in st["xfail_unmatched"]:
+            tw.write_line(f"  {e}", red=True)
+    cat = {"MUST": "required (MUST)", "SHOULD": "recommended (SHOULD)", "MAY": "optional (MAY)"}
+    for lvl in ("MUST", "SHOULD", "MAY"):
+        if lvl in by_level:
+            d = by_level[lvl]
+            tw.write_line(f"{cat[lvl]:22}: " + ", ".join(f"{d[k]} {k}" for k in ("passed", "failed", "skipped", "xfailed", "xpassed") if d[k] or k in ("passed", "failed")))
+    tot = {k: sum(1 for r in results.values() if r["status"] == k) for k in ("passed", "failed", "skipped", "xfailed", "xpassed")}
+    tw.write_line("frameproof: " + ", ".join(f"{v} {k}" for k, v in tot.items() if v or k in ("passed", "failed")),
+                  bold=True, red=bool(tot["failed"] or tot["xpassed"]))
+    out = config.getoption("--fp-json")
+    if out:
+        doc = {"implementation": {"name": t.hello.name, "version": t.hello.version,
+                                  "protocols": list(t.hello.protocols), "features": list(t.hello.features)}
+               if t and t.hello else {"command": t.command if t else None},
+               "testee_command": t.command if t else None,
+               "testee_restarts": t.restarts if t else 0,
+               "started": st["started"], "duration_s": round(time.time() - st["started"], 3),
+               "totals": tot, "by_level": by_level,
+               "requirements": {rid: {"level": reqs[rid].level if rid in reqs else "?", **per_req[rid]} for rid in sorted(per_req, key=_req_sort)},
+               "xfail_unmatched": st["xfail_unmatched"],
+               "tests": sorted(results.values(), key=lambda r: r["name"])}
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(json.dumps(doc, indent=1), encoding="utf-8")
+        tw.write_line(f"JSON report: {out}")
+
+
+def _req_sort(rid):
+    parts = rid.split("-")
+    return (parts[0], "-".join(parts[1:-1]), int(parts[-1]) if parts[-1].isdigit() else 0)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    st = session.config.stash[RESULTS]
+    if st["xfail_unmatched"] and session.exitstatus == 0:
+        session.exitstatus = 1
+    t = getattr(session.config, "_fp_testee", None)
+    if t:
+        t.stop()

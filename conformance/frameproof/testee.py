@@ -1,0 +1,249 @@
+"""Runs an implementation's testee program and talks the testee protocol to it
+(spec/testee.md): u32 little-endian length + protobuf, one response per request.
+
+The runner survives a testee that crashes, hangs or writes garbage: the failing
+call raises ``TesteeFailure`` (a runtime error for that test), the process is
+killed, and the next call starts a fresh one.
+"""
+from __future__ import annotations
+
+import os
+import select
+import shlex
+import signal
+import struct
+import subprocess
+import tempfile
+import time
+from typing import List, Optional
+
+from google.protobuf.message import DecodeError
+
+from ._generated import testee_pb2 as pb
+from .oracle import Codec, Completion, DecodeResult, Error, Frame, MatchResult
+
+HARNESS_VERSION = 1
+MAX_RESPONSE = 256 * 1024 * 1024
+STDERR_TAIL = 4096
+
+
+class TesteeFailure(Exception):
+    """The testee crashed, timed out, or answered something unparseable."""
+
+    def __init__(self, kind: str, detail: str, stderr: str = ""):
+        self.kind = kind  # crash | timeout | garbage | runtime_error | protocol
+        self.detail = detail
+        self.stderr = stderr
+        msg = f"testee {kind}: {detail}"
+        if stderr:
+            msg += "\n--- testee stderr (tail) ---\n" + stderr
+        super().__init__(msg)
+
+
+class Skipped(Exception):
+    pass
+
+
+class Testee:
+    def __init__(self, command: str, cwd: Optional[str] = None, timeout: float = 10.0):
+        self.command = command
+        self.argv = shlex.split(command)
+        self.cwd = cwd
+        self.timeout = timeout
+        self.proc: Optional[subprocess.Popen] = None
+        self._stderr = None
+        self.hello: Optional[pb.HelloResponse] = None
+        self.hello_error: Optional[TesteeFailure] = None
+        self.restarts = 0
+        self.calls = 0
+
+    # -- process management
+    def _start(self):
+        self._stderr = tempfile.TemporaryFile()
+        try:
+            self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=self._stderr, cwd=self.cwd, bufsize=0,
+                                         start_new_session=True)
+        except OSError as e:
+            self.proc = None
+            raise TesteeFailure("crash", f"cannot start {self.command!r}: {e}")
+        req = pb.TesteeRequest(hello=pb.HelloRequest(harness_version=HARNESS_VERSION))
+        resp = self._roundtrip(req)
+        if resp.WhichOneof("result") != "hello":
+            self.stop()
+            raise TesteeFailure("protocol", f"expected a hello response, got {resp.WhichOneof('result')}")
+        self.hello = resp.hello
+
+    def stderr_tail(self) -> str:
+        if not self._stderr:
+            return ""
+        try:
+            self._stderr.seek(0, os.SEEK_END)
+            size = self._stderr.tell()
+            self._stderr.seek(max(0, size - STDERR_TAIL))
+            return self._stderr.read().decode("utf-8", "replace")
+        except (OSError, ValueError):
+            return ""
+
+    def stop(self):
+        p, self.proc = self.proc, None
+        if not p:
+            return
+        try:
+            p.stdin.close()
+        except OSError:
+            pass
+        try:
+            p.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            self._kill(p)
+
+    @staticmethod
+    def _kill(p):
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except (OSError, ProcessLookupError):
+            pass
+        try:
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # pragma: no cover
+            pass
+
+    def _fail(self, kind: str, detail: str):
+        p = self.proc
+        self.proc = None
+        if p:
+            if kind == "crash":
+                try:
+                    p.wait(timeout=2)
+                except subprocess.TimeoutExpired:
+                    pass
+                if p.returncode is not None:
+                    rc = p.returncode
+                    detail += f" (exit status {rc})" if rc >= 0 else f" (killed by signal {-rc})"
+            self._kill(p)
+        self.restarts += 1
+        raise TesteeFailure(kind, detail, self.stderr_tail())
+
+    def ensure_started(self):
+        if self.proc is None:
+            self._start()
+
+    # -- wire
+    def _read_exact(self, n: int, deadline: float) -> bytes:
+        fd = self.proc.stdout.fileno()
+        out = bytearray()
+        while len(out) < n:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self._fail("timeout", f"no complete response within {self.timeout:g} s")
+            r, _, _ = select.select([fd], [], [], left)
+            if not r:
+                continue
+            chunk = os.read(fd, min(n - len(out), 1 << 20))
+            if not chunk:
+                self._fail("crash", "testee closed stdout / exited")
+            out += chunk
+        return bytes(out)
+
+    def _roundtrip(self, req: pb.TesteeRequest) -> pb.TesteeResponse:
+        data = req.SerializeToString()
+        try:
+            self.proc.stdin.write(struct.pack("<I", len(data)) + data)
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError) as e:
+            self._fail("crash", f"cannot write request: {e}")
+        deadline = time.monotonic() + self.timeout
+        (n,) = struct.unpack("<I", self._read_exact(4, deadline))
+        if n > MAX_RESPONSE:
+            self._fail("garbage", f"response length prefix {n} is implausible (garbage on stdout?)")
+        body = self._read_exact(n, deadline)
+        resp = pb.TesteeResponse()
+        try:
+            resp.ParseFromString(body)
+        except DecodeError as e:
+            self._fail("garbage", f"response does not parse as TesteeResponse: {e}")
+        if resp.WhichOneof("result") is None:
+            self._fail("garbage", "empty TesteeResponse")
+        return resp
+
+    def call(self, req: pb.TesteeRequest) -> pb.TesteeResponse:
+        self.ensure_started()
+        self.calls += 1
+        resp = self._roundtrip(req)
+        kind = resp.WhichOneof("result")
+        if kind == "skipped":
+            raise Skipped(resp.skipped or "testee skipped this configuration")
+        if kind == "runtime_error":
+            raise TesteeFailure("runtime_error", resp.runtime_error, self.stderr_tail())
+        return resp
+
+    # -- capabilities
+    def capabilities(self):
+        """(protocols, features) from hello; a testee that cannot start has none."""
+        if self.hello is None and self.hello_error is None:
+            try:
+                self.ensure_started()
+            except TesteeFailure as e:
+                self.hello_error = e
+        if self.hello is None:
+            return set(), set()
+        return set(self.hello.protocols), set(self.hello.features)
+
+    # -- typed requests
+    def decode(self, codec: Codec, chunks: List[bytes]) -> DecodeResult:
+        req = pb.TesteeRequest(decode=pb.DecodeRequest(codec=codec_pb(codec), chunks=chunks))
+        resp = self.call(req)
+        if resp.WhichOneof("result") != "decode":
+            raise TesteeFailure("protocol", f"expected decode response, got {resp.WhichOneof('result')}")
+        d = resp.decode
+        return DecodeResult([frame_py(f) for f in d.frames], error_py(d) if d.HasField("error") else None)
+
+    def encode(self, codec: Codec, frame: Frame):
+        req = pb.TesteeRequest(encode=pb.EncodeRequest(codec=codec_pb(codec), frame=frame_pb(frame)))
+        resp = self.call(req)
+        if resp.WhichOneof("result") != "encode":
+            raise TesteeFailure("protocol", f"expected encode response, got {resp.WhichOneof('result')}")
+        e = resp.encode
+        if e.WhichOneof("result") == "error":
+            return Error(e.error.requirement, e.error.offset)
+        return bytes(e.encoded)
+
+    def match(self, codec: Codec, events: list, timeout_ms: int = 0) -> MatchResult:
+        evs = []
+        for ev, arg in events:
+            evs.append(pb.MatchEvent(**{ev: arg}))
+        req = pb.TesteeRequest(match=pb.MatchRequest(codec=codec_pb(codec), timeout_ms=timeout_ms, events=evs))
+        resp = self.call(req)
+        if resp.WhichOneof("result") != "match":
+            raise TesteeFailure("protocol", f"expected match response, got {resp.WhichOneof('result')}")
+        m = resp.match
+        kinds = {pb.Completion.REPLY: "REPLY", pb.Completion.TIMEOUT: "TIMEOUT",
+                 pb.Completion.UNMATCHED: "UNMATCHED", pb.Completion.FAILED: "FAILED",
+                 pb.Completion.REFUSED: "REFUSED"}
+        comps = []
+        for c in m.completions:
+            kind = kinds.get(c.kind, f"KIND_{c.kind}")
+            comps.append(Completion(kind, None if kind == "UNMATCHED" else c.request,
+                                    frame_py(c.frame) if kind in ("REPLY", "UNMATCHED") else None))
+        return MatchResult([bytes(s) for s in m.sent], comps,
+                           Error(m.error.requirement, m.error.offset) if m.HasField("error") else None)
+
+
+def codec_pb(c: Codec) -> pb.Codec:
+    msg = pb.Codec(protocol=c.protocol, limits=pb.Limits(max_payload=c.max_payload))
+    if c.protocol == "length-field":
+        msg.length_field.CopyFrom(pb.LengthFieldParams(offset=c.lf_offset, size=c.lf_size))
+    return msg
+
+
+def frame_pb(f: Frame) -> pb.Frame:
+    return pb.Frame(flag=f.flag, sequence=f.sequence, payload=f.payload)
+
+
+def frame_py(f: pb.Frame) -> Frame:
+    return Frame(f.flag, f.sequence, bytes(f.payload))
+
+
+def error_py(d) -> Error:
+    return Error(d.error.requirement, d.error.offset)

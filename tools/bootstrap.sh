@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Sets up everything the Python suite needs on a fresh machine: a venv in .venv with the
+# `frameproof` package (editable), then the generated oracle/bindings (tools/gen.sh).
+# Idempotent and quick when already done.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+stamp=.venv/.frameproof-installed
+if [ ! -f "$stamp" ] || [ conformance/pyproject.toml -nt "$stamp" ]; then
+  .venv/bin/pip install -q --upgrade pip >/dev/null
+  .venv/bin/pip install -q -e "conformance[dev]"
+  touch "$stamp"
+fi
+gen=conformance/frameproof/_generated
+if [ ! -f "$gen/testee_pb2.py" ] || [ -n "$(find schemas -newer "$gen/testee_pb2.py" -print -quit)" ]; then
+  bash tools/gen.sh
+fi
