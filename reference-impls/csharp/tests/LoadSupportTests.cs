@@ -1,0 +1,66 @@
+using System;
+using Frameproof.Codec;
+using NUnit.Framework;
+
+namespace Frameproof.Tests
+{
+    [TestFixture]
+    public class LoadSupportTests
+    {
+        [TestCase(0)]
+        [TestCase(3)]
+        [TestCase(8)]
+        [TestCase(32)]
+        [TestCase(1000)]
+        public void Payload_RoundTrip_AndMixupDetected(int size)
+        {
+            var a = new byte[size];
+            Payloads.Fill(12345, a);
+            Assert.IsTrue(Payloads.Verify(12345, size, a));
+            if (size >= 8) Assert.AreEqual(12345, BitConverter.ToInt64(a, 0));
+            if (size > 0)
+            {
+                var b = new byte[size];
+                Payloads.Fill(12346, b);
+                Assert.IsFalse(Payloads.Verify(12345, size, b), "another request's payload");
+                a[size - 1] ^= 1;
+                Assert.IsFalse(Payloads.Verify(12345, size, a), "one flipped bit");
+            }
+            Assert.IsFalse(Payloads.Verify(12345, size + 1, a), "wrong length");
+        }
+
+        [Test]
+        public void Histogram_Percentiles()
+        {
+            var h = new LatencyHistogram();
+            Assert.AreEqual(0, h.Percentile(0.5));
+            for (int i = 1; i <= 100; i++) h.Record(i);
+            Assert.AreEqual(50, h.Percentile(0.5));
+            Assert.AreEqual(90, h.Percentile(0.9));
+            Assert.AreEqual(100, h.Percentile(0.999));
+            Assert.AreEqual(100, h.Max);
+            var g = new LatencyHistogram();
+            g.Record(1000000);
+            h.Add(g);
+            Assert.AreEqual(101, h.Count);
+            Assert.AreEqual(1000000, h.Max);
+            Assert.AreEqual(1000000, h.Percentile(1.0));
+            long p = h.Percentile(0.995);
+            Assert.That(p, Is.InRange(984375L, 1000000L), "within 1/64 of the true value");
+        }
+
+        [Test]
+        public void Histogram_RelativeErrorBelowOnePercentAndAHalf()
+        {
+            foreach (long v in new long[] { 127, 128, 129, 255, 256, 1000, 12345, 999999, 123456789 })
+            {
+                var h = new LatencyHistogram();
+                h.Record(v);
+                h.Record(v * 2 + 1000); // max above, so the bucket bound is not capped
+                long est = h.Percentile(0.5);
+                Assert.That(est, Is.GreaterThanOrEqualTo(v));
+                Assert.That((double)(est - v) / v, Is.LessThan(1.0 / 64), "v=" + v);
+            }
+        }
+    }
+}
