@@ -219,11 +219,6 @@ impl LengthFieldDecoder {
         }
     }
 
-    /// The receive buffer, to read socket data straight into it (`read_buf`).
-    pub fn buffer_mut(&mut self) -> &mut BytesMut {
-        &mut self.buf
-    }
-
     pub fn profile(&self) -> Profile {
         self.profile
     }
@@ -308,6 +303,10 @@ impl FrameDecoder for LengthFieldDecoder {
         if self.error.is_none() {
             self.buf.extend_from_slice(data);
         }
+    }
+
+    fn buffer_mut(&mut self) -> &mut BytesMut {
+        &mut self.buf
     }
 
     fn decode(&mut self) -> Result<Option<Bytes>, ProtocolError> {

@@ -73,6 +73,10 @@ pub trait FrameDecoder {
     /// Appends received bytes to the decoder's buffer.
     fn extend(&mut self, data: &[u8]);
 
+    /// The receive buffer, to read socket data straight into it (`read_buf`) instead of
+    /// [`FrameDecoder::extend`]. Bytes appended after an error are never decoded.
+    fn buffer_mut(&mut self) -> &mut bytes::BytesMut;
+
     /// Returns the next complete frame, `Ok(None)` if more bytes are needed, or the error that
     /// rejected the stream. After an error every later call returns the same error
     /// (`STD-STR-4`, `LF-STR-4`).

@@ -137,11 +137,6 @@ impl StandardDecoder {
         }
     }
 
-    /// The receive buffer, to read socket data straight into it (`read_buf`).
-    pub fn buffer_mut(&mut self) -> &mut BytesMut {
-        &mut self.buf
-    }
-
     /// Bytes received but not yet delivered as a frame.
     pub fn buffered(&self) -> usize {
         self.buf.len()
@@ -208,6 +203,10 @@ impl FrameDecoder for StandardDecoder {
         if self.error.is_none() {
             self.buf.extend_from_slice(data);
         }
+    }
+
+    fn buffer_mut(&mut self) -> &mut BytesMut {
+        &mut self.buf
     }
 
     fn decode(&mut self) -> Result<Option<StdFrame>, ProtocolError> {
