@@ -1,0 +1,241 @@
+using System;
+using System.Collections.Generic;
+using System.Diagnostics;
+using System.Globalization;
+using System.IO;
+using System.Text;
+using System.Threading.Tasks;
+using Frameproof.Codec;
+
+namespace Frameproof.Bench
+{
+    /// <summary>
+    /// Micro-benchmarks for the codecs (BenchmarkDotNet is not available here): each case is warmed
+    /// up, then run in batches until a time budget is spent; it reports the mean ns/op of the best
+    /// batch and the bytes allocated per op measured with GC.GetAllocatedBytesForCurrentThread
+    /// (the same counter BenchmarkDotNet's "Allocated" column uses).
+    /// </summary>
+    public static class Program
+    {
+        delegate void Op(int n); // runs the operation n times
+
+        sealed class Result
+        {
+            public string Name; public int Size; public double Ns; public double Alloc; public long Ops;
+        }
+
+        static double _budgetMs = 300;
+        static readonly List<Result> Results = new List<Result>();
+
+        public static int Main(string[] args)
+        {
+            string json = null;
+            for (int i = 0; i < args.Length; i++)
+            {
+                if (args[i] == "--quick") _budgetMs = 60;
+                else if (args[i] == "--json" && i + 1 < args.Length) json = args[++i];
+                else if (args[i] == "--budget-ms" && i + 1 < args.Length) _budgetMs = double.Parse(args[++i], CultureInfo.InvariantCulture);
+                else { Console.Error.WriteLine("usage: fp-bench [--quick] [--budget-ms MS] [--json FILE]"); return 2; }
+            }
+            Console.WriteLine("fp-bench (csharp, " + RuntimeName() + "), allocation counter: GC.GetAllocatedBytesForCurrentThread");
+            Console.WriteLine(string.Format("{0,-34} {1,8} {2,12} {3,16}", "Method", "Payload", "ns/op", "Allocated B/op"));
+
+            foreach (int size in new[] { 32, 1024, 65536 })
+            {
+                BenchStandard(size);
+                BenchLengthField(size);
+            }
+            BenchMatching();
+
+            if (json != null)
+            {
+                var sb = new StringBuilder("{\"implementation\": \"csharp\", \"allocation_counter\": \"GC.GetAllocatedBytesForCurrentThread\", \"results\": [");
+                for (int i = 0; i < Results.Count; i++)
+                {
+                    Result r = Results[i];
+                    sb.Append(i > 0 ? ", " : "").AppendFormat(CultureInfo.InvariantCulture,
+                        "{{\"name\": \"{0}\", \"payload\": {1}, \"ns_per_op\": {2:F1}, \"allocated_bytes_per_op\": {3:F1}, \"ops\": {4}}}", r.Name, r.Size, r.Ns, r.Alloc, r.Ops);
+                }
+                File.WriteAllText(json, sb.Append("]}\n").ToString());
+            }
+            return 0;
+        }
+
+        static string RuntimeName()
+        {
+            Type mono = Type.GetType("Mono.Runtime");
+            if (mono != null)
+            {
+                var m = mono.GetMethod("GetDisplayName", System.Reflection.BindingFlags.NonPublic | System.Reflection.BindingFlags.Static);
+                if (m != null) return "Mono " + m.Invoke(null, null);
+            }
+            return ".NET " + Environment.Version;
+        }
+
+        static void Measure(string name, int size, Op op)
+        {
+            op(16); // warm-up / JIT
+            // Calibrate a batch of about 10 ms.
+            int n = 1;
+            var sw = Stopwatch.StartNew();
+            while (true)
+            {
+                sw.Restart();
+                op(n);
+                if (sw.Elapsed.TotalMilliseconds > 10 || n >= 1 << 26) break;
+                n *= 2;
+            }
+            double best = double.MaxValue;
+            long ops = 0, allocated = 0;
+            var total = Stopwatch.StartNew();
+            int batches = 0;
+            while ((total.Elapsed.TotalMilliseconds < _budgetMs || batches < 3) && batches < 1000)
+            {
+                long a0 = GC.GetAllocatedBytesForCurrentThread();
+                sw.Restart();
+                op(n);
+                double ns = sw.Elapsed.TotalMilliseconds * 1e6 / n;
+                allocated += GC.GetAllocatedBytesForCurrentThread() - a0;
+                ops += n;
+                if (ns < best) best = ns;
+                batches++;
+            }
+            var r = new Result { Name = name, Size = size, Ns = best, Alloc = (double)allocated / ops, Ops = ops };
+            Results.Add(r);
+            Console.WriteLine(string.Format(CultureInfo.InvariantCulture, "{0,-34} {1,8} {2,12:F1} {3,16:F1}", name, size, r.Ns, r.Alloc));
+        }
+
+        sealed class NullHandler : IFrameHandler
+        {
+            public long Bytes;
+            public void OnFrame(byte flag, byte sequence, ReadOnlySpan<byte> payload) { Bytes += payload.Length; }
+        }
+
+        static void BenchStandard(int size)
+        {
+            byte[] payload = new byte[size];
+            Payloads.Fill(1, payload);
+            byte[] dst = new byte[StandardEncoder.EncodedLength(size)];
+            Measure("standard encode", size, n =>
+            {
+                ProtocolError err;
+                for (int i = 0; i < n; i++)
+                {
+                    if (!StandardEncoder.Check(size, 0, out err)) throw new Exception();
+                    StandardEncoder.Write(0x01, (byte)i, payload, dst);
+                }
+            });
+            var dec = new StandardDecoder();
+            var h = new NullHandler();
+            Measure("standard decode (whole frames)", size, n =>
+            {
+                for (int i = 0; i < n; i++) dec.Feed(dst, h);
+            });
+            int half = dst.Length / 2;
+            Measure("standard decode (split in 2)", size, n =>
+            {
+                for (int i = 0; i < n; i++)
+                {
+                    dec.Feed(new ReadOnlySpan<byte>(dst, 0, half), h);
+                    dec.Feed(new ReadOnlySpan<byte>(dst, half, dst.Length - half), h);
+                }
+            });
+            if (dec.Failed || h.Bytes == 0) throw new Exception("standard decode bench broken: " + dec.Error);
+        }
+
+        static void BenchLengthField(int size)
+        {
+            byte[] payload = new byte[size];
+            Payloads.Fill(1, payload);
+            var p = LengthFieldProfile.Default;
+            if (size > p.Capacity) p = new LengthFieldProfile(0, 4);
+            byte[] dst = new byte[LengthFieldEncoder.EncodedLength(p, size)];
+            string tag = "length-field(" + p.Offset + "," + p.Size + ")";
+            Measure(tag + " encode", size, n =>
+            {
+                ProtocolError err;
+                for (int i = 0; i < n; i++)
+                {
+                    if (!LengthFieldEncoder.Check(p, size, 0, out err)) throw new Exception();
+                    LengthFieldEncoder.Write(p, payload, dst);
+                }
+            });
+            var dec = new LengthFieldDecoder(p);
+            var h = new NullHandler();
+            Measure(tag + " decode (whole)", size, n =>
+            {
+                for (int i = 0; i < n; i++) dec.Feed(dst, h);
+            });
+            int half = dst.Length / 2;
+            Measure(tag + " decode (split)", size, n =>
+            {
+                for (int i = 0; i < n; i++)
+                {
+                    dec.Feed(new ReadOnlySpan<byte>(dst, 0, half), h);
+                    dec.Feed(new ReadOnlySpan<byte>(dst, half, dst.Length - half), h);
+                }
+            });
+            if (dec.Failed || h.Bytes == 0) throw new Exception("length-field decode bench broken: " + dec.Error);
+        }
+
+        sealed class CompletingObserver : IMatchObserver
+        {
+            public void OnReply(RequestId id, object state, byte flag, byte sequence, ReadOnlySpan<byte> payload)
+            {
+                var s = state as PooledCompletionSource;
+                if (s != null) s.TrySetResult(new Completion { Kind = CompletionKind.Reply, Id = id });
+            }
+            public void OnTimeout(RequestId id, object state) { }
+            public void OnFailed(RequestId id, object state) { }
+            public void OnUnmatched(byte flag, byte sequence, ReadOnlySpan<byte> payload) { }
+        }
+
+        static void BenchMatching()
+        {
+            var obs = new CompletingObserver();
+            var std = new StandardMatcher(obs);
+            var fifo = new FifoMatcher(obs);
+            byte[] reply = new byte[4];
+            Measure("standard match request+reply", 0, n =>
+            {
+                byte seq;
+                for (int i = 0; i < n; i++)
+                {
+                    std.TryRequest(new RequestId(i), null, 0, out seq);
+                    std.OnFrame(0x81, seq, reply);
+                }
+            });
+            Measure("fifo match request+reply", 0, n =>
+            {
+                byte seq;
+                for (int i = 0; i < n; i++)
+                {
+                    fifo.TryRequest(new RequestId(i), null, 0, out seq);
+                    fifo.OnFrame(0, 0, reply);
+                }
+            });
+            var pool = new CompletionSourcePool();
+            Measure("pooled ValueTask completion", 0, n =>
+            {
+                byte seq;
+                for (int i = 0; i < n; i++)
+                {
+                    PooledCompletionSource src = pool.Rent();
+                    ValueTask<Completion> t = src.Task;
+                    std.TryRequest(new RequestId(i), src, 0, out seq);
+                    std.OnFrame(0x81, seq, reply);
+                    if (t.Result.Kind != CompletionKind.Reply) throw new Exception();
+                }
+            });
+            Measure("TaskCompletionSource (baseline)", 0, n =>
+            {
+                for (int i = 0; i < n; i++)
+                {
+                    var tcs = new TaskCompletionSource<Completion>();
+                    tcs.SetResult(new Completion { Kind = CompletionKind.Reply, Id = new RequestId(i) });
+                    if (tcs.Task.Result.Kind != CompletionKind.Reply) throw new Exception();
+                }
+            });
+        }
+    }
+}
