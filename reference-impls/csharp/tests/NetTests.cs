@@ -1,0 +1,269 @@
+using System;
+using System.Diagnostics;
+using System.IO;
+using System.Net;
+using System.Net.Sockets;
+using System.Threading;
+using System.Threading.Tasks;
+using Frameproof.Codec;
+using NUnit.Framework;
+
+namespace Frameproof.Tests
+{
+    /// <summary>Runs build/fp-server.exe and build/fp-load.exe as processes, over 127.0.0.1.</summary>
+    [TestFixture]
+    public class NetTests
+    {
+        static string BuildDir { get { return Path.GetDirectoryName(typeof(NetTests).Assembly.Location); } }
+
+        sealed class ServerProcess : IDisposable
+        {
+            public Process P;
+            public int Port;
+
+            public ServerProcess(string args)
+            {
+                var psi = new ProcessStartInfo("mono", Path.Combine(BuildDir, "fp-server.exe") + " " + args)
+                {
+                    UseShellExecute = false, RedirectStandardOutput = true, RedirectStandardError = true
+                };
+                P = Process.Start(psi);
+                Task<string> line = P.StandardOutput.ReadLineAsync();
+                Assert.IsTrue(line.Wait(20000), "LISTENING line");
+                StringAssert.StartsWith("LISTENING 127.0.0.1:", line.Result);
+                Port = int.Parse(line.Result.Substring(line.Result.LastIndexOf(':') + 1));
+            }
+
+            /// <summary>SIGTERM; returns the JSON counters line.</summary>
+            public string Stop()
+            {
+                Assert.AreEqual(0, Syscall.Kill(P.Id, 15));
+                Task<string> rest = P.StandardOutput.ReadToEndAsync();
+                Assert.IsTrue(P.WaitForExit(15000), "exits after SIGTERM");
+                Assert.AreEqual(0, P.ExitCode);
+                return rest.Result.Trim();
+            }
+
+            public void Dispose()
+            {
+                try { if (!P.HasExited) P.Kill(); } catch (Exception) { }
+            }
+        }
+
+        static class Syscall
+        {
+            [System.Runtime.InteropServices.DllImport("libc", EntryPoint = "kill")]
+            public static extern int Kill(int pid, int sig);
+        }
+
+        static Socket Connect(int port)
+        {
+            var s = new Socket(AddressFamily.InterNetwork, SocketType.Stream, ProtocolType.Tcp);
+            s.NoDelay = true;
+            s.ReceiveTimeout = 10000;
+            s.Connect(new IPEndPoint(IPAddress.Loopback, port));
+            return s;
+        }
+
+        /// <summary>Reads until EOF (the server closed).</summary>
+        static byte[] ReadToEnd(Socket s)
+        {
+            var ms = new MemoryStream();
+            var buf = new byte[65536];
+            while (true)
+            {
+                int n = s.Receive(buf);
+                if (n <= 0) break;
+                ms.Write(buf, 0, n);
+            }
+            return ms.ToArray();
+        }
+
+        [Test]
+        public void Standard_EchoRules_HalfCloseWithPartialFrame()
+        {
+            using (var srv = new ServerProcess("--protocol standard --listen 127.0.0.1:0"))
+            {
+                Socket s = Connect(srv.Port);
+                s.Send(T.Hex("01010400 4F70656E 41020100 AA 81030100 BB 07040000"));
+                s.Send(T.Concat(T.Hex("0105FFFF FFFF0000"), T.Pattern(65535)));
+                s.Send(T.Hex("01060500 0102")); // partial frame, then half-close
+                s.Shutdown(SocketShutdown.Send);
+                byte[] got = ReadToEnd(s);
+                byte[] expected = T.Concat(T.Hex("81010400 4F70656E 87040000"), StandardEncoder.Encode(0x81, 5, T.Pattern(65535)));
+                Assert.AreEqual(expected.Length, got.Length);
+                Assert.IsTrue(new ReadOnlySpan<byte>(expected).SequenceEqual(got), "replies to requests only, in order");
+                s.Close();
+                string json = srv.Stop();
+                StringAssert.Contains("\"connections\": 1", json);
+                StringAssert.Contains("\"frames\": 5", json);
+                StringAssert.Contains("\"bytes\": " + (4 + 1 + 1 + 0 + 65535), json);
+            }
+        }
+
+        [Test]
+        public void Standard_DecodeError_RepliesBeforeThenCloses_OthersServed()
+        {
+            using (var srv = new ServerProcess("--protocol standard --listen 127.0.0.1:0 --max-payload 100"))
+            {
+                Socket other = Connect(srv.Port);
+                Socket bad = Connect(srv.Port);
+                bad.Send(T.Hex("01010100 41 01020200 4243 01036500 00")); // third frame declares 101 > 100
+                byte[] got = ReadToEnd(bad);
+                Assert.AreEqual(T.Hex("81010100 41 81020200 4243"), got);
+                other.Send(T.Hex("01090100 5A"));
+                var buf = new byte[16];
+                int n = other.Receive(buf);
+                Assert.AreEqual(T.Hex("81090100 5A"), new ArraySegment<byte>(buf, 0, n).ToArray());
+                other.Close();
+                bad.Close();
+                StringAssert.Contains("\"protocol_errors\": 1", srv.Stop());
+            }
+        }
+
+        [Test]
+        public void LengthField_Varint_WithOffset_EchoAndSink()
+        {
+            using (var srv = new ServerProcess("--protocol length-field --lf-offset 2 --lf-size 0 --listen 127.0.0.1:0"))
+            {
+                var p = new LengthFieldProfile(2, 0);
+                Socket s = Connect(srv.Port);
+                s.Send(T.Concat(T.Hex("FFFF 8100"), new byte[] { 0x61 }, LengthFieldEncoder.Encode(p, T.Pattern(300))));
+                s.Shutdown(SocketShutdown.Send);
+                byte[] got = ReadToEnd(s);
+                Assert.AreEqual(T.Concat(T.Hex("0000 01 61"), LengthFieldEncoder.Encode(p, T.Pattern(300))), got, "same profile, header zeroed, minimal varint");
+                s.Close();
+                srv.Stop();
+            }
+            using (var srv = new ServerProcess("--protocol length-field --listen 127.0.0.1:0 --sink"))
+            {
+                Socket s = Connect(srv.Port);
+                s.Send(T.Hex("0100 41 0000 0200 4243"));
+                s.Shutdown(SocketShutdown.Send);
+                Assert.AreEqual(0, ReadToEnd(s).Length, "sink sends nothing");
+                s.Close();
+                string json = srv.Stop();
+                StringAssert.Contains("\"frames\": 3", json);
+                StringAssert.Contains("\"bytes\": 3", json);
+            }
+        }
+
+        [Test]
+        public void ServerRefusesUnsupportedProfile()
+        {
+            var psi = new ProcessStartInfo("mono", Path.Combine(BuildDir, "fp-server.exe") + " --protocol length-field --lf-size 3 --listen 127.0.0.1:0")
+            { UseShellExecute = false, RedirectStandardOutput = true, RedirectStandardError = true };
+            Process p = Process.Start(psi);
+            Assert.IsTrue(p.WaitForExit(20000));
+            Assert.AreNotEqual(0, p.ExitCode);
+            StringAssert.Contains("LF-FMT-3", p.StandardError.ReadToEnd());
+            Assert.AreEqual("", p.StandardOutput.ReadToEnd());
+        }
+
+        sealed class Verifier : IReplyVerifier
+        {
+            public int Len;
+            public int Unmatched, Errors;
+            public bool Verify(RequestId id, ReadOnlySpan<byte> payload) { return Payloads.Verify(id.Value, Len, payload); }
+            public void OnUnmatched(byte flag, byte sequence, ReadOnlySpan<byte> payload) { Interlocked.Increment(ref Unmatched); }
+            public void OnProtocolError(ProtocolError error) { Interlocked.Increment(ref Errors); }
+        }
+
+        static async Task<int> Pipeline(RequestClient c, int count, int len, int window)
+        {
+            var ring = new ValueTask<Completion>[window];
+            var payload = new byte[len];
+            int head = 0, inflight = 0, sent = 0, ok = 0;
+            while (sent < count || inflight > 0)
+            {
+                while (inflight < window && sent < count)
+                {
+                    Payloads.Fill(sent, payload);
+                    ValueTask<Completion> t;
+                    Assert.IsTrue(c.TryEnqueue(new RequestId(sent), payload, out t));
+                    ring[(head + inflight) % window] = t;
+                    inflight++; sent++;
+                }
+                Assert.IsTrue(c.Flush());
+                Completion r = await ring[head];
+                head = (head + 1) % window; inflight--;
+                if (r.Kind == CompletionKind.Reply && r.Verified) ok++;
+            }
+            return ok;
+        }
+
+        [TestCase("standard", 0, 2)]
+        [TestCase("length-field", 0, 2)]
+        [TestCase("length-field", 1, -4)]
+        public void RequestClient_PipelinedAgainstServer_AllVerified(string proto, int offset, int size)
+        {
+            using (var srv = new ServerProcess("--protocol " + proto + " --lf-offset " + offset + " --lf-size " + size + " --listen 127.0.0.1:0"))
+            {
+                var v = new Verifier { Len = 100 };
+                var c = new RequestClient(Connect(srv.Port), Options.ParseProtocol(proto), new LengthFieldProfile(offset, size), 0, 5000, v);
+                Task<int> t = Pipeline(c, 3000, 100, 200);
+                Assert.IsTrue(t.Wait(60000));
+                Assert.AreEqual(3000, t.Result);
+                Assert.AreEqual(3000, c.FramesReceived);
+                Assert.AreEqual(0, v.Unmatched);
+                c.Dispose();
+                srv.Stop();
+            }
+        }
+
+        [Test]
+        public void RequestClient_Timeouts_OnARealClock()
+        {
+            var listener = new TcpListener(IPAddress.Loopback, 0);
+            listener.Start();
+            int port = ((IPEndPoint)listener.LocalEndpoint).Port;
+            try
+            {
+                foreach (Protocol proto in new[] { Protocol.Standard, Protocol.LengthField })
+                {
+                    var c = new RequestClient(Connect(port), proto, LengthFieldProfile.Default, 0, 150, new Verifier { Len = 1 });
+                    Socket peer = listener.AcceptSocket(); // accepts, never replies
+                    ValueTask<Completion> a, b;
+                    Assert.IsTrue(c.TryEnqueue(new RequestId(1), new byte[1], out a));
+                    Assert.IsTrue(c.TryEnqueue(new RequestId(2), new byte[1], out b));
+                    Assert.IsTrue(c.Flush());
+                    var sw = Stopwatch.StartNew();
+                    Completion ra = a.AsTask().Result, rb = b.AsTask().Result;
+                    Assert.That(sw.ElapsedMilliseconds, Is.InRange(50L, 3000L));
+                    Assert.AreEqual(CompletionKind.Timeout, ra.Kind);
+                    Assert.AreEqual(CompletionKind.Timeout, rb.Kind, "both sent together: both expire");
+                    if (proto == Protocol.LengthField) Assert.IsTrue(c.Failed, "LF-MATCH-3 fails the connection");
+                    else Assert.IsFalse(c.Failed, "a standard timeout does not fail the connection");
+                    c.Dispose();
+                    peer.Close();
+                }
+            }
+            finally { listener.Stop(); }
+        }
+
+        [TestCase("standard", "pipelined", 32)]
+        [TestCase("length-field", "per-packet", 1)]
+        public void FpLoad_AgainstFpServer_ExactCountsAndJson(string proto, string mode, int window)
+        {
+            using (var srv = new ServerProcess("--protocol " + proto + " --listen 127.0.0.1:0"))
+            {
+                string json = Path.Combine(Path.GetTempPath(), "fp-load-test-" + Guid.NewGuid().ToString("N") + ".json");
+                var psi = new ProcessStartInfo("mono", Path.Combine(BuildDir, "fp-load.exe") + " --protocol " + proto + " --connect 127.0.0.1:" + srv.Port
+                    + " --connections 3 --requests 1001 --payload 40 --mode " + mode + " --window " + window + " --json " + json)
+                { UseShellExecute = false, RedirectStandardOutput = true };
+                Process p = Process.Start(psi);
+                string text = p.StandardOutput.ReadToEnd();
+                Assert.IsTrue(p.WaitForExit(60000));
+                Assert.AreEqual(0, p.ExitCode, text);
+                string j = File.ReadAllText(json);
+                File.Delete(json);
+                StringAssert.Contains("\"implementation\": \"csharp\"", j);
+                StringAssert.Contains("\"requests_sent\": 1001, \"replies_received\": 1001, \"replies_verified\": 1001, \"errors\": 0", j);
+                StringAssert.Contains("\"latency_us\": {\"p50\": ", j);
+                string counters = srv.Stop();
+                StringAssert.Contains("\"connections\": 3", counters);
+                StringAssert.Contains("\"frames\": 1001", counters);
+            }
+        }
+    }
+}
