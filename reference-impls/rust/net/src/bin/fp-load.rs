@@ -1,1 +1,834 @@
-fn main() {}
+//! fp-load: the verifying load client, per reference-impls/README.md.
+//!
+//! ```text
+//! fp-load --protocol standard|length-field --connect HOST:PORT
+//!         --connections N (--requests N | --duration SECONDS) --payload BYTES
+//!         --mode per-packet|pipelined|receive [--window W] [--lf-offset N] [--lf-size S]
+//!         [--timeout-ms MS] [--json FILE]
+//! ```
+//!
+//! Each connection runs a writer task and a reader task over the two halves of its socket, so
+//! that a large window can never deadlock on full TCP buffers. A semaphore of `window` permits
+//! is the sliding window: the writer takes one permit per request, the reader gives it back when
+//! the request completes. Pending requests live in the codec's matcher (sequence table for
+//! `standard`, FIFO for `length-field`), driven by a microsecond clock since the start of the
+//! run. Every reply is verified against the payload regenerated from the request's index.
+//!
+//! Every loop is bounded: the writer by the request quota or the duration, the reader by the
+//! request timeout (a timed-out request fails its connection).
+
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use fp_net::{fill_payload, json_f64, json_string, payload_matches, Options, Protocol};
+use frameproof_codec::length_field::{LengthFieldDecoder, DEFAULT_PENDING_BOUND};
+use frameproof_codec::matcher::{FifoMatcher, Received, SendError, SequenceMatcher};
+use frameproof_codec::standard::{self, StandardDecoder};
+use frameproof_codec::{FrameDecoder, ProtocolError, DEFAULT_MAX_PAYLOAD};
+use hdrhistogram::Histogram;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::{Notify, Semaphore};
+
+const USAGE: &str = "usage: fp-load --protocol standard|length-field --connect HOST:PORT \
+--connections N (--requests N | --duration SECONDS) --payload BYTES \
+--mode per-packet|pipelined|receive [--window W] [--lf-offset N] [--lf-size S] \
+[--timeout-ms MS] [--json FILE]";
+
+const READ_CHUNK: usize = 64 * 1024;
+/// How often the reader checks timeouts when no data arrives.
+const TICK: Duration = Duration::from_millis(20);
+/// Error descriptions kept in the report.
+const MAX_DETAILS: usize = 10;
+/// Highest latency the histogram tracks (larger values are clamped), in microseconds.
+const HIST_MAX_US: u64 = 3_600_000_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    PerPacket,
+    Pipelined,
+    Receive,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::PerPacket => "per-packet",
+            Mode::Pipelined => "pipelined",
+            Mode::Receive => "receive",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Config {
+    protocol: Protocol,
+    addr: String,
+    connections: usize,
+    requests: Option<u64>,
+    duration: Option<Duration>,
+    payload: usize,
+    mode: Mode,
+    window: usize,
+    timeout: Duration,
+    json: Option<String>,
+}
+
+fn parse_config() -> Result<Config, String> {
+    let o = Options::parse(
+        std::env::args().skip(1),
+        &[
+            "protocol",
+            "connect",
+            "connections",
+            "requests",
+            "duration",
+            "payload",
+            "mode",
+            "window",
+            "lf-offset",
+            "lf-size",
+            "timeout-ms",
+            "json",
+        ],
+        &["help"],
+    )?;
+    if o.has("help") {
+        println!("{USAGE}");
+        std::process::exit(0);
+    }
+    let protocol = o.protocol()?;
+    let addr = o.required("connect")?.to_string();
+    let connections: usize = o.num("connections", 1)?;
+    if connections == 0 {
+        return Err("--connections must be at least 1".into());
+    }
+    let requests: Option<u64> = match o.get("requests") {
+        Some(_) => Some(o.num("requests", 0)?),
+        None => None,
+    };
+    let duration = match o.get("duration") {
+        Some(_) => {
+            let s: f64 = o.num("duration", 0.0)?;
+            if !(s.is_finite() && s > 0.0) {
+                return Err("--duration must be a positive number of seconds".into());
+            }
+            Some(Duration::from_secs_f64(s))
+        }
+        None => None,
+    };
+    if requests.is_some() == duration.is_some() {
+        return Err("give exactly one of --requests and --duration".into());
+    }
+    let payload: usize = o.num("payload", 32)?;
+    let mode = match o.required("mode")? {
+        "per-packet" => Mode::PerPacket,
+        "pipelined" => Mode::Pipelined,
+        "receive" => Mode::Receive,
+        other => return Err(format!("--mode: unknown mode {other:?}")),
+    };
+    let window: usize = match mode {
+        Mode::PerPacket => 1,
+        Mode::Pipelined => o.num("window", 32)?,
+        Mode::Receive => o.num("window", 256)?,
+    };
+    if window == 0 {
+        return Err("--window must be at least 1".into());
+    }
+    if mode == Mode::Pipelined {
+        match protocol {
+            Protocol::Standard if window > 255 => {
+                return Err("--window must be at most 255 for standard (STD-SEQ-3)".into())
+            }
+            Protocol::LengthField(_) if window > DEFAULT_PENDING_BOUND => {
+                return Err(format!(
+                    "--window must be at most {DEFAULT_PENDING_BOUND} for length-field (LF-MATCH-4)"
+                ))
+            }
+            _ => {}
+        }
+    }
+    let timeout_ms: u64 = o.num("timeout-ms", 5000)?;
+    if timeout_ms == 0 {
+        return Err("--timeout-ms must be at least 1".into());
+    }
+    // Refuse a payload the encoder would refuse, before connecting.
+    match protocol {
+        Protocol::Standard => standard::check_encode(payload, DEFAULT_MAX_PAYLOAD),
+        Protocol::LengthField(p) => p.check_encode(payload, DEFAULT_MAX_PAYLOAD),
+    }
+    .map_err(|e| format!("--payload: {e}"))?;
+    Ok(Config {
+        protocol,
+        addr,
+        connections,
+        requests,
+        duration,
+        payload,
+        mode,
+        window,
+        timeout: Duration::from_millis(timeout_ms),
+        json: o.get("json").map(|s| s.to_string()),
+    })
+}
+
+/// State shared by all connections of a run.
+struct Run {
+    cfg: Config,
+    start: Instant,
+    stop_at: Option<Instant>,
+    next_index: AtomicU64,
+}
+
+impl Run {
+    /// The matcher's clock: microseconds since the start of the run.
+    fn us(&self, t: Instant) -> u64 {
+        t.saturating_duration_since(self.start).as_micros() as u64
+    }
+    fn timeout_us(&self) -> u64 {
+        self.cfg.timeout.as_micros() as u64
+    }
+}
+
+/// What one connection (or the whole run, merged) measured.
+struct Report {
+    sent: u64,
+    received: u64,
+    verified: u64,
+    verified_bytes: u64,
+    errors: u64,
+    details: Vec<String>,
+    hist: Histogram<u64>,
+    /// When the last reply arrived (receive mode: when the server closed).
+    last: Option<Instant>,
+    /// Every request this connection had to send was written.
+    all_written: bool,
+}
+
+impl Report {
+    fn new() -> Report {
+        Report {
+            sent: 0,
+            received: 0,
+            verified: 0,
+            verified_bytes: 0,
+            errors: 0,
+            details: Vec::new(),
+            hist: Histogram::new_with_bounds(1, HIST_MAX_US, 3).expect("histogram bounds"),
+            last: None,
+            all_written: true,
+        }
+    }
+
+    fn error(&mut self, detail: String) {
+        self.errors += 1;
+        if self.details.len() < MAX_DETAILS {
+            self.details.push(detail);
+        }
+    }
+
+    fn merge(&mut self, o: Report) {
+        self.sent += o.sent;
+        self.received += o.received;
+        self.verified += o.verified;
+        self.verified_bytes += o.verified_bytes;
+        self.errors += o.errors;
+        for d in o.details {
+            if self.details.len() < MAX_DETAILS {
+                self.details.push(d);
+            }
+        }
+        let _ = self.hist.add(&o.hist);
+        self.last = match (self.last, o.last) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        self.all_written &= o.all_written;
+    }
+}
+
+fn main() {
+    let cfg = parse_config().unwrap_or_else(|e| {
+        eprintln!("fp-load: {e}\n{USAGE}");
+        std::process::exit(2);
+    });
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| {
+            eprintln!("fp-load: cannot start the runtime: {e}");
+            std::process::exit(2);
+        });
+    let code = rt.block_on(run(cfg));
+    rt.shutdown_timeout(Duration::from_millis(100));
+    std::process::exit(code);
+}
+
+async fn run(cfg: Config) -> i32 {
+    // Connect everything first; the clock starts when all connections are up.
+    let mut streams = Vec::with_capacity(cfg.connections);
+    for i in 0..cfg.connections {
+        let c = tokio::time::timeout(cfg.timeout, TcpStream::connect(&cfg.addr)).await;
+        match c {
+            Ok(Ok(s)) => {
+                let _ = s.set_nodelay(true);
+                streams.push(s);
+            }
+            Ok(Err(e)) => {
+                eprintln!("fp-load: connection {i} to {}: {e}", cfg.addr);
+                return 1;
+            }
+            Err(_) => {
+                eprintln!("fp-load: connection {i} to {}: timed out", cfg.addr);
+                return 1;
+            }
+        }
+    }
+    let start = Instant::now();
+    let run = Arc::new(Run {
+        stop_at: cfg.duration.map(|d| start + d),
+        start,
+        next_index: AtomicU64::new(0),
+        cfg: cfg.clone(),
+    });
+    let mut handles = Vec::with_capacity(cfg.connections);
+    for (i, stream) in streams.into_iter().enumerate() {
+        // The first N % C connections send one more (README contract).
+        let quota = cfg.requests.map(|n| {
+            let c = cfg.connections as u64;
+            n / c + u64::from((i as u64) < n % c)
+        });
+        let run = run.clone();
+        handles.push(tokio::spawn(async move {
+            match run.cfg.mode {
+                Mode::Receive => receive_connection(run, stream, quota).await,
+                _ => echo_connection(run, stream, quota).await,
+            }
+        }));
+    }
+    let mut total = Report::new();
+    for h in handles {
+        match h.await {
+            Ok(r) => total.merge(r),
+            Err(e) => total.error(format!("connection task failed: {e}")),
+        }
+    }
+    let end = total.last.unwrap_or_else(Instant::now);
+    let duration = end.saturating_duration_since(start).as_secs_f64();
+    report(&cfg, &total, duration)
+}
+
+fn report(cfg: &Config, r: &Report, duration: f64) -> i32 {
+    let receive = cfg.mode == Mode::Receive;
+    let (msgs, bytes) = if receive {
+        (r.sent, r.sent * cfg.payload as u64)
+    } else {
+        (r.verified, r.verified_bytes)
+    };
+    let per_s = |v: u64| if duration > 0.0 { v as f64 / duration } else { 0.0 };
+    let msgs_per_s = per_s(msgs);
+    let mb_per_s = per_s(bytes) / 1e6;
+    let q = |q: f64| {
+        if r.hist.is_empty() {
+            0
+        } else {
+            r.hist.value_at_quantile(q)
+        }
+    };
+    let (p50, p90, p99, p999) = (q(0.5), q(0.9), q(0.99), q(0.999));
+    let max = if r.hist.is_empty() { 0 } else { r.hist.max() };
+    println!(
+        "fp-load (rust): {} {}, {} connections, window {}, payload {} B",
+        cfg.protocol.name(),
+        cfg.mode.name(),
+        cfg.connections,
+        cfg.window,
+        cfg.payload
+    );
+    println!(
+        "  requests sent {}, replies received {}, verified {}, errors {}",
+        r.sent, r.received, r.verified, r.errors
+    );
+    println!("  {duration:.3} s, {msgs_per_s:.1} msg/s, {mb_per_s:.2} MB/s");
+    if !receive {
+        println!("  latency us: p50 {p50}  p90 {p90}  p99 {p99}  p99.9 {p999}  max {max}");
+    }
+    for d in &r.details {
+        println!("  error: {d}");
+    }
+    if let Some(path) = &cfg.json {
+        let details: Vec<String> = r.details.iter().map(|d| json_string(d)).collect();
+        let json = format!(
+            "{{\"implementation\": \"rust\", \"protocol\": {}, \"mode\": {}, \
+\"connections\": {}, \"window\": {}, \"payload\": {}, \
+\"requests_sent\": {}, \"replies_received\": {}, \"replies_verified\": {}, \
+\"errors\": {}, \"error_details\": [{}], \
+\"duration_s\": {}, \"msgs_per_s\": {}, \"mb_per_s\": {}, \
+\"latency_us\": {{\"p50\": {p50}, \"p90\": {p90}, \"p99\": {p99}, \"p999\": {p999}, \"max\": {max}}}}}\n",
+            json_string(cfg.protocol.name()),
+            json_string(cfg.mode.name()),
+            cfg.connections,
+            cfg.window,
+            cfg.payload,
+            r.sent,
+            r.received,
+            r.verified,
+            r.errors,
+            details.join(", "),
+            json_f64(duration, 6),
+            json_f64(msgs_per_s, 1),
+            json_f64(mb_per_s, 3),
+        );
+        if let Err(e) = std::fs::File::create(path).and_then(|mut f| f.write_all(json.as_bytes())) {
+            eprintln!("fp-load: cannot write {path}: {e}");
+            return 1;
+        }
+    }
+    let ok = if receive {
+        r.errors == 0 && r.all_written
+    } else {
+        r.errors == 0 && r.all_written && r.verified == r.sent
+    };
+    if ok {
+        0
+    } else {
+        1
+    }
+}
+
+/// A pending request: its global index and when it was written.
+struct Tag {
+    index: u64,
+    sent_at: Instant,
+}
+
+enum Matcher {
+    Std(SequenceMatcher<Tag>),
+    Lf(FifoMatcher<Tag>),
+}
+
+impl Matcher {
+    fn pending(&self) -> usize {
+        match self {
+            Matcher::Std(m) => m.pending(),
+            Matcher::Lf(m) => m.pending(),
+        }
+    }
+    fn fail(&mut self) -> Vec<Tag> {
+        match self {
+            Matcher::Std(m) => m.fail(),
+            Matcher::Lf(m) => m.fail(),
+        }
+    }
+    /// Requests whose deadline passed (for length-field, also the others, which fail with
+    /// the connection).
+    fn expire(&mut self, now: u64) -> Vec<Tag> {
+        match self {
+            Matcher::Std(m) => m.expire(now),
+            Matcher::Lf(m) => {
+                let e = m.expire(now);
+                let mut v = e.timed_out;
+                v.extend(e.failed);
+                v
+            }
+        }
+    }
+}
+
+/// A decoder of the run's protocol.
+enum Dec {
+    Std(StandardDecoder),
+    Lf(LengthFieldDecoder),
+}
+
+impl Dec {
+    fn new(p: Protocol) -> Dec {
+        match p {
+            Protocol::Standard => Dec::Std(StandardDecoder::new(DEFAULT_MAX_PAYLOAD)),
+            Protocol::LengthField(p) => Dec::Lf(LengthFieldDecoder::new(p, DEFAULT_MAX_PAYLOAD)),
+        }
+    }
+    fn buffer_mut(&mut self) -> &mut BytesMut {
+        match self {
+            Dec::Std(d) => d.buffer_mut(),
+            Dec::Lf(d) => d.buffer_mut(),
+        }
+    }
+    /// The next frame as (flag, sequence, payload); length-field frames have flag 0, seq 0.
+    fn next(&mut self) -> Result<Option<(u8, u8, Bytes)>, ProtocolError> {
+        match self {
+            Dec::Std(d) => Ok(d.decode()?.map(|f| (f.flag, f.sequence, f.payload))),
+            Dec::Lf(d) => Ok(d.decode()?.map(|p| (0, 0, p))),
+        }
+    }
+}
+
+/// Appends request `index` to `batch` with the encoder of the run's protocol.
+fn encode_request(
+    batch: &mut BytesMut,
+    protocol: Protocol,
+    seq: u8,
+    index: u64,
+    len: usize,
+) -> Result<(), ProtocolError> {
+    match protocol {
+        Protocol::Standard => {
+            standard::check_encode(len, DEFAULT_MAX_PAYLOAD)?;
+            standard::put_header(batch, 0x01, seq, len);
+        }
+        Protocol::LengthField(p) => {
+            p.check_encode(len, DEFAULT_MAX_PAYLOAD)?;
+            p.put_header(batch, len);
+        }
+    }
+    let at = batch.len();
+    batch.resize(at + len, 0);
+    fill_payload(index, &mut batch[at..]);
+    Ok(())
+}
+
+/// Per-connection state shared by its writer and reader.
+struct Conn {
+    matcher: Mutex<Matcher>,
+    window: Semaphore,
+    sent: AtomicU64,
+    writer_done: AtomicBool,
+    writer_wake: Notify,
+    /// Set by the writer when a send was refused or a write failed.
+    writer_error: Mutex<Option<String>>,
+}
+
+/// Request/reply mode (per-packet = window 1, pipelined = sliding window).
+async fn echo_connection(run: Arc<Run>, stream: TcpStream, quota: Option<u64>) -> Report {
+    let (rd, wr) = stream.into_split();
+    let matcher = match run.cfg.protocol {
+        Protocol::Standard => Matcher::Std(SequenceMatcher::new(run.timeout_us())),
+        Protocol::LengthField(_) => {
+            Matcher::Lf(FifoMatcher::new(run.timeout_us(), DEFAULT_PENDING_BOUND))
+        }
+    };
+    let conn = Arc::new(Conn {
+        matcher: Mutex::new(matcher),
+        window: Semaphore::new(run.cfg.window),
+        sent: AtomicU64::new(0),
+        writer_done: AtomicBool::new(false),
+        writer_wake: Notify::new(),
+        writer_error: Mutex::new(None),
+    });
+    let writer = tokio::spawn(write_requests(run.clone(), conn.clone(), wr, quota));
+    let mut rep = read_replies(&run, &conn, rd).await;
+    // The reader only returns when the writer is done or the connection failed.
+    writer.abort();
+    let _ = writer.await;
+    rep.sent = conn.sent.load(Relaxed);
+    if let Some(e) = conn.writer_error.lock().unwrap().take() {
+        rep.error(e);
+    }
+    if let Some(q) = quota {
+        rep.all_written = rep.sent == q;
+    }
+    rep
+}
+
+async fn write_requests(run: Arc<Run>, conn: Arc<Conn>, mut wr: OwnedWriteHalf, quota: Option<u64>) {
+    let protocol = run.cfg.protocol;
+    let len = run.cfg.payload;
+    let mut batch = BytesMut::with_capacity(READ_CHUNK);
+    let mut sent = 0u64;
+    loop {
+        let remaining = quota.map_or(u64::MAX, |q| q - sent);
+        if remaining == 0 {
+            break;
+        }
+        let permit = match run.stop_at {
+            Some(stop) => tokio::select! {
+                p = conn.window.acquire() => p,
+                _ = tokio::time::sleep_until(stop.into()) => break,
+            },
+            None => conn.window.acquire().await,
+        };
+        let Ok(permit) = permit else {
+            break; // the reader closed the window: the connection failed
+        };
+        if run.stop_at.is_some_and(|s| Instant::now() >= s) {
+            break;
+        }
+        permit.forget();
+        let mut n = 1u64;
+        while n < remaining {
+            match conn.window.try_acquire() {
+                Ok(p) => {
+                    p.forget();
+                    n += 1;
+                }
+                Err(_) => break,
+            }
+        }
+        batch.clear();
+        let mut k = 0u64;
+        let mut refused = false;
+        {
+            let mut m = conn.matcher.lock().unwrap();
+            let now = Instant::now();
+            let now_us = run.us(now);
+            while k < n {
+                let index = run.next_index.fetch_add(1, Relaxed);
+                let tag = Tag {
+                    index,
+                    sent_at: now,
+                };
+                let r = match &mut *m {
+                    Matcher::Std(m) => m
+                        .send_request(now_us, tag, |seq| {
+                            encode_request(&mut batch, protocol, seq, index, len)
+                        })
+                        .map(|_| ()),
+                    Matcher::Lf(m) => m.send_request(now_us, tag, || {
+                        encode_request(&mut batch, protocol, 0, index, len)
+                    }),
+                };
+                match r {
+                    Ok(()) => k += 1,
+                    Err(e) => {
+                        let conn_failed = matches!(e, SendError::ConnectionFailed);
+                        let why = match e {
+                            SendError::SequenceBusy(s) => format!("sequence {s} still pending (STD-SEQ-3)"),
+                            SendError::TooManyPending(b) => format!("{b} requests pending (LF-MATCH-4)"),
+                            SendError::ConnectionFailed => "connection failed".into(),
+                            SendError::Encode(e) => e.to_string(),
+                        };
+                        if !conn_failed {
+                            *conn.writer_error.lock().unwrap() =
+                                Some(format!("request {index} refused: {why}"));
+                        }
+                        refused = true;
+                        break;
+                    }
+                }
+            }
+        }
+        if k > 0 {
+            if let Err(e) = wr.write_all(&batch).await {
+                *conn.writer_error.lock().unwrap() = Some(format!("write failed: {e}"));
+                break;
+            }
+            sent += k;
+            conn.sent.store(sent, Relaxed);
+        }
+        if refused {
+            break;
+        }
+    }
+    conn.writer_done.store(true, Relaxed);
+    conn.writer_wake.notify_one();
+    // Keep the write half open until the reader is done (dropping it would half-close).
+    std::future::pending::<()>().await;
+}
+
+async fn read_replies(run: &Run, conn: &Conn, mut rd: OwnedReadHalf) -> Report {
+    let mut rep = Report::new();
+    let mut dec = Dec::new(run.cfg.protocol);
+    let len = run.cfg.payload;
+    let standard = run.cfg.protocol == Protocol::Standard;
+    loop {
+        {
+            let m = conn.matcher.lock().unwrap();
+            if conn.writer_done.load(Relaxed) && m.pending() == 0 {
+                break;
+            }
+        }
+        dec.buffer_mut().reserve(READ_CHUNK);
+        let read = tokio::select! {
+            r = rd.read_buf(dec.buffer_mut()) => Some(r),
+            _ = tokio::time::sleep(TICK) => None,
+            _ = conn.writer_wake.notified() => None,
+        };
+        let eof = match read {
+            Some(Ok(0)) => true,
+            Some(Ok(_)) | None => false,
+            Some(Err(e)) => {
+                rep.error(format!("read failed: {e}"));
+                fail_connection(conn, &mut rep, "the connection failed");
+                break;
+            }
+        };
+        let now = Instant::now();
+        let mut decode_error = None;
+        {
+            let mut m = conn.matcher.lock().unwrap();
+            loop {
+                let (flag, seq, payload) = match dec.next() {
+                    Ok(Some(f)) => f,
+                    Ok(None) => break,
+                    Err(e) => {
+                        decode_error = Some(e);
+                        break;
+                    }
+                };
+                rep.received += 1;
+                let r = match &mut *m {
+                    Matcher::Std(m) => m.receive(flag, seq),
+                    Matcher::Lf(m) => m.receive(),
+                };
+                match r {
+                    Received::Reply(tag) => {
+                        conn.window.add_permits(1);
+                        if standard && flag != 0x81 {
+                            rep.error(format!(
+                                "request {}: reply flag 0x{flag:02X}, expected 0x81",
+                                tag.index
+                            ));
+                        } else if !payload_matches(tag.index, len, &payload) {
+                            rep.error(format!(
+                                "request {}: reply payload differs ({} bytes received, {len} sent)",
+                                tag.index,
+                                payload.len()
+                            ));
+                        } else {
+                            rep.verified += 1;
+                            rep.verified_bytes += payload.len() as u64;
+                            let us = now.saturating_duration_since(tag.sent_at).as_micros() as u64;
+                            rep.hist.saturating_record(us);
+                            rep.last = Some(now);
+                        }
+                    }
+                    Received::Unmatched => rep.error(format!(
+                        "unmatched reply (flag 0x{flag:02X}, sequence {seq}, {} bytes)",
+                        payload.len()
+                    )),
+                    Received::PeerRequest => rep.error(format!(
+                        "the server sent a request (flag 0x{flag:02X}, sequence {seq})"
+                    )),
+                    Received::Ignored => {}
+                }
+            }
+        }
+        if let Some(e) = decode_error {
+            rep.error(format!("reply stream rejected: {e}"));
+            fail_connection(conn, &mut rep, "the reply stream was rejected");
+            break;
+        }
+        if eof {
+            let pending = conn.matcher.lock().unwrap().pending();
+            if pending > 0 || !conn.writer_done.load(Relaxed) {
+                rep.error(format!("server closed the connection with {pending} requests pending"));
+                fail_connection(conn, &mut rep, "the server closed the connection");
+            }
+            break;
+        }
+        // Timeouts: a load run treats any timeout as fatal for the connection (for
+        // length-field it is anyway, LF-MATCH-3), which also bounds the writer.
+        let expired = conn.matcher.lock().unwrap().expire(run.us(now));
+        if !expired.is_empty() {
+            for t in &expired {
+                rep.error(format!(
+                    "request {} timed out after {} ms",
+                    t.index,
+                    run.cfg.timeout.as_millis()
+                ));
+            }
+            fail_connection(conn, &mut rep, "a request timed out");
+            break;
+        }
+    }
+    rep
+}
+
+/// Fails every pending request of the connection and stops its writer.
+fn fail_connection(conn: &Conn, rep: &mut Report, why: &str) {
+    let failed = conn.matcher.lock().unwrap().fail();
+    for t in failed {
+        rep.error(format!("request {} failed: {why}", t.index));
+    }
+    conn.window.close();
+}
+
+/// Receive mode: write requests in batches of `window` frames, expect no replies; then
+/// half-close and wait (at most the timeout) for the server to close, which tells that it has
+/// consumed everything.
+async fn receive_connection(run: Arc<Run>, stream: TcpStream, quota: Option<u64>) -> Report {
+    let mut rep = Report::new();
+    let (mut rd, mut wr) = stream.into_split();
+    let protocol = run.cfg.protocol;
+    let len = run.cfg.payload;
+    let mut batch = BytesMut::with_capacity(READ_CHUNK);
+    let mut seq: u8 = 0;
+    loop {
+        let remaining = quota.map_or(u64::MAX, |q| q - rep.sent);
+        if remaining == 0 || run.stop_at.is_some_and(|s| Instant::now() >= s) {
+            break;
+        }
+        let n = remaining.min(run.cfg.window as u64);
+        batch.clear();
+        for _ in 0..n {
+            seq = seq.wrapping_add(1); // STD-SEQ-1 numbering; nothing is pending
+            let index = run.next_index.fetch_add(1, Relaxed);
+            if let Err(e) = encode_request(&mut batch, protocol, seq, index, len) {
+                rep.error(format!("request {index} refused: {e}"));
+                rep.all_written = false;
+                return rep;
+            }
+        }
+        let w = match run.stop_at {
+            Some(stop) => {
+                // Bounded: a server that stops reading cannot hold us past the duration plus
+                // the timeout.
+                let limit = tokio::time::Instant::from(stop) + run.cfg.timeout;
+                match tokio::time::timeout_at(limit, wr.write_all(&batch)).await {
+                    Ok(w) => w,
+                    Err(_) => Err(std::io::ErrorKind::TimedOut.into()),
+                }
+            }
+            None => wr.write_all(&batch).await,
+        };
+        if let Err(e) = w {
+            rep.error(format!("write failed: {e}"));
+            rep.all_written = false;
+            return rep;
+        }
+        rep.sent += n;
+    }
+    if let Some(q) = quota {
+        rep.all_written = rep.sent == q;
+    }
+    let _ = wr.shutdown().await;
+    let mut dec = Dec::new(protocol);
+    let deadline = tokio::time::Instant::now() + run.cfg.timeout;
+    loop {
+        dec.buffer_mut().reserve(READ_CHUNK);
+        match tokio::time::timeout_at(deadline, rd.read_buf(dec.buffer_mut())).await {
+            Ok(Ok(0)) => {
+                rep.last = Some(Instant::now());
+                break;
+            }
+            Ok(Ok(_)) => loop {
+                match dec.next() {
+                    Ok(Some((flag, seq, _))) => {
+                        rep.received += 1;
+                        rep.error(format!(
+                            "unexpected reply in receive mode (flag 0x{flag:02X}, sequence {seq})"
+                        ));
+                    }
+                    Ok(None) => break,
+                    Err(_) => break,
+                }
+            },
+            Ok(Err(e)) => {
+                rep.error(format!("read failed: {e}"));
+                break;
+            }
+            Err(_) => {
+                eprintln!("fp-load: the server did not close the connection after the requests");
+                break;
+            }
+        }
+    }
+    drop(wr);
+    rep
+}
