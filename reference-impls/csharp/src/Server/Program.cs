@@ -212,8 +212,8 @@ namespace Frameproof.Server
             try { _socket.Shutdown(SocketShutdown.Both); } catch (Exception) { }
             try { _socket.Close(); } catch (Exception) { }
             _server.Remove(this);
-            // The buffers are not returned to the pool: a pending SAEA operation may still hold them.
-            _decoder.Dispose();
+            // Neither the buffers nor the decoder's are returned to the pool: a pending SAEA operation or
+            // a concurrent Feed (shutdown path) may still hold them; the GC reclaims them.
         }
     }
 
