@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Runs the unit and property tests (cargo test) and clippy (-D warnings), then prints a last
+# line "N passed, N failed" summing the cargo test results. A clippy failure, or a test binary
+# that does not build, counts as one more failure. Exit status 0 only if nothing failed.
+# Benchmarks are not run here (cargo bench -p frameproof-codec).
+set -uo pipefail
+cd "$(dirname "$0")"
+if ! command -v cargo >/dev/null 2>&1 && [ -f "$HOME/.cargo/env" ]; then
+  # shellcheck disable=SC1091
+  . "$HOME/.cargo/env"
+fi
+lock=()
+if command -v flock >/dev/null 2>&1; then
+  lock=(flock /tmp/frameproof-build.lock)
+fi
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+"${lock[@]}" cargo test --locked 2>&1 | tee "$log"
+test_rc=${PIPESTATUS[0]}
+passed=$(grep -E '^test result:' "$log" | sed -E 's/.* ([0-9]+) passed.*/\1/' | awk '{s+=$1} END {print s+0}')
+failed=$(grep -E '^test result:' "$log" | sed -E 's/.* ([0-9]+) failed.*/\1/' | awk '{s+=$1} END {print s+0}')
+if [ "$test_rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
+  echo "test.sh: cargo test failed without a failing test (build error?)" >&2
+  failed=$((failed + 1))
+fi
+if "${lock[@]}" cargo clippy --locked --all-targets -- -D warnings; then
+  echo "test.sh: clippy clean"
+else
+  echo "test.sh: clippy reported problems" >&2
+  failed=$((failed + 1))
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
