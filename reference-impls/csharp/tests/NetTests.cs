@@ -241,6 +241,51 @@ namespace Frameproof.Tests
             finally { listener.Stop(); }
         }
 
+        [Test]
+        public void RequestClient_InlineCompletions_PerPacket()
+        {
+            using (var srv = new ServerProcess("--protocol standard --listen 127.0.0.1:0"))
+            {
+                var v = new Verifier { Len = 8 };
+                var c = new RequestClient(Connect(srv.Port), Protocol.Standard, LengthFieldProfile.Default, 0, 5000, v, true);
+                Task<int> t = Pipeline(c, 600, 8, 1); // window 1: seq wraps past 255 twice
+                Assert.IsTrue(t.Wait(60000));
+                Assert.AreEqual(600, t.Result);
+                Assert.AreEqual(0, v.Unmatched);
+                c.Dispose();
+                srv.Stop();
+            }
+        }
+
+        [Test]
+        public void RequestClient_RejectedReplyStream_FailsPending()
+        {
+            var listener = new TcpListener(IPAddress.Loopback, 0);
+            listener.Start();
+            try
+            {
+                var v = new Verifier { Len = 1 };
+                var c = new RequestClient(Connect(((IPEndPoint)listener.LocalEndpoint).Port), Protocol.Standard, LengthFieldProfile.Default, 0, 5000, v);
+                Socket peer = listener.AcceptSocket();
+                ValueTask<Completion> a, b;
+                Assert.IsTrue(c.TryEnqueue(new RequestId(1), new byte[1], out a));
+                Assert.IsTrue(c.TryEnqueue(new RequestId(2), new byte[1], out b));
+                Assert.IsTrue(c.Flush());
+                peer.Send(T.Hex("81010100 00 8102FFFF 00000000")); // reply to 1, then STD-LEN-3
+                Completion ra = a.AsTask().Result, rb = b.AsTask().Result;
+                Assert.AreEqual(CompletionKind.Reply, ra.Kind);
+                Assert.IsFalse(ra.Verified, "payload 00 is not request 1's pattern");
+                Assert.AreEqual(CompletionKind.Failed, rb.Kind);
+                Assert.AreEqual(1, v.Errors);
+                ValueTask<Completion> d;
+                Assert.IsFalse(c.TryEnqueue(new RequestId(3), new byte[1], out d), "failed connection refuses");
+                Assert.AreEqual(CompletionKind.Refused, d.Result.Kind);
+                c.Dispose();
+                peer.Close();
+            }
+            finally { listener.Stop(); }
+        }
+
         [TestCase("standard", "pipelined", 32)]
         [TestCase("length-field", "per-packet", 1)]
         public void FpLoad_AgainstFpServer_ExactCountsAndJson(string proto, string mode, int window)

@@ -33,7 +33,12 @@ namespace Frameproof.Codec
         readonly FrameDecoder _decoder;
         readonly IRequestMatcher _matcher;
         readonly IReplyVerifier _verifier;
-        readonly CompletionSourcePool _pool = new CompletionSourcePool(512);
+        readonly CompletionSourcePool _pool;
+        // Completions decided under _lock, delivered after it is released (so that an inline
+        // continuation never runs inside the decoder or under the lock).
+        PooledCompletionSource[] _doneSrc = new PooledCompletionSource[64];
+        Completion[] _doneVal = new Completion[64];
+        int _doneCount;
         readonly object _lock = new object();
         readonly Timer _timer;
         readonly Thread _receiver;
@@ -45,8 +50,13 @@ namespace Frameproof.Codec
         public long FramesReceived;
         public long Unmatched;
 
-        public RequestClient(Socket socket, Protocol protocol, LengthFieldProfile profile, long maxPayload, long timeoutMs, IReplyVerifier verifier)
+        /// <summary>With inlineCompletions, awaiting code resumes directly on the receive thread (no
+        /// thread-pool hop); use it only when that code cannot block on a full socket, e.g. one
+        /// request in flight per connection.</summary>
+        public RequestClient(Socket socket, Protocol protocol, LengthFieldProfile profile, long maxPayload, long timeoutMs,
+            IReplyVerifier verifier, bool inlineCompletions = false)
         {
+            _pool = new CompletionSourcePool(512, inlineCompletions);
             _socket = socket;
             _protocol = protocol;
             _profile = profile;
@@ -173,15 +183,18 @@ namespace Frameproof.Codec
                 {
                     int n = _socket.Receive(buf, 0, buf.Length, SocketFlags.None);
                     if (n <= 0) break;
+                    bool failed = false;
                     lock (_lock)
                     {
                         if (!_decoder.Feed(new ReadOnlySpan<byte>(buf, 0, n), _matcherHandler ?? (_matcherHandler = new CountingHandler(this))))
                         {
                             _verifier.OnProtocolError(_decoder.Error);
                             _matcher.FailAll();
-                            break;
+                            failed = true;
                         }
                     }
+                    DeliverCompletions();
+                    if (failed) break;
                 }
             }
             catch (Exception) { }
@@ -191,6 +204,7 @@ namespace Frameproof.Codec
                     _verifier.OnProtocolError(_decoder.Error);
                 _matcher.FailAll();
             }
+            DeliverCompletions();
             Close();
         }
 
@@ -215,6 +229,7 @@ namespace Frameproof.Codec
                 _matcher.Expire(NowMs);
                 if (_matcher.Failed && _protocol == Protocol.LengthField) _closed = true; // LF-MATCH-3
             }
+            DeliverCompletions();
             if (_closed) Close();
         }
 
@@ -224,7 +239,7 @@ namespace Frameproof.Codec
             var src = (PooledCompletionSource)state;
             long now = Stopwatch.GetTimestamp();
             bool ok = _verifier.Verify(id, payload);
-            src.TrySetResult(new Completion
+            Defer(src, new Completion
             {
                 Kind = CompletionKind.Reply, Id = id, Flag = flag, Sequence = sequence,
                 PayloadLength = payload.Length, Verified = ok, LatencyTicks = now - src.SentTicks
@@ -233,12 +248,70 @@ namespace Frameproof.Codec
 
         public void OnTimeout(RequestId id, object state)
         {
-            ((PooledCompletionSource)state).TrySetResult(new Completion { Kind = CompletionKind.Timeout, Id = id });
+            Defer((PooledCompletionSource)state, new Completion { Kind = CompletionKind.Timeout, Id = id });
         }
 
         public void OnFailed(RequestId id, object state)
         {
-            ((PooledCompletionSource)state).TrySetResult(new Completion { Kind = CompletionKind.Failed, Id = id });
+            Defer((PooledCompletionSource)state, new Completion { Kind = CompletionKind.Failed, Id = id });
+        }
+
+        // Under _lock.
+        void Defer(PooledCompletionSource src, Completion c)
+        {
+            if (_doneCount == _doneSrc.Length)
+            {
+                Array.Resize(ref _doneSrc, _doneSrc.Length * 2);
+                Array.Resize(ref _doneVal, _doneVal.Length * 2);
+            }
+            _doneSrc[_doneCount] = src;
+            _doneVal[_doneCount] = c;
+            _doneCount++;
+        }
+
+        // Outside _lock; the receive thread and the timer may both deliver, so take the batch under a
+        // separate lock and complete outside any lock.
+        readonly object _deliverLock = new object();
+        PooledCompletionSource[] _batchSrc = new PooledCompletionSource[64];
+        Completion[] _batchVal = new Completion[64];
+
+        bool _delivering;
+
+        void DeliverCompletions()
+        {
+            lock (_deliverLock)
+            {
+                if (_delivering) return; // re-entered from an inline continuation: the outer loop delivers
+                _delivering = true;
+                try
+                {
+                    while (true)
+                    {
+                        int n;
+                        lock (_lock)
+                        {
+                            n = _doneCount;
+                            if (n == 0) return;
+                            if (_batchSrc.Length < n)
+                            {
+                                _batchSrc = new PooledCompletionSource[_doneSrc.Length];
+                                _batchVal = new Completion[_doneVal.Length];
+                            }
+                            Array.Copy(_doneSrc, _batchSrc, n);
+                            Array.Copy(_doneVal, _batchVal, n);
+                            Array.Clear(_doneSrc, 0, n);
+                            _doneCount = 0;
+                        }
+                        for (int i = 0; i < n; i++)
+                        {
+                            PooledCompletionSource s = _batchSrc[i];
+                            _batchSrc[i] = null;
+                            s.TrySetResult(_batchVal[i]);
+                        }
+                    }
+                }
+                finally { _delivering = false; }
+            }
         }
 
         public void OnUnmatched(byte flag, byte sequence, ReadOnlySpan<byte> payload)
@@ -269,6 +342,7 @@ namespace Frameproof.Codec
             _timer.Dispose();
             _receiver.Join(2000);
             lock (_lock) { _matcher.FailAll(); }
+            DeliverCompletions();
             _decoder.Dispose();
         }
     }

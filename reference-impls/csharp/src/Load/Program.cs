@@ -71,7 +71,9 @@ namespace Frameproof.Load
             s.NoDelay = true; // STD-ECHO-6
             s.SendTimeout = (int)Math.Max(1000, _cfg.TimeoutMs);
             s.Connect(_cfg.Endpoint);
-            Client = new RequestClient(s, _cfg.Protocol, _cfg.Profile, 0, _cfg.TimeoutMs, this);
+            // Per-packet: resume the driver on the receive thread (no thread-pool hop per request);
+            // safe because one request in flight cannot fill the socket buffers both ways.
+            Client = new RequestClient(s, _cfg.Protocol, _cfg.Profile, 0, _cfg.TimeoutMs, this, _cfg.Mode == Mode.PerPacket);
         }
 
         bool More()
@@ -95,6 +97,7 @@ namespace Frameproof.Load
             {
                 if (_cfg.Mode == Mode.Receive) RunReceiveMode();
                 else await RunWindowed();
+                await Task.Yield(); // leave the receive thread (inline completions) before closing
             }
             catch (Exception e)
             {
