@@ -143,23 +143,37 @@ namespace Frameproof.Load
                 ring[head] = default(ValueTask<Completion>);
                 head = (head + 1) % w;
                 inflight--;
-                Interlocked.Increment(ref _shared.Progress);
-                switch (c.Kind)
+                Account(c);
+                // Take every reply that is already in before refilling: one write for many requests.
+                while (inflight > 0 && ring[head].IsCompleted)
                 {
-                    case CompletionKind.Reply:
-                        Replies++;
-                        Histogram.Record(c.LatencyTicks * 1000000 / Stopwatch.Frequency);
-                        if (c.Verified) { Verified++; VerifiedBytes += c.PayloadLength; }
-                        else _shared.Error("request " + c.Id + ": reply payload differs from the request (" + c.PayloadLength + " bytes)");
-                        break;
-                    case CompletionKind.Timeout:
-                        _shared.Error("request " + c.Id + ": no reply within " + _cfg.TimeoutMs + " ms");
-                        break;
-                    default:
-                        _shared.Error("request " + c.Id + ": " + c.Kind + " (connection " + _id + " failed)");
-                        _stop = true;
-                        break;
+                    c = ring[head].Result;
+                    ring[head] = default(ValueTask<Completion>);
+                    head = (head + 1) % w;
+                    inflight--;
+                    Account(c);
                 }
+            }
+        }
+
+        void Account(Completion c)
+        {
+            Interlocked.Increment(ref _shared.Progress);
+            switch (c.Kind)
+            {
+                case CompletionKind.Reply:
+                    Replies++;
+                    Histogram.Record(c.LatencyTicks * 1000000 / Stopwatch.Frequency);
+                    if (c.Verified) { Verified++; VerifiedBytes += c.PayloadLength; }
+                    else _shared.Error("request " + c.Id + ": reply payload differs from the request (" + c.PayloadLength + " bytes)");
+                    break;
+                case CompletionKind.Timeout:
+                    _shared.Error("request " + c.Id + ": no reply within " + _cfg.TimeoutMs + " ms");
+                    break;
+                default:
+                    _shared.Error("request " + c.Id + ": " + c.Kind + " (connection " + _id + " failed)");
+                    _stop = true;
+                    break;
             }
         }
 
