@@ -38,13 +38,15 @@ namespace Frameproof.Bench
                 else { Console.Error.WriteLine("usage: fp-bench [--quick] [--budget-ms MS] [--json FILE]"); return 2; }
             }
             Console.WriteLine("fp-bench (csharp, " + RuntimeName() + "), allocation counter: GC.GetAllocatedBytesForCurrentThread");
-            Console.WriteLine(string.Format("{0,-34} {1,8} {2,12} {3,16}", "Method", "Payload", "ns/op", "Allocated B/op"));
+            Console.WriteLine(string.Format("{0,-40} {1,8} {2,12} {3,16}", "Method", "Payload", "ns/op", "Allocated B/op"));
 
             foreach (int size in new[] { 32, 1024, 65536 })
             {
                 BenchStandard(size);
                 BenchLengthField(size);
             }
+            BenchEcho(Protocol.Standard, 28);
+            BenchEcho(Protocol.LengthField, 30);
             BenchMatching();
 
             if (json != null)
@@ -102,7 +104,7 @@ namespace Frameproof.Bench
             }
             var r = new Result { Name = name, Size = size, Ns = best, Alloc = (double)allocated / ops, Ops = ops };
             Results.Add(r);
-            Console.WriteLine(string.Format(CultureInfo.InvariantCulture, "{0,-34} {1,8} {2,12:F1} {3,16:F1}", name, size, r.Ns, r.Alloc));
+            Console.WriteLine(string.Format(CultureInfo.InvariantCulture, "{0,-40} {1,8} {2,12:F1} {3,16:F1}", name, size, r.Ns, r.Alloc));
         }
 
         sealed class NullHandler : IFrameHandler
@@ -176,6 +178,53 @@ namespace Frameproof.Bench
                 }
             });
             if (dec.Failed || h.Bytes == 0) throw new Exception("length-field decode bench broken: " + dec.Error);
+        }
+
+        /// <summary>The server's per-frame work: decode a read full of frames, encode each reply.</summary>
+        sealed class EchoHandler : IFrameHandler
+        {
+            public Protocol Protocol;
+            public LengthFieldProfile Profile;
+            public byte[] Out = new byte[128 * 1024];
+            public int Len;
+            public void OnFrame(byte flag, byte sequence, ReadOnlySpan<byte> payload)
+            {
+                Span<byte> dst = new Span<byte>(Out, Len, Out.Length - Len);
+                Len += Protocol == Protocol.Standard
+                    ? StandardEncoder.Write(StandardFlags.ReplyFor(flag), sequence, payload, dst)
+                    : LengthFieldEncoder.Write(Profile, payload, dst);
+            }
+        }
+
+        static void BenchEcho(Protocol protocol, int size)
+        {
+            // One 64 KiB read of back-to-back 32-byte frames (the seeds' 28 B + 4 / 30 B + 2 frames).
+            var payload = new byte[size];
+            var p = LengthFieldProfile.Default;
+            int frameLen = protocol == Protocol.Standard ? StandardEncoder.EncodedLength(size) : (int)LengthFieldEncoder.EncodedLength(p, size);
+            int frames = 65536 / frameLen;
+            var read = new byte[frames * frameLen];
+            for (int i = 0; i < frames; i++)
+            {
+                Payloads.Fill(i, payload);
+                var dst = new Span<byte>(read, i * frameLen, frameLen);
+                if (protocol == Protocol.Standard) StandardEncoder.Write(0x01, (byte)i, payload, dst);
+                else LengthFieldEncoder.Write(p, payload, dst);
+            }
+            FrameDecoder dec = protocol == Protocol.Standard ? (FrameDecoder)new StandardDecoder() : new LengthFieldDecoder(p);
+            var h = new EchoHandler { Protocol = protocol, Profile = p };
+            string name = (protocol == Protocol.Standard ? "standard" : "length-field") + " echo per frame (64K read)";
+            Measure(name, size, n =>
+            {
+                // n frames: whole reads, each decoded and answered.
+                for (int done = 0; done < n; done += frames)
+                {
+                    h.Len = 0;
+                    dec.Feed(read, h);
+                }
+            });
+            // Measure() divides by n, and each loop pass handles `frames` frames, so this is per frame.
+            if (dec.Failed || h.Len != read.Length) throw new Exception("echo bench broken");
         }
 
         sealed class CompletingObserver : IMatchObserver
