@@ -147,7 +147,9 @@ impl Profile {
 
     /// Writes the zero header bytes and the length field (no checks).
     pub fn put_header(&self, dst: &mut BytesMut, len: usize) {
-        dst.put_bytes(0, self.offset as usize);
+        if self.offset > 0 {
+            dst.put_bytes(0, self.offset as usize);
+        }
         match self.size {
             LengthSize::U8 => dst.put_u8(len as u8),
             LengthSize::U16Le => dst.put_u16_le(len as u16),
