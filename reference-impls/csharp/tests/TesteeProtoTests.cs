@@ -308,6 +308,20 @@ namespace Frameproof.Tests
         }
 
         [Test]
+        public void Match_UnsupportedProfile_RefusesEverySend()
+        {
+            var req = new TesteeRequestMsg { Kind = RequestKind.Match, Codec = Lf(0, 3) };
+            req.Events.Add(Send("01"));
+            req.Events.Add(Recv("0100 11"));
+            req.Events.Add(Send("02"));
+            TesteeResponseMsg r = Run(req);
+            Assert.AreEqual("LF-FMT-3", r.Error.Requirement);
+            Assert.AreEqual(2, r.Sent.Count);
+            Assert.AreEqual(0, r.Sent[0].Length + r.Sent[1].Length);
+            Assert.AreEqual("Refused 0; Refused 1", Summary(r));
+        }
+
+        [Test]
         public void Match_LengthField_UnmatchedAndBound()
         {
             var req = new TesteeRequestMsg { Kind = RequestKind.Match, Codec = Lf(0, 0) };

@@ -157,7 +157,15 @@ namespace Frameproof.Testee
             LengthFieldProfile profile = Profile(req.Codec);
             if (!standard && !profile.IsValid)
             {
+                // LF-FMT-3: refused before any byte is written or read: every send is REFUSED.
                 resp.Error = new ErrorMsg { Requirement = "LF-FMT-3", Offset = 0, Message = "unsupported size " + profile.Size };
+                uint k = 0;
+                foreach (MatchEventMsg e in req.Events)
+                {
+                    if (e.Kind != MatchEventKind.Send && e.Kind != MatchEventKind.SendOneWay) continue;
+                    resp.Sent.Add(new byte[0]);
+                    resp.Completions.Add(new CompletionMsg { Kind = CompletionKindMsg.Refused, Request = k++ });
+                }
                 return resp;
             }
             if (!standard && profile.Offset > MaxEncodeOffset) return Skipped("header offset above 64 MiB not supported by this encoder");
