@@ -308,7 +308,8 @@ async fn run(cfg: Config) -> i32 {
         handles.push(tokio::spawn(async move {
             match run.cfg.mode {
                 Mode::Receive => receive_connection(run, stream, quota).await,
-                _ => echo_connection(run, stream, quota).await,
+                Mode::PerPacket => per_packet_connection(run, stream, quota).await,
+                Mode::Pipelined => echo_connection(run, stream, quota).await,
             }
         }));
     }
@@ -507,12 +508,7 @@ struct Conn {
 /// Request/reply mode (per-packet = window 1, pipelined = sliding window).
 async fn echo_connection(run: Arc<Run>, stream: TcpStream, quota: Option<u64>) -> Report {
     let (rd, wr) = stream.into_split();
-    let matcher = match run.cfg.protocol {
-        Protocol::Standard => Matcher::Std(SequenceMatcher::new(run.timeout_us())),
-        Protocol::LengthField(_) => {
-            Matcher::Lf(FifoMatcher::new(run.timeout_us(), DEFAULT_PENDING_BOUND))
-        }
-    };
+    let matcher = new_matcher(&run);
     let conn = Arc::new(Conn {
         matcher: Mutex::new(matcher),
         window: Semaphore::new(run.cfg.window),
@@ -671,41 +667,8 @@ async fn read_replies(run: &Run, conn: &Conn, mut rd: OwnedReadHalf) -> Report {
                         break;
                     }
                 };
-                rep.received += 1;
-                let r = match &mut *m {
-                    Matcher::Std(m) => m.receive(flag, seq),
-                    Matcher::Lf(m) => m.receive(),
-                };
-                match r {
-                    Received::Reply(tag) => {
-                        conn.window.add_permits(1);
-                        if standard && flag != 0x81 {
-                            rep.error(format!(
-                                "request {}: reply flag 0x{flag:02X}, expected 0x81",
-                                tag.index
-                            ));
-                        } else if !payload_matches(tag.index, len, &payload) {
-                            rep.error(format!(
-                                "request {}: reply payload differs ({} bytes received, {len} sent)",
-                                tag.index,
-                                payload.len()
-                            ));
-                        } else {
-                            rep.verified += 1;
-                            rep.verified_bytes += payload.len() as u64;
-                            let us = now.saturating_duration_since(tag.sent_at).as_micros() as u64;
-                            rep.hist.saturating_record(us);
-                            rep.last = Some(now);
-                        }
-                    }
-                    Received::Unmatched => rep.error(format!(
-                        "unmatched reply (flag 0x{flag:02X}, sequence {seq}, {} bytes)",
-                        payload.len()
-                    )),
-                    Received::PeerRequest => rep.error(format!(
-                        "the server sent a request (flag 0x{flag:02X}, sequence {seq})"
-                    )),
-                    Received::Ignored => {}
+                if on_frame(&mut m, (flag, seq, &payload), now, &mut rep, standard, len) {
+                    conn.window.add_permits(1);
                 }
             }
         }
@@ -740,12 +703,165 @@ async fn read_replies(run: &Run, conn: &Conn, mut rd: OwnedReadHalf) -> Report {
     rep
 }
 
-/// Fails every pending request of the connection and stops its writer.
-fn fail_connection(conn: &Conn, rep: &mut Report, why: &str) {
-    let failed = conn.matcher.lock().unwrap().fail();
-    for t in failed {
+/// Matches and verifies one received frame; true if it completed a pending request.
+fn on_frame(
+    m: &mut Matcher,
+    (flag, seq, payload): (u8, u8, &[u8]),
+    now: Instant,
+    rep: &mut Report,
+    standard: bool,
+    len: usize,
+) -> bool {
+    rep.received += 1;
+    let r = match m {
+        Matcher::Std(m) => m.receive(flag, seq),
+        Matcher::Lf(m) => m.receive(),
+    };
+    match r {
+        Received::Reply(tag) => {
+            if standard && flag != 0x81 {
+                rep.error(format!(
+                    "request {}: reply flag 0x{flag:02X}, expected 0x81",
+                    tag.index
+                ));
+            } else if !payload_matches(tag.index, len, payload) {
+                rep.error(format!(
+                    "request {}: reply payload differs ({} bytes received, {len} sent)",
+                    tag.index,
+                    payload.len()
+                ));
+            } else {
+                rep.verified += 1;
+                rep.verified_bytes += payload.len() as u64;
+                let us = now.saturating_duration_since(tag.sent_at).as_micros() as u64;
+                rep.hist.saturating_record(us);
+                rep.last = Some(now);
+            }
+            true
+        }
+        Received::Unmatched => {
+            rep.error(format!(
+                "unmatched reply (flag 0x{flag:02X}, sequence {seq}, {} bytes)",
+                payload.len()
+            ));
+            false
+        }
+        Received::PeerRequest => {
+            rep.error(format!(
+                "the server sent a request (flag 0x{flag:02X}, sequence {seq})"
+            ));
+            false
+        }
+        Received::Ignored => false,
+    }
+}
+
+/// Per-packet mode: one request in flight, so one task writes it and reads its reply (no
+/// hand-off between tasks on the latency path).
+async fn per_packet_connection(run: Arc<Run>, mut stream: TcpStream, quota: Option<u64>) -> Report {
+    let mut rep = Report::new();
+    let protocol = run.cfg.protocol;
+    let standard = protocol == Protocol::Standard;
+    let len = run.cfg.payload;
+    let mut m = new_matcher(&run);
+    let mut dec = Dec::new(protocol);
+    let mut batch = BytesMut::with_capacity(len + 16);
+    'requests: loop {
+        if quota.is_some_and(|q| rep.sent >= q) || run.stop_at.is_some_and(|s| Instant::now() >= s) {
+            break;
+        }
+        let now = Instant::now();
+        let index = run.next_index.fetch_add(1, Relaxed);
+        let tag = Tag { index, sent_at: now };
+        batch.clear();
+        let r = match &mut m {
+            Matcher::Std(m) => m
+                .send_request(run.us(now), tag, |seq| encode_request(&mut batch, protocol, seq, index, len))
+                .map(|_| ()),
+            Matcher::Lf(m) => m.send_request(run.us(now), tag, || {
+                encode_request(&mut batch, protocol, 0, index, len)
+            }),
+        };
+        if let Err(e) = r {
+            rep.error(format!("request {index} refused: {e:?}"));
+            break;
+        }
+        let deadline = tokio::time::Instant::from(now) + run.cfg.timeout;
+        match tokio::time::timeout_at(deadline, stream.write_all(&batch)).await {
+            Ok(Ok(())) => rep.sent += 1,
+            Ok(Err(e)) => {
+                rep.error(format!("write failed: {e}"));
+                fail_pending(&mut m, &mut rep, "the write failed");
+                break;
+            }
+            Err(_) => {
+                rep.error(format!("request {index}: write timed out"));
+                fail_pending(&mut m, &mut rep, "the write timed out");
+                break;
+            }
+        }
+        // Read until this request is complete.
+        while m.pending() > 0 {
+            match dec.next() {
+                Ok(Some((flag, seq, payload))) => {
+                    on_frame(&mut m, (flag, seq, &payload), Instant::now(), &mut rep, standard, len);
+                    continue;
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    rep.error(format!("reply stream rejected: {e}"));
+                    fail_pending(&mut m, &mut rep, "the reply stream was rejected");
+                    break 'requests;
+                }
+            }
+            dec.buffer_mut().reserve(READ_CHUNK);
+            match tokio::time::timeout_at(deadline, stream.read_buf(dec.buffer_mut())).await {
+                Ok(Ok(0)) => {
+                    rep.error("server closed the connection with 1 request pending".into());
+                    fail_pending(&mut m, &mut rep, "the server closed the connection");
+                    break 'requests;
+                }
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => {
+                    rep.error(format!("read failed: {e}"));
+                    fail_pending(&mut m, &mut rep, "the read failed");
+                    break 'requests;
+                }
+                Err(_) => {
+                    rep.error(format!(
+                        "request {index} timed out after {} ms",
+                        run.cfg.timeout.as_millis()
+                    ));
+                    m.fail();
+                    break 'requests;
+                }
+            }
+        }
+    }
+    if let Some(q) = quota {
+        rep.all_written = rep.sent == q;
+    }
+    rep
+}
+
+fn new_matcher(run: &Run) -> Matcher {
+    match run.cfg.protocol {
+        Protocol::Standard => Matcher::Std(SequenceMatcher::new(run.timeout_us())),
+        Protocol::LengthField(_) => {
+            Matcher::Lf(FifoMatcher::new(run.timeout_us(), DEFAULT_PENDING_BOUND))
+        }
+    }
+}
+
+fn fail_pending(m: &mut Matcher, rep: &mut Report, why: &str) {
+    for t in m.fail() {
         rep.error(format!("request {} failed: {why}", t.index));
     }
+}
+
+/// Fails every pending request of the connection and stops its writer.
+fn fail_connection(conn: &Conn, rep: &mut Report, why: &str) {
+    fail_pending(&mut conn.matcher.lock().unwrap(), rep, why);
     conn.window.close();
 }
 
