@@ -24,6 +24,9 @@ use pb::testee_response::Result as Resp;
 const HARNESS_VERSION: u32 = 1;
 /// Largest request accepted from the runner (a sanity bound, far above any test).
 const MAX_MESSAGE: usize = 1 << 30;
+/// Largest length-field header offset the testee accepts (the decoder itself needs no bound;
+/// the encoder writes that many zero bytes).
+const MAX_OFFSET: u32 = 1 << 24;
 
 fn main() {
     let stdin = io::stdin();
@@ -113,7 +116,14 @@ fn handle(req: pb::TesteeRequest) -> Resp {
         }
         Some(Request::Decode(d)) => with_codec(d.codec.as_ref(), |c| Resp::Decode(decode(c, &d.chunks))),
         Some(Request::Encode(e)) => with_codec(e.codec.as_ref(), |c| {
-            Resp::Encode(encode(c, &e.frame.clone().unwrap_or_default()))
+            let frame = e.frame.clone().unwrap_or_default();
+            if frame.flag > 0xFF || frame.sequence > 0xFF {
+                return Resp::Skipped(format!(
+                    "flag {} / sequence {} do not fit a byte",
+                    frame.flag, frame.sequence
+                ));
+            }
+            Resp::Encode(encode(c, &frame))
         }),
         Some(Request::Match(m)) => with_codec(m.codec.as_ref(), |c| Resp::Match(run_match(c, &m))),
         None => Resp::Skipped("empty or unknown request".into()),
@@ -132,13 +142,19 @@ fn with_codec(codec: Option<&pb::Codec>, f: impl FnOnce(&Codec) -> Resp) -> Resp
     let max = c.limits.as_ref().map_or(0, |l| l.max_payload);
     let codec = match c.protocol.as_str() {
         "standard" => Codec::Std { max },
-        "length-field" => Codec::Lf {
-            profile: match &c.length_field {
+        "length-field" => {
+            let profile = match &c.length_field {
                 None => Ok(Profile::default()),
                 Some(p) => Profile::new(p.offset, p.size as i64),
-            },
-            max,
-        },
+            };
+            // Encoding writes `offset` zero bytes per frame; refuse to allocate absurd amounts.
+            if profile.as_ref().is_ok_and(|p| p.offset > MAX_OFFSET) {
+                return Resp::Skipped(format!(
+                    "length-field offset above {MAX_OFFSET} bytes is not supported by this testee"
+                ));
+            }
+            Codec::Lf { profile, max }
+        }
         other => return Resp::Skipped(format!("protocol {other:?} not implemented")),
     };
     f(&codec)
