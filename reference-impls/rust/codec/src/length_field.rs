@@ -181,7 +181,11 @@ impl Profile {
         Ok(())
     }
 
-    pub fn encode_to_vec(&self, payload: &[u8], max_payload: u64) -> Result<Vec<u8>, ProtocolError> {
+    pub fn encode_to_vec(
+        &self,
+        payload: &[u8],
+        max_payload: u64,
+    ) -> Result<Vec<u8>, ProtocolError> {
         let mut b = BytesMut::new();
         self.encode(&mut b, payload, max_payload)?;
         Ok(b.to_vec())
@@ -369,11 +373,7 @@ mod tests {
             .collect()
     }
 
-    fn decode_all(
-        p: Profile,
-        max: u64,
-        chunks: &[&[u8]],
-    ) -> (Vec<Bytes>, Option<ProtocolError>) {
+    fn decode_all(p: Profile, max: u64, chunks: &[&[u8]]) -> (Vec<Bytes>, Option<ProtocolError>) {
         let mut d = LengthFieldDecoder::new(p, max);
         let mut frames = Vec::new();
         for c in chunks {
@@ -507,7 +507,12 @@ mod tests {
     fn truncation_is_lf_str_3() {
         let p = Profile::new(2, 2).unwrap();
         let good = hex("00 00 01 00 41");
-        for partial in [hex("00"), hex("00 00"), hex("00 00 05"), hex("00 00 05 00 61")] {
+        for partial in [
+            hex("00"),
+            hex("00 00"),
+            hex("00 00 05"),
+            hex("00 00 05 00 61"),
+        ] {
             let mut wire = good.clone();
             wire.extend(&partial);
             let (frames, e) = decode_all(p, 0, &[&wire]);
@@ -551,7 +556,10 @@ mod tests {
             assert_eq!(got, want, "size {size} len {len} max {max}");
         }
         let mut b = BytesMut::new();
-        assert!(Profile::new(0, 1).unwrap().encode(&mut b, &[0; 256], 0).is_err());
+        assert!(Profile::new(0, 1)
+            .unwrap()
+            .encode(&mut b, &[0; 256], 0)
+            .is_err());
         assert!(b.is_empty());
     }
 

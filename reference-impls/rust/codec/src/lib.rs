@@ -51,7 +51,11 @@ impl ProtocolError {
 
 impl fmt::Display for ProtocolError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} at offset {}: {}", self.requirement, self.offset, self.message)
+        write!(
+            f,
+            "{} at offset {}: {}",
+            self.requirement, self.offset, self.message
+        )
     }
 }
 

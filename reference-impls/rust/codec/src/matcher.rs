@@ -407,7 +407,10 @@ mod tests {
         for i in 0..256u32 {
             m.send_request(0, i, fok).unwrap();
         }
-        assert_eq!(m.send_request(0, 256, fok), Err(SendError::TooManyPending(256)));
+        assert_eq!(
+            m.send_request(0, 256, fok),
+            Err(SendError::TooManyPending(256))
+        );
         m.receive();
         assert!(m.send_request(0, 257, fok).is_ok());
     }
@@ -418,12 +421,21 @@ mod tests {
         m.send_request(0, 'a', fok).unwrap();
         m.send_request(10, 'b', fok).unwrap();
         m.send_request(200, 'c', fok).unwrap();
-        assert_eq!(m.expire(50), Expired { timed_out: vec![], failed: vec![] });
+        assert_eq!(
+            m.expire(50),
+            Expired {
+                timed_out: vec![],
+                failed: vec![]
+            }
+        );
         let e = m.expire(110);
         assert_eq!(e.timed_out, vec!['a', 'b']);
         assert_eq!(e.failed, vec!['c']);
         assert!(m.is_failed());
         assert_eq!(m.receive(), Received::Ignored);
-        assert_eq!(m.send_request(300, 'd', fok), Err(SendError::ConnectionFailed));
+        assert_eq!(
+            m.send_request(300, 'd', fok),
+            Err(SendError::ConnectionFailed)
+        );
     }
 }

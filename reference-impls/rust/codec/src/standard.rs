@@ -386,7 +386,10 @@ mod tests {
         d.extend(&hex("01 05 FF FF 01 00 A0 00"));
         let e = d.decode().unwrap_err();
         assert_eq!((e.requirement, e.offset), ("STD-LIM-1", 0));
-        assert!(d.buffer_mut().capacity() < 1 << 16, "must not reserve the promised size");
+        assert!(
+            d.buffer_mut().capacity() < 1 << 16,
+            "must not reserve the promised size"
+        );
         // Exactly the maximum is fine.
         let mut d = StandardDecoder::new(0);
         d.extend(&hex("01 05 FF FF 00 00 A0 00"));

@@ -70,7 +70,8 @@ impl Options {
     }
 
     pub fn required(&self, name: &str) -> Result<&str, String> {
-        self.get(name).ok_or_else(|| format!("--{name} is required"))
+        self.get(name)
+            .ok_or_else(|| format!("--{name} is required"))
     }
 
     /// A numeric option, or `default` when absent.
@@ -190,7 +191,14 @@ mod tests {
 
     #[test]
     fn options() {
-        let args = ["--protocol", "length-field", "--lf-size=-4", "--sink", "--lf-offset", "3"];
+        let args = [
+            "--protocol",
+            "length-field",
+            "--lf-size=-4",
+            "--sink",
+            "--lf-offset",
+            "3",
+        ];
         let o = Options::parse(
             args.iter().map(|s| s.to_string()),
             &["protocol", "lf-size", "lf-offset"],
@@ -205,7 +213,12 @@ mod tests {
         let bad = Options::parse(["--nope".to_string()], &[], &[]);
         assert!(bad.is_err());
         let o = Options::parse(
-            ["--protocol".to_string(), "length-field".into(), "--lf-size".into(), "3".into()],
+            [
+                "--protocol".to_string(),
+                "length-field".into(),
+                "--lf-size".into(),
+                "3".into(),
+            ],
             &["protocol", "lf-size"],
             &[],
         )

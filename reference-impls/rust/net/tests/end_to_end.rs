@@ -40,7 +40,11 @@ impl Server {
     /// SIGTERM, then the counters line.
     fn stop(mut self) -> String {
         let pid = self.child.id().to_string();
-        assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+        assert!(Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success());
         let mut rest = String::new();
         self.stdout.read_to_string(&mut rest).unwrap();
         let status = self.child.wait().unwrap();
@@ -79,7 +83,10 @@ fn load(addr: &str, args: &[&str]) -> (i32, String) {
 /// The number after `"key": ` in a flat JSON text.
 fn num(json: &str, key: &str) -> f64 {
     let pat = format!("\"{key}\": ");
-    let at = json.find(&pat).unwrap_or_else(|| panic!("{key} missing in {json}")) + pat.len();
+    let at = json
+        .find(&pat)
+        .unwrap_or_else(|| panic!("{key} missing in {json}"))
+        + pat.len();
     let end = json[at..]
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-'))
         .map_or(json.len(), |e| at + e);
@@ -92,15 +99,42 @@ fn standard_pipelined_counts_agree() {
     let (rc, r) = load(
         &s.addr,
         &[
-            "--protocol", "standard", "--connections", "3", "--requests", "5000", "--payload",
-            "100", "--mode", "pipelined", "--window", "64",
+            "--protocol",
+            "standard",
+            "--connections",
+            "3",
+            "--requests",
+            "5000",
+            "--payload",
+            "100",
+            "--mode",
+            "pipelined",
+            "--window",
+            "64",
         ],
     );
     assert_eq!(rc, 0, "{r}");
     for key in [
-        "implementation", "protocol", "mode", "connections", "window", "payload", "requests_sent",
-        "replies_received", "replies_verified", "errors", "error_details", "duration_s",
-        "msgs_per_s", "mb_per_s", "latency_us", "p50", "p90", "p99", "p999", "max",
+        "implementation",
+        "protocol",
+        "mode",
+        "connections",
+        "window",
+        "payload",
+        "requests_sent",
+        "replies_received",
+        "replies_verified",
+        "errors",
+        "error_details",
+        "duration_s",
+        "msgs_per_s",
+        "mb_per_s",
+        "latency_us",
+        "p50",
+        "p90",
+        "p99",
+        "p999",
+        "max",
     ] {
         assert!(r.contains(&format!("\"{key}\": ")), "{key} missing: {r}");
     }
@@ -118,11 +152,25 @@ fn standard_pipelined_counts_agree() {
 
 #[test]
 fn length_field_varint_offset_per_packet() {
-    let prof = ["--protocol", "length-field", "--lf-offset", "3", "--lf-size", "0"];
+    let prof = [
+        "--protocol",
+        "length-field",
+        "--lf-offset",
+        "3",
+        "--lf-size",
+        "0",
+    ];
     let s = Server::start(&prof);
     let mut args = prof.to_vec();
     args.extend([
-        "--connections", "2", "--requests", "301", "--payload", "200", "--mode", "per-packet",
+        "--connections",
+        "2",
+        "--requests",
+        "301",
+        "--payload",
+        "200",
+        "--mode",
+        "per-packet",
     ]);
     let (rc, r) = load(&s.addr, &args);
     assert_eq!(rc, 0, "{r}");
@@ -138,8 +186,18 @@ fn receive_mode_against_sink() {
     let (rc, r) = load(
         &s.addr,
         &[
-            "--protocol", "length-field", "--lf-size", "-4", "--connections", "3", "--requests",
-            "100001", "--payload", "30", "--mode", "receive",
+            "--protocol",
+            "length-field",
+            "--lf-size",
+            "-4",
+            "--connections",
+            "3",
+            "--requests",
+            "100001",
+            "--payload",
+            "30",
+            "--mode",
+            "receive",
         ],
     );
     assert_eq!(rc, 0, "{r}");
@@ -159,8 +217,20 @@ fn missing_replies_are_errors_and_bounded() {
     let (rc, r) = load(
         &s.addr,
         &[
-            "--protocol", "standard", "--connections", "2", "--requests", "1000", "--payload",
-            "16", "--mode", "pipelined", "--window", "8", "--timeout-ms", "300",
+            "--protocol",
+            "standard",
+            "--connections",
+            "2",
+            "--requests",
+            "1000",
+            "--payload",
+            "16",
+            "--mode",
+            "pipelined",
+            "--window",
+            "8",
+            "--timeout-ms",
+            "300",
         ],
     );
     assert!(t.elapsed() < Duration::from_secs(10));
@@ -168,7 +238,11 @@ fn missing_replies_are_errors_and_bounded() {
     assert_eq!(num(&r, "replies_verified"), 0.0);
     let sent = num(&r, "requests_sent");
     assert!((2.0..=16.0).contains(&sent), "{r}");
-    assert_eq!(num(&r, "errors"), sent, "each unanswered request is one error: {r}");
+    assert_eq!(
+        num(&r, "errors"),
+        sent,
+        "each unanswered request is one error: {r}"
+    );
     assert!(r.contains("timed out"));
 }
 
@@ -180,8 +254,20 @@ fn profile_mismatch_is_detected() {
     let (rc, r) = load(
         &s.addr,
         &[
-            "--protocol", "length-field", "--lf-size", "4", "--connections", "1", "--requests",
-            "10", "--payload", "8", "--mode", "per-packet", "--timeout-ms", "500",
+            "--protocol",
+            "length-field",
+            "--lf-size",
+            "4",
+            "--connections",
+            "1",
+            "--requests",
+            "10",
+            "--payload",
+            "8",
+            "--mode",
+            "per-packet",
+            "--timeout-ms",
+            "500",
         ],
     );
     assert_eq!(rc, 1, "{r}");
@@ -192,7 +278,8 @@ fn profile_mismatch_is_detected() {
 fn read_all(s: &mut TcpStream) -> Vec<u8> {
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut out = Vec::new();
-    s.read_to_end(&mut out).expect("the server closes the connection");
+    s.read_to_end(&mut out)
+        .expect("the server closes the connection");
     out
 }
 
@@ -202,15 +289,19 @@ fn decode_error_closes_only_that_connection() {
     let mut good = TcpStream::connect(&s.addr).unwrap();
     let mut bad = TcpStream::connect(&s.addr).unwrap();
     // A request, then a non-canonical extended header (STD-LEN-3), then a request.
-    bad.write_all(&[0x01, 0x07, 0x02, 0x00, b'h', b'i']).unwrap();
-    bad.write_all(&[0x01, 0x08, 0xFF, 0xFF, 0x00, 0x01, 0x00, 0x00]).unwrap();
+    bad.write_all(&[0x01, 0x07, 0x02, 0x00, b'h', b'i'])
+        .unwrap();
+    bad.write_all(&[0x01, 0x08, 0xFF, 0xFF, 0x00, 0x01, 0x00, 0x00])
+        .unwrap();
     bad.write_all(&[0x01, 0x09, 0x00, 0x00]).unwrap();
     assert_eq!(read_all(&mut bad), vec![0x81, 0x07, 0x02, 0x00, b'h', b'i']);
     // The other connection: a request, a one-way message, a reply frame (no answer for the
     // last two), a kind-63 request, then half-close with a partial frame.
     good.write_all(&[0x01, 0x01, 0x01, 0x00, b'a']).unwrap();
-    good.write_all(&[0x41, 0x02, 0x00, 0x00, 0x81, 0x03, 0x00, 0x00]).unwrap();
-    good.write_all(&[0x3F, 0x04, 0x00, 0x00, 0x01, 0x05, 0x09]).unwrap();
+    good.write_all(&[0x41, 0x02, 0x00, 0x00, 0x81, 0x03, 0x00, 0x00])
+        .unwrap();
+    good.write_all(&[0x3F, 0x04, 0x00, 0x00, 0x01, 0x05, 0x09])
+        .unwrap();
     good.shutdown(std::net::Shutdown::Write).unwrap();
     assert_eq!(
         read_all(&mut good),
@@ -226,10 +317,18 @@ fn decode_error_closes_only_that_connection() {
 
 #[test]
 fn oversize_header_rejected_without_payload() {
-    let s = Server::start(&["--protocol", "length-field", "--lf-size", "4", "--max-payload", "1000"]);
+    let s = Server::start(&[
+        "--protocol",
+        "length-field",
+        "--lf-size",
+        "4",
+        "--max-payload",
+        "1000",
+    ]);
     let mut c = TcpStream::connect(&s.addr).unwrap();
     // 1001 bytes declared, none sent: the server must close from the header alone.
-    c.write_all(&[0x02, 0x00, 0x00, 0x00, b'o', b'k', 0xE9, 0x03, 0x00, 0x00]).unwrap();
+    c.write_all(&[0x02, 0x00, 0x00, 0x00, b'o', b'k', 0xE9, 0x03, 0x00, 0x00])
+        .unwrap();
     assert_eq!(read_all(&mut c), vec![0x02, 0x00, 0x00, 0x00, b'o', b'k']);
     let counters = s.stop();
     assert_eq!(num(&counters, "protocol_errors"), 1.0);

@@ -114,7 +114,9 @@ fn handle(req: pb::TesteeRequest) -> Resp {
                 features: vec!["decode".into(), "encode".into(), "match".into()],
             })
         }
-        Some(Request::Decode(d)) => with_codec(d.codec.as_ref(), |c| Resp::Decode(decode(c, &d.chunks))),
+        Some(Request::Decode(d)) => {
+            with_codec(d.codec.as_ref(), |c| Resp::Decode(decode(c, &d.chunks)))
+        }
         Some(Request::Encode(e)) => with_codec(e.codec.as_ref(), |c| {
             let frame = e.frame.clone().unwrap_or_default();
             if frame.flag > 0xFF || frame.sequence > 0xFF {
@@ -132,8 +134,13 @@ fn handle(req: pb::TesteeRequest) -> Resp {
 
 /// A codec configuration as requested; `Lf` holds the profile or the `LF-FMT-3` refusal.
 enum Codec {
-    Std { max: u64 },
-    Lf { profile: Result<Profile, ProtocolError>, max: u64 },
+    Std {
+        max: u64,
+    },
+    Lf {
+        profile: Result<Profile, ProtocolError>,
+        max: u64,
+    },
 }
 
 fn with_codec(codec: Option<&pb::Codec>, f: impl FnOnce(&Codec) -> Resp) -> Resp {
@@ -222,13 +229,9 @@ fn encode(c: &Codec, f: &pb::Frame) -> pb::EncodeResponse {
     use pb::encode_response::Result as E;
     let mut buf = BytesMut::new();
     let r = match c {
-        Codec::Std { max } => standard::encode(
-            &mut buf,
-            f.flag as u8,
-            f.sequence as u8,
-            &f.payload,
-            *max,
-        ),
+        Codec::Std { max } => {
+            standard::encode(&mut buf, f.flag as u8, f.sequence as u8, &f.payload, *max)
+        }
         Codec::Lf { profile, max } => match profile {
             Ok(p) => p.encode(&mut buf, &f.payload, *max),
             Err(e) => Err(e.clone()),
@@ -315,7 +318,9 @@ fn match_standard(max: u64, timeout: u64, events: &[pb::MatchEvent]) -> pb::Matc
                 for f in &frames {
                     match m.receive(f.flag, f.sequence) {
                         Received::Reply(i) => s.complete(Kind::Reply, Some(i), Some(std_frame(f))),
-                        Received::Unmatched => s.complete(Kind::Unmatched, None, Some(std_frame(f))),
+                        Received::Unmatched => {
+                            s.complete(Kind::Unmatched, None, Some(std_frame(f)))
+                        }
                         Received::PeerRequest | Received::Ignored => {}
                     }
                 }
@@ -403,4 +408,214 @@ fn match_length_field(
         }
     }
     s.resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pb::match_event::Event;
+
+    fn codec(protocol: &str, lf: Option<(u32, i32)>, max: u64) -> Option<pb::Codec> {
+        Some(pb::Codec {
+            protocol: protocol.into(),
+            limits: Some(pb::Limits { max_payload: max }),
+            length_field: lf.map(|(offset, size)| pb::LengthFieldParams { offset, size }),
+        })
+    }
+
+    fn req(r: Request) -> Resp {
+        handle(pb::TesteeRequest { request: Some(r) })
+    }
+
+    fn ev(e: Event) -> pb::MatchEvent {
+        pb::MatchEvent { event: Some(e) }
+    }
+
+    fn send(p: &[u8]) -> pb::MatchEvent {
+        ev(Event::Send(Bytes::copy_from_slice(p)))
+    }
+
+    fn run(
+        c: Option<pb::Codec>,
+        timeout_ms: u32,
+        events: Vec<pb::MatchEvent>,
+    ) -> pb::MatchResponse {
+        match req(Request::Match(pb::MatchRequest {
+            codec: c,
+            timeout_ms,
+            events,
+        })) {
+            Resp::Match(m) => m,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// (kind, request) pairs of the completions.
+    fn kinds(m: &pb::MatchResponse) -> Vec<(Kind, u32)> {
+        m.completions
+            .iter()
+            .map(|c| (Kind::try_from(c.kind).unwrap(), c.request))
+            .collect()
+    }
+
+    #[test]
+    fn hello_lists_protocols_and_features() {
+        let Resp::Hello(h) = req(Request::Hello(pb::HelloRequest { harness_version: 1 })) else {
+            panic!()
+        };
+        assert_eq!(h.harness_version, 1);
+        assert_eq!(h.protocols, vec!["standard", "length-field"]);
+        assert_eq!(h.features, vec!["decode", "encode", "match"]);
+    }
+
+    #[test]
+    fn unknown_protocol_is_skipped() {
+        let r = req(Request::Decode(pb::DecodeRequest {
+            codec: codec("websocket", None, 0),
+            chunks: vec![],
+        }));
+        assert!(matches!(r, Resp::Skipped(_)));
+    }
+
+    #[test]
+    fn decode_reports_frames_then_error() {
+        let chunks = vec![
+            Bytes::from_static(&[0x01, 0x01, 0x01]),
+            Bytes::from_static(&[0x00, 0x41, 0x01, 0x01]),
+        ];
+        let Resp::Decode(d) = req(Request::Decode(pb::DecodeRequest {
+            codec: codec("standard", None, 0),
+            chunks,
+        })) else {
+            panic!()
+        };
+        assert_eq!(d.frames.len(), 1);
+        assert_eq!((d.frames[0].flag, d.frames[0].sequence), (1, 1));
+        assert_eq!(&d.frames[0].payload[..], b"A");
+        let e = d.error.unwrap();
+        assert_eq!((e.requirement.as_str(), e.offset), ("STD-STR-3", 5));
+        // Unsupported profile: LF-FMT-3 at 0, no frames.
+        let Resp::Decode(d) = req(Request::Decode(pb::DecodeRequest {
+            codec: codec("length-field", Some((0, 3)), 0),
+            chunks: vec![Bytes::from_static(&[0, 0, 0])],
+        })) else {
+            panic!()
+        };
+        assert!(d.frames.is_empty());
+        assert_eq!(d.error.unwrap().requirement, "LF-FMT-3");
+    }
+
+    #[test]
+    fn encode_bytes_and_refusals() {
+        use pb::encode_response::Result as E;
+        let enc = |c, payload: &'static [u8]| match req(Request::Encode(pb::EncodeRequest {
+            codec: c,
+            frame: Some(pb::Frame {
+                flag: 0xC1,
+                sequence: 7,
+                payload: Bytes::from_static(payload),
+            }),
+        })) {
+            Resp::Encode(pb::EncodeResponse { result: Some(r) }) => r,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            enc(codec("standard", None, 0), b"abc"),
+            E::Encoded(Bytes::from_static(&[0xC1, 7, 3, 0, b'a', b'b', b'c']))
+        );
+        assert_eq!(
+            enc(codec("length-field", None, 0), b"abc"),
+            E::Encoded(Bytes::from_static(&[3, 0, b'a', b'b', b'c']))
+        );
+        let E::Error(e) = enc(codec("standard", None, 2), b"abc") else {
+            panic!()
+        };
+        assert_eq!(e.requirement, "STD-LIM-2");
+        let E::Error(e) = enc(codec("length-field", Some((0, -1)), 0), b"abc") else {
+            panic!()
+        };
+        assert_eq!(e.requirement, "LF-FMT-3");
+    }
+
+    #[test]
+    fn standard_match_script() {
+        let mut events = vec![
+            send(b"a"),
+            ev(Event::SendOneWay(Bytes::from_static(b"b"))),
+            send(b"c"),
+        ];
+        // Reply to request 2 (seq 3), an error reply... to request 0 (seq 1), a peer request,
+        // and an unmatched reply.
+        events.push(ev(Event::Receive(Bytes::from_static(&[
+            0x81, 3, 0, 0, 0xC1, 1, 1, 0, b'x', 0x01, 9, 0, 0, 0x81, 200, 0, 0,
+        ]))));
+        events.push(send(b"d")); // seq 4, request 3
+        events.push(ev(Event::AdvanceMs(2999)));
+        events.push(ev(Event::AdvanceMs(1)));
+        let m = run(codec("standard", None, 0), 0, events);
+        assert_eq!(m.sent.len(), 4);
+        assert_eq!(&m.sent[0][..], &[0x01, 1, 1, 0, b'a']);
+        assert_eq!(&m.sent[1][..], &[0x41, 2, 1, 0, b'b']);
+        assert_eq!(&m.sent[2][..], &[0x01, 3, 1, 0, b'c']);
+        assert_eq!(&m.sent[3][..], &[0x01, 4, 1, 0, b'd']);
+        assert_eq!(
+            kinds(&m),
+            vec![
+                (Kind::Reply, 2),
+                (Kind::Reply, 0),
+                (Kind::Unmatched, 0),
+                (Kind::Timeout, 3)
+            ]
+        );
+        assert_eq!(m.completions[1].frame.as_ref().unwrap().flag, 0xC1);
+        assert!(m.error.is_none());
+    }
+
+    #[test]
+    fn standard_refuses_a_busy_sequence() {
+        let events: Vec<_> = (0..257).map(|_| send(b"")).collect();
+        let m = run(codec("standard", None, 0), 0, events);
+        assert_eq!(kinds(&m), vec![(Kind::Refused, 256)]);
+        assert!(m.sent[256].is_empty());
+        assert_eq!(m.sent[255][1], 0); // the 256th request took sequence 0
+    }
+
+    #[test]
+    fn length_field_timeout_fails_the_connection() {
+        let events = vec![
+            send(b"a"),
+            ev(Event::AdvanceMs(50)),
+            send(b"b"),
+            ev(Event::Receive(Bytes::from_static(&[1, 0]))), // partial reply
+            ev(Event::AdvanceMs(60)),                        // request 0 expires at 100
+            ev(Event::Receive(Bytes::from_static(b"a"))),
+            send(b"c"),
+        ];
+        let m = run(codec("length-field", None, 0), 100, events);
+        assert_eq!(
+            kinds(&m),
+            vec![(Kind::Timeout, 0), (Kind::Failed, 1), (Kind::Refused, 2)]
+        );
+        assert!(m.sent[2].is_empty());
+    }
+
+    #[test]
+    fn decode_error_in_match_fails_pending() {
+        let events = vec![
+            send(b"a"),
+            send(b"b"),
+            send(b"c"),
+            ev(Event::Receive(Bytes::from_static(&[
+                1, 0, b'a', 0xFF, 0xFF,
+            ]))),
+        ];
+        // max payload 10: 0xFFFF is LF-LIM-1 at offset 3.
+        let m = run(codec("length-field", None, 10), 0, events);
+        assert_eq!(
+            kinds(&m),
+            vec![(Kind::Reply, 0), (Kind::Failed, 1), (Kind::Failed, 2)]
+        );
+        let e = m.error.unwrap();
+        assert_eq!((e.requirement.as_str(), e.offset), ("LF-LIM-1", 3));
+    }
 }

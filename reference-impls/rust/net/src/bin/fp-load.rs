@@ -332,7 +332,13 @@ fn report(cfg: &Config, r: &Report, duration: f64) -> i32 {
     } else {
         (r.verified, r.verified_bytes)
     };
-    let per_s = |v: u64| if duration > 0.0 { v as f64 / duration } else { 0.0 };
+    let per_s = |v: u64| {
+        if duration > 0.0 {
+            v as f64 / duration
+        } else {
+            0.0
+        }
+    };
     let msgs_per_s = per_s(msgs);
     let mb_per_s = per_s(bytes) / 1e6;
     let q = |q: f64| {
@@ -532,7 +538,12 @@ async fn echo_connection(run: Arc<Run>, stream: TcpStream, quota: Option<u64>) -
     rep
 }
 
-async fn write_requests(run: Arc<Run>, conn: Arc<Conn>, mut wr: OwnedWriteHalf, quota: Option<u64>) {
+async fn write_requests(
+    run: Arc<Run>,
+    conn: Arc<Conn>,
+    mut wr: OwnedWriteHalf,
+    quota: Option<u64>,
+) {
     let protocol = run.cfg.protocol;
     let len = run.cfg.payload;
     let mut batch = BytesMut::with_capacity(READ_CHUNK);
@@ -594,8 +605,12 @@ async fn write_requests(run: Arc<Run>, conn: Arc<Conn>, mut wr: OwnedWriteHalf, 
                     Err(e) => {
                         let conn_failed = matches!(e, SendError::ConnectionFailed);
                         let why = match e {
-                            SendError::SequenceBusy(s) => format!("sequence {s} still pending (STD-SEQ-3)"),
-                            SendError::TooManyPending(b) => format!("{b} requests pending (LF-MATCH-4)"),
+                            SendError::SequenceBusy(s) => {
+                                format!("sequence {s} still pending (STD-SEQ-3)")
+                            }
+                            SendError::TooManyPending(b) => {
+                                format!("{b} requests pending (LF-MATCH-4)")
+                            }
                             SendError::ConnectionFailed => "connection failed".into(),
                             SendError::Encode(e) => e.to_string(),
                         };
@@ -680,7 +695,9 @@ async fn read_replies(run: &Run, conn: &Conn, mut rd: OwnedReadHalf) -> Report {
         if eof {
             let pending = conn.matcher.lock().unwrap().pending();
             if pending > 0 || !conn.writer_done.load(Relaxed) {
-                rep.error(format!("server closed the connection with {pending} requests pending"));
+                rep.error(format!(
+                    "server closed the connection with {pending} requests pending"
+                ));
                 fail_connection(conn, &mut rep, "the server closed the connection");
             }
             break;
@@ -767,16 +784,22 @@ async fn per_packet_connection(run: Arc<Run>, mut stream: TcpStream, quota: Opti
     let mut dec = Dec::new(protocol);
     let mut batch = BytesMut::with_capacity(len + 16);
     'requests: loop {
-        if quota.is_some_and(|q| rep.sent >= q) || run.stop_at.is_some_and(|s| Instant::now() >= s) {
+        if quota.is_some_and(|q| rep.sent >= q) || run.stop_at.is_some_and(|s| Instant::now() >= s)
+        {
             break;
         }
         let now = Instant::now();
         let index = run.next_index.fetch_add(1, Relaxed);
-        let tag = Tag { index, sent_at: now };
+        let tag = Tag {
+            index,
+            sent_at: now,
+        };
         batch.clear();
         let r = match &mut m {
             Matcher::Std(m) => m
-                .send_request(run.us(now), tag, |seq| encode_request(&mut batch, protocol, seq, index, len))
+                .send_request(run.us(now), tag, |seq| {
+                    encode_request(&mut batch, protocol, seq, index, len)
+                })
                 .map(|_| ()),
             Matcher::Lf(m) => m.send_request(run.us(now), tag, || {
                 encode_request(&mut batch, protocol, 0, index, len)
@@ -804,7 +827,14 @@ async fn per_packet_connection(run: Arc<Run>, mut stream: TcpStream, quota: Opti
         while m.pending() > 0 {
             match dec.next() {
                 Ok(Some((flag, seq, payload))) => {
-                    on_frame(&mut m, (flag, seq, &payload), Instant::now(), &mut rep, standard, len);
+                    on_frame(
+                        &mut m,
+                        (flag, seq, &payload),
+                        Instant::now(),
+                        &mut rep,
+                        standard,
+                        len,
+                    );
                     continue;
                 }
                 Ok(None) => {}

@@ -90,7 +90,14 @@ impl Echo for LengthFieldDecoder {
 fn main() {
     let opts = match Options::parse(
         std::env::args().skip(1),
-        &["protocol", "listen", "lf-offset", "lf-size", "max-payload", "threads"],
+        &[
+            "protocol",
+            "listen",
+            "lf-offset",
+            "lf-size",
+            "max-payload",
+            "threads",
+        ],
         &["sink", "help"],
     ) {
         Ok(o) => o,
@@ -101,7 +108,10 @@ fn main() {
         return;
     }
     let protocol = opts.protocol().unwrap_or_else(|e| die(&e));
-    let listen = opts.required("listen").unwrap_or_else(|e| die(&e)).to_string();
+    let listen = opts
+        .required("listen")
+        .unwrap_or_else(|e| die(&e))
+        .to_string();
     let max_payload: u64 = opts
         .num("max-payload", DEFAULT_MAX_PAYLOAD)
         .unwrap_or_else(|e| die(&e));
@@ -114,7 +124,11 @@ fn main() {
         .max(1);
     let cfg = Config {
         protocol,
-        max_payload: if max_payload == 0 { DEFAULT_MAX_PAYLOAD } else { max_payload },
+        max_payload: if max_payload == 0 {
+            DEFAULT_MAX_PAYLOAD
+        } else {
+            max_payload
+        },
         sink: opts.has("sink"),
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -211,15 +225,34 @@ async fn serve(listen: String, cfg: Config) -> i32 {
     0
 }
 
-async fn connection(stream: TcpStream, cfg: Config, counters: Arc<Counters>, stop: watch::Receiver<bool>) {
+async fn connection(
+    stream: TcpStream,
+    cfg: Config,
+    counters: Arc<Counters>,
+    stop: watch::Receiver<bool>,
+) {
     counters.connections.fetch_add(1, Relaxed);
     let _ = stream.set_nodelay(true);
     match cfg.protocol {
         Protocol::Standard => {
-            echo(stream, StandardDecoder::new(cfg.max_payload), cfg.sink, &counters, stop).await
+            echo(
+                stream,
+                StandardDecoder::new(cfg.max_payload),
+                cfg.sink,
+                &counters,
+                stop,
+            )
+            .await
         }
         Protocol::LengthField(p) => {
-            echo(stream, LengthFieldDecoder::new(p, cfg.max_payload), cfg.sink, &counters, stop).await
+            echo(
+                stream,
+                LengthFieldDecoder::new(p, cfg.max_payload),
+                cfg.sink,
+                &counters,
+                stop,
+            )
+            .await
         }
     }
 }
