@@ -79,10 +79,11 @@ namespace Frameproof.Tests
             return ms.ToArray();
         }
 
-        [Test]
-        public void Standard_EchoRules_HalfCloseWithPartialFrame()
+        [TestCase("blocking")]
+        [TestCase("saea")]
+        public void Standard_EchoRules_HalfCloseWithPartialFrame(string io)
         {
-            using (var srv = new ServerProcess("--protocol standard --listen 127.0.0.1:0"))
+            using (var srv = new ServerProcess("--protocol standard --listen 127.0.0.1:0 --io " + io))
             {
                 Socket s = Connect(srv.Port);
                 s.Send(T.Hex("01010400 4F70656E 41020100 AA 81030100 BB 07040000"));
@@ -101,10 +102,11 @@ namespace Frameproof.Tests
             }
         }
 
-        [Test]
-        public void Standard_DecodeError_RepliesBeforeThenCloses_OthersServed()
+        [TestCase("blocking")]
+        [TestCase("saea")]
+        public void Standard_DecodeError_RepliesBeforeThenCloses_OthersServed(string io)
         {
-            using (var srv = new ServerProcess("--protocol standard --listen 127.0.0.1:0 --max-payload 100"))
+            using (var srv = new ServerProcess("--protocol standard --listen 127.0.0.1:0 --max-payload 100 --io " + io))
             {
                 Socket other = Connect(srv.Port);
                 Socket bad = Connect(srv.Port);
@@ -121,10 +123,11 @@ namespace Frameproof.Tests
             }
         }
 
-        [Test]
-        public void LengthField_Varint_WithOffset_EchoAndSink()
+        [TestCase("blocking")]
+        [TestCase("saea")]
+        public void LengthField_Varint_WithOffset_EchoAndSink(string io)
         {
-            using (var srv = new ServerProcess("--protocol length-field --lf-offset 2 --lf-size 0 --listen 127.0.0.1:0"))
+            using (var srv = new ServerProcess("--protocol length-field --lf-offset 2 --lf-size 0 --listen 127.0.0.1:0 --io " + io))
             {
                 var p = new LengthFieldProfile(2, 0);
                 Socket s = Connect(srv.Port);
@@ -135,7 +138,7 @@ namespace Frameproof.Tests
                 s.Close();
                 srv.Stop();
             }
-            using (var srv = new ServerProcess("--protocol length-field --listen 127.0.0.1:0 --sink"))
+            using (var srv = new ServerProcess("--protocol length-field --listen 127.0.0.1:0 --sink --io " + io))
             {
                 Socket s = Connect(srv.Port);
                 s.Send(T.Hex("0100 41 0000 0200 4243"));

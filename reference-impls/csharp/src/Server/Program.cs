@@ -14,11 +14,154 @@ namespace Frameproof.Server
         public LengthFieldProfile Profile = LengthFieldProfile.Default;
         public long MaxPayload;
         public bool Sink;
+        public bool Blocking = true;   // --io blocking (default) | saea
     }
 
     sealed class Counters
     {
         public long Connections, Frames, Bytes, ProtocolErrors;
+    }
+
+    interface IConnection
+    {
+        void Start();
+        void Close();
+    }
+
+    /// <summary>
+    /// One connection served by a dedicated thread with blocking socket calls: receive → decode →
+    /// send the replies → receive. On Mono this has much lower per-request latency than
+    /// SocketAsyncEventArgs (no I/O-thread hand-off); buffering is bounded the same way (one read,
+    /// the decoder's partial frame, the replies to one read). Used for --io blocking (default).
+    /// </summary>
+    sealed class BlockingConnection : IConnection, IFrameHandler
+    {
+        const int ReadSize = 64 * 1024;
+        const int DrainLimit = 4 * 1024 * 1024;
+        readonly EchoServer _server;
+        readonly Socket _socket;
+        readonly ServerConfig _cfg;
+        readonly FrameDecoder _decoder;
+        readonly byte[] _rx = new byte[ReadSize];
+        byte[] _out = new byte[ReadSize + 64];
+        int _outLen;
+        long _frames, _bytes;
+        int _closed;
+
+        public BlockingConnection(EchoServer server, Socket socket, ServerConfig cfg)
+        {
+            _server = server;
+            _socket = socket;
+            _cfg = cfg;
+            _decoder = cfg.Protocol == Protocol.Standard
+                ? (FrameDecoder)new StandardDecoder(cfg.MaxPayload)
+                : new LengthFieldDecoder(cfg.Profile, cfg.MaxPayload);
+        }
+
+        public void Start()
+        {
+            var t = new Thread(Run, 256 * 1024) { IsBackground = true, Name = "fp-conn" };
+            t.Start();
+        }
+
+        void Run()
+        {
+            try
+            {
+                while (true)
+                {
+                    int n = _socket.Receive(_rx, 0, ReadSize, SocketFlags.None);
+                    if (n <= 0)
+                    {
+                        // Half-close: reply to every complete frame (already sent), discard a partial one.
+                        if (!_decoder.Finish()) Interlocked.Increment(ref _server.Counters.ProtocolErrors);
+                        try { _socket.Shutdown(SocketShutdown.Send); } catch (Exception) { }
+                        break;
+                    }
+                    bool ok = _decoder.Feed(new ReadOnlySpan<byte>(_rx, 0, n), this);
+                    Account();
+                    SendReplies();
+                    if (!ok)
+                    {
+                        // STD-ECHO-4 / LF-ECHO-2: the replies before the error are out; half-close and
+                        // read until the peer closes (bounded), so the close does not reset them away.
+                        Interlocked.Increment(ref _server.Counters.ProtocolErrors);
+                        try { _socket.Shutdown(SocketShutdown.Send); } catch (Exception) { }
+                        _socket.ReceiveTimeout = 2000;
+                        int drained = 0;
+                        while (drained < DrainLimit)
+                        {
+                            int m = _socket.Receive(_rx, 0, ReadSize, SocketFlags.None);
+                            if (m <= 0) break;
+                            drained += m;
+                        }
+                        break;
+                    }
+                }
+            }
+            catch (Exception) { }
+            finally { Close(); }
+        }
+
+        void SendReplies()
+        {
+            int off = 0;
+            while (off < _outLen)
+            {
+                int m = _socket.Send(_out, off, _outLen - off, SocketFlags.None);
+                if (m <= 0) throw new SocketException((int)SocketError.ConnectionReset);
+                off += m;
+            }
+            _outLen = 0;
+            if (_out.Length > 1024 * 1024) _out = new byte[ReadSize + 64];
+        }
+
+        void Account()
+        {
+            if (_frames > 0) { Interlocked.Add(ref _server.Counters.Frames, _frames); _frames = 0; }
+            if (_bytes > 0) { Interlocked.Add(ref _server.Counters.Bytes, _bytes); _bytes = 0; }
+        }
+
+        public void OnFrame(byte flag, byte sequence, ReadOnlySpan<byte> payload)
+        {
+            _frames++;
+            _bytes += payload.Length;
+            if (_cfg.Sink) return;
+            EchoWriter.Append(_cfg, flag, sequence, payload, ref _out, ref _outLen);
+        }
+
+        public void Close()
+        {
+            if (Interlocked.Exchange(ref _closed, 1) != 0) return;
+            Account();
+            try { _socket.Close(); } catch (Exception) { }
+            _server.Remove(this);
+        }
+    }
+
+    /// <summary>Appends the echo reply of one frame to an output buffer (STD-ECHO-1/2, LF-ECHO-1).</summary>
+    static class EchoWriter
+    {
+        public static void Append(ServerConfig cfg, byte flag, byte sequence, ReadOnlySpan<byte> payload, ref byte[] outBuf, ref int outLen)
+        {
+            int need;
+            if (cfg.Protocol == Protocol.Standard)
+            {
+                if (!StandardFlags.IsRequest(flag)) return; // STD-ECHO-2: nothing for one-way or reply frames
+                need = StandardEncoder.EncodedLength(payload.Length);
+            }
+            else need = (int)LengthFieldEncoder.EncodedLength(cfg.Profile, payload.Length);
+            if (outLen + need > outBuf.Length)
+            {
+                var nb = new byte[Math.Max(outBuf.Length * 2, outLen + need)];
+                Buffer.BlockCopy(outBuf, 0, nb, 0, outLen);
+                outBuf = nb;
+            }
+            var dst = new Span<byte>(outBuf, outLen, need);
+            outLen += cfg.Protocol == Protocol.Standard
+                ? StandardEncoder.Write(StandardFlags.ReplyFor(flag), sequence, payload, dst)
+                : LengthFieldEncoder.Write(cfg.Profile, payload, dst);
+        }
     }
 
     /// <summary>
@@ -27,7 +170,7 @@ namespace Frameproof.Server
     /// bounded (STD-LIM-3): one 64 KiB read buffer, the decoder's partial frame, and the replies to
     /// one read (at most one read plus one maximum frame).
     /// </summary>
-    sealed class Connection : IFrameHandler
+    sealed class Connection : IConnection, IFrameHandler
     {
         enum Phase { Receive, Send, Drain, Close }
         const int ReadSize = 64 * 1024;
@@ -222,7 +365,7 @@ namespace Frameproof.Server
         public readonly Counters Counters = new Counters();
         readonly ServerConfig _cfg;
         readonly Socket _listener;
-        readonly HashSet<Connection> _conns = new HashSet<Connection>();
+        readonly HashSet<IConnection> _conns = new HashSet<IConnection>();
         volatile bool _stopping;
 
         public EchoServer(ServerConfig cfg, IPEndPoint ep)
@@ -252,7 +395,7 @@ namespace Frameproof.Server
                 try
                 {
                     s.NoDelay = true; // STD-ECHO-6
-                    var c = new Connection(this, s, _cfg);
+                    IConnection c = _cfg.Blocking ? (IConnection)new BlockingConnection(this, s, _cfg) : new Connection(this, s, _cfg);
                     lock (_conns)
                     {
                         if (_stopping) { s.Close(); return; }
@@ -269,7 +412,7 @@ namespace Frameproof.Server
             }
         }
 
-        public void Remove(Connection c)
+        public void Remove(IConnection c)
         {
             lock (_conns) _conns.Remove(c);
         }
@@ -278,9 +421,9 @@ namespace Frameproof.Server
         {
             _stopping = true;
             try { _listener.Close(); } catch (Exception) { }
-            Connection[] all;
-            lock (_conns) { all = new Connection[_conns.Count]; _conns.CopyTo(all); }
-            foreach (Connection c in all) c.Close();
+            IConnection[] all;
+            lock (_conns) { all = new IConnection[_conns.Count]; _conns.CopyTo(all); }
+            foreach (IConnection c in all) c.Close();
         }
     }
 
@@ -299,6 +442,9 @@ namespace Frameproof.Server
                 if (cfg.Protocol == Protocol.LengthField) cfg.Profile.Validate(); // LF-FMT-3 before any byte
                 cfg.MaxPayload = o.GetLong("max-payload", 0);
                 cfg.Sink = o.Flag("sink");
+                string ioMode = o.Get("io", "blocking");
+                if (ioMode != "blocking" && ioMode != "saea") throw new ArgumentException("--io must be blocking or saea");
+                cfg.Blocking = ioMode == "blocking";
                 long threads = o.GetLong("threads", 0);
                 if (threads > 0)
                 {
@@ -310,7 +456,7 @@ namespace Frameproof.Server
             catch (Exception e)
             {
                 Console.Error.WriteLine("fp-server: " + e.Message);
-                Console.Error.WriteLine("usage: fp-server --protocol standard|length-field --listen HOST:PORT [--lf-offset N] [--lf-size S] [--max-payload BYTES] [--sink] [--threads N]");
+                Console.Error.WriteLine("usage: fp-server --protocol standard|length-field --listen HOST:PORT [--lf-offset N] [--lf-size S] [--max-payload BYTES] [--sink] [--threads N] [--io blocking|saea]");
                 return 2;
             }
 
