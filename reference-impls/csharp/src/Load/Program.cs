@@ -72,8 +72,10 @@ namespace Frameproof.Load
             s.SendTimeout = (int)Math.Max(1000, _cfg.TimeoutMs);
             s.Connect(_cfg.Endpoint);
             // Per-packet: resume the driver on the receive thread (no thread-pool hop per request);
-            // safe because one request in flight cannot fill the socket buffers both ways.
-            Client = new RequestClient(s, _cfg.Protocol, _cfg.Profile, 0, _cfg.TimeoutMs, this, _cfg.Mode == Mode.PerPacket);
+            // safe because one request in flight cannot fill the socket buffers both ways. (Tried for
+            // small pipelined windows too: slower, as the driver then writes once per reply.)
+            bool inline = _cfg.Mode == Mode.PerPacket;
+            Client = new RequestClient(s, _cfg.Protocol, _cfg.Profile, 0, _cfg.TimeoutMs, this, inline);
         }
 
         bool More()
