@@ -333,3 +333,46 @@ fn oversize_header_rejected_without_payload() {
     let counters = s.stop();
     assert_eq!(num(&counters, "protocol_errors"), 1.0);
 }
+
+#[test]
+fn duration_mode_counts_agree() {
+    for mode in ["per-packet", "pipelined", "receive"] {
+        let mut sargs = vec!["--protocol", "length-field", "--lf-size", "1"];
+        if mode == "receive" {
+            sargs.push("--sink");
+        }
+        let s = Server::start(&sargs);
+        let t = Instant::now();
+        let (rc, r) = load(
+            &s.addr,
+            &[
+                "--protocol",
+                "length-field",
+                "--lf-size",
+                "1",
+                "--connections",
+                "3",
+                "--duration",
+                "0.3",
+                "--payload",
+                "255",
+                "--mode",
+                mode,
+                "--window",
+                "50",
+            ],
+        );
+        assert!(t.elapsed() < Duration::from_secs(5), "{mode}");
+        assert_eq!(rc, 0, "{mode}: {r}");
+        let sent = num(&r, "requests_sent");
+        assert!(sent > 0.0, "{mode}: {r}");
+        if mode != "receive" {
+            assert_eq!(num(&r, "replies_verified"), sent, "{mode}: {r}");
+        }
+        let d = num(&r, "duration_s");
+        assert!((0.25..3.0).contains(&d), "{mode}: duration {d}");
+        let c = s.stop();
+        assert_eq!(num(&c, "frames"), sent, "{mode}: {c} vs {r}");
+        assert_eq!(num(&c, "bytes"), sent * 255.0, "{mode}");
+    }
+}
