@@ -3,7 +3,7 @@
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
-use crate::{effective_max, FrameDecoder, ProtocolError};
+use crate::{effective_max, FrameDecoder, ProtocolError, Violation};
 
 /// Largest length a 4-byte or varint field may carry (bit 31 clear; `LF-LEN-2`, `LF-LEN-3`).
 pub const MAX_SIGNED: u64 = 0x7FFF_FFFF;
@@ -39,7 +39,7 @@ impl LengthSize {
             0 => LengthSize::Varint,
             other => {
                 return Err(ProtocolError::new(
-                    "LF-FMT-3",
+                    Violation::LfFmt3,
                     0,
                     format!("unsupported length-field size {other}"),
                 ))
@@ -121,7 +121,7 @@ impl Profile {
         let cap = self.size.capacity();
         if len > cap {
             return Err(ProtocolError::new(
-                "LF-LEN-1",
+                Violation::LfLen1,
                 0,
                 format!(
                     "payload of {len} bytes does not fit a size-{} length field (max {cap})",
@@ -132,7 +132,7 @@ impl Profile {
         let max = effective_max(max_payload);
         if len > max {
             return Err(ProtocolError::new(
-                "LF-LIM-2",
+                Violation::LfLim2,
                 0,
                 format!("payload of {len} bytes above the maximum {max}"),
             ));
@@ -238,8 +238,8 @@ impl LengthFieldDecoder {
         self.base - self.skipped
     }
 
-    fn fail(&mut self, requirement: &'static str, message: String) -> ProtocolError {
-        let e = ProtocolError::new(requirement, self.frame_start(), message);
+    fn fail(&mut self, violation: Violation, message: String) -> ProtocolError {
+        let e = ProtocolError::new(violation, self.frame_start(), message);
         self.error = Some(e.clone());
         e
     }
@@ -272,7 +272,7 @@ impl LengthFieldDecoder {
                     u32::from_be_bytes(a)
                 } as u64;
                 if v > MAX_SIGNED {
-                    return Err(self.fail("LF-LEN-3", format!("length {v} has bit 31 set")));
+                    return Err(self.fail(Violation::LfLen3, format!("length {v} has bit 31 set")));
                 }
                 (4, v)
             }
@@ -290,10 +290,12 @@ impl LengthFieldDecoder {
                     }
                 }
                 let Some(width) = done else {
-                    return Err(self.fail("LF-LEN-2", "varint longer than 5 bytes".into()));
+                    return Err(self.fail(Violation::LfLen2, "varint longer than 5 bytes".into()));
                 };
                 if v > MAX_SIGNED {
-                    return Err(self.fail("LF-LEN-2", format!("varint value {v} above 2^31-1")));
+                    return Err(
+                        self.fail(Violation::LfLen2, format!("varint value {v} above 2^31-1"))
+                    );
                 }
                 (width, v)
             }
@@ -335,7 +337,7 @@ impl FrameDecoder for LengthFieldDecoder {
         };
         if len > self.max {
             return Err(self.fail(
-                "LF-LIM-1",
+                Violation::LfLim1,
                 format!("declared payload {len} above the maximum {}", self.max),
             ));
         }
@@ -357,7 +359,7 @@ impl FrameDecoder for LengthFieldDecoder {
             return Err(e.clone());
         }
         if !self.buf.is_empty() || self.skipped > 0 {
-            return Err(self.fail("LF-STR-3", "stream ended inside a frame".into()));
+            return Err(self.fail(Violation::LfStr3, "stream ended inside a frame".into()));
         }
         Ok(())
     }

@@ -27,10 +27,67 @@ pub const DEFAULT_MAX_PAYLOAD: u64 = 10 * 1024 * 1024;
 /// Default request timeout (`STD-MATCH-3`, `LF-MATCH-3`), in milliseconds.
 pub const DEFAULT_TIMEOUT_MS: u64 = 3000;
 
+/// The requirement a rejected input or a refused frame breaks, one variant per requirement ID
+/// that a codec of this crate enforces by returning an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Violation {
+    /// `STD-LEN-3`: extended length below 65535 (non-canonical).
+    StdLen3,
+    /// `STD-LEN-4`: extended length (or payload to encode) with bit 31 set.
+    StdLen4,
+    /// `STD-LIM-1`: declared payload above the receiver's maximum.
+    StdLim1,
+    /// `STD-LIM-2`: payload to encode above the sender's maximum.
+    StdLim2,
+    /// `STD-STR-3`: the stream ended inside a frame.
+    StdStr3,
+    /// `LF-FMT-3`: unsupported length-field size (configuration error).
+    LfFmt3,
+    /// `LF-LEN-1`: payload to encode does not fit the length field.
+    LfLen1,
+    /// `LF-LEN-2`: varint longer than 5 bytes or above 2³¹−1.
+    LfLen2,
+    /// `LF-LEN-3`: 4-byte length with bit 31 set.
+    LfLen3,
+    /// `LF-LIM-1`: declared payload above the receiver's maximum.
+    LfLim1,
+    /// `LF-LIM-2`: payload to encode above the sender's maximum.
+    LfLim2,
+    /// `LF-STR-3`: the stream ended inside a frame.
+    LfStr3,
+}
+
+impl Violation {
+    /// The requirement ID as written in the spec, e.g. `"STD-LIM-1"`.
+    pub fn id(self) -> &'static str {
+        match self {
+            Violation::StdLen3 => "STD-LEN-3",
+            Violation::StdLen4 => "STD-LEN-4",
+            Violation::StdLim1 => "STD-LIM-1",
+            Violation::StdLim2 => "STD-LIM-2",
+            Violation::StdStr3 => "STD-STR-3",
+            Violation::LfFmt3 => "LF-FMT-3",
+            Violation::LfLen1 => "LF-LEN-1",
+            Violation::LfLen2 => "LF-LEN-2",
+            Violation::LfLen3 => "LF-LEN-3",
+            Violation::LfLim1 => "LF-LIM-1",
+            Violation::LfLim2 => "LF-LIM-2",
+            Violation::LfStr3 => "LF-STR-3",
+        }
+    }
+
+    /// True for an input that ended inside a frame (as opposed to a malformed one).
+    pub fn is_truncation(self) -> bool {
+        matches!(self, Violation::StdStr3 | Violation::LfStr3)
+    }
+}
+
 /// A classified protocol error: which requirement the input (or the request) breaks, and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProtocolError {
-    /// Requirement ID from the spec, e.g. `"STD-LIM-1"`.
+    /// The broken requirement.
+    pub violation: Violation,
+    /// Requirement ID from the spec, e.g. `"STD-LIM-1"` (`violation.id()`).
     pub requirement: &'static str,
     /// Byte offset in the stream where the offending frame starts (0 for encoder and
     /// configuration errors).
@@ -40,9 +97,10 @@ pub struct ProtocolError {
 }
 
 impl ProtocolError {
-    pub fn new(requirement: &'static str, offset: u64, message: impl Into<String>) -> Self {
+    pub fn new(violation: Violation, offset: u64, message: impl Into<String>) -> Self {
         ProtocolError {
-            requirement,
+            violation,
+            requirement: violation.id(),
             offset,
             message: message.into(),
         }
@@ -102,5 +160,53 @@ pub trait FrameDecoder {
                 Err(e) => return (out, Some(e)),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::length_field::{LengthFieldDecoder, Profile};
+    use crate::standard::StandardDecoder;
+
+    #[test]
+    fn violations_carry_their_ids() {
+        let all = [
+            Violation::StdLen3,
+            Violation::StdLen4,
+            Violation::StdLim1,
+            Violation::StdLim2,
+            Violation::StdStr3,
+            Violation::LfFmt3,
+            Violation::LfLen1,
+            Violation::LfLen2,
+            Violation::LfLen3,
+            Violation::LfLim1,
+            Violation::LfLim2,
+            Violation::LfStr3,
+        ];
+        let ids: std::collections::HashSet<&str> = all.iter().map(|v| v.id()).collect();
+        assert_eq!(ids.len(), all.len());
+        for v in all {
+            let e = ProtocolError::new(v, 7, "x");
+            assert_eq!(e.requirement, v.id());
+            assert!(e
+                .to_string()
+                .starts_with(&format!("{} at offset 7", v.id())));
+            assert_eq!(v.is_truncation(), v.id().ends_with("STR-3"));
+        }
+    }
+
+    #[test]
+    fn decoders_report_typed_violations() {
+        let mut d = StandardDecoder::new(0);
+        let (_, e) = d.feed(&[1, 1, 0xFF, 0xFF, 0, 0, 0, 0x80]);
+        assert_eq!(e.unwrap().violation, Violation::StdLen4);
+        let mut d = LengthFieldDecoder::new(Profile::new(0, 0).unwrap(), 0);
+        let (_, e) = d.feed(&[0x80; 5]);
+        assert_eq!(e.unwrap().violation, Violation::LfLen2);
+        let mut d = LengthFieldDecoder::new(Profile::default(), 0);
+        d.feed(&[1]);
+        assert_eq!(d.finish().unwrap_err().violation, Violation::LfStr3);
     }
 }

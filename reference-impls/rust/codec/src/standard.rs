@@ -3,7 +3,7 @@
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
-use crate::{effective_max, FrameDecoder, ProtocolError};
+use crate::{effective_max, FrameDecoder, ProtocolError, Violation};
 
 /// Reply bit of the flag byte (`STD-HDR-2`).
 pub const FLAG_REPLY: u8 = 0x80;
@@ -54,7 +54,7 @@ pub fn check_encode(len: usize, max_payload: u64) -> Result<(), ProtocolError> {
     let len = len as u64;
     if len > MAX_EXTENDED {
         return Err(ProtocolError::new(
-            "STD-LEN-4",
+            Violation::StdLen4,
             0,
             format!("payload of {len} bytes needs bit 31 of the extended length"),
         ));
@@ -62,7 +62,7 @@ pub fn check_encode(len: usize, max_payload: u64) -> Result<(), ProtocolError> {
     let max = effective_max(max_payload);
     if len > max {
         return Err(ProtocolError::new(
-            "STD-LIM-2",
+            Violation::StdLim2,
             0,
             format!("payload of {len} bytes above the maximum {max}"),
         ));
@@ -151,8 +151,8 @@ impl StandardDecoder {
         self.max
     }
 
-    fn fail(&mut self, requirement: &'static str, message: String) -> ProtocolError {
-        let e = ProtocolError::new(requirement, self.base, message);
+    fn fail(&mut self, violation: Violation, message: String) -> ProtocolError {
+        let e = ProtocolError::new(violation, self.base, message);
         self.error = Some(e.clone());
         e
     }
@@ -172,12 +172,15 @@ impl StandardDecoder {
             let ext = u32::from_le_bytes([b[4], b[5], b[6], b[7]]) as u64;
             if ext < EXTENDED as u64 {
                 return Err(self.fail(
-                    "STD-LEN-3",
+                    Violation::StdLen3,
                     format!("non-canonical extended length {ext} (below 65535)"),
                 ));
             }
             if ext > MAX_EXTENDED {
-                return Err(self.fail("STD-LEN-4", format!("extended length {ext} has bit 31 set")));
+                return Err(self.fail(
+                    Violation::StdLen4,
+                    format!("extended length {ext} has bit 31 set"),
+                ));
             }
             (8, ext)
         } else {
@@ -185,7 +188,7 @@ impl StandardDecoder {
         };
         if len > self.max {
             return Err(self.fail(
-                "STD-LIM-1",
+                Violation::StdLim1,
                 format!("declared payload {len} above the maximum {}", self.max),
             ));
         }
@@ -242,7 +245,7 @@ impl FrameDecoder for StandardDecoder {
         if !self.buf.is_empty() {
             let n = self.buf.len();
             return Err(self.fail(
-                "STD-STR-3",
+                Violation::StdStr3,
                 format!("stream ended inside a frame ({n} bytes of it received)"),
             ));
         }

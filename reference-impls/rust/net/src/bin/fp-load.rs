@@ -40,6 +40,8 @@ const USAGE: &str = "usage: fp-load --protocol standard|length-field --connect H
 [--timeout-ms MS] [--json FILE]";
 
 const READ_CHUNK: usize = 64 * 1024;
+/// Target size of one write batch.
+const BATCH_BYTES: usize = 256 * 1024;
 /// How often the reader checks timeouts when no data arrives.
 const TICK: Duration = Duration::from_millis(20);
 /// Error descriptions kept in the report.
@@ -500,6 +502,12 @@ fn encode_request(
     Ok(())
 }
 
+/// Frames per write batch so that a batch stays around [`BATCH_BYTES`] (at least one frame):
+/// a window of large payloads must not become one huge buffer.
+fn max_batch_frames(payload: usize) -> u64 {
+    (BATCH_BYTES / (payload + 16)).max(1) as u64
+}
+
 /// Per-connection state shared by its writer and reader.
 struct Conn {
     matcher: Mutex<Matcher>,
@@ -568,7 +576,7 @@ async fn write_requests(
         }
         permit.forget();
         let mut n = 1u64;
-        while n < remaining {
+        while n < remaining && n < max_batch_frames(len) {
             match conn.window.try_acquire() {
                 Ok(p) => {
                     p.forget();
@@ -910,7 +918,9 @@ async fn receive_connection(run: Arc<Run>, stream: TcpStream, quota: Option<u64>
         if remaining == 0 || run.stop_at.is_some_and(|s| Instant::now() >= s) {
             break;
         }
-        let n = remaining.min(run.cfg.window as u64);
+        let n = remaining
+            .min(run.cfg.window as u64)
+            .min(max_batch_frames(len));
         batch.clear();
         for _ in 0..n {
             seq = seq.wrapping_add(1); // STD-SEQ-1 numbering; nothing is pending
@@ -921,17 +931,10 @@ async fn receive_connection(run: Arc<Run>, stream: TcpStream, quota: Option<u64>
                 return rep;
             }
         }
-        let w = match run.stop_at {
-            Some(stop) => {
-                // Bounded: a server that stops reading cannot hold us past the duration plus
-                // the timeout.
-                let limit = tokio::time::Instant::from(stop) + run.cfg.timeout;
-                match tokio::time::timeout_at(limit, wr.write_all(&batch)).await {
-                    Ok(w) => w,
-                    Err(_) => Err(std::io::ErrorKind::TimedOut.into()),
-                }
-            }
-            None => wr.write_all(&batch).await,
+        // Bounded: a server that stops reading fails the run after the timeout.
+        let w = match tokio::time::timeout(run.cfg.timeout, wr.write_all(&batch)).await {
+            Ok(w) => w,
+            Err(_) => Err(std::io::ErrorKind::TimedOut.into()),
         };
         if let Err(e) = w {
             rep.error(format!("write failed: {e}"));
