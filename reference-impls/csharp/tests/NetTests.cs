@@ -39,8 +39,9 @@ namespace Frameproof.Tests
             {
                 Assert.AreEqual(0, Syscall.Kill(P.Id, 15));
                 Task<string> rest = P.StandardOutput.ReadToEndAsync();
+                Task<string> err = P.StandardError.ReadToEndAsync();
                 Assert.IsTrue(P.WaitForExit(15000), "exits after SIGTERM");
-                Assert.AreEqual(0, P.ExitCode);
+                Assert.AreEqual(0, P.ExitCode, "exit status; stderr: " + (err.Wait(5000) ? err.Result : "?"));
                 return rest.Result.Trim();
             }
 

@@ -212,7 +212,14 @@ namespace Frameproof.Server
 
         void OnIo(object sender, SocketAsyncEventArgs e)
         {
-            if (e == _rx) AfterReceive(); else AfterSend();
+            try
+            {
+                if (e == _rx) AfterReceive(); else AfterSend();
+            }
+            catch (Exception)
+            {
+                _phase = Phase.Close; // e.g. the socket was closed by shutdown meanwhile
+            }
             Run();
         }
 
@@ -431,6 +438,8 @@ namespace Frameproof.Server
     {
         public static int Main(string[] args)
         {
+            AppDomain.CurrentDomain.UnhandledException += (s, e) =>
+                Console.Error.WriteLine("fp-server: unhandled exception: " + e.ExceptionObject);
             ServerConfig cfg = new ServerConfig();
             IPEndPoint ep;
             try
@@ -464,12 +473,13 @@ namespace Frameproof.Server
             try { server = new EchoServer(cfg, ep); }
             catch (Exception e) { Console.Error.WriteLine("fp-server: cannot listen on " + ep + ": " + e.Message); return 1; }
 
+            object signals = InstallSignals();
             IPEndPoint bound = server.LocalEndPoint;
             Console.Out.WriteLine("LISTENING " + (bound.Address.AddressFamily == AddressFamily.InterNetworkV6 ? "[" + bound.Address + "]" : bound.Address.ToString()) + ":" + bound.Port);
             Console.Out.Flush();
             server.StartAccepting();
 
-            WaitForSignal();
+            WaitForSignal(signals);
 
             server.Stop();
             Counters c = server.Counters;
@@ -479,21 +489,32 @@ namespace Frameproof.Server
             return 0;
         }
 
-        static void WaitForSignal()
+        /// <summary>Installs the SIGINT/SIGTERM handlers; call before printing LISTENING, so that a
+        /// signal sent right after that line cannot hit the default action (termination).</summary>
+        static object InstallSignals()
         {
 #if MONO
-            var signals = new Mono.Unix.UnixSignal[] {
+            return new Mono.Unix.UnixSignal[] {
                 new Mono.Unix.UnixSignal(Mono.Unix.Native.Signum.SIGINT),
                 new Mono.Unix.UnixSignal(Mono.Unix.Native.Signum.SIGTERM),
             };
-            Mono.Unix.UnixSignal.WaitAny(signals, -1);
 #else
             var done = new ManualResetEventSlim(false);
             Console.CancelKeyPress += (s, e) => { e.Cancel = true; done.Set(); };
             var term = System.Runtime.InteropServices.PosixSignalRegistration.Create(
                 System.Runtime.InteropServices.PosixSignal.SIGTERM, ctx => { ctx.Cancel = true; done.Set(); });
-            done.Wait();
-            GC.KeepAlive(term);
+            return new object[] { done, term };
+#endif
+        }
+
+        static void WaitForSignal(object handle)
+        {
+#if MONO
+            Mono.Unix.UnixSignal.WaitAny((Mono.Unix.UnixSignal[])handle, -1);
+#else
+            var parts = (object[])handle;
+            ((ManualResetEventSlim)parts[0]).Wait();
+            GC.KeepAlive(parts[1]);
 #endif
         }
     }
