@@ -268,6 +268,7 @@ namespace Frameproof.Load
             if (c.Mode == Mode.Pipelined && c.Protocol == Protocol.LengthField && c.Window > Limits.DefaultFifoPendingBound)
                 throw new ArgumentException("--window must be ≤ " + Limits.DefaultFifoPendingBound + " for length-field (LF-MATCH-4)");
             c.Profile = new LengthFieldProfile(o.GetLong("lf-offset", 0), (int)o.GetLong("lf-size", 2));
+            if (c.Profile.Offset < 0 || c.Profile.Offset > 65536) throw new ArgumentException("--lf-offset must be between 0 and 65536");
             if (c.Protocol == Protocol.LengthField) c.Profile.Validate();
             c.TimeoutMs = o.GetLong("timeout-ms", 5000);
             if (c.TimeoutMs <= 0) throw new ArgumentException("--timeout-ms must be > 0");

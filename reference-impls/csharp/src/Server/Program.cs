@@ -448,6 +448,7 @@ namespace Frameproof.Server
                 cfg.Protocol = Options.ParseProtocol(o.Require("protocol"));
                 ep = Options.ParseEndPoint(o.Require("listen"));
                 cfg.Profile = new LengthFieldProfile(o.GetLong("lf-offset", 0), (int)o.GetLong("lf-size", 2));
+                if (cfg.Profile.Offset < 0 || cfg.Profile.Offset > 65536) throw new ArgumentException("--lf-offset must be between 0 and 65536");
                 if (cfg.Protocol == Protocol.LengthField) cfg.Profile.Validate(); // LF-FMT-3 before any byte
                 cfg.MaxPayload = o.GetLong("max-payload", 0);
                 cfg.Sink = o.Flag("sink");
