@@ -199,6 +199,7 @@ namespace Frameproof.Tests
                 th.Start();
                 Assert.IsTrue(waiter.Wait(5000));
                 Assert.AreEqual(i, waiter.Result);
+                Assert.IsTrue(th.Join(5000)); // the completer has released its reference too
             }
             Assert.AreEqual(1, pool.Created, "one source served all sequential requests");
         }
@@ -207,6 +208,52 @@ namespace Frameproof.Tests
         {
             Completion c = await t;
             return c.Id.Value;
+        }
+
+        [Test]
+        public void Stress_CompletionRacesAwait_NoStaleReuse()
+        {
+            // A completer thread and an awaiting thread race on every source; sources are recycled
+            // through one pool. Every awaited result must be the one set for that round.
+            foreach (bool inline in new[] { false, true })
+            {
+                var pool = new CompletionSourcePool(16, inline);
+                const int Rounds = 20000;
+                var slot = new PooledCompletionSource[1];
+                var ready = new SemaphoreSlim(0);
+                long errors = 0;
+                var completer = new Thread(() =>
+                {
+                    for (int i = 0; i < Rounds; i++)
+                    {
+                        ready.Wait();
+                        if (!Volatile.Read(ref slot[0]).TrySetResult(new Completion { Kind = CompletionKind.Reply, Id = new RequestId(i) }))
+                            Interlocked.Increment(ref errors);
+                    }
+                });
+                completer.Start();
+                Task<long> consumer = Task.Run(async () =>
+                {
+                    long sum = 0;
+                    for (int i = 0; i < Rounds; i++)
+                    {
+                        PooledCompletionSource src = pool.Rent();
+                        ValueTask<Completion> t = src.Task;
+                        Volatile.Write(ref slot[0], src);
+                        ready.Release();
+                        if ((i & 1) == 0) Thread.SpinWait(i % 50); // sometimes await after completion
+                        Completion c = await t;
+                        if (c.Id.Value != i) Interlocked.Increment(ref errors);
+                        sum += c.Id.Value;
+                    }
+                    return sum;
+                });
+                Assert.IsTrue(consumer.Wait(60000), "consumer finished");
+                Assert.IsTrue(completer.Join(10000));
+                Assert.AreEqual(0, Interlocked.Read(ref errors), "inline=" + inline);
+                Assert.AreEqual((long)Rounds * (Rounds - 1) / 2, consumer.Result);
+                Assert.LessOrEqual(pool.Created, 16, "sources are recycled");
+            }
         }
 
         [Test]

@@ -38,6 +38,7 @@ namespace Frameproof.Codec
         readonly CompletionSourcePool _pool;
         short _version;
         int _done;                 // 0 → 1 by the first TrySetResult
+        int _refs;                 // 2 when rented; see Release
         volatile bool _completed;  // result visible
         Completion _result;
         Action<object> _continuation;
@@ -61,6 +62,7 @@ namespace Frameproof.Codec
                 if (_pool.InlineContinuations) Invoke(this);
                 else ThreadPool.UnsafeQueueUserWorkItem(InvokeCallback, this);
             }
+            Release(); // the completer's reference: the source is recycled only after both sides are done
             return true;
         }
 
@@ -88,7 +90,22 @@ namespace Frameproof.Codec
             CheckToken(token);
             if (!_completed) throw new InvalidOperationException("not completed");
             Completion r = _result;
-            _version++;
+            _version++;   // the ValueTask is consumed: any later use of it is detected as stale
+            Release();    // the awaiter's reference
+            return r;
+        }
+
+        internal void OnRent()
+        {
+            Volatile.Write(ref _refs, 2);
+        }
+
+        /// <summary>Two references per use: the completer (TrySetResult) and the awaiter (GetResult).
+        /// Whichever finishes last resets the source and returns it to the pool, so a completer still
+        /// inside TrySetResult can never touch a source that was already handed to the next request.</summary>
+        void Release()
+        {
+            if (Interlocked.Decrement(ref _refs) != 0) return;
             _result = default(Completion);
             _continuation = null;
             _continuationState = null;
@@ -96,7 +113,6 @@ namespace Frameproof.Codec
             SentTicks = 0;
             Volatile.Write(ref _done, 0);
             _pool.Return(this);
-            return r;
         }
 
         void CheckToken(short token)
@@ -135,10 +151,17 @@ namespace Frameproof.Codec
         {
             lock (_free)
             {
-                if (_free.Count > 0) return _free.Pop();
+                if (_free.Count > 0)
+                {
+                    PooledCompletionSource s = _free.Pop();
+                    s.OnRent();
+                    return s;
+                }
             }
             Interlocked.Increment(ref Created);
-            return new PooledCompletionSource(this);
+            var n = new PooledCompletionSource(this);
+            n.OnRent();
+            return n;
         }
 
         internal void Return(PooledCompletionSource s)
