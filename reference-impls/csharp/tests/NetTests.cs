@@ -299,6 +299,27 @@ namespace Frameproof.Tests
             finally { listener.Stop(); }
         }
 
+        [Test]
+        public void FpLoad_ConnectionRefused_StillWritesTheReport_Exit1()
+        {
+            var l = new TcpListener(IPAddress.Loopback, 0);
+            l.Start();
+            int port = ((IPEndPoint)l.LocalEndpoint).Port;
+            l.Stop(); // nobody listens there now
+            string json = Path.Combine(Path.GetTempPath(), "fp-load-test-" + Guid.NewGuid().ToString("N") + ".json");
+            var psi = new ProcessStartInfo("mono", Path.Combine(BuildDir, "fp-load.exe") + " --protocol standard --connect 127.0.0.1:" + port
+                + " --connections 1 --requests 5 --payload 8 --mode per-packet --json " + json) { UseShellExecute = false, RedirectStandardOutput = true };
+            Process p = Process.Start(psi);
+            p.StandardOutput.ReadToEnd();
+            Assert.IsTrue(p.WaitForExit(30000));
+            Assert.AreEqual(1, p.ExitCode);
+            string j = File.ReadAllText(json);
+            File.Delete(json);
+            StringAssert.Contains("\"requests_sent\": 0", j);
+            StringAssert.Contains("\"errors\": 1", j);
+            StringAssert.Contains("\"latency_us\": {", j);
+        }
+
         [TestCase("standard", "pipelined", 32)]
         [TestCase("length-field", "per-packet", 1)]
         public void FpLoad_AgainstFpServer_ExactCountsAndJson(string proto, string mode, int window)

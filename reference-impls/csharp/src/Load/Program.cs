@@ -296,7 +296,22 @@ namespace Frameproof.Load
                 drivers[i] = new Driver(cfg, shared, i, first, quota);
                 if (quota > 0) first += quota;
             }
-            for (int i = 0; i < drivers.Length; i++) drivers[i].Connect();
+            bool connected = true;
+            for (int i = 0; i < drivers.Length && connected; i++)
+            {
+                try { drivers[i].Connect(); }
+                catch (Exception e)
+                {
+                    // Still write the report (all keys), with the error, and exit 1.
+                    shared.Error("connect " + cfg.Endpoint + " (connection " + i + "): " + e.Message);
+                    connected = false;
+                }
+            }
+            if (!connected)
+            {
+                foreach (Driver d in drivers) if (d.Client != null) d.Client.Dispose();
+                drivers = new Driver[0];
+            }
 
             shared.Clock = Stopwatch.StartNew();
             var tasks = new Task[drivers.Length];
@@ -316,7 +331,7 @@ namespace Frameproof.Load
                 {
                     if (aborted) break;
                     shared.Error("no progress for " + stallMs + " ms: aborting");
-                    foreach (Driver d in drivers) d.Client.Close();
+                    foreach (Driver d in drivers) if (d.Client != null) d.Client.Close();
                     aborted = true;
                     sinceProgress.Restart();
                 }
