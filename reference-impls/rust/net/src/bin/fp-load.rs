@@ -272,16 +272,34 @@ fn main() {
     std::process::exit(code);
 }
 
+/// Connects with `TCP_NODELAY` set before the connection exists, so no socket of ours is ever
+/// seen without it.
+async fn connect(addr: std::net::SocketAddr) -> std::io::Result<TcpStream> {
+    let sock = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    sock.set_nodelay(true)?;
+    let s = sock.connect(addr).await?;
+    s.set_nodelay(true)?;
+    Ok(s)
+}
+
 async fn run(cfg: Config) -> i32 {
     // Connect everything first; the clock starts when all connections are up.
+    let addr = match tokio::net::lookup_host(&cfg.addr).await.map(|mut a| a.next()) {
+        Ok(Some(a)) => a,
+        Ok(None) | Err(_) => {
+            eprintln!("fp-load: cannot resolve {}", cfg.addr);
+            return 1;
+        }
+    };
     let mut streams = Vec::with_capacity(cfg.connections);
     for i in 0..cfg.connections {
-        let c = tokio::time::timeout(cfg.timeout, TcpStream::connect(&cfg.addr)).await;
+        let c = tokio::time::timeout(cfg.timeout, connect(addr)).await;
         match c {
-            Ok(Ok(s)) => {
-                let _ = s.set_nodelay(true);
-                streams.push(s);
-            }
+            Ok(Ok(s)) => streams.push(s),
             Ok(Err(e)) => {
                 eprintln!("fp-load: connection {i} to {}: {e}", cfg.addr);
                 return 1;

@@ -147,8 +147,26 @@ fn die(msg: &str) -> ! {
     std::process::exit(2);
 }
 
+/// Binds with `TCP_NODELAY` on the listening socket (Linux copies it to accepted sockets; each
+/// accepted socket sets it again anyway) and address reuse.
+async fn bind(listen: &str) -> std::io::Result<TcpListener> {
+    let addr = tokio::net::lookup_host(listen)
+        .await?
+        .next()
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "no address"))?;
+    let sock = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    sock.set_reuseaddr(true)?;
+    let _ = sock.set_nodelay(true);
+    sock.bind(addr)?;
+    sock.listen(1024)
+}
+
 async fn serve(listen: String, cfg: Config) -> i32 {
-    let listener = match TcpListener::bind(&listen).await {
+    let listener = match bind(&listen).await {
         Ok(l) => l,
         Err(e) => {
             eprintln!("fp-server: cannot listen on {listen}: {e}");
