@@ -376,3 +376,31 @@ fn duration_mode_counts_agree() {
         assert_eq!(num(&c, "bytes"), sent * 255.0, "{mode}");
     }
 }
+
+#[test]
+fn refused_connection_still_reports() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let (rc, r) = load(
+        &format!("127.0.0.1:{port}"),
+        &[
+            "--protocol",
+            "standard",
+            "--connections",
+            "1",
+            "--requests",
+            "5",
+            "--payload",
+            "8",
+            "--mode",
+            "per-packet",
+        ],
+    );
+    assert_eq!(rc, 1);
+    assert_eq!(num(&r, "errors"), 1.0);
+    assert_eq!(num(&r, "requests_sent"), 0.0);
+    assert!(r.contains("\"error_details\": [\"connection 0"), "{r}");
+}

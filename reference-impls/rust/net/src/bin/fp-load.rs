@@ -288,26 +288,28 @@ async fn connect(addr: std::net::SocketAddr) -> std::io::Result<TcpStream> {
 
 async fn run(cfg: Config) -> i32 {
     // Connect everything first; the clock starts when all connections are up.
-    let addr = match tokio::net::lookup_host(&cfg.addr).await.map(|mut a| a.next()) {
+    // A failed set-up still produces a full report (with the error), so that a harness reading
+    // the JSON sees what happened.
+    let fail = |msg: String| {
+        eprintln!("fp-load: {msg}");
+        let mut r = Report::new();
+        r.error(msg);
+        r.all_written = false;
+        report(&cfg, &r, 0.0)
+    };
+    let addr = match tokio::net::lookup_host(&cfg.addr)
+        .await
+        .map(|mut a| a.next())
+    {
         Ok(Some(a)) => a,
-        Ok(None) | Err(_) => {
-            eprintln!("fp-load: cannot resolve {}", cfg.addr);
-            return 1;
-        }
+        Ok(None) | Err(_) => return fail(format!("cannot resolve {}", cfg.addr)),
     };
     let mut streams = Vec::with_capacity(cfg.connections);
     for i in 0..cfg.connections {
-        let c = tokio::time::timeout(cfg.timeout, connect(addr)).await;
-        match c {
+        match tokio::time::timeout(cfg.timeout, connect(addr)).await {
             Ok(Ok(s)) => streams.push(s),
-            Ok(Err(e)) => {
-                eprintln!("fp-load: connection {i} to {}: {e}", cfg.addr);
-                return 1;
-            }
-            Err(_) => {
-                eprintln!("fp-load: connection {i} to {}: timed out", cfg.addr);
-                return 1;
-            }
+            Ok(Err(e)) => return fail(format!("connection {i} to {}: {e}", cfg.addr)),
+            Err(_) => return fail(format!("connection {i} to {}: timed out", cfg.addr)),
         }
     }
     let start = Instant::now();
