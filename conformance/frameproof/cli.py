@@ -43,7 +43,7 @@ def cmd_run(args):
 
 def cmd_list(args):
     import pytest
-    return int(pytest.main(_pytest_args(args, ["--fp-list", "-p", "no:terminal"])) or 0)
+    return int(pytest.main(_pytest_args(args, ["--fp-list", "-s"])) or 0)
 
 
 def cmd_requirements(args):

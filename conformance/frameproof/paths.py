@@ -8,4 +8,5 @@ VECTOR_DIR = ROOT / "conformance" / "vectors"
 IMPL_DIR = ROOT / "reference-impls"
 
 PROTOCOLS = ("standard", "length-field")
-SPEC_FILES = {"standard": SPEC_DIR / "standard.md", "length-field": SPEC_DIR / "length-field.md"}
+SPEC_FILES = {"standard": SPEC_DIR / "standard.md", "length-field": SPEC_DIR / "length-field.md",
+              "harness": SPEC_DIR / "harness.md"}

@@ -36,11 +36,20 @@ def pytest_addoption(parser):
     g.addoption("--fp-timeout", type=float, default=10.0)
     g.addoption("--fp-select", action="append", default=[], help="only names matching this glob")
     g.addoption("--fp-list", action="store_true", help="collect and list, run nothing")
+    g.addoption("--fp-net", default=None, help="HOST:PORT of a live echo server (network suite)")
+    g.addoption("--fp-net-pid", type=int, default=None)
+    g.addoption("--fp-net-name", default=None)
+    g.addoption("--fp-max-payload", type=int, default=0)
+    g.addoption("--fp-lf-offset", type=int, default=0)
+    g.addoption("--fp-lf-size", type=int, default=2)
+    g.addoption("--fp-client", default=None, help="load client command ({host} {port} {json})")
+    g.addoption("--fp-client-sink", action="store_true")
 
 
 def pytest_configure(config):
     config.stash[RESULTS] = {"items": {}, "xfail_unmatched": [], "started": time.time()}
     from hypothesis import settings
+    from . import properties  # noqa: F401  (registers the profiles)
     settings.load_profile(config.getoption("--fp-profile"))
 
 
@@ -57,6 +66,23 @@ class SuiteFile(pytest.File):
         for p in protocols:
             if p not in PROTOCOLS:
                 raise pytest.UsageError(f"unknown protocol {p!r} (known: {', '.join(PROTOCOLS)})")
+        if cfg.getoption("--fp-client"):
+            from .clientsuite import ClientTarget, all_cases
+            protocol = protocols[0]
+            target = ClientTarget(cfg.getoption("--fp-client"), protocol, cfg.getoption("--fp-lf-offset"),
+                                  cfg.getoption("--fp-lf-size"), cfg.getoption("--fp-client-sink"), cfg.getoption("--fp-cwd"))
+            for case in all_cases():
+                yield ClientItem.from_parent(self, name=f"{protocol}/{case.requirements[0]}/client/{case.name}",
+                                             case=case, protocol=protocol, target=target)
+            return
+        if cfg.getoption("--fp-net"):
+            from .netsuite import cases, requirements_for
+            protocol = protocols[0]
+            for case in cases(protocol):
+                reqs = requirements_for(case, protocol)
+                yield NetItem.from_parent(self, name=f"{protocol}/{reqs[0]}/net/{case.name}", case=case,
+                                          protocol=protocol, requirements=reqs)
+            return
         for protocol in protocols:
             for vec in V.load(protocol):
                 for variant in _variants(vec):
@@ -184,6 +210,43 @@ class PropertyItem(FrameproofItem):
         self.prop.run(t)
 
 
+class NetItem(FrameproofItem):
+    def __init__(self, *, case, protocol, requirements, **kw):
+        super().__init__(**kw)
+        self.case = case
+        self.protocol = protocol
+        self.requirements = requirements
+        self.description = case.description
+
+    def runtest(self):
+        from .netsuite import NetTarget, SkipCase
+        cfg = self.config
+        host, _, port = cfg.getoption("--fp-net").rpartition(":")
+        codec = oracle.Codec(self.protocol, 0, cfg.getoption("--fp-lf-offset"), cfg.getoption("--fp-lf-size"))
+        t = NetTarget(host.strip("[]"), int(port), codec, cfg.getoption("--fp-net-pid"), cfg.getoption("--fp-max-payload"))
+        try:
+            self.case.run(t)
+        except SkipCase as e:
+            pytest.skip(str(e))
+
+
+class ClientItem(FrameproofItem):
+    def __init__(self, *, case, protocol, target, **kw):
+        super().__init__(**kw)
+        self.case = case
+        self.protocol = protocol
+        self.target = target
+        self.requirements = case.requirements
+        self.description = case.description
+
+    def runtest(self):
+        from .netsuite import SkipCase
+        try:
+            self.case.run(self.target)
+        except SkipCase as e:
+            pytest.skip(str(e))
+
+
 # ------------------------------------------------------------------ selection, expected failures
 
 def _read_xfail(path):
@@ -276,6 +339,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     reqs, per_req, by_level = _summarize(results)
     tw.write_sep("=", "frameproof: results per requirement")
     name = f"{t.hello.name} {t.hello.version}" if t and t.hello else (t.command if t else "?")
+    if config.getoption("--fp-net"):
+        name = f"{config.getoption('--fp-net-name') or 'server'} at {config.getoption('--fp-net')}"
+    if config.getoption("--fp-client"):
+        name = f"load client: {config.getoption('--fp-client')}"
     tw.write_line(f"implementation: {name}")
     if t and t.hello_error:
         tw.write_line(f"testee failed to start: {t.hello_error}", red=True)
@@ -311,7 +378,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                   bold=True, red=bool(tot["failed"] or tot["xpassed"]))
     out = config.getoption("--fp-json")
     if out:
-        doc = {"implementation": {"name": t.hello.name, "version": t.hello.version,
+        doc = {"mode": "client" if config.getoption("--fp-client") else "net" if config.getoption("--fp-net") else "run",
+               "client": config.getoption("--fp-client"),
+               "server": config.getoption("--fp-net"), "server_name": config.getoption("--fp-net-name"),
+               "implementation": {"name": t.hello.name, "version": t.hello.version,
                                   "protocols": list(t.hello.protocols), "features": list(t.hello.features)}
                if t and t.hello else {"command": t.command if t else None},
                "testee_command": t.command if t else None,

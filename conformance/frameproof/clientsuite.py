@@ -1,0 +1,246 @@
+"""`frameproof net --client "CMD"`: validates a load client (spec/harness.md).
+
+frameproof runs a checking echo server on 127.0.0.1 and starts the client with
+``{host}``, ``{port}`` and ``{json}`` in CMD replaced by the server's address and the
+path where the client must write its JSON report. Three runs:
+
+* clean: the server answers everything; the client's counts must equal the server's;
+* corrupted: the server flips a byte in every 97th reply; the client must count each;
+* dropped: the server leaves every 101st request unanswered; the client must report it
+  and exit non-zero within its timeout.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shlex
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, List, Optional
+
+from .checks import CheckFailure
+from .pyserver import EchoServer, ServerThread
+
+CLIENT_TIMEOUT = float(os.environ.get("FRAMEPROOF_CLIENT_TIMEOUT", "60"))
+CONTRACT_KEYS = {
+    "implementation": str, "protocol": str, "mode": str, "connections": int, "window": int, "payload": int,
+    "requests_sent": int, "replies_received": int, "replies_verified": int, "errors": int, "error_details": list,
+    "duration_s": (int, float), "msgs_per_s": (int, float), "mb_per_s": (int, float), "latency_us": dict,
+}
+
+
+@dataclass
+class ClientTarget:
+    command: str
+    protocol: str
+    lf_offset: int = 0
+    lf_size: int = 2
+    sink: bool = False
+    cwd: Optional[str] = None
+
+
+@dataclass
+class ClientRun:
+    rc: int
+    report: Optional[dict]
+    stats: object
+    output: str
+    nodelay: dict  # peer port -> TCP_NODELAY value seen on the client's socket
+
+
+@dataclass
+class ClientCase:
+    name: str
+    requirements: List[str]
+    description: str
+    run: Callable
+
+
+def _sockets_nodelay(pid: int, server_port: int, seen: dict):
+    """Reads TCP_NODELAY on the client's own sockets (pidfd_getfd duplicates them into this process)."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (OSError, AttributeError):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                if not os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:"):
+                    continue
+            except OSError:
+                continue
+            dup = libc.syscall(438, pidfd, int(fd), 0)  # SYS_pidfd_getfd
+            if dup < 0:
+                continue
+            s = socket.socket(fileno=dup)
+            try:
+                if s.type == socket.SOCK_STREAM and s.family in (socket.AF_INET, socket.AF_INET6):
+                    try:
+                        peer = s.getpeername()
+                    except OSError:
+                        continue
+                    if peer[1] == server_port:
+                        seen[s.getsockname()[1]] = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+            finally:
+                s.close()
+    except OSError:
+        pass
+    finally:
+        os.close(pidfd)
+
+
+def run_client(t: ClientTarget, corrupt_every=0, drop_every=0) -> ClientRun:
+    srv = EchoServer(t.protocol, t.lf_offset, t.lf_size, 0, t.sink, check=True,
+                     corrupt_every=corrupt_every, drop_every=drop_every)
+    th = ServerThread(srv)
+    host, port = th.addr
+    fd, jpath = tempfile.mkstemp(suffix=".json", prefix="fp-client-")
+    os.close(fd)
+    os.unlink(jpath)
+    cmd = t.command.replace("{host}", host).replace("{port}", str(port)).replace("{json}", jpath)
+    out = tempfile.TemporaryFile()
+    nodelay = {}
+    try:
+        p = subprocess.Popen(shlex.split(cmd), stdout=out, stderr=subprocess.STDOUT, cwd=t.cwd, start_new_session=True)
+        deadline = time.monotonic() + CLIENT_TIMEOUT
+        while p.poll() is None and time.monotonic() < deadline:
+            if len(nodelay) < 64:
+                _sockets_nodelay(p.pid, port, nodelay)
+            time.sleep(0.01)
+        if p.poll() is None:
+            os.killpg(p.pid, 9)
+            p.wait()
+            raise CheckFailure(f"the client did not finish within {CLIENT_TIMEOUT:g} s")
+        time.sleep(0.2)  # let the server account for the last bytes
+    finally:
+        th.close()
+    out.seek(0)
+    text = out.read().decode("utf-8", "replace")
+    report = None
+    if os.path.exists(jpath):
+        try:
+            report = json.loads(open(jpath, encoding="utf-8").read())
+        except ValueError as e:
+            report = {"__invalid__": str(e)}
+        os.unlink(jpath)
+    return ClientRun(p.returncode, report, srv.stats, text[-3000:], nodelay)
+
+
+def _need_report(r: ClientRun) -> dict:
+    if r.report is None:
+        raise CheckFailure("the client wrote no JSON report at {json}\n--- client output ---\n" + r.output)
+    if "__invalid__" in r.report:
+        raise CheckFailure(f"the client's JSON report does not parse: {r.report['__invalid__']}")
+    return r.report
+
+
+def _cache(t, key, fn):
+    cache = t.__dict__.setdefault("_runs", {})
+    if key not in cache:
+        cache[key] = fn()
+    return cache[key]
+
+
+def clean(t):
+    return _cache(t, "clean", lambda: run_client(t))
+
+
+def c_json(t):
+    rep = _need_report(clean(t))
+    bad = [f"{k} (missing)" for k in CONTRACT_KEYS if k not in rep]
+    bad += [f"{k} (type {type(rep[k]).__name__})" for k, ty in CONTRACT_KEYS.items() if k in rep and not isinstance(rep[k], ty)]
+    lat = rep.get("latency_us", {})
+    bad += [f"latency_us.{k} (missing)" for k in ("p50", "p90", "p99", "p999", "max") if k not in lat]
+    if bad:
+        raise CheckFailure("JSON report keys not as the contract says: " + ", ".join(bad))
+
+
+def c_well_formed(t):
+    r = clean(t)
+    s = r.stats
+    if s.protocol_errors:
+        raise CheckFailure(f"the checking server saw {s.protocol_errors} malformed stream(s) from the client")
+    if s.client_errors:
+        raise CheckFailure(f"{s.client_errors} request(s) break the client rules; first: {s.error_details[0]}")
+    if s.frames == 0:
+        raise CheckFailure("the client sent no frame at all\n--- client output ---\n" + r.output)
+
+
+def c_counts(t):
+    r = clean(t)
+    rep = _need_report(r)
+    s = r.stats
+    diffs = []
+    if rep.get("requests_sent") != s.frames:
+        diffs.append(f"requests_sent: client says {rep.get('requests_sent')}, server received {s.frames}")
+    if not t.sink:
+        if rep.get("replies_received") != s.replies:
+            diffs.append(f"replies_received: client says {rep.get('replies_received')}, server wrote {s.replies}")
+        if rep.get("replies_verified") != s.replies:
+            diffs.append(f"replies_verified: client says {rep.get('replies_verified')}, server wrote {s.replies} correct replies")
+    if rep.get("errors") != 0:
+        diffs.append(f"errors: client reports {rep.get('errors')} against a correct server: {rep.get('error_details')}")
+    if r.rc != 0:
+        diffs.append(f"exit status {r.rc} after a clean run")
+    if diffs:
+        raise CheckFailure("client and server disagree:\n  " + "\n  ".join(diffs))
+
+
+def c_corrupted(t):
+    if t.sink:
+        from .netsuite import SkipCase
+        raise SkipCase("receive mode has no replies to verify")
+    r = _cache(t, "corrupt", lambda: run_client(t, corrupt_every=97))
+    rep = _need_report(r)
+    k = r.stats.corrupted
+    if k == 0:
+        raise CheckFailure("the run was too short for the server to corrupt a reply (send at least 97 requests)")
+    if rep.get("errors") != k:
+        raise CheckFailure(f"the server corrupted {k} replies; the client reports errors = {rep.get('errors')}"
+                           + (" (it does not verify payloads)" if not rep.get("errors") else ""))
+    if r.rc == 0:
+        raise CheckFailure(f"the client exited 0 although {k} replies were wrong")
+
+
+def c_dropped(t):
+    if t.sink:
+        from .netsuite import SkipCase
+        raise SkipCase("receive mode has no replies")
+    r = _cache(t, "drop", lambda: run_client(t, drop_every=101))
+    rep = _need_report(r)
+    k = r.stats.dropped
+    if k == 0:
+        raise CheckFailure("the run was too short for the server to drop a reply (send at least 101 requests)")
+    missing = (rep.get("requests_sent") or 0) - (rep.get("replies_received") or 0)
+    if missing != k:
+        raise CheckFailure(f"the server left {k} requests unanswered; the client reports "
+                           f"requests_sent - replies_received = {missing}")
+    if r.rc == 0:
+        raise CheckFailure(f"the client exited 0 although {k} requests got no reply")
+
+
+def c_nodelay(t):
+    r = clean(t)
+    if not r.nodelay:
+        from .netsuite import SkipCase
+        raise SkipCase("could not inspect the client's sockets (pidfd_getfd unavailable, or the run was too short)")
+    off = [p for p, v in r.nodelay.items() if not v]
+    if off:
+        raise CheckFailure(f"{len(off)} of {len(r.nodelay)} client sockets have TCP_NODELAY off")
+
+
+def all_cases() -> List[ClientCase]:
+    return [
+        ClientCase("well_formed_requests", ["HAR-CLI-1"], "Every frame the client sends is a well-formed request", c_well_formed),
+        ClientCase("json_report", ["HAR-JSON-1"], "The JSON report has every contract key", c_json),
+        ClientCase("counts_agree", ["HAR-COUNT-1"], "The client's counts equal the checking server's", c_counts),
+        ClientCase("detects_corrupted_replies", ["HAR-VERIFY-1"], "Every 97th reply is corrupted: the client counts each", c_corrupted),
+        ClientCase("detects_missing_replies", ["HAR-VERIFY-2"], "Every 101st request is not answered: the client reports it", c_dropped),
+        ClientCase("tcp_nodelay", ["HAR-NODELAY-1"], "The client's sockets have TCP_NODELAY set (SHOULD)", c_nodelay),
+    ]

@@ -1,0 +1,542 @@
+"""Network conformance cases: `frameproof net --server HOST:PORT` tests a live echo
+server (STD-ECHO-*, LF-ECHO-*); every case talks to 127.0.0.1/::1 only, with a
+bounded count of frames and connections and a timeout on every read.
+
+A case raises CheckFailure (expected vs actual) on a violation.
+"""
+from __future__ import annotations
+
+import os
+import random
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, List, Optional
+
+from . import oracle
+from .checks import CheckFailure
+from .oracle import Codec, Frame
+
+READ_TIMEOUT = float(os.environ.get("FRAMEPROOF_NET_TIMEOUT", "5"))
+
+
+@dataclass
+class NetTarget:
+    host: str
+    port: int
+    codec: Codec
+    pid: Optional[int] = None  # server process, for RSS checks
+    max_payload: int = 0  # largest payload the server accepts (0 = the spec default)
+
+    @property
+    def limit(self):
+        cap = oracle._lf_capacity(self.codec.lf_size) if self.codec.protocol == "length-field" else 2 ** 31 - 1
+        return min(self.max_payload or oracle.DEFAULT_MAX_PAYLOAD, cap)
+
+
+@dataclass
+class NetCase:
+    name: str
+    protocols: tuple
+    requirements: List[str]
+    description: str
+    run: Callable  # run(target)
+
+
+# ------------------------------------------------------------------ client helpers
+
+class Conn:
+    """A client connection that decodes replies with the oracle's framing."""
+
+    def __init__(self, t: NetTarget, nodelay=True):
+        self.t = t
+        fam = socket.AF_INET6 if ":" in t.host else socket.AF_INET
+        self.s = socket.socket(fam, socket.SOCK_STREAM)
+        self.s.settimeout(READ_TIMEOUT)
+        if nodelay:
+            self.s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            self.s.connect((t.host, t.port))
+        except OSError as e:
+            raise CheckFailure(f"cannot connect to {t.host}:{t.port}: {e}")
+        self.buf = b""
+        self.eof = False
+
+    def send(self, data: bytes):
+        self.s.sendall(data)
+
+    def frame(self, f: Frame) -> bytes:
+        b = oracle.encode(Codec(self.t.codec.protocol, 2 ** 31 - 1, self.t.codec.lf_offset, self.t.codec.lf_size), f)
+        assert isinstance(b, bytes), b
+        return b
+
+    def _fill(self, deadline):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise socket.timeout()
+        self.s.settimeout(left)
+        chunk = self.s.recv(1 << 20)
+        if not chunk:
+            self.eof = True
+        self.buf += chunk
+
+    def read_frames(self, n: int, timeout: float = READ_TIMEOUT, what="replies") -> List[Frame]:
+        """Reads exactly n frames (fails on timeout, EOF or a malformed reply)."""
+        out: List[Frame] = []
+        deadline = time.monotonic() + timeout
+        codec = Codec(self.t.codec.protocol, 2 ** 31 - 1, self.t.codec.lf_offset, self.t.codec.lf_size)
+        while len(out) < n:
+            res = oracle.decode(codec, self.buf)
+            if res.frames:
+                take = res.frames[: n - len(out)]
+                used = 0
+                if len(take) == len(res.frames):
+                    used = res.consumed
+                else:
+                    used = len(b"".join(self.frame(f) for f in take))
+                out += take
+                self.buf = self.buf[used:]
+                continue
+            if res.error and res.error.requirement not in ("STD-STR-3", "LF-STR-3"):
+                raise CheckFailure(f"server sent a malformed frame ({res.error.requirement}): {self.buf[:24].hex(' ')}")
+            if self.eof:
+                raise CheckFailure(f"expected {n} {what}, got {len(out)} before the server closed the connection")
+            try:
+                self._fill(deadline)
+            except socket.timeout:
+                raise CheckFailure(f"expected {n} {what}, got {len(out)} within {timeout:g} s")
+            except ConnectionResetError:
+                raise CheckFailure(f"expected {n} {what}, got {len(out)} before the connection was reset")
+        return out
+
+    def expect_closed(self, timeout: float = READ_TIMEOUT, what=""):
+        """The server must close (EOF or reset) within the timeout; no further frames."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.eof:
+                break
+            try:
+                self._fill(deadline)
+            except socket.timeout:
+                raise CheckFailure(f"expected the server to close the connection{what}; still open after {timeout:g} s")
+            except (ConnectionResetError, BrokenPipeError):
+                return
+        codec = Codec(self.t.codec.protocol, 2 ** 31 - 1, self.t.codec.lf_offset, self.t.codec.lf_size)
+        extra = oracle.decode(codec, self.buf).frames
+        if extra:
+            raise CheckFailure(f"expected no more replies{what}, got {len(extra)} (first {extra[0].short()})")
+
+    def idle(self, seconds: float) -> bytes:
+        """Reads whatever arrives in `seconds` (expects nothing, usually)."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and not self.eof:
+            try:
+                self._fill(deadline)
+            except socket.timeout:
+                break
+            except ConnectionResetError:
+                self.eof = True
+        return self.buf
+
+    def close(self):
+        try:
+            self.s.close()
+        except OSError:
+            pass
+
+
+def request(t: NetTarget, seq: int, payload: bytes, kind: int = 1) -> Frame:
+    if t.codec.protocol == "standard":
+        return Frame(kind & 0x3F, seq & 0xFF, payload)
+    return Frame(0, 0, payload)
+
+
+def expected_reply(t: NetTarget, req: Frame) -> Frame:
+    if t.codec.protocol == "standard":
+        return Frame(0x80 | (req.flag & 0x3F), req.sequence, req.payload)
+    return Frame(0, 0, req.payload)
+
+
+def check_replies(t, reqs: List[Frame], got: List[Frame], ctx=""):
+    for i, (rq, rp) in enumerate(zip(reqs, got)):
+        exp = expected_reply(t, rq)
+        if rp != exp:
+            raise CheckFailure(f"{ctx}reply {i}:\n  expected {exp.short()}\n  actual   {rp.short()}")
+
+
+def roundtrip(t: NetTarget, reqs: List[Frame], ctx="", conn=None):
+    c = conn or Conn(t)
+    try:
+        c.send(b"".join(c.frame(r) for r in reqs))
+        got = c.read_frames(len(reqs))
+        check_replies(t, reqs, got, ctx)
+    finally:
+        if conn is None:
+            c.close()
+
+
+def healthy(t: NetTarget, ctx="after the hostile connection, a fresh connection: "):
+    roundtrip(t, [request(t, 7, b"still-alive-%d" % i) for i in range(1, 4)], ctx)
+
+
+def payload_for(i: int, n: int) -> bytes:
+    seed = i.to_bytes(8, "little")
+    return (seed * (n // 8 + 1))[:n]
+
+
+def rss_kib(pid: Optional[int]) -> Optional[int]:
+    if not pid:
+        return None
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+class Alongside:
+    """A healthy connection kept open during a hostile case and checked at its end."""
+
+    def __init__(self, t):
+        self.t = t
+        self.c = Conn(t)
+        roundtrip(t, [request(t, 1, b"alongside-before")], "healthy connection before the hostile input: ", self.c)
+
+    def check(self):
+        try:
+            roundtrip(self.t, [request(self.t, 2, b"alongside-after")],
+                      "the healthy connection opened before the hostile input: ", self.c)
+        finally:
+            self.c.close()
+
+
+# ------------------------------------------------------------------ cases
+
+def c_one(t):
+    roundtrip(t, [request(t, 1, b"hello")])
+    roundtrip(t, [request(t, 1, b"")], "empty payload: ")
+
+
+def c_pipelined(t):
+    reqs = [request(t, i + 1, payload_for(i, i % 50)) for i in range(200)]
+    roundtrip(t, reqs, "200 requests in one write: ")
+
+
+def c_dribble(t):
+    c = Conn(t)
+    try:
+        reqs = [request(t, 5, b"dribbled-one-byte-at-a-time"), request(t, 6, b"x" * min(300, t.limit))]
+        data = b"".join(c.frame(r) for r in reqs)
+        for b in data:
+            c.send(bytes([b]))
+            time.sleep(0.0005)
+        check_replies(t, reqs, c.read_frames(2))
+    finally:
+        c.close()
+
+
+def c_split_every_offset(t):
+    c = Conn(t)
+    try:
+        r = request(t, 9, b"split-me-at-every-offset")
+        data = c.frame(r)
+        reqs = []
+        for k in range(1, len(data)):
+            c.send(data[:k])
+            time.sleep(0.002)
+            c.send(data[k:])
+            reqs.append(r)
+        got = c.read_frames(len(reqs))
+        check_replies(t, reqs, got, "frame split in two writes at every offset: ")
+    finally:
+        c.close()
+
+
+def c_largest(t):
+    n = t.limit
+    r = request(t, 3, payload_for(n, n))
+    roundtrip(t, [r, request(t, 4, b"after-largest")], f"largest allowed payload ({n} bytes): ")
+
+
+def c_many_connections(t, n=64, per=20):
+    errors = []
+
+    def worker(k):
+        try:
+            reqs = [request(t, i + 1, b"conn%03d-req%03d" % (k, i)) for i in range(per)]
+            roundtrip(t, reqs, f"connection {k}: ")
+        except Exception as e:  # collected and reported below
+            errors.append(str(e))
+
+    ths = [threading.Thread(target=worker, args=(k,)) for k in range(n)]
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join(READ_TIMEOUT * 3)
+    if errors:
+        raise CheckFailure(f"{len(errors)} of {n} concurrent connections failed; first: {errors[0]}")
+
+
+def c_wraparound(t):
+    c = Conn(t)
+    try:
+        window = 200
+        reqs = [request(t, (i + 1) & 0xFF, payload_for(i, 12)) for i in range(600)]
+        sent = 0
+        got: List[Frame] = []
+        while len(got) < len(reqs):
+            hi = min(len(reqs), len(got) + window)
+            if sent < hi:
+                c.send(b"".join(c.frame(r) for r in reqs[sent:hi]))
+                sent = hi
+            got += c.read_frames(min(window // 2, sent - len(got)))
+        # the server answers in order; match each reply to its request by sequence
+        by_seq = {}
+        for i, rp in enumerate(got):
+            rq = reqs[i]
+            if rp.sequence != rq.sequence:
+                raise CheckFailure(f"reply {i}: expected sequence {rq.sequence}, actual {rp.sequence}")
+            by_seq[rp.sequence] = by_seq.get(rp.sequence, 0) + 1
+        check_replies(t, reqs, got, "600 requests with sequences 1..255, 0, 1.. (3 wraps): ")
+        if by_seq.get(0, 0) != 2:
+            raise CheckFailure(f"expected 2 replies with sequence 0, got {by_seq.get(0, 0)}")
+    finally:
+        c.close()
+
+
+def c_one_way_and_replies_get_nothing(t):
+    c = Conn(t)
+    try:
+        c.send(c.frame(Frame(0x41, 1, b"one-way")) + c.frame(Frame(0x81, 2, b"a reply")) +
+               c.frame(Frame(0xC1, 3, b"an error reply")) + c.frame(Frame(0x01, 4, b"request")))
+        got = c.read_frames(1)
+        check_replies(t, [Frame(1, 4, b"request")], got, "one-way, reply and error-reply frames must get no reply: ")
+        extra = c.idle(0.3)
+        if extra:
+            raise CheckFailure(f"expected nothing more, got {len(extra)} bytes: {extra[:16].hex(' ')}")
+    finally:
+        c.close()
+
+
+def c_kinds(t):
+    reqs = [request(t, i, b"kind%d" % k, kind=k) for i, k in enumerate((0, 1, 2, 3, 17, 63), 1)]
+    roundtrip(t, reqs, "data kinds 0..63 are echoed in the reply flag (0x80|kind): ")
+
+
+def c_order_distinct(t):
+    c = Conn(t)
+    try:
+        reqs = [request(t, 0, b"order-%04d" % i) for i in range(256)]
+        c.send(b"".join(c.frame(r) for r in reqs))
+        got = c.read_frames(len(reqs))
+        for i, (rq, rp) in enumerate(zip(reqs, got)):
+            if rp.payload != rq.payload:
+                j = next((k for k, r in enumerate(reqs) if r.payload == rp.payload), None)
+                raise CheckFailure(f"reply {i} carries the payload of request {j} (expected request {i}'s): "
+                                   f"replies must come back in request order (FIFO), not newest-first")
+    finally:
+        c.close()
+
+
+def _hostile(t, build, ctx, expect_replies=1, rss_bound_kib=64 * 1024):
+    """Good request(s), then hostile bytes: the replies to the good requests arrive, then the server
+    closes this connection; a connection opened before and a fresh one keep working; RSS bounded."""
+    side = Alongside(t)
+    before = rss_kib(t.pid)
+    c = Conn(t)
+    try:
+        good = [request(t, 1 + i, b"good-before-%d" % i) for i in range(expect_replies)]
+        c.send(b"".join(c.frame(g) for g in good) + build(c))
+        check_replies(t, good, c.read_frames(len(good)), f"{ctx}: frames before the bad one: ")
+        c.expect_closed(what=f" after {ctx}")
+    finally:
+        c.close()
+    side.check()
+    healthy(t)
+    after = rss_kib(t.pid)
+    if before is not None and after is not None and after - before > rss_bound_kib:
+        raise CheckFailure(f"{ctx}: server RSS grew from {before} KiB to {after} KiB (bound {rss_bound_kib} KiB)")
+
+
+def _oversize_header(t):
+    n = t.limit + 1
+    if t.codec.protocol == "standard":
+        return bytes([1, 9]) + (n.to_bytes(2, "little") if n < 0xFFFF else b"\xff\xff" + n.to_bytes(4, "little"))
+    return bytes(t.codec.lf_offset) + oracle.encode_length(t.codec, n)
+
+
+def c_oversize(t):
+    if t.codec.protocol == "length-field" and t.limit >= oracle._lf_capacity(t.codec.lf_size):
+        raise SkipCase("the profile's length field cannot exceed the server's limit")
+    _hostile(t, lambda c: _oversize_header(t) + b"x" * 16, "a header declaring max+1 bytes")
+
+
+def c_gigabytes(t):
+    if t.codec.protocol == "standard":
+        hdr = bytes.fromhex("0109ffffffffff7f")  # 2^31-1 bytes
+        _hostile(t, lambda c: hdr, "a header promising 2 GiB")
+    elif abs(t.codec.lf_size) == 4 or t.codec.lf_size == 0:
+        _hostile(t, lambda c: bytes(t.codec.lf_offset) + oracle.encode_length(t.codec, 2 ** 31 - 1), "a length promising 2 GiB")
+    else:
+        # a 16-bit field cannot promise gigabytes: promise the maximum on many connections and stall;
+        # the server must not grow beyond those buffers and must keep serving
+        side = Alongside(t)
+        before = rss_kib(t.pid)
+        conns = []
+        try:
+            for _ in range(32):
+                c = Conn(t)
+                c.send(bytes(t.codec.lf_offset) + oracle.encode_length(t.codec, oracle._lf_capacity(t.codec.lf_size)) + b"p" * 100)
+                conns.append(c)
+            time.sleep(0.3)
+            healthy(t, "while 32 connections hold partial maximum-size frames: ")
+        finally:
+            for c in conns:
+                c.close()
+        side.check()
+        after = rss_kib(t.pid)
+        if before is not None and after is not None and after - before > 64 * 1024:
+            raise CheckFailure(f"server RSS grew from {before} KiB to {after} KiB with 32 stalled frames")
+
+
+def c_garbage(t):
+    rnd = random.Random(1234)
+    junk = bytes(rnd.getrandbits(8) for _ in range(65536))
+    side = Alongside(t)
+    before = rss_kib(t.pid)
+    c = Conn(t)
+    try:
+        try:
+            c.send(junk)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the server closed on the first bad header: fine
+        # garbage may be decoded as frames (there is no magic); the server must either close or keep
+        # going, but whatever it sends back must be well-formed, and it must stay up
+        try:
+            c.idle(1.0)
+        except CheckFailure:
+            raise
+    finally:
+        c.close()
+    side.check()
+    healthy(t)
+    after = rss_kib(t.pid)
+    if before is not None and after is not None and after - before > 64 * 1024:
+        raise CheckFailure(f"server RSS grew from {before} KiB to {after} KiB after 64 KiB of garbage")
+
+
+def c_stops_mid_frame(t):
+    side = Alongside(t)
+    for cut in (1, 3, 6):
+        c = Conn(t)
+        data = c.frame(request(t, 1, b"never-finished-frame"))
+        c.send(data[:cut])
+        c.close()
+    c = Conn(t)
+    data = c.frame(request(t, 1, b"reset-mid-frame"))
+    c.send(data[:5])
+    c.s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+    c.close()  # RST
+    time.sleep(0.1)
+    side.check()
+    healthy(t, "after connections that stopped mid-frame: ")
+
+
+def c_half_close(t):
+    c = Conn(t)
+    try:
+        reqs = [request(t, i + 1, b"before-half-close-%d" % i) for i in range(10)]
+        c.send(b"".join(c.frame(r) for r in reqs) + c.frame(request(t, 11, b"partial"))[:3])
+        c.s.shutdown(socket.SHUT_WR)
+        check_replies(t, reqs, c.read_frames(len(reqs)), "after half-close: ")
+        c.expect_closed(what=" after half-close")
+    finally:
+        c.close()
+
+
+def c_noncanonical(t):
+    _hostile(t, lambda c: bytes.fromhex("0109ffff05000000") + b"12345", "a non-canonical extended header", 2)
+
+
+def c_bit31(t):
+    _hostile(t, lambda c: bytes.fromhex("0109ffff00000080"), "an extended length with bit 31 set")
+
+
+def c_lf_bad_length(t):
+    if t.codec.lf_size == 0:
+        _hostile(t, lambda c: bytes(t.codec.lf_offset) + b"\xff\xff\xff\xff\xff\x01", "a 6-byte varint")
+    elif abs(t.codec.lf_size) == 4:
+        _hostile(t, lambda c: bytes(t.codec.lf_offset) + b"\xff\xff\xff\xff", "a length with bit 31 set")
+    else:
+        raise SkipCase("the profile's length field has no invalid values")
+
+
+def c_nodelay(t):
+    """SHOULD: with Nagle on, the second of two small replies written back to back waits for the
+    client's delayed ACK (~40 ms on Linux). Measure several rounds; fail only if most rounds stall."""
+    c = Conn(t)
+    try:
+        stalls = 0
+        rounds = 8
+        for i in range(rounds):
+            c.send(c.frame(request(t, 1, b"a")))
+            c.read_frames(1)
+            time.sleep(0.05)
+            c.send(c.frame(request(t, 2, b"b" * 10)))
+            time.sleep(0.002)
+            t0 = time.monotonic()
+            c.send(c.frame(request(t, 3, b"c" * 10)))
+            c.read_frames(2)
+            if time.monotonic() - t0 > 0.030:
+                stalls += 1
+        if stalls > rounds // 2:
+            raise CheckFailure(f"{stalls} of {rounds} back-to-back replies were delayed by more than 30 ms "
+                               "(Nagle + delayed ACK: set TCP_NODELAY)")
+    finally:
+        c.close()
+
+
+class SkipCase(Exception):
+    pass
+
+
+def all_cases() -> List[NetCase]:
+    S, L = ("standard",), ("length-field",)
+    B = S + L
+    return [
+        NetCase("one_request_one_reply", B, ["STD-ECHO-1", "LF-ECHO-1"], "One request, one reply; an empty payload too", c_one),
+        NetCase("pipelined_one_write", B, ["STD-ECHO-3", "STD-STR-2", "LF-STR-2", "LF-ECHO-1"],
+                "200 requests in one write are answered in order", c_pipelined),
+        NetCase("dribbled_byte_by_byte", B, ["STD-STR-1", "LF-STR-1"], "Frames written one byte per write", c_dribble),
+        NetCase("split_at_every_offset", B, ["STD-STR-1", "LF-STR-1"], "A frame split in two writes at every offset", c_split_every_offset),
+        NetCase("largest_allowed_frame", B, ["STD-LIM-1", "STD-LEN-2", "LF-LIM-1"], "The largest payload the server allows", c_largest),
+        NetCase("many_connections", B, ["STD-ECHO-3", "LF-ECHO-1"], "64 concurrent connections each check their own replies", c_many_connections),
+        NetCase("sequence_wraparound", S, ["STD-SEQ-2", "STD-SEQ-1", "STD-ECHO-1"], "600 pipelined requests wrap the sequence twice", c_wraparound),
+        NetCase("one_way_and_replies_unanswered", S, ["STD-ECHO-2"], "One-way, reply and error-reply frames get no reply", c_one_way_and_replies_get_nothing),
+        NetCase("kinds_echoed", S, ["STD-ECHO-1", "STD-HDR-4"], "The data kind of a request is kept in its reply", c_kinds),
+        NetCase("fifo_order", B, ["LF-ECHO-1", "STD-ECHO-3"], "256 pipelined distinct payloads come back in order (FIFO, not newest-first)", c_order_distinct),
+        NetCase("oversize_closes_connection", B, ["STD-ECHO-4", "STD-LIM-1", "LF-ECHO-2", "LF-LIM-1"],
+                "A header over the limit: earlier replies arrive, this connection closes, others keep working", c_oversize),
+        NetCase("header_promises_gigabytes", B, ["STD-LIM-3", "LF-LIM-3"], "A header promising 2 GiB: no allocation, server keeps serving", c_gigabytes),
+        NetCase("garbage_bytes", B, ["STD-LIM-3", "STD-STR-5", "LF-LIM-3"], "64 KiB of random bytes: the server stays up and bounded", c_garbage),
+        NetCase("stops_mid_frame", B, ["STD-STR-3", "LF-STR-3"], "Connections closed or reset mid-frame do not disturb others", c_stops_mid_frame),
+        NetCase("half_close_gets_replies", B, ["STD-ECHO-5", "LF-ECHO-3"], "After a half-close, all complete frames are answered, then the server closes", c_half_close),
+        NetCase("noncanonical_extended_closes", S, ["STD-ECHO-4", "STD-LEN-3"], "A non-canonical extended header closes the connection", c_noncanonical),
+        NetCase("extended_bit31_closes", S, ["STD-ECHO-4", "STD-LEN-4"], "An extended length with bit 31 closes the connection", c_bit31),
+        NetCase("bad_length_field_closes", L, ["LF-ECHO-2", "LF-LEN-2", "LF-LEN-3"], "An invalid length field closes the connection", c_lf_bad_length),
+        NetCase("tcp_nodelay", B, ["STD-ECHO-6", "LF-ECHO-4"], "Back-to-back small replies are not delayed by Nagle (SHOULD)", c_nodelay),
+    ]
+
+
+def cases(protocol: str) -> List[NetCase]:
+    return [c for c in all_cases() if protocol in c.protocols]
+
+
+def requirements_for(case: NetCase, protocol: str) -> List[str]:
+    pre = "STD-" if protocol == "standard" else "LF-"
+    reqs = [r for r in case.requirements if r.startswith(pre)]
+    return reqs or case.requirements

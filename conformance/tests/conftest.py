@@ -1,0 +1,27 @@
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PY = sys.executable
+PYTESTEE = f"{PY} -m frameproof.pytestee"
+
+
+def run_frameproof(args, tmp_path, timeout=600):
+    """Runs the CLI as a user would; returns (exit code, stdout, JSON report or None)."""
+    report = tmp_path / f"report-{abs(hash(tuple(args)))}.json"
+    cmd = [PY, "-m", "frameproof.cli"] + args + (["--json", str(report)] if args and args[0] in ("run", "net") else [])
+    p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    doc = json.loads(report.read_text()) if report.exists() else None
+    return p.returncode, p.stdout + p.stderr, doc
+
+
+@pytest.fixture
+def frameproof(tmp_path):
+    def _run(*args, timeout=600):
+        return run_frameproof(list(args), tmp_path, timeout)
+    return _run

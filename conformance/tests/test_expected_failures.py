@@ -1,0 +1,49 @@
+"""The expected-failures file: known gaps pass the run, a fixed gap or an entry
+that matches nothing fails it."""
+from conftest import PYTESTEE
+
+MUT = f"{PYTESTEE} --mutant reuses-pending-sequence"
+FAILING = "standard/STD-SEQ-3/n_match_sequence_in_use_refused/match"
+
+
+def test_listed_failure_is_expected(frameproof, tmp_path):
+    xf = tmp_path / "xfail.txt"
+    xf.write_text(f"# known gap\n{FAILING}\n")
+    rc, out, doc = frameproof("run", "--testee", MUT, "--protocol", "standard", "--profile", "smoke", "--xfail", str(xf))
+    assert rc == 0, out[-2000:]
+    assert doc["totals"]["xfailed"] == 1 and doc["totals"]["failed"] == 0
+
+
+def test_entry_that_now_passes_fails_the_run(frameproof, tmp_path):
+    xf = tmp_path / "xfail.txt"
+    xf.write_text(f"{FAILING}\n")
+    rc, out, doc = frameproof("run", "--testee", PYTESTEE, "--select", "standard/STD-SEQ-3/*", "--xfail", str(xf))
+    assert rc == 1
+    assert doc["totals"]["xpassed"] == 1
+
+
+def test_entry_matching_nothing_fails_the_run(frameproof, tmp_path):
+    xf = tmp_path / "xfail.txt"
+    xf.write_text("standard/NO-SUCH-1/*\n")
+    rc, out, doc = frameproof("run", "--testee", PYTESTEE, "--select", "standard/STD-SEQ-3/*", "--xfail", str(xf))
+    assert rc == 1
+    assert doc["xfail_unmatched"] == ["standard/NO-SUCH-1/*"]
+    assert "match no test" in out
+
+
+def test_glob_entries(frameproof, tmp_path):
+    xf = tmp_path / "xfail.txt"
+    xf.write_text("standard/STD-SEQ-3/*\n")
+    rc, out, doc = frameproof("run", "--testee", MUT, "--select", "standard/STD-SEQ-3/*", "--xfail", str(xf))
+    assert rc == 0, out[-2000:]
+
+
+def test_junit_report(frameproof, tmp_path):
+    junit = tmp_path / "j.xml"
+    rc, out, doc = frameproof("run", "--testee", MUT, "--select", "standard/STD-SEQ-*", "--junit", str(junit))
+    assert rc == 1
+    import xml.etree.ElementTree as ET
+    root = ET.parse(junit).getroot()
+    cases = root.iter("testcase")
+    failed = [c.get("name") for c in cases if c.find("failure") is not None]
+    assert FAILING in failed

@@ -1,0 +1,69 @@
+"""`frameproof net` passes a correct echo server and catches broken ones with the
+right requirement IDs; `frameproof net --client` passes a correct load client and
+catches one that miscounts or skips verification."""
+import os
+
+import pytest
+
+from frameproof.pyserver import FAULTS
+from frameproof.pyload import FAULTS as CLIENT_FAULTS
+
+from conftest import PY
+
+SERVER = f"{PY} -m frameproof.pyserver --listen 127.0.0.1:0"
+LOAD = (f"{PY} -m frameproof.pyload --connect {{host}}:{{port}} --connections 3 --requests 3000 "
+        f"--payload 24 --mode per-packet --timeout-ms 1000 --json {{json}}")
+
+
+def failed(doc):
+    return {rid for rid, v in doc["requirements"].items() if v["failed"]}
+
+
+@pytest.mark.parametrize("protocol,extra", [("standard", ""), ("length-field", ""),
+                                            ("length-field", "--lf-offset 2 --lf-size 0")])
+def test_correct_server_passes(frameproof, protocol, extra):
+    args = ["net", "--protocol", protocol, "--server-cmd", f"{SERVER} --protocol {protocol} {extra}"]
+    if extra:
+        args += extra.split()
+    rc, out, doc = frameproof(*args, timeout=300)
+    assert rc == 0, out[-3000:]
+    assert doc["totals"]["failed"] == 0 and doc["totals"]["passed"] >= 12
+    assert "server stopped with status 0" in out
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_broken_server_is_caught(frameproof, fault, monkeypatch):
+    monkeypatch.setenv("FRAMEPROOF_NET_TIMEOUT", "2")
+    protocol = "length-field" if FAULTS[fault].startswith("LF") else "standard"
+    rc, out, doc = frameproof("net", "--protocol", protocol, "--server-cmd", f"{SERVER} --protocol {protocol} --fault {fault}",
+                              timeout=300)
+    assert rc == 1, out[-2000:]
+    assert FAULTS[fault] in failed(doc), sorted(failed(doc))
+
+
+def test_server_that_does_not_start(frameproof):
+    rc, out, _ = frameproof("net", "--protocol", "standard", "--server-cmd", "sleep 0.1", timeout=60)
+    assert rc == 2 and "LISTENING" in out
+
+
+@pytest.mark.parametrize("protocol", ["standard", "length-field"])
+def test_correct_client_passes(frameproof, protocol):
+    rc, out, doc = frameproof("net", "--protocol", protocol, "--client", f"{LOAD} --protocol {protocol}", timeout=300)
+    assert rc == 0, out[-3000:]
+    assert doc["totals"] == {"passed": 6, "failed": 0, "skipped": 0, "xfailed": 0, "xpassed": 0}
+
+
+def test_receive_mode_client(frameproof):
+    load = LOAD.replace("per-packet", "receive") + " --protocol standard"
+    rc, out, doc = frameproof("net", "--protocol", "standard", "--sink", "--client", load, timeout=300)
+    assert rc == 0, out[-3000:]
+    assert doc["totals"]["passed"] >= 3
+
+
+@pytest.mark.parametrize("fault", sorted(CLIENT_FAULTS))
+def test_broken_client_is_caught(frameproof, fault, monkeypatch):
+    monkeypatch.setenv("FRAMEPROOF_CLIENT_TIMEOUT", "8")
+    rc, out, doc = frameproof("net", "--protocol", "standard", "--client", f"{LOAD} --protocol standard --fault {fault}",
+                              timeout=300)
+    assert rc == 1, out[-2000:]
+    assert CLIENT_FAULTS[fault] in failed(doc), sorted(failed(doc))
