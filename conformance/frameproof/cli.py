@@ -41,6 +41,12 @@ def cmd_run(args):
     return int(rc)
 
 
+def cmd_matrix(args):
+    from .matrix import run_matrix
+    return run_matrix(args.impl, build=not args.no_build, profile=args.profile, out_dir=args.out,
+                      readme=args.update_readme)
+
+
 def cmd_list(args):
     import pytest
     return int(pytest.main(_pytest_args(args, ["--fp-list", "-s"])) or 0)
@@ -86,6 +92,14 @@ def main(argv=None):
 
     from . import net_cli
     net_cli.add_parsers(sub)
+
+    m = sub.add_parser("matrix", help="main job: build every bundled implementation and run all suites against it")
+    m.add_argument("--impl", action="append", help="only this implementation (repeatable)")
+    m.add_argument("--no-build", action="store_true", help="use existing builds")
+    m.add_argument("--profile", default="ci", choices=["ci", "fuzz", "smoke"])
+    m.add_argument("--out", help="report directory (default reports/)")
+    m.add_argument("--update-readme", action="store_true", help="copy the matrix into README.md")
+    m.set_defaults(fn=cmd_matrix)
 
     args = ap.parse_args(argv)
     return args.fn(args)
