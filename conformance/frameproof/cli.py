@@ -92,6 +92,15 @@ def main(argv=None):
 
     from . import net_cli
     net_cli.add_parsers(sub)
+    import importlib
+    for mod in ("fuzz_cli", "bench_cli"):  # subcommands that live in their own modules
+        try:
+            m = importlib.import_module(f".{mod}", __package__)
+        except ModuleNotFoundError as e:
+            if e.name != f"{__package__}.{mod}":
+                raise
+            continue
+        m.add_parsers(sub)
 
     m = sub.add_parser("matrix", help="main job: build every bundled implementation and run all suites against it")
     m.add_argument("--impl", action="append", help="only this implementation (repeatable)")
