@@ -37,7 +37,7 @@ const LINGER_BYTES: usize = 16 << 20;
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
 const USAGE: &str = "usage: fp-server --protocol standard|length-field --listen HOST:PORT \
-[--lf-offset N] [--lf-size S] [--max-payload BYTES] [--sink] [--threads N]";
+[--lf-offset N] [--lf-size S] [--max-payload BYTES] [--sink] [--threads N] [--stats]";
 
 #[derive(Default)]
 struct Counters {
@@ -45,6 +45,9 @@ struct Counters {
     frames: AtomicU64,
     bytes: AtomicU64,
     protocol_errors: AtomicU64,
+    /// Reads that returned data and the bytes they returned (printed with `--stats`).
+    reads: AtomicU64,
+    read_bytes: AtomicU64,
 }
 
 #[derive(Clone, Copy)]
@@ -52,6 +55,7 @@ struct Config {
     protocol: Protocol,
     max_payload: u64,
     sink: bool,
+    stats: bool,
 }
 
 /// A decoder that knows how to echo its frames.
@@ -98,7 +102,7 @@ fn main() {
             "max-payload",
             "threads",
         ],
-        &["sink", "help"],
+        &["sink", "stats", "help"],
     ) {
         Ok(o) => o,
         Err(e) => die(&e),
@@ -130,6 +134,7 @@ fn main() {
             max_payload
         },
         sink: opts.has("sink"),
+        stats: opts.has("stats"),
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
@@ -230,8 +235,19 @@ async fn serve(listen: String, cfg: Config) -> i32 {
     })
     .await;
     tasks.abort_all();
+    // `--stats` (tools/bench): also the reads that returned data and their bytes, for the
+    // packets-per-recv figures.
+    let extra = if cfg.stats {
+        format!(
+            ", \"reads\": {}, \"read_bytes\": {}",
+            counters.reads.load(Relaxed),
+            counters.read_bytes.load(Relaxed)
+        )
+    } else {
+        String::new()
+    };
     let line = format!(
-        "{{\"connections\": {}, \"frames\": {}, \"bytes\": {}, \"protocol_errors\": {}}}",
+        "{{\"connections\": {}, \"frames\": {}, \"bytes\": {}, \"protocol_errors\": {}{extra}}}",
         counters.connections.load(Relaxed),
         counters.frames.load(Relaxed),
         counters.bytes.load(Relaxed),
@@ -257,6 +273,7 @@ async fn connection(
                 stream,
                 StandardDecoder::new(cfg.max_payload),
                 cfg.sink,
+                cfg.stats,
                 &counters,
                 stop,
             )
@@ -267,6 +284,7 @@ async fn connection(
                 stream,
                 LengthFieldDecoder::new(p, cfg.max_payload),
                 cfg.sink,
+                cfg.stats,
                 &counters,
                 stop,
             )
@@ -299,6 +317,7 @@ async fn echo<D: Echo>(
     mut stream: TcpStream,
     mut dec: D,
     sink: bool,
+    stats: bool,
     counters: &Counters,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -311,7 +330,13 @@ async fn echo<D: Echo>(
         };
         let eof = match read {
             Ok(0) => true,
-            Ok(_) => false,
+            Ok(n) => {
+                if stats {
+                    counters.reads.fetch_add(1, Relaxed);
+                    counters.read_bytes.fetch_add(n as u64, Relaxed);
+                }
+                false
+            }
             Err(_) => return, // reset by the peer: nothing to reply to
         };
         let (mut frames, mut bytes) = (0u64, 0u64);

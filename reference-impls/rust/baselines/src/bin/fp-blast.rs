@@ -1,0 +1,198 @@
+//! fp-blast: the seeds' pure-receive client (纯接收, "逐包 Send(32B)"): one `write()` per frame
+//! (or `--batch K` frames per write), Nagle on unless `--nodelay`, no replies expected. Used by
+//! tools/bench for the pure-receive and packets-per-recv measurements; it follows the fp-load
+//! contract for `--mode receive` (options, JSON report) and is validated like the other clients.
+//!
+//! ```text
+//! fp-blast --protocol standard|length-field --connect HOST:PORT --connections N
+//!          (--requests N | --duration S) --payload BYTES --mode receive
+//!          [--batch K] [--nodelay] [--lf-size 1|2|4] [--timeout-ms MS] [--json FILE]
+//! ```
+//! Bounded: `--requests` stops at N, `--duration` at S seconds, and either stops at
+//! `--timeout-ms` (default 5000) past the duration or 60 s in requests mode. After sending, each
+//! connection half-closes and waits (bounded) for the server to close, so the server has counted
+//! every frame when the client exits.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use fp_baselines::{framing, Framing};
+use fp_net::{fill_payload, json_f64, Options};
+use frameproof_codec::length_field::Profile;
+use frameproof_codec::standard;
+
+fn die(msg: &str) -> ! {
+    eprintln!("fp-blast: {msg}");
+    std::process::exit(2);
+}
+
+fn main() {
+    let o = Options::parse(
+        std::env::args().skip(1),
+        &[
+            "protocol",
+            "connect",
+            "connections",
+            "requests",
+            "duration",
+            "payload",
+            "mode",
+            "window",
+            "batch",
+            "lf-offset",
+            "lf-size",
+            "timeout-ms",
+            "json",
+        ],
+        &["nodelay"],
+    )
+    .unwrap_or_else(|e| die(&e));
+    let f = framing(&o).unwrap_or_else(|e| die(&e));
+    if o.get("mode").unwrap_or("receive") != "receive" {
+        die("only --mode receive");
+    }
+    let addr = o
+        .required("connect")
+        .unwrap_or_else(|e| die(&e))
+        .to_string();
+    let conns: usize = o.num("connections", 1).unwrap_or_else(|e| die(&e)).max(1);
+    let requests: Option<u64> = o
+        .get("requests")
+        .map(|_| o.num("requests", 0).unwrap_or_else(|e| die(&e)));
+    let duration: Option<f64> = o
+        .get("duration")
+        .map(|_| o.num("duration", 0.0).unwrap_or_else(|e| die(&e)));
+    if requests.is_some() == duration.is_some() {
+        die("give exactly one of --requests and --duration");
+    }
+    let payload: usize = o.num("payload", 32).unwrap_or_else(|e| die(&e));
+    let batch: usize = o.num("batch", 1).unwrap_or_else(|e| die(&e)).max(1);
+    let timeout = Duration::from_millis(o.num("timeout-ms", 5000).unwrap_or_else(|e| die(&e)));
+    let nodelay = o.has("nodelay");
+    let hard = match duration {
+        Some(d) => Duration::from_secs_f64(d) + timeout,
+        None => Duration::from_secs(60),
+    };
+    let start = Instant::now();
+    let sent = Arc::new(AtomicU64::new(0));
+    let failures = Arc::new(AtomicU64::new(0));
+    let next = Arc::new(AtomicU64::new(0));
+    let mut hs = Vec::new();
+    for c in 0..conns {
+        let quota = requests.map(|n| n / conns as u64 + u64::from((c as u64) < n % conns as u64));
+        let (addr, sent, failures, next) =
+            (addr.clone(), sent.clone(), failures.clone(), next.clone());
+        hs.push(std::thread::spawn(move || {
+            let r = blast(
+                &addr,
+                f,
+                payload,
+                batch,
+                nodelay,
+                quota,
+                duration.map(Duration::from_secs_f64),
+                hard,
+                start,
+                &sent,
+                &next,
+            );
+            if let Err(e) = r {
+                eprintln!("fp-blast: connection {c}: {e}");
+                failures.fetch_add(1, Relaxed);
+            }
+        }));
+    }
+    for h in hs {
+        let _ = h.join();
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let n = sent.load(Relaxed);
+    let ok = failures.load(Relaxed) == 0 && requests.is_none_or(|r| r == n);
+    let mps = n as f64 / secs;
+    println!(
+        "fp-blast: {n} frames of {payload} B on {conns} connection(s) in {secs:.3} s: {mps:.0} msg/s{}",
+        if ok { "" } else { " (FAILED)" }
+    );
+    if let Some(path) = o.get("json") {
+        let proto = match f {
+            Framing::Standard => "standard",
+            Framing::LengthField { .. } => "length-field",
+        };
+        let j = format!(
+            "{{\"implementation\": \"rust-blast\", \"protocol\": \"{proto}\", \"mode\": \"receive\", \"connections\": {conns}, \
+\"window\": {batch}, \"payload\": {payload}, \"requests_sent\": {n}, \"replies_received\": 0, \"replies_verified\": 0, \
+\"errors\": 0, \"error_details\": [], \"duration_s\": {}, \"msgs_per_s\": {}, \"mb_per_s\": {}, \
+\"latency_us\": {{\"p50\": 0, \"p90\": 0, \"p99\": 0, \"p999\": 0, \"max\": 0}}}}\n",
+            json_f64(secs, 6),
+            json_f64(mps, 1),
+            json_f64(mps * payload as f64 / 1e6, 3)
+        );
+        if let Err(e) = std::fs::write(path, j) {
+            die(&format!("cannot write {path}: {e}"));
+        }
+    }
+    std::process::exit(if ok { 0 } else { 1 });
+}
+
+#[allow(clippy::too_many_arguments)]
+fn blast(
+    addr: &str,
+    f: Framing,
+    payload: usize,
+    batch: usize,
+    nodelay: bool,
+    quota: Option<u64>,
+    duration: Option<Duration>,
+    hard: Duration,
+    start: Instant,
+    sent: &AtomicU64,
+    next: &AtomicU64,
+) -> std::io::Result<()> {
+    let mut s = TcpStream::connect(addr)?;
+    s.set_nodelay(nodelay)?;
+    let mut seq: u8 = 1;
+    let mut p = vec![0u8; payload];
+    let mut buf = BytesMut::new();
+    let mut done = 0u64;
+    loop {
+        if quota.is_some_and(|q| done >= q) || start.elapsed() >= duration.unwrap_or(hard) {
+            break;
+        }
+        let k = quota.map_or(batch as u64, |q| (q - done).min(batch as u64));
+        buf.clear();
+        for _ in 0..k {
+            fill_payload(next.fetch_add(1, Relaxed), &mut p);
+            match f {
+                Framing::Standard => {
+                    standard::put_header(&mut buf, 0x01, seq, payload);
+                    seq = seq.wrapping_add(1);
+                }
+                Framing::LengthField { size } => Profile::new(0, size as i64)
+                    .unwrap()
+                    .put_header(&mut buf, payload),
+            }
+            buf.extend_from_slice(&p);
+        }
+        s.write_all(&buf)?;
+        done += k;
+        sent.fetch_add(k, Relaxed);
+    }
+    s.shutdown(Shutdown::Write)?;
+    // Wait (bounded) for the server to close: then it has read every frame.
+    let left = hard
+        .saturating_sub(start.elapsed())
+        .max(Duration::from_millis(500));
+    s.set_read_timeout(Some(left))?;
+    let mut scratch = [0u8; 4096];
+    loop {
+        match s.read(&mut scratch) {
+            Ok(0) => return Ok(()),
+            Ok(_) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
