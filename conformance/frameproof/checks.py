@@ -7,7 +7,12 @@ from .oracle import DecodeResult, Error, Frame, MatchResult
 
 
 class CheckFailure(AssertionError):
-    """A conformance check failed; the message says expected vs actual."""
+    """A conformance check failed; the message says expected vs actual. ``requirements``, when
+    known, narrows the failure to the requirement(s) actually broken (else: all the test's)."""
+
+    def __init__(self, message: str, requirements=None):
+        super().__init__(message)
+        self.requirements = list(requirements or [])
 
 
 def _err(e: Optional[Error]) -> str:
@@ -34,7 +39,11 @@ def check_decode(outcomes: List[DecodeResult], actual: DecodeResult, context: st
     if any(d is None for d in diffs):
         return
     if len(outcomes) == 1:
-        raise CheckFailure(f"{context}{diffs[0]}")
+        exp = outcomes[0]
+        # the frames before the error were right and the error differs: the broken requirement is the error's
+        broken = [exp.error.requirement] if exp.error and exp.frames == actual.frames[:len(exp.frames)] \
+            and actual.error != exp.error else []
+        raise CheckFailure(f"{context}{diffs[0]}", broken)
     raise CheckFailure(f"{context}matches none of the {len(outcomes)} allowed outcomes:\n" +
                        "\n".join(f" outcome {i}: {d}" for i, d in enumerate(diffs)))
 

@@ -306,11 +306,18 @@ def pytest_runtest_makereport(item, call):
             if "XPASS(strict)" in str(rep.longrepr):
                 status = "xpassed"
         msg = ""
+        broken = []
         if status == "failed":
             msg = str(rep.longreprtext)
+            exc = call.excinfo.value if call.excinfo else None
+            while exc is not None and not isinstance(exc, CheckFailure):
+                exc = exc.__cause__ or exc.__context__
+            if exc is not None:
+                broken = [r for r in exc.requirements if r in item.requirements] or []
         elif status == "skipped" and isinstance(rep.longrepr, tuple):
             msg = rep.longrepr[2]
         res[item.name] = {"name": item.name, "protocol": item.protocol, "requirements": item.requirements,
+                          "broken": broken or list(item.requirements),
                           "level": item.level, "status": status, "message": msg,
                           "description": getattr(item, "description", ""), "duration": round(rep.duration, 4)}
 
@@ -321,6 +328,8 @@ def _summarize(results):
     for r in results.values():
         for rid in r["requirements"]:
             d = per_req.setdefault(rid, {"passed": 0, "failed": 0, "skipped": 0, "xfailed": 0, "xpassed": 0})
+            if r["status"] == "failed" and rid not in r.get("broken", r["requirements"]):
+                continue  # the failure was narrowed to another of the test's requirements
             d[r["status"]] += 1
     by_level = {}
     for r in results.values():
@@ -357,7 +366,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if failed:
         tw.write_sep("-", f"failures ({len(failed)})")
         for r in failed[:60]:
-            tw.write_line(f"✗ {r['name']}  [{', '.join(r['requirements'])}]", red=True)
+            tw.write_line(f"✗ {r['name']}  [breaks {', '.join(r['broken'])}]", red=True)
             if r["description"]:
                 tw.write_line(f"    {r['description']}")
             for line in (r["message"] or "").splitlines()[:12]:
