@@ -1,0 +1,25 @@
+"""`frameproof bench`: the benchmark runner (code in tools/bench/fpbench, see tools/bench/README.md)."""
+from __future__ import annotations
+
+import sys
+
+from .paths import ROOT
+
+
+def _fpbench():
+    p = str(ROOT / "tools" / "bench")
+    if p not in sys.path:
+        sys.path.insert(0, p)
+    import fpbench.runner
+    return fpbench.runner
+
+
+def add_parsers(sub):
+    b = sub.add_parser("bench", help="benchmark runner: validate the load clients, then servers x clients x "
+                                     "scenarios; writes results/bench-<date>.{json,md,png}")
+    _fpbench().add_arguments(b)
+    b.set_defaults(fn=cmd_bench)
+
+
+def cmd_bench(args):
+    return _fpbench().main(args)

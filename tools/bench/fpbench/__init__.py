@@ -1,0 +1,1 @@
+"""frameproof benchmark runner (issue 6): see tools/bench/README.md."""

@@ -1,0 +1,424 @@
+"""The benchmark runner: harness validation, calibration, the scenario matrix, allocations.
+
+Every load run is bounded (``--duration`` plus the client's ``--timeout-ms``, and a subprocess
+timeout on top); every server is stopped with SIGTERM and its counters are compared with the
+clients' counts.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shlex
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from frameproof.paths import IMPL_DIR, ROOT
+from frameproof.servers import start_server
+
+RUST_BIN = IMPL_DIR / "rust" / "target" / "release"
+SCHEMA = "frameproof-bench/1"
+
+# The seeds' windows for batched echo (NewLife SlidingWindowEcho: 255 for StandardCodec, whose
+# sequence is one byte; 256 = DefaultMatchQueue capacity for LengthFieldCodec).
+SEED_WINDOW = {"standard": 255, "length-field": 256}
+# Payload sizes (bytes) of the payload sweep; 64 KiB does not fit a 2-byte length field, so the
+# length-field runs at 64 KiB use the 4-byte profile (--lf-size 4) on both ends.
+KIB64 = 65536
+
+
+def log(msg: str):
+    print(msg, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Programs
+
+
+@dataclass
+class Program:
+    name: str
+    argv: List[str]          # command prefix (absolute paths)
+    kind: str = "reference"  # reference | baseline | extra
+    protocols: tuple = ("standard", "length-field")
+    stats: bool = False      # server: accepts --stats (reads / read_bytes in its counters)
+    modes: tuple = ("per-packet", "pipelined", "receive")  # client: supported modes
+
+    def cmd(self, extra: List[str]) -> str:
+        return " ".join(shlex.quote(a) for a in self.argv + extra)
+
+    def available(self) -> bool:
+        exe = self.argv[1] if self.argv[0] in ("mono", sys.executable) and len(self.argv) > 1 else self.argv[0]
+        if exe == "-m":
+            return True
+        return Path(exe).exists() or bool(shutil_which(exe))
+
+
+def shutil_which(x):
+    import shutil
+    return shutil.which(x)
+
+
+def _impl_argv(impl_dir: Path, argv: List[str]) -> List[str]:
+    argv = list(argv)
+    for i in (0, 1):
+        if i < len(argv) and not argv[i].startswith("/") and (impl_dir / argv[i]).exists():
+            argv[i] = str(impl_dir / argv[i])
+            break
+    return argv
+
+
+def reference_impls() -> List[dict]:
+    out = []
+    for f in sorted(IMPL_DIR.glob("*/impl.json")):
+        d = json.loads(f.read_text())
+        d["dir"] = f.parent
+        out.append(d)
+    return out
+
+
+def servers_and_clients(extra_clients: Dict[str, str]):
+    servers, clients, benches = [], [], {}
+    for d in reference_impls():
+        if "server" in d:
+            servers.append(Program(d["name"], _impl_argv(d["dir"], d["server"]), stats=d["name"] == "rust"))
+        if "load" in d:
+            clients.append(Program(d["name"], _impl_argv(d["dir"], d["load"])))
+        if "bench" in d:
+            benches[d["name"]] = _impl_argv(d["dir"], d["bench"])
+    servers.append(Program("raw", [str(RUST_BIN / "fp-raw-echo")], kind="baseline", stats=True))
+    servers.append(Program("tokio-lf", [str(RUST_BIN / "fp-tokio-lf-echo")], kind="baseline",
+                           protocols=("length-field",)))
+    clients.append(Program("rust-blast", [str(RUST_BIN / "fp-blast")], kind="baseline", modes=("receive",)))
+    for name, cmd in extra_clients.items():
+        clients.append(Program(name, shlex.split(cmd), kind="extra"))
+    return servers, clients, benches
+
+
+def proto_args(protocol: str, payload: int) -> List[str]:
+    a = ["--protocol", protocol]
+    if protocol == "length-field" and payload > 65535:
+        a += ["--lf-size", "4"]
+    return a
+
+
+# ---------------------------------------------------------------------------------------------
+# Machine description and calibration
+
+
+def machine(calibrate_seconds: float) -> dict:
+    cpu = ""
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = 0
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemTotal"):
+                mem = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    m = {"hostname": socket.gethostname(), "cpu_model": cpu, "cpus": os.cpu_count(), "kernel": platform.release(),
+         "mem_gib": round(mem / 2 ** 30, 1), "python": platform.python_version(),
+         "loadavg_start": list(os.getloadavg()),
+         "note": "CPU cores are shared with other processes; the load average at start and end is recorded. "
+                 "Client and server share the machine (loopback), so figures are lower bounds of the server's capacity."}
+    calib = RUST_BIN / "fp-calib"
+    if calib.exists():
+        try:
+            out = subprocess.run([str(calib), "--seconds", str(calibrate_seconds)], capture_output=True, text=True,
+                                 timeout=60).stdout
+            m["calibration"] = json.loads(out.strip().splitlines()[-1])
+        except (subprocess.TimeoutExpired, ValueError, IndexError) as e:
+            m["calibration"] = {"error": str(e)}
+    else:
+        m["calibration"] = {"error": "fp-calib not built"}
+    return m
+
+
+# ---------------------------------------------------------------------------------------------
+# Harness validation
+
+
+def validate_client(c: Program, protocol: str, mode: str) -> dict:
+    """Runs the client against frameproof's checking server (spec/harness.md, the same checks as
+    ``frameproof net --client``): counts must agree, no protocol error, and for echo modes a
+    corrupted reply in every 97 must be counted as an error (a harness that does not verify fails)."""
+    from frameproof.checks import CheckFailure
+    from frameproof.clientsuite import ClientTarget, c_corrupted, c_counts, c_json, c_well_formed
+    opts = ["--protocol", protocol, "--connect", "{host}:{port}", "--connections", "2", "--requests", "600",
+            "--payload", "32", "--mode", mode, "--json", "{json}"]
+    if mode == "pipelined":
+        opts += ["--window", "16"]
+    t = ClientTarget(command=c.cmd([]) + " " + " ".join(opts), protocol=protocol, sink=(mode == "receive"),
+                     cwd=str(ROOT / "conformance"))
+    checks = {}
+    ok = True
+    for name, fn in (("json_report", c_json), ("well_formed", c_well_formed), ("counts_agree", c_counts),
+                     ("detects_corrupted_replies", c_corrupted)):
+        if name == "detects_corrupted_replies" and mode == "receive":
+            continue
+        try:
+            fn(t)
+            checks[name] = "pass"
+        except CheckFailure as e:
+            checks[name] = "FAIL: " + str(e)[:600]
+            ok = False
+        except Exception as e:  # noqa: BLE001 - a crash of the client is a failure too
+            checks[name] = f"FAIL: {type(e).__name__}: {str(e)[:600]}"
+            ok = False
+    clean = t.__dict__.get("_runs", {}).get("clean")
+    seen = None
+    if clean is not None:
+        s = clean.stats
+        seen = {"client": {k: (clean.report or {}).get(k) for k in ("requests_sent", "replies_received", "replies_verified", "errors")},
+                "checker": {"frames": s.frames, "replies": s.replies, "protocol_errors": s.protocol_errors,
+                            "client_errors": s.client_errors}}
+    return {"client": c.name, "protocol": protocol, "mode": mode, "ok": ok, "checks": checks, "counts": seen}
+
+
+def validate(clients: List[Program], protocols=("standard", "length-field")) -> List[dict]:
+    out = []
+    for c in clients:
+        for p in protocols:
+            if p not in c.protocols:
+                continue
+            for mode in c.modes:
+                if mode == "per-packet" and "pipelined" in c.modes:
+                    continue  # pipelined (window 16) covers the same code paths and more
+                r = validate_client(c, p, mode)
+                log(f"  validate {c.name:10} {p:12} {mode:10} {'ok' if r['ok'] else 'FAILED'}"
+                    + ("" if r["ok"] else "\n    " + "\n    ".join(f"{k}: {v}" for k, v in r["checks"].items() if v != "pass")))
+                out.append(r)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Load runs
+
+
+@dataclass
+class Scenario:
+    protocol: str
+    mode: str            # per-packet | pipelined | receive
+    payload: int
+    connections: int
+    window: int = 1
+    group: str = ""      # concurrency | payload | receive
+
+    @property
+    def key(self) -> str:
+        return f"{self.protocol}/{self.mode}/{self.payload}B/c{self.connections}/w{self.window}"
+
+
+def client_args(s: Scenario, addr: str, duration: float, jpath: str, connections: Optional[int] = None) -> List[str]:
+    a = proto_args(s.protocol, s.payload) + ["--connect", addr, "--connections", str(connections or s.connections),
+                                             "--duration", f"{duration:g}", "--payload", str(s.payload),
+                                             "--mode", s.mode, "--timeout-ms", "5000", "--json", jpath]
+    if s.mode != "per-packet":
+        a += ["--window", str(s.window)]
+    return a
+
+
+def run_client_once(c: Program, s: Scenario, addr: str, duration: float, wrap: Optional[List[str]] = None,
+                    connections: Optional[int] = None) -> dict:
+    fd, jpath = tempfile.mkstemp(suffix=".json", prefix="fpbench-")
+    os.close(fd)
+    os.unlink(jpath)
+    argv = (wrap or []) + c.argv + client_args(s, addr, duration, jpath, connections)
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=duration + 60, cwd=str(ROOT / "conformance"))
+        rc, out = p.returncode, (p.stdout + p.stderr)[-1500:]
+    except subprocess.TimeoutExpired:
+        rc, out = -9, "timed out"
+    wall = time.monotonic() - t0
+    rep = None
+    try:
+        rep = json.loads(Path(jpath).read_text())
+        os.unlink(jpath)
+    except (OSError, ValueError):
+        pass
+    r = {"rc": rc, "wall_s": round(wall, 3)}
+    if rep:
+        r.update({k: rep.get(k) for k in ("requests_sent", "replies_received", "replies_verified", "errors",
+                                          "duration_s", "msgs_per_s", "mb_per_s")})
+        r["latency_us"] = rep.get("latency_us")
+        if rep.get("error_details"):
+            r["error_details"] = rep["error_details"][:3]
+    r["ok"] = bool(rep) and rc == 0 and rep.get("errors") == 0
+    if not r["ok"]:
+        r["output"] = out
+    return r
+
+
+def _median_spread(vals: List[float]) -> dict:
+    if not vals:
+        return {"median": None, "min": None, "max": None, "spread_pct": None, "n": 0}
+    med = statistics.median(vals)
+    return {"median": round(med, 1), "min": round(min(vals), 1), "max": round(max(vals), 1),
+            "spread_pct": round(100 * (max(vals) - min(vals)) / med, 1) if med else None, "n": len(vals)}
+
+
+class ServerPool:
+    """One running server per (server, protocol, lf-size, sink), reused across scenarios; its
+    counters are checked against the sum of the clients' requests when it is stopped."""
+
+    def __init__(self):
+        self.running = {}
+        self.checks = []
+
+    def get(self, srv: Program, s: Scenario, wrap_prefix: Optional[List[str]] = None, listen="127.0.0.1:0"):
+        sink = s.mode == "receive"
+        key = (srv.name, s.protocol, s.payload > 65535 and s.protocol == "length-field", sink)
+        if key not in self.running:
+            extra = proto_args(s.protocol, s.payload) + ["--listen", listen] + (["--sink"] if sink else []) \
+                + (["--stats"] if srv.stats else [])
+            cmd = " ".join(shlex.quote(a) for a in (wrap_prefix or [])) + " " + srv.cmd(extra)
+            rs = start_server(cmd.strip(), cwd=str(ROOT))
+            self.running[key] = {"server": rs, "sent": 0, "name": srv.name, "cmd": cmd.strip(), "sink": sink}
+        return self.running[key]
+
+    def stop(self, key=None):
+        keys = [key] if key else list(self.running)
+        for k in keys:
+            e = self.running.pop(k)
+            code, counters, _ = e["server"].stop()
+            frames = (counters or {}).get("frames")
+            ok = counters is not None and frames == e["sent"] and (counters.get("protocol_errors") or 0) == 0
+            self.checks.append({"server": e["name"], "command": e["cmd"], "exit": code, "counters": counters,
+                                "client_requests_sent": e["sent"], "ok": ok})
+            if not ok:
+                log(f"  ! server {e['name']}: counters {counters} vs {e['sent']} requests sent by the clients")
+
+    def stop_all(self):
+        self.stop()
+
+
+def run_matrix(scenarios: List[Scenario], servers: List[Program], clients: List[Program], runs: int,
+               duration: float, pool: ServerPool, cross: List[Scenario]) -> List[dict]:
+    """Primary client: the first reference client against every server for every scenario;
+    the other clients: the `cross` scenarios only."""
+    rows = []
+    primary = clients[0]
+    plan = []
+    for s in scenarios:
+        for srv in servers:
+            if s.protocol not in srv.protocols:
+                continue
+            cl = primary if s.mode != "receive" or not s.group.startswith("receive-blast") else \
+                next(c for c in clients if c.name == "rust-blast")
+            plan.append((s, srv, cl))
+    for s in cross:
+        for srv in servers:
+            if s.protocol not in srv.protocols:
+                continue
+            for c in clients:
+                if c is primary or c.kind != "reference" or s.mode not in c.modes:
+                    continue
+                plan.append((s, srv, c))
+    # Group by server so each server process is started once per configuration.
+    plan.sort(key=lambda x: (x[1].name, x[0].protocol, x[0].mode == "receive", x[0].payload > 65535))
+    last_key = None
+    total = len(plan)
+    for i, (s, srv, c) in enumerate(plan, 1):
+        sink = s.mode == "receive"
+        key = (srv.name, s.protocol, s.payload > 65535 and s.protocol == "length-field", sink)
+        if last_key and key != last_key and last_key in pool.running:
+            pool.stop(last_key)
+        last_key = key
+        try:
+            e = pool.get(srv, s)
+        except RuntimeError as ex:
+            rows.append({"scenario": s.__dict__, "key": s.key, "server": srv.name, "client": c.name, "ok": False,
+                         "error": str(ex)[:300], "runs": []})
+            continue
+        addr = e["server"].addr
+        rr = []
+        for _ in range(runs):
+            if not e["server"].alive():
+                rr.append({"ok": False, "output": "server exited"})
+                break
+            r = run_client_once(c, s, addr, duration)
+            e["sent"] += r.get("requests_sent") or 0
+            rr.append(r)
+        vals = [r["msgs_per_s"] for r in rr if r.get("ok") and r.get("msgs_per_s")]
+        st = _median_spread(vals)
+        mb = _median_spread([r["mb_per_s"] for r in rr if r.get("ok") and r.get("mb_per_s") is not None])
+        p50 = _median_spread([r["latency_us"]["p50"] for r in rr if r.get("ok") and r.get("latency_us")])
+        p99 = _median_spread([r["latency_us"]["p99"] for r in rr if r.get("ok") and r.get("latency_us")])
+        ok = all(r.get("ok") for r in rr) and len(rr) == runs
+        row = {"scenario": dict(s.__dict__), "key": s.key, "server": srv.name, "server_kind": srv.kind,
+               "client": c.name, "ok": ok, "msgs_per_s": st, "mb_per_s": mb["median"],
+               "latency_p50_us": p50["median"], "latency_p99_us": p99["median"], "runs": rr}
+        rows.append(row)
+        log(f"  [{i:3}/{total}] {s.key:42} {srv.name:9} <- {c.name:10} "
+            + (f"{st['median']:>12,.0f} msg/s ±{st['spread_pct']}%" if st["median"] else "FAILED")
+            + ("" if ok else "  (some runs failed)"))
+    pool.stop_all()
+    # ratios to the raw-echo ceiling, same scenario, same client
+    raw = {(r["key"], r["client"]): r["msgs_per_s"]["median"] for r in rows if r["server"] == "raw" and r.get("msgs_per_s")}
+    for r in rows:
+        base = raw.get((r["key"], r["client"]))
+        med = (r.get("msgs_per_s") or {}).get("median")
+        r["ratio_to_raw"] = round(med / base, 3) if base and med else None
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# Allocations
+
+
+SEED_ALLOCATIONS = [
+    # NewLife X, BenchmarkDotNet "Allocated" per op, seed 000 (after the second optimisation round)
+    {"protocol": "standard", "mode": "per-packet", "concurrency": 64, "bytes_per_op": 1216},
+    {"protocol": "standard", "mode": "batched", "concurrency": 64, "bytes_per_op": 955},
+    {"protocol": "standard", "mode": "batched", "concurrency": 1024, "bytes_per_op": 906},
+    {"protocol": "length-field", "mode": "per-packet", "concurrency": 64, "bytes_per_op": 1040},
+    {"protocol": "length-field", "mode": "batched", "concurrency": 64, "bytes_per_op": 849},
+    {"protocol": "length-field", "mode": "batched", "concurrency": 1024, "bytes_per_op": 803},
+    {"protocol": "raw receive (no codec)", "mode": "per-packet", "concurrency": 64, "bytes_per_op": 0},
+]
+
+
+def allocations(benches: Dict[str, List[str]], quick: bool) -> dict:
+    out = {"seeds_newlife": {"source": "seed 000, BenchmarkDotNet Allocated column (per echo round trip, client+server in one process)",
+                             "results": SEED_ALLOCATIONS}}
+    exe = RUST_BIN / "fp-alloc"
+    if exe.exists():
+        fd, j = tempfile.mkstemp(suffix=".json")
+        os.close(fd)
+        try:
+            subprocess.run([str(exe), "--ops", "20000" if quick else "200000", "--json", j], capture_output=True,
+                           timeout=120, check=True)
+            out["rust"] = json.loads(Path(j).read_text())
+        except (subprocess.SubprocessError, ValueError) as e:
+            out["rust"] = {"error": str(e)}
+        finally:
+            os.unlink(j)
+    for name, argv in benches.items():
+        fd, j = tempfile.mkstemp(suffix=".json")
+        os.close(fd)
+        try:
+            subprocess.run(argv + (["--quick"] if quick else []) + ["--json", j], capture_output=True, timeout=300,
+                           check=True, cwd=str(IMPL_DIR / name))
+            out[name] = json.loads(Path(j).read_text())
+        except (subprocess.SubprocessError, ValueError, OSError) as e:
+            out[name] = {"error": str(e)[:300]}
+        finally:
+            os.unlink(j)
+    cpp = IMPL_DIR / "cpp"
+    if not (cpp / "impl.json").exists():
+        out["cpp"] = {"error": "the C++ implementation has not landed yet; no operator-new counts"}
+    return out

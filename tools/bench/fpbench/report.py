@@ -1,0 +1,256 @@
+"""Markdown table, PNG charts and the JSON schema check of a results file."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import List
+
+
+def fmt(v, unit=""):
+    if v is None:
+        return "–"
+    if isinstance(v, float) and v < 10:
+        return f"{v:.2f}{unit}"
+    return f"{v:,.0f}{unit}"
+
+
+def _cell(r) -> str:
+    if not r:
+        return "–"
+    m = r.get("msgs_per_s") or {}
+    if not m.get("median"):
+        return "FAILED"
+    s = f"{m['median'] / 1000:,.1f}k ±{m['spread_pct']:.0f}%"
+    if r.get("ratio_to_raw") is not None and r["server"] != "raw":
+        s += f" ({r['ratio_to_raw']:.2f})"
+    if not r.get("ok"):
+        s += " ⚠"
+    return s
+
+
+def markdown(doc: dict, charts: List[str]) -> str:
+    m = doc["machine"]
+    cal = m.get("calibration", {})
+    L = [f"# frameproof benchmark {doc['date']}", "",
+         f"Command: `{doc['command']}`{' (quick mode)' if doc['settings']['quick'] else ''}  ",
+         f"Machine: {m.get('cpu_model')}, {m.get('cpus')} CPUs, {m.get('mem_gib')} GiB, Linux {m.get('kernel')}  ",
+         f"Calibration: memcpy {cal.get('memcpy_gb_per_s', '?')} GB/s, loopback TCP one stream "
+         f"{cal.get('loopback_tcp_gbit_per_s', '?')} Gbit/s ({cal.get('loopback_tcp_gb_per_s', '?')} GB/s)  ",
+         f"Load average: start {', '.join(f'{x:.2f}' for x in m['loadavg_start'])}; end "
+         f"{', '.join(f'{x:.2f}' for x in m.get('loadavg_end', []))}  ",
+         "", f"> {m.get('note')} Each figure is the median of {doc['settings']['runs']} runs of "
+             f"{doc['settings']['duration_s']} s, ± the spread (max−min)/median. msg/s counts *verified* replies "
+             "(receive mode: frames sent and counted by the server).", ""]
+    v = doc["validation"]
+    L += ["## Harness validation", "",
+          "Every load client was run against frameproof's checking server (`frameproof net --client` checks: "
+          "JSON keys, well-formed requests, counts equal the checker's, corrupted replies detected).", "",
+          "| client | protocol | mode | result | client sent / checker frames |", "|---|---|---|---|---|"]
+    for r in v:
+        c = r.get("counts") or {}
+        L.append(f"| {r['client']} | {r['protocol']} | {r['mode']} | {'✓' if r['ok'] else '✗ ' + '; '.join(k for k, x in r['checks'].items() if x != 'pass')} "
+                 f"| {(c.get('client') or {}).get('requests_sent')} / {(c.get('checker') or {}).get('frames')} |")
+    rows = doc["results"]
+    servers = [s["name"] for s in doc["servers"]]
+    L += ["", "## Throughput (msg/s) and fraction of the raw-echo ceiling", "",
+          "Cells: median msg/s ± spread, and in parentheses the server's fraction of `raw` (the no-codec echo, "
+          "same scenario, same load client). `raw` = fp-raw-echo (read → flip the reply bit of each `standard` "
+          "header in place → write the same bytes); `tokio-lf` = tokio-util `LengthDelimitedCodec` echo. "
+          f"Load client: `{doc['settings']['primary_client']}` unless stated.", ""]
+    for proto in ("standard", "length-field"):
+        sv = [s for s in servers if any(r["server"] == s and r["scenario"]["protocol"] == proto for r in rows)]
+        if not sv:
+            continue
+        L += [f"### {proto}", "", "| scenario | client | " + " | ".join(sv) + " |", "|---|---|" + "---|" * len(sv)]
+        keys = []
+        for r in rows:
+            if r["scenario"]["protocol"] == proto and (r["key"], r["client"]) not in keys:
+                keys.append((r["key"], r["client"]))
+        for k, cl in keys:
+            sc = next(r["scenario"] for r in rows if r["key"] == k)
+            label = f"{sc['mode']} {sc['payload']} B, C={sc['connections']}" + (f", W={sc['window']}" if sc["mode"] != "per-packet" else "")
+            cells = [_cell(next((r for r in rows if r["key"] == k and r["client"] == cl and r["server"] == s), None)) for s in sv]
+            L.append(f"| {label} | {cl} | " + " | ".join(cells) + " |")
+        L.append("")
+    ran = doc["settings"]["concurrency"]
+    L += [f"Concurrency levels that ran: {', '.join(map(str, ran))}"
+          + (f"; not run: {', '.join(map(str, doc['settings']['concurrency_not_run']))}" if doc['settings'].get('concurrency_not_run') else "")
+          + ".", ""]
+    bad = [c for c in doc.get("server_checks", []) if not c["ok"]]
+    L += [f"Server counters vs client counts: {len(doc.get('server_checks', [])) - len(bad)} of "
+          f"{len(doc.get('server_checks', []))} server processes counted exactly the frames the clients sent."
+          + ("" if not bad else " Mismatches: " + "; ".join(f"{c['server']} {c['counters']} vs {c['client_requests_sent']}" for c in bad)), ""]
+    pr = doc.get("packets_per_recv")
+    if pr:
+        L += ["## Packets per recv() — loopback vs network namespaces", "", pr["method"] + ".  ", "Claim: " + pr["claim"] + ".", ""]
+        if pr.get("topology"):
+            t = pr["topology"]
+            L.append(f"Topology: server namespace `{t['server_ns']}`, client namespaces {', '.join('`%s`' % c for c in t['client_ns'])}; veths {', '.join(t['addresses'])}.")
+            L.append("")
+        for lk in pr.get("links", []):
+            if not lk["applied"]:
+                L.append(f"- link `{lk['link']}` **not run**: {lk['error']}")
+        if pr.get("skipped"):
+            L.append(f"- namespaces not run: {pr['skipped']}")
+        L += ["", "| link | scenario | server | C | frames/s | frames/recv | bytes/recv | ≥12/recv and ≥1M/s |", "|---|---|---|---:|---:|---:|---:|---|"]
+        for r in pr["rows"]:
+            L.append(f"| {r['link']} | {r['scenario']} | {r['server']} | {r['connections']} | {fmt(r['frames_per_s'])} | "
+                     f"{fmt(r['frames_per_recv'])} | {fmt(r['bytes_per_recv'])} | {'yes' if r['claim_holds'] else 'no'}{'' if r['ok'] else ' ⚠ failed'} |")
+        L.append("")
+    al = doc.get("allocations", {})
+    if al:
+        L += ["## Allocations per operation", ""]
+        seeds = al.get("seeds_newlife", {})
+        L += ["| source | scenario | allocations/op | bytes/op |", "|---|---|---:|---:|"]
+        for s in seeds.get("results", []):
+            L.append(f"| NewLife (seed 000) | {s['protocol']} {s['mode']} C={s['concurrency']} | – | {s['bytes_per_op']:,} |")
+        for r in (al.get("rust") or {}).get("results", []):
+            L.append(f"| rust (counting allocator) | {r['protocol']} {r['mode']} {r['payload']} B, W={r['window']} | {r['allocs_per_op']:.3f} | {r['bytes_per_op']:.1f} |")
+        for r in (al.get("csharp") or {}).get("results", []):
+            L.append(f"| csharp (fp-bench, GC.GetAllocatedBytesForCurrentThread) | {r['name']} {r['payload']} B | – | {r['allocated_bytes_per_op']:.1f} |")
+        for k, d in al.items():
+            if isinstance(d, dict) and d.get("error"):
+                L.append(f"| {k} | not measured: {d['error']} | | |")
+        L += ["", "Rust and C# count one in-process request/reply round trip through the library (client encode+match, "
+                  "server decode+reply, client decode+verify) or a codec operation; the seeds' figure is BenchmarkDotNet's "
+                  "Allocated for a full network echo op, so the comparison is per codec path, not per socket call.", ""]
+    if doc.get("skipped"):
+        L += ["## Not run", ""] + [f"- {s}" for s in doc["skipped"]] + [""]
+    if charts:
+        L += ["## Charts", ""] + [f"![{Path(c).stem}]({Path(c).name})" for c in charts] + [""]
+    return "\n".join(L)
+
+
+def ensure_matplotlib():
+    try:
+        import matplotlib  # noqa: F401
+        return True
+    except ImportError:
+        pass
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "matplotlib"], capture_output=True, text=True)
+    if r.returncode != 0:
+        print("bench: matplotlib is missing and could not be installed:", r.stderr[-300:], file=sys.stderr)
+        return False
+    return True
+
+
+def charts(doc: dict, stem: Path) -> List[str]:
+    if not ensure_matplotlib():
+        return []
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    out = []
+    rows = [r for r in doc["results"] if r["client"] == doc["settings"]["primary_client"]]
+    # 1. msg/s vs concurrency, per protocol and mode
+    combos = [(p, m) for p in ("standard", "length-field") for m in ("per-packet", "pipelined")]
+    fig, axes = plt.subplots(2, 2, figsize=(12, 8))
+    for ax, (p, m) in zip(axes.flat, combos):
+        for srv in sorted({r["server"] for r in rows}):
+            pts = sorted((r["scenario"]["connections"], r["msgs_per_s"]) for r in rows
+                         if r["server"] == srv and r["scenario"]["protocol"] == p and r["scenario"]["mode"] == m
+                         and r["scenario"]["payload"] == 32 and r["scenario"]["group"] == "concurrency"
+                         and r["msgs_per_s"].get("median"))
+            if not pts:
+                continue
+            xs = [x for x, _ in pts]
+            ys = [s["median"] for _, s in pts]
+            lo = [s["median"] - s["min"] for _, s in pts]
+            hi = [s["max"] - s["median"] for _, s in pts]
+            ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=srv)
+        ax.set_xscale("log", base=2)
+        ax.set_title(f"{p}, {m} echo, 32 B")
+        ax.set_xlabel("connections")
+        ax.set_ylabel("verified msg/s")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"frameproof echo throughput ({doc['date']}, median and min–max of {doc['settings']['runs']} runs)")
+    fig.tight_layout()
+    f = f"{stem}-throughput.png"
+    fig.savefig(f, dpi=90)
+    plt.close(fig)
+    out.append(f)
+    # 2. fraction of raw ceiling
+    rr = [r for r in rows if r["server"] not in ("raw",) and r.get("ratio_to_raw")]
+    if rr:
+        fig, ax = plt.subplots(figsize=(max(8, len(rr) * 0.28), 5))
+        labels = [f"{r['server']} {r['scenario']['protocol'][:3]} {r['scenario']['mode'][:4]} {r['scenario']['payload']}B c{r['scenario']['connections']}" for r in rr]
+        colors = {"rust": "tab:orange", "csharp": "tab:purple", "cpp": "tab:green", "tokio-lf": "tab:gray"}
+        ax.bar(range(len(rr)), [r["ratio_to_raw"] for r in rr], color=[colors.get(r["server"], "tab:blue") for r in rr])
+        ax.axhline(1.0, color="k", lw=0.8)
+        ax.set_xticks(range(len(rr)))
+        ax.set_xticklabels(labels, rotation=90, fontsize=6)
+        ax.set_ylabel("fraction of raw-echo msg/s")
+        ax.set_title("Each server as a fraction of the raw TCP echo ceiling (same scenario, same client)")
+        fig.tight_layout()
+        f = f"{stem}-ratio.png"
+        fig.savefig(f, dpi=90)
+        plt.close(fig)
+        out.append(f)
+    # 3. packets per recv
+    pr = (doc.get("packets_per_recv") or {}).get("rows") or []
+    if pr:
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(13, 5))
+        labels = [f"{r['link']} | {r['scenario'][:18]} | {r['server']}" for r in pr]
+        a1.barh(range(len(pr)), [r["frames_per_recv"] or 0 for r in pr], color="tab:blue")
+        a1.axvline(12, color="r", lw=1, ls="--", label="seed claim: 12")
+        a1.set_yticks(range(len(pr)))
+        a1.set_yticklabels(labels, fontsize=6)
+        a1.set_xscale("symlog")
+        a1.set_xlabel("frames per recv()")
+        a1.legend(fontsize=8)
+        a2.barh(range(len(pr)), [r["frames_per_s"] or 0 for r in pr], color="tab:green")
+        a2.axvline(1e6, color="r", lw=1, ls="--", label="1 M frames/s")
+        a2.set_yticks(range(len(pr)))
+        a2.set_yticklabels([])
+        a2.set_xlabel("frames/s counted by the server")
+        a2.legend(fontsize=8)
+        fig.suptitle("Packets per recv() and throughput: loopback vs network namespaces")
+        fig.tight_layout()
+        f = f"{stem}-recv.png"
+        fig.savefig(f, dpi=90)
+        plt.close(fig)
+        out.append(f)
+    return out
+
+
+REQUIRED = {
+    "schema": str, "date": str, "command": str, "machine": dict, "settings": dict, "validation": list,
+    "servers": list, "clients": list, "results": list, "server_checks": list, "allocations": dict,
+    "packets_per_recv": (dict, type(None)), "outputs": dict, "skipped": list,
+}
+ROW = {"scenario": dict, "key": str, "server": str, "client": str, "ok": bool, "msgs_per_s": dict, "runs": list,
+       "ratio_to_raw": (float, int, type(None))}
+
+
+def check_schema(doc: dict) -> List[str]:
+    """Problems with a results document (empty list = well-formed)."""
+    bad = []
+    for k, t in REQUIRED.items():
+        if k not in doc:
+            bad.append(f"missing {k}")
+        elif not isinstance(doc[k], t):
+            bad.append(f"{k}: {type(doc[k]).__name__}")
+    if bad:
+        return bad
+    if doc["schema"] != "frameproof-bench/1":
+        bad.append(f"schema {doc['schema']!r}")
+    for k in ("calibration", "loadavg_start", "loadavg_end", "cpus"):
+        if k not in doc["machine"]:
+            bad.append(f"machine.{k} missing")
+    for i, r in enumerate(doc["results"]):
+        for k, t in ROW.items():
+            if k not in r or not isinstance(r[k], t):
+                bad.append(f"results[{i}].{k}")
+        for k in ("median", "min", "max", "spread_pct", "n"):
+            if k not in r.get("msgs_per_s", {}):
+                bad.append(f"results[{i}].msgs_per_s.{k}")
+        for k in ("protocol", "mode", "payload", "connections", "window"):
+            if k not in r.get("scenario", {}):
+                bad.append(f"results[{i}].scenario.{k}")
+    for v in doc["validation"]:
+        for k in ("client", "protocol", "mode", "ok", "checks"):
+            if k not in v:
+                bad.append(f"validation.{k}")
+    return bad

@@ -1,0 +1,155 @@
+"""`frameproof bench`: validate the load clients, calibrate, run the matrix, write
+results/bench-<date>.json, .md and .png charts."""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+
+from frameproof.paths import ROOT
+
+from . import core, netns, report
+from .core import Scenario, log
+
+FULL_CONC = [1, 4, 16, 64, 256, 1024]
+QUICK_CONC = [1, 16, 256]
+
+
+def add_arguments(b):
+    b.add_argument("--quick", action="store_true", help="about a minute: fewer concurrency levels, short runs")
+    b.add_argument("--smoke", action="store_true", help="seconds: one scenario per mode, for the project's tests")
+    b.add_argument("--out", help="directory for bench-<date>.{json,md} and charts (default results/)")
+    b.add_argument("--name", help="file stem instead of bench-<date>")
+    b.add_argument("--runs", type=int, help="runs per figure (default 3)")
+    b.add_argument("--duration", type=float, help="seconds per run (default 0.5, quick 0.25)")
+    b.add_argument("--concurrency", help="comma-separated connection counts (default 1,4,16,64,256,1024)")
+    b.add_argument("--servers", help="only these servers (comma-separated: rust,csharp,cpp,raw,tokio-lf)")
+    b.add_argument("--clients", help="only these load clients (comma-separated; the first is the primary client)")
+    b.add_argument("--client", action="append", default=[], metavar="NAME=CMD",
+                   help="an extra load client following the fp-load contract (validated, then used like the others)")
+    b.add_argument("--validate-only", action="store_true", help="only run the harness validation; exit 1 if it fails")
+    b.add_argument("--no-netns", action="store_true", help="skip the packets-per-recv / namespace section")
+    b.add_argument("--no-alloc", action="store_true", help="skip the allocation figures")
+
+
+def main(args) -> int:
+    t_start = time.monotonic()
+    extra = {}
+    for c in args.client:
+        if "=" not in c:
+            print(f"bench: --client wants NAME=CMD, got {c!r}", file=sys.stderr)
+            return 2
+        k, v = c.split("=", 1)
+        extra[k.strip()] = v.strip()
+    servers, clients, benches = core.servers_and_clients(extra)
+    if args.servers:
+        want = args.servers.split(",")
+        servers = [s for s in servers if s.name in want]
+    if args.clients:
+        want = args.clients.split(",")
+        clients = sorted([c for c in clients if c.name in want], key=lambda c: want.index(c.name))
+    missing = [p.name for p in servers + clients if not p.available()]
+    if missing:
+        print(f"bench: not built: {', '.join(missing)} (run tools/bench/run.sh, which builds them)", file=sys.stderr)
+        return 2
+    if not clients:
+        print("bench: no load client selected", file=sys.stderr)
+        return 2
+    date = datetime.date.today().isoformat()
+    log(f"== harness validation ({len(clients)} clients)")
+    val = core.validate(clients)
+    if not all(v["ok"] for v in val):
+        log("bench: harness validation FAILED; no benchmark was run. A load client whose counts disagree with "
+            "the checking server, or that does not verify replies, cannot produce figures.")
+        return 1
+    if args.validate_only:
+        log("bench: every load client passed validation")
+        return 0
+
+    smoke, quick = args.smoke, args.quick or args.smoke
+    runs = args.runs or (2 if smoke else 3)
+    duration = args.duration or (0.1 if smoke else 0.25 if quick else 0.5)
+    conc = [int(x) for x in args.concurrency.split(",")] if args.concurrency else ([4] if smoke else QUICK_CONC if quick else FULL_CONC)
+    payloads = [32, 1024] if smoke else [32, 1024, core.KIB64]
+    scenarios, cross = [], []
+    for p in ("standard", "length-field"):
+        w = core.SEED_WINDOW[p]
+        for c in conc:
+            scenarios.append(Scenario(p, "per-packet", 32, c, 1, "concurrency"))
+            scenarios.append(Scenario(p, "pipelined", 32, c, w, "concurrency"))
+        pc = 4
+        for size in payloads[1:]:
+            scenarios.append(Scenario(p, "per-packet", size, pc, 1, "payload"))
+            scenarios.append(Scenario(p, "pipelined", size, pc, w if size <= 1024 else 16, "payload"))
+        rc = [c for c in conc if c <= 256][:3] if not smoke else [4]
+        for c in rc:
+            scenarios.append(Scenario(p, "receive", 32, c, 256, "receive-batched"))
+            if any(x.name == "rust-blast" for x in clients):
+                scenarios.append(Scenario(p, "receive", 32, c, 1, "receive-blast"))
+        if not smoke:
+            cross.append(Scenario(p, "pipelined", 32, 16, w, "cross-client"))
+            cross.append(Scenario(p, "per-packet", 32, 16, 1, "cross-client"))
+    refs = [c for c in clients if c.kind in ("reference", "extra") and "pipelined" in c.modes]
+    if args.clients:
+        primary = refs[0] if refs else clients[0]
+    else:  # the Rust client by default: the lightest on a shared machine
+        primary = next((c for c in refs if c.name == "rust"), refs[0] if refs else clients[0])
+    ordered = [primary] + [c for c in clients if c is not primary]
+    machine = core.machine(0.25 if quick else 0.5)
+    log(f"== calibration: {machine.get('calibration')}")
+    log(f"== matrix: {len(scenarios)} scenarios x {len(servers)} servers, {runs} runs of {duration} s; "
+        f"primary client {primary.name}")
+    pool = core.ServerPool()
+    try:
+        rows = core.run_matrix(scenarios, servers, ordered, runs, duration, pool, cross)
+    finally:
+        pool.stop_all()
+    skipped = []
+    if not any(s.name == "cpp" for s in servers):
+        skipped.append("cpp: the C++ reference implementation has not landed (no reference-impls/cpp/impl.json)")
+    pr = None
+    if not args.no_netns:
+        log("== packets per recv(): loopback and network namespaces")
+        pr = netns.run(servers, clients, 0.5 if quick else 1.0, quick)
+    else:
+        skipped.append("packets-per-recv / namespace section (--no-netns)")
+    al = {}
+    if not args.no_alloc:
+        log("== allocations")
+        al = core.allocations(benches, quick)
+    machine["loadavg_end"] = list(os.getloadavg())
+    out_dir = Path(args.out or ROOT / "results")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = out_dir / (args.name or f"bench-{date}")
+    argv = sys.argv[2:] if len(sys.argv) > 1 and sys.argv[1] == "bench" else sys.argv[1:]
+    cmd = "frameproof bench " + " ".join(shlex.quote(a) for a in argv)
+    doc = {
+        "schema": core.SCHEMA, "date": date, "command": os.environ.get("FPBENCH_COMMAND", cmd.strip()),
+        "machine": machine,
+        "settings": {"quick": quick, "smoke": smoke, "runs": runs, "duration_s": duration, "concurrency": conc,
+                     "concurrency_not_run": [c for c in FULL_CONC if c not in conc], "payloads": payloads,
+                     "primary_client": primary.name, "windows": core.SEED_WINDOW,
+                     "elapsed_s": None},
+        "validation": val,
+        "servers": [{"name": s.name, "kind": s.kind, "command": " ".join(s.argv), "protocols": list(s.protocols)} for s in servers],
+        "clients": [{"name": c.name, "kind": c.kind, "command": " ".join(c.argv), "modes": list(c.modes)} for c in ordered],
+        "results": rows, "server_checks": pool.checks, "packets_per_recv": pr, "allocations": al,
+        "outputs": {}, "skipped": skipped,
+    }
+    pngs = report.charts(doc, stem)
+    doc["outputs"] = {"json": f"{stem}.json", "markdown": f"{stem}.md", "charts": pngs}
+    doc["settings"]["elapsed_s"] = round(time.monotonic() - t_start, 1)
+    Path(f"{stem}.md").write_text(report.markdown(doc, pngs), encoding="utf-8")
+    Path(f"{stem}.json").write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    problems = report.check_schema(doc)
+    failed = [r for r in rows if not r["ok"]]
+    log(f"== wrote {stem}.json, {stem}.md, {len(pngs)} chart(s) in {doc['settings']['elapsed_s']} s"
+        + (f"; {len(failed)} figure(s) had failed runs" if failed else ""))
+    if problems:
+        log("bench: results do not match the schema: " + "; ".join(problems[:10]))
+        return 1
+    return 0
