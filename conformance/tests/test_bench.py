@@ -1,0 +1,65 @@
+"""The benchmark runner (tools/bench, `frameproof bench`): no benchmark is judged here. These
+tests check that harness validation rejects a miscounting load client (and accepts a correct
+one), and that a seconds-long run writes a well-formed results set (JSON schema, Markdown, PNG)."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PY = sys.executable
+RUST = ROOT / "reference-impls" / "rust" / "target" / "release"
+
+
+def bench(*args, timeout=300):
+    p = subprocess.run([PY, "-m", "frameproof.cli", "bench", *args], cwd=ROOT / "conformance",
+                       capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stdout + p.stderr
+
+
+def test_validation_rejects_a_miscounting_client():
+    rc, out = bench("--validate-only", "--clients", "py", "--client", f"py={PY} -m frameproof.pyload --fault miscount")
+    assert rc == 1, out
+    assert "counts_agree: FAIL" in out and "client says 601, server received 600" in out, out
+    assert "no benchmark was run" in out
+
+
+def test_validation_rejects_a_client_that_does_not_verify():
+    rc, out = bench("--validate-only", "--clients", "py", "--client", f"py={PY} -m frameproof.pyload --fault no-verify")
+    assert rc == 1, out
+    assert "detects_corrupted_replies: FAIL" in out, out
+
+
+def test_validation_accepts_a_correct_client():
+    rc, out = bench("--validate-only", "--clients", "py", "--client", f"py={PY} -m frameproof.pyload")
+    assert rc == 0, out
+    assert "every load client passed validation" in out
+
+
+def test_short_run_writes_well_formed_results(tmp_path):
+    needed = ["fp-server", "fp-load", "fp-raw-echo", "fp-blast", "fp-calib"]
+    if not all((RUST / b).exists() for b in needed):
+        pytest.skip("Rust programs not built (bash reference-impls/rust/build.sh)")
+    rc, out = bench("--smoke", "--servers", "rust,raw", "--clients", "rust,rust-blast", "--no-netns", "--no-alloc",
+                    "--runs", "2", "--duration", "0.1", "--out", str(tmp_path), "--name", "b")
+    assert rc == 0, out
+    doc = json.loads((tmp_path / "b.json").read_text())
+    sys.path.insert(0, str(ROOT / "tools" / "bench"))
+    from fpbench.report import check_schema
+    assert check_schema(doc) == []
+    assert all(v["ok"] for v in doc["validation"])
+    assert doc["machine"]["calibration"].get("memcpy_gb_per_s", 0) > 0
+    assert {r["server"] for r in doc["results"]} == {"rust", "raw"}
+    assert {r["scenario"]["mode"] for r in doc["results"]} == {"per-packet", "pipelined", "receive"}
+    assert all(r["msgs_per_s"]["n"] == 2 for r in doc["results"] if r["ok"])
+    rust = [r for r in doc["results"] if r["server"] == "rust" and r["ok"]]
+    assert rust and all(r["ratio_to_raw"] is not None for r in rust)
+    assert all(c["ok"] for c in doc["server_checks"]), doc["server_checks"]
+    md = (tmp_path / "b.md").read_text()
+    assert "## Harness validation" in md and "fraction of the raw-echo ceiling" in md and "| per-packet 32 B, C=4 |" in md
+    pngs = [Path(p) for p in doc["outputs"]["charts"]]
+    assert pngs and all(p.exists() and p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+    for p in pngs:
+        assert f"]({p.name})" in md
