@@ -15,15 +15,18 @@ class CodecError(Exception):
         self.message = message
 
 
-class StandardDecoder:
-    def __init__(self, max_payload: int = 0):
-        self.max = max_payload or DEFAULT_MAX
+class StreamDecoder:
+    """Buffers a byte stream; subclasses' ``_scan(out)`` appends complete frames and advances
+    ``self._pos`` past each one."""
+
+    def __init__(self):
         self.buf = bytearray()
         self.base = 0  # stream offset of buf[0]
-        self.failed = False
+        self._pos = 0
 
     def feed(self, chunk: bytes):
-        """Returns the frames completed by ``chunk`` as (flag, seq, payload); raises CodecError."""
+        """Returns the frames completed by ``chunk`` as (flag, seq, payload); raises CodecError,
+        whose ``frames`` holds the frames completed before the error."""
         if MUTANT == "ignores-chunk-boundaries":
             # bug: a partial frame at the end of a chunk is forgotten
             self.base += len(self.buf)
@@ -40,6 +43,16 @@ class StandardDecoder:
             del self.buf[:self._pos]
             self.base += self._pos
         return out
+
+    def _scan(self, out):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class StandardDecoder(StreamDecoder):
+    def __init__(self, max_payload: int = 0):
+        super().__init__()
+        self.max = max_payload or DEFAULT_MAX
+
 
     def _scan(self, out):
         pos = 0
@@ -85,15 +98,14 @@ class StandardDecoder:
 LF_SIZES = (1, 2, 4, -2, -4, 0)
 
 
-class LengthFieldDecoder:
+class LengthFieldDecoder(StreamDecoder):
     def __init__(self, offset=0, size=2, max_payload=0):
         if size not in LF_SIZES:
             raise CodecError("LF-FMT-3", 0, f"unsupported size {size}")
+        super().__init__()
         self.offset, self.size = offset, size
         cap = {1: 0xFF, 2: 0xFFFF, -2: 0xFFFF}.get(size, 0x7FFFFFFF)
         self.max = min(max_payload or DEFAULT_MAX, cap)
-        self.buf = bytearray()
-        self.base = 0
 
     def _length(self, b, pos):
         """(payload length, bytes of length field) or None if incomplete."""
@@ -128,20 +140,6 @@ class LengthFieldDecoder:
         if w == 4 and n >= 1 << 31:
             raise CodecError("LF-LEN-3", self.base + pos, "bit 31 set")
         return n, w
-
-    def feed(self, chunk: bytes):
-        self.buf += chunk
-        out = []
-        self._pos = 0
-        try:
-            self._scan(out)
-        except CodecError as e:
-            e.frames = out
-            raise
-        finally:
-            del self.buf[:self._pos]
-            self.base += self._pos
-        return out
 
     def _scan(self, out):
         pos = 0
