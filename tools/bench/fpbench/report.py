@@ -42,6 +42,7 @@ def markdown(doc: dict, charts: List[str]) -> str:
          "", f"> {m.get('note')} Each figure is the median of {doc['settings']['runs']} runs of "
              f"{doc['settings']['duration_s']} s, ± the spread (max−min)/median. msg/s counts *verified* replies "
              "(receive mode: frames sent and counted by the server).", ""]
+    L += summary(doc)
     v = doc["validation"]
     L += ["## Harness validation", "",
           "Every load client was run against frameproof's checking server (`frameproof net --client` checks: "
@@ -108,6 +109,8 @@ def markdown(doc: dict, charts: List[str]) -> str:
         for r in (al.get("rust") or {}).get("results", []):
             L.append(f"| rust (counting allocator) | {r['protocol']} {r['mode']} {r['payload']} B, W={r['window']} | {r['allocs_per_op']:.3f} | {r['bytes_per_op']:.1f} |")
         for r in (al.get("csharp") or {}).get("results", []):
+            if r["payload"] > 32 and not any(w in r["name"] for w in ("echo", "match", "completion", "Completion")):
+                continue  # the full list is in the JSON
             L.append(f"| csharp (fp-bench, GC.GetAllocatedBytesForCurrentThread) | {r['name']} {r['payload']} B | – | {r['allocated_bytes_per_op']:.1f} |")
         for k, d in al.items():
             if isinstance(d, dict) and d.get("error"):
@@ -120,6 +123,76 @@ def markdown(doc: dict, charts: List[str]) -> str:
     if charts:
         L += ["## Charts", ""] + [f"![{Path(c).stem}]({Path(c).name})" for c in charts] + [""]
     return "\n".join(L)
+
+
+SEED_PEAKS = [
+    # seed 000 / research newlife.md 5.4: NewLife X on an i9-10900K (20 threads), Windows, loopback
+    ("standard", "per-packet", 260213, "C=256"),
+    ("standard", "pipelined", 420008, "C=1024, window 255"),
+    ("length-field", "per-packet", 273298, "C=256"),
+    ("length-field", "pipelined", 455373, "C=256, window 256"),
+]
+
+
+def summary(doc: dict) -> List[str]:
+    rows = [r for r in doc["results"] if r["client"] == doc["settings"]["primary_client"] and r.get("ok")]
+    L = ["## Summary", ""]
+    # fraction of the ceiling per server, echo scenarios
+    L += ["| server | protocol | echo scenarios | fraction of raw: median (min–max) |", "|---|---|---:|---|"]
+    for srv in [s["name"] for s in doc["servers"] if s["name"] != "raw"]:
+        for p in ("standard", "length-field"):
+            rs = [r["ratio_to_raw"] for r in rows if r["server"] == srv and r["scenario"]["protocol"] == p
+                  and r["scenario"]["mode"] != "receive" and r.get("ratio_to_raw")]
+            if rs:
+                rs.sort()
+                med = rs[len(rs) // 2] if len(rs) % 2 else (rs[len(rs) // 2 - 1] + rs[len(rs) // 2]) / 2
+                L.append(f"| {srv} | {p} | {len(rs)} | {med:.2f} ({rs[0]:.2f}–{rs[-1]:.2f}) |")
+    L += ["", "Peak verified msg/s at 32 B (any concurrency) beside the seeds' NewLife peaks (i9-10900K, 20 threads, "
+          "Windows, loopback; this machine: see above):", "",
+          "| protocol | mode | NewLife (seed) | " + " | ".join(s["name"] for s in doc["servers"]) + " |",
+          "|---|---|---:|" + "---:|" * len(doc["servers"])]
+    for p, m, seed, at in SEED_PEAKS:
+        cells = []
+        for s in doc["servers"]:
+            rs = [r for r in rows if r["server"] == s["name"] and r["scenario"]["protocol"] == p
+                  and r["scenario"]["mode"] == m and r["scenario"]["payload"] == 32 and r["msgs_per_s"].get("median")]
+            if not rs:
+                cells.append("–")
+                continue
+            b = max(rs, key=lambda r: r["msgs_per_s"]["median"])
+            cells.append(f"{b['msgs_per_s']['median'] / 1000:,.0f}k (C={b['scenario']['connections']})")
+        L.append(f"| {p} | {m} | {seed / 1000:,.0f}k ({at}) | " + " | ".join(cells) + " |")
+    L += ["", "Not like for like: NewLife's batched echo completes a Task per message and awaits the oldest slot "
+          "(research/newlife.md §5.2–5.3), its clients use Nagle; fp-load writes a window in one batch and verifies every "
+          "payload. The seeds' machine has 10 cores for client and server, this one 2 shared cores."]
+    pr = (doc.get("packets_per_recv") or {}).get("rows") or []
+    blast = [r for r in pr if r["scenario"].startswith("receive") and r.get("ok")]
+    if blast:
+        best = max(blast, key=lambda r: r["frames_per_s"] or 0)
+        many = [r for r in blast if (r["frames_per_recv"] or 0) >= 12]
+        L += ["", f"Seeds' claim (~12 packets per recv() give millions of packets/s), one write per 32 B frame as in the seeds: "
+              f"{len(many)} of {len(blast)} receive rows reach ≥ 12 frames per recv(); the highest rate is "
+              f"{best['frames_per_s']:,.0f} frames/s ({best['link']}, {best['server']}, {best['frames_per_recv']} frames/recv). "
+              + ("The claim holds in: " + ", ".join(f"{r['link']}/{r['server']}" for r in blast if r["claim_holds"]) + "."
+                 if any(r["claim_holds"] for r in blast) else
+                 "No row reaches both: here the sending side (one write() syscall per frame, client and server on the "
+                 "same 2 shared cores) caps the rate below 1 M frames/s before the server's recv() path does, so this "
+                 "machine can neither confirm nor refute the claim; frames/recv itself does rise above 12 where the "
+                 "link or the receiver lags (see the table).")]
+    L.append("")
+    return L
+
+
+def render(path: str) -> List[str]:
+    """Rewrites the Markdown and charts of an existing results JSON."""
+    import json
+    doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    stem = Path(path).with_suffix("")
+    pngs = charts(doc, stem)
+    doc["outputs"] = {"json": str(Path(path)), "markdown": f"{stem}.md", "charts": pngs}
+    Path(f"{stem}.md").write_text(markdown(doc, pngs), encoding="utf-8")
+    Path(path).write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return check_schema(doc)
 
 
 def ensure_matplotlib():

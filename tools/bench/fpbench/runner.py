@@ -34,10 +34,15 @@ def add_arguments(b):
     b.add_argument("--validate-only", action="store_true", help="only run the harness validation; exit 1 if it fails")
     b.add_argument("--no-netns", action="store_true", help="skip the packets-per-recv / namespace section")
     b.add_argument("--no-alloc", action="store_true", help="skip the allocation figures")
+    b.add_argument("--render", metavar="JSON", help="only rewrite the Markdown and charts of an existing results file")
 
 
 def main(args) -> int:
     t_start = time.monotonic()
+    if args.render:
+        problems = report.render(args.render)
+        log(f"bench: rendered {args.render}" + (f"; schema problems: {problems}" if problems else ""))
+        return 1 if problems else 0
     extra = {}
     for c in args.client:
         if "=" not in c:
@@ -71,8 +76,8 @@ def main(args) -> int:
         return 0
 
     smoke, quick = args.smoke, args.quick or args.smoke
-    runs = args.runs or (2 if smoke else 3)
-    duration = args.duration or (0.1 if smoke else 0.25 if quick else 0.5)
+    runs = args.runs or (2 if smoke else 3 if quick else 5)
+    duration = args.duration or (0.1 if smoke else 0.2 if quick else 0.4)
     conc = [int(x) for x in args.concurrency.split(",")] if args.concurrency else ([4] if smoke else QUICK_CONC if quick else FULL_CONC)
     payloads = [32, 1024] if smoke else [32, 1024, core.KIB64]
     scenarios, cross = [], []
@@ -85,12 +90,12 @@ def main(args) -> int:
         for size in payloads[1:]:
             scenarios.append(Scenario(p, "per-packet", size, pc, 1, "payload"))
             scenarios.append(Scenario(p, "pipelined", size, pc, w if size <= 1024 else 16, "payload"))
-        rc = [c for c in conc if c <= 256][:3] if not smoke else [4]
+        rc = [c for c in conc if c <= 256][:3] if not quick else [16] if 16 in conc else conc[:1]
         for c in rc:
             scenarios.append(Scenario(p, "receive", 32, c, 256, "receive-batched"))
             if any(x.name == "rust-blast" for x in clients):
                 scenarios.append(Scenario(p, "receive", 32, c, 1, "receive-blast"))
-        if not smoke:
+        if not quick:
             cross.append(Scenario(p, "pipelined", 32, 16, w, "cross-client"))
             cross.append(Scenario(p, "per-packet", 32, 16, 1, "cross-client"))
     refs = [c for c in clients if c.kind in ("reference", "extra") and "pipelined" in c.modes]
