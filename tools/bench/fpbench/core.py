@@ -306,73 +306,98 @@ class ServerPool:
         self.stop()
 
 
+def _cfg_key(s: Scenario):
+    return (s.protocol, s.payload > 65535 and s.protocol == "length-field", s.mode == "receive")
+
+
 def run_matrix(scenarios: List[Scenario], servers: List[Program], clients: List[Program], runs: int,
                duration: float, pool: ServerPool, cross: List[Scenario]) -> List[dict]:
-    """Primary client: the first reference client against every server for every scenario;
-    the other clients: the `cross` scenarios only."""
-    rows = []
+    """Primary client (clients[0]) against every server for every scenario; the other reference
+    clients: the `cross` scenarios only. Runs are interleaved: all servers of one configuration
+    (protocol, length-field size, sink) run side by side, and run i of a scenario visits every
+    server (in an order rotated by i) before run i+1 starts, so background load on the shared
+    machine falls on all servers alike and the ratios to the raw ceiling compare like with like."""
     primary = clients[0]
-    plan = []
+    blast = next((c for c in clients if c.name == "rust-blast"), None)
+    plan = {}  # cfg -> {scenario key -> (scenario, [(server, client)])}
     for s in scenarios:
+        cl = blast if s.group.startswith("receive-blast") else primary
+        if cl is None:
+            continue
         for srv in servers:
-            if s.protocol not in srv.protocols:
-                continue
-            cl = primary if s.mode != "receive" or not s.group.startswith("receive-blast") else \
-                next(c for c in clients if c.name == "rust-blast")
-            plan.append((s, srv, cl))
+            if s.protocol in srv.protocols:
+                plan.setdefault(_cfg_key(s), {}).setdefault((s.key, s.group), (s, []))[1].append((srv, cl))
     for s in cross:
         for srv in servers:
             if s.protocol not in srv.protocols:
                 continue
             for c in clients:
-                if c is primary or c.kind != "reference" or s.mode not in c.modes:
+                if c is not primary and c.kind == "reference" and s.mode in c.modes:
+                    plan.setdefault(_cfg_key(s), {}).setdefault((s.key, s.group), (s, []))[1].append((srv, c))
+    total = sum(len(v[1]) for cfg in plan.values() for v in cfg.values())
+    rows = []
+    i = 0
+    for cfg, scen in plan.items():
+        up = {}
+        for s, pairs in scen.values():
+            for srv, _ in pairs:
+                if srv.name in up:
                     continue
-                plan.append((s, srv, c))
-    # Group by server so each server process is started once per configuration.
-    plan.sort(key=lambda x: (x[1].name, x[0].protocol, x[0].mode == "receive", x[0].payload > 65535))
-    last_key = None
-    total = len(plan)
-    for i, (s, srv, c) in enumerate(plan, 1):
-        sink = s.mode == "receive"
-        key = (srv.name, s.protocol, s.payload > 65535 and s.protocol == "length-field", sink)
-        if last_key and key != last_key and last_key in pool.running:
-            pool.stop(last_key)
-        last_key = key
-        try:
-            e = pool.get(srv, s)
-        except RuntimeError as ex:
-            rows.append({"scenario": s.__dict__, "key": s.key, "server": srv.name, "client": c.name, "ok": False,
-                         "error": str(ex)[:300], "runs": []})
-            continue
-        addr = e["server"].addr
-        rr = []
-        for _ in range(runs):
-            if not e["server"].alive():
-                rr.append({"ok": False, "output": "server exited"})
-                break
-            r = run_client_once(c, s, addr, duration)
-            e["sent"] += r.get("requests_sent") or 0
-            rr.append(r)
-        vals = [r["msgs_per_s"] for r in rr if r.get("ok") and r.get("msgs_per_s")]
-        st = _median_spread(vals)
-        mb = _median_spread([r["mb_per_s"] for r in rr if r.get("ok") and r.get("mb_per_s") is not None])
-        p50 = _median_spread([r["latency_us"]["p50"] for r in rr if r.get("ok") and r.get("latency_us")])
-        p99 = _median_spread([r["latency_us"]["p99"] for r in rr if r.get("ok") and r.get("latency_us")])
-        ok = all(r.get("ok") for r in rr) and len(rr) == runs
-        row = {"scenario": dict(s.__dict__), "key": s.key, "server": srv.name, "server_kind": srv.kind,
-               "client": c.name, "ok": ok, "msgs_per_s": st, "mb_per_s": mb["median"],
-               "latency_p50_us": p50["median"], "latency_p99_us": p99["median"], "runs": rr}
-        rows.append(row)
-        log(f"  [{i:3}/{total}] {s.key:42} {srv.name:9} <- {c.name:10} "
-            + (f"{st['median']:>12,.0f} msg/s ±{st['spread_pct']}%" if st["median"] else "FAILED")
-            + ("" if ok else "  (some runs failed)"))
+                try:
+                    up[srv.name] = pool.get(srv, s)
+                except RuntimeError as ex:
+                    up[srv.name] = ex
+        for s, pairs in scen.values():
+            res = {(srv.name, c.name): [] for srv, c in pairs}
+            for k in range(runs):
+                order = pairs[k % len(pairs):] + pairs[:k % len(pairs)]
+                for srv, c in order:
+                    e = up[srv.name]
+                    if isinstance(e, Exception):
+                        continue
+                    if not e["server"].alive():
+                        res[(srv.name, c.name)].append({"ok": False, "output": "server exited"})
+                        continue
+                    r = run_client_once(c, s, e["server"].addr, duration)
+                    e["sent"] += r.get("requests_sent") or 0
+                    res[(srv.name, c.name)].append(r)
+            for srv, c in pairs:
+                i += 1
+                rr = res[(srv.name, c.name)]
+                e = up[srv.name]
+                if isinstance(e, Exception):
+                    rows.append({"scenario": dict(s.__dict__), "key": s.key, "server": srv.name, "server_kind": srv.kind,
+                                 "client": c.name, "ok": False, "error": str(e)[:300], "runs": [],
+                                 "msgs_per_s": _median_spread([]), "ratio_to_raw": None})
+                    log(f"  [{i:3}/{total}] {s.key:42} {srv.name:9} server did not start")
+                    continue
+                good = [r for r in rr if r.get("ok")]
+                st = _median_spread([r["msgs_per_s"] for r in good if r.get("msgs_per_s")])
+                mb = _median_spread([r["mb_per_s"] for r in good if r.get("mb_per_s") is not None])
+                p50 = _median_spread([r["latency_us"]["p50"] for r in good if r.get("latency_us")])
+                p99 = _median_spread([r["latency_us"]["p99"] for r in good if r.get("latency_us")])
+                ok = len(good) == runs
+                rows.append({"scenario": dict(s.__dict__), "key": s.key, "server": srv.name, "server_kind": srv.kind,
+                             "client": c.name, "ok": ok, "msgs_per_s": st, "mb_per_s": mb["median"],
+                             "latency_p50_us": p50["median"], "latency_p99_us": p99["median"], "runs": rr})
+                log(f"  [{i:3}/{total}] {s.key:42} {srv.name:9} <- {c.name:10} "
+                    + (f"{st['median']:>12,.0f} msg/s ±{st['spread_pct']}%" if st["median"] else "FAILED")
+                    + ("" if ok else "  (some runs failed)"))
+        for k in list(pool.running):
+            pool.stop(k)
     pool.stop_all()
-    # ratios to the raw-echo ceiling, same scenario, same client
-    raw = {(r["key"], r["client"]): r["msgs_per_s"]["median"] for r in rows if r["server"] == "raw" and r.get("msgs_per_s")}
+    # Ratios to the raw-echo ceiling, same scenario, same client: the median of the per-run ratios
+    # (run k of a server and run k of raw ran back to back), and the ratio of the medians.
+    raw = {(r["key"], r["scenario"]["group"], r["client"]): r for r in rows if r["server"] == "raw"}
     for r in rows:
-        base = raw.get((r["key"], r["client"]))
+        base = raw.get((r["key"], r["scenario"]["group"], r["client"]))
         med = (r.get("msgs_per_s") or {}).get("median")
-        r["ratio_to_raw"] = round(med / base, 3) if base and med else None
+        bmed = (base or {}).get("msgs_per_s", {}).get("median")
+        r["ratio_of_medians"] = round(med / bmed, 3) if bmed and med else None
+        pairs = [a["msgs_per_s"] / b["msgs_per_s"] for a, b in zip(r.get("runs", []), (base or {}).get("runs", []))
+                 if a.get("ok") and b.get("ok") and a.get("msgs_per_s") and b.get("msgs_per_s")]
+        r["ratio_to_raw"] = round(statistics.median(pairs), 3) if pairs else r["ratio_of_medians"]
+        r["ratio_spread"] = [round(min(pairs), 3), round(max(pairs), 3)] if pairs else None
     return rows
 
 

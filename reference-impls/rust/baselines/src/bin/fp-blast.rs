@@ -6,7 +6,7 @@
 //! ```text
 //! fp-blast --protocol standard|length-field --connect HOST:PORT --connections N
 //!          (--requests N | --duration S) --payload BYTES --mode receive
-//!          [--batch K] [--nodelay] [--lf-size 1|2|4] [--timeout-ms MS] [--json FILE]
+//!          [--batch K | --window K] [--nodelay] [--lf-size 1|2|4] [--timeout-ms MS] [--json FILE]
 //! ```
 //! Bounded: `--requests` stops at N, `--duration` at S seconds, and either stops at
 //! `--timeout-ms` (default 5000) past the duration or 60 s in requests mode. After sending, each
@@ -70,7 +70,9 @@ fn main() {
         die("give exactly one of --requests and --duration");
     }
     let payload: usize = o.num("payload", 32).unwrap_or_else(|e| die(&e));
-    let batch: usize = o.num("batch", 1).unwrap_or_else(|e| die(&e)).max(1);
+    // `--window` (the contract option) sets the batch too, so the runner can drive it like fp-load.
+    let window: usize = o.num("window", 1).unwrap_or_else(|e| die(&e));
+    let batch: usize = o.num("batch", window).unwrap_or_else(|e| die(&e)).max(1);
     let timeout = Duration::from_millis(o.num("timeout-ms", 5000).unwrap_or_else(|e| die(&e)));
     let nodelay = o.has("nodelay");
     let hard = match duration {
