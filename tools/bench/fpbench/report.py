@@ -113,11 +113,28 @@ def markdown(doc: dict, charts: List[str]) -> str:
                 continue  # the full list is in the JSON
             L.append(f"| csharp (fp-bench, GC.GetAllocatedBytesForCurrentThread) | {r['name']} {r['payload']} B | – | {r['allocated_bytes_per_op']:.1f} |")
         for k, d in al.items():
+            if k == "servers_under_load":
+                continue
             if isinstance(d, dict) and d.get("error"):
                 L.append(f"| {k} | not measured: {d['error']} | | |")
         L += ["", "Rust and C# count one in-process request/reply round trip through the library (client encode+match, "
                   "server decode+reply, client decode+verify) or a codec operation; the seeds' figure is BenchmarkDotNet's "
                   "Allocated for a full network echo op, so the comparison is per codec path, not per socket call.", ""]
+        su = al.get("servers_under_load") or {}
+        if su.get("rows"):
+            L += ["Whole server processes under load (native servers only): " + su["method"] + ".", "",
+                  "| server | protocol | mode | frames | allocations/frame | bytes/frame | allocations/connection | bytes/connection |",
+                  "|---|---|---|---:|---:|---:|---:|---:|"]
+            for r in su["rows"]:
+                if "allocs_per_frame" not in r:
+                    L.append(f"| {r['server']} | {r['protocol']} | {r.get('mode', '')} | not measured: {r.get('error', 'failed')} | | | | |")
+                    continue
+                L.append(f"| {r['server']} | {r['protocol']} | {r['mode']} C=16{'' if r['mode'] == 'per-packet' else ', W=' + str(r['window'])} | "
+                         f"{r['frames']:,} | {r['allocs_per_frame']:.5f} | {r['bytes_per_frame']:.2f} | {r['allocs_per_connection']} | "
+                         f"{r['bytes_per_connection']:,} |")
+            L.append("")
+        elif su.get("error"):
+            L += [f"Server processes under load: not measured ({su['error']}).", ""]
     if doc.get("skipped"):
         L += ["## Not run", ""] + [f"- {s}" for s in doc["skipped"]] + [""]
     if charts:

@@ -125,7 +125,7 @@ def main(args) -> int:
     al = {}
     if not args.no_alloc:
         log("== allocations")
-        al = core.allocations(benches, quick)
+        al = core.allocations(benches, quick, servers)
     machine["loadavg_end"] = list(os.getloadavg())
     out_dir = Path(args.out or ROOT / "results")
     out_dir.mkdir(parents=True, exist_ok=True)
