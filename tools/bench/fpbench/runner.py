@@ -133,7 +133,7 @@ def main(args) -> int:
     argv = sys.argv[2:] if len(sys.argv) > 1 and sys.argv[1] == "bench" else sys.argv[1:]
     cmd = "frameproof bench " + " ".join(shlex.quote(a) for a in argv)
     doc = {
-        "schema": core.SCHEMA, "date": date, "command": os.environ.get("FPBENCH_COMMAND", cmd.strip()),
+        "schema": core.SCHEMA, "date": date, "command": os.environ.get("FPBENCH_COMMAND", cmd).strip(),
         "machine": machine,
         "settings": {"quick": quick, "smoke": smoke, "runs": runs, "duration_s": duration, "concurrency": conc,
                      "concurrency_not_run": [c for c in FULL_CONC if c not in conc], "payloads": payloads,
