@@ -22,4 +22,8 @@ def add_parsers(sub):
 
 
 def cmd_bench(args):
-    return _fpbench().main(args)
+    try:
+        return _fpbench().main(args)
+    except KeyboardInterrupt as e:  # SIGINT, or SIGTERM during the namespace section
+        print(f"frameproof bench: interrupted ({e or 'SIGINT'}); servers stopped, namespaces removed", file=sys.stderr)
+        return 130

@@ -59,7 +59,38 @@ def test_short_run_writes_well_formed_results(tmp_path):
     assert all(c["ok"] for c in doc["server_checks"]), doc["server_checks"]
     md = (tmp_path / "b.md").read_text()
     assert "## Harness validation" in md and "fraction of the raw-echo ceiling" in md and "| per-packet 32 B, C=4 |" in md
-    pngs = [Path(p) for p in doc["outputs"]["charts"]]
+    pngs = [tmp_path / p for p in doc["outputs"]["charts"]]
     assert pngs and all(p.exists() and p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
     for p in pngs:
         assert f"]({p.name})" in md
+
+
+def _check_schema():
+    sys.path.insert(0, str(ROOT / "tools" / "bench"))
+    from fpbench.report import check_schema
+    return check_schema
+
+
+def test_committed_results_are_well_formed():
+    check_schema = _check_schema()
+    files = sorted((ROOT / "results").glob("bench-*.json"))
+    assert files, "no committed results set in results/"
+    for f in files:
+        doc = json.loads(f.read_text())
+        assert check_schema(doc) == [], f
+        md = f.with_suffix(".md")
+        assert md.exists(), md
+        for c in doc["outputs"]["charts"]:
+            assert (f.parent / Path(c).name).exists(), c
+
+
+def test_schema_check_rejects_malformed_results():
+    check_schema = _check_schema()
+    doc = json.loads(sorted((ROOT / "results").glob("bench-*.json"))[-1].read_text())
+    doc["results"][0]["msgs_per_s"].pop("median")
+    doc["validation"][0]["mode"] = "bulk"
+    del doc["machine"]["calibration"]
+    bad = check_schema(doc)
+    assert any("msgs_per_s.median: missing" in b for b in bad)
+    assert any("validation[0].mode" in b for b in bad)
+    assert any("machine.calibration: missing" in b for b in bad)

@@ -216,7 +216,7 @@ def render(path: str) -> List[str]:
     doc = json.loads(Path(path).read_text(encoding="utf-8"))
     stem = Path(path).with_suffix("")
     pngs = charts(doc, stem)
-    doc["outputs"] = {"json": str(Path(path)), "markdown": f"{stem}.md", "charts": pngs}
+    doc["outputs"] = {"json": Path(path).name, "markdown": f"{stem.name}.md", "charts": [Path(p).name for p in pngs]}
     Path(f"{stem}.md").write_text(markdown(doc, pngs), encoding="utf-8")
     Path(path).write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return check_schema(doc)
@@ -315,42 +315,38 @@ def charts(doc: dict, stem: Path) -> List[str]:
     return out
 
 
-REQUIRED = {
-    "schema": str, "date": str, "command": str, "machine": dict, "settings": dict, "validation": list,
-    "servers": list, "clients": list, "results": list, "server_checks": list, "allocations": dict,
-    "packets_per_recv": (dict, type(None)), "outputs": dict, "skipped": list,
-}
-ROW = {"scenario": dict, "key": str, "server": str, "client": str, "ok": bool, "msgs_per_s": dict, "runs": list,
-       "ratio_to_raw": (float, int, type(None))}
+SCHEMA_FILE = Path(__file__).resolve().parents[1] / "results.schema.json"
+_TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None),
+          "integer": int, "number": (int, float)}
+
+
+def _validate(v, sch, path, bad):
+    """The subset of JSON Schema that results.schema.json uses: type, enum, required,
+    properties, items (jsonschema is not a dependency of the suite)."""
+    t = sch.get("type")
+    if t:
+        ts = t if isinstance(t, list) else [t]
+        ok = any(isinstance(v, _TYPES[x]) and not (x in ("integer", "number") and isinstance(v, bool)) for x in ts)
+        if not ok:
+            bad.append(f"{path}: expected {t}, got {type(v).__name__}")
+            return
+    if "enum" in sch and v not in sch["enum"]:
+        bad.append(f"{path}: {v!r} not in {sch['enum']}")
+    if isinstance(v, dict):
+        for k in sch.get("required", []):
+            if k not in v:
+                bad.append(f"{path}.{k}: missing")
+        for k, sub in sch.get("properties", {}).items():
+            if k in v:
+                _validate(v[k], sub, f"{path}.{k}", bad)
+    if isinstance(v, list) and "items" in sch:
+        for i, x in enumerate(v):
+            _validate(x, sch["items"], f"{path}[{i}]", bad)
 
 
 def check_schema(doc: dict) -> List[str]:
-    """Problems with a results document (empty list = well-formed)."""
-    bad = []
-    for k, t in REQUIRED.items():
-        if k not in doc:
-            bad.append(f"missing {k}")
-        elif not isinstance(doc[k], t):
-            bad.append(f"{k}: {type(doc[k]).__name__}")
-    if bad:
-        return bad
-    if doc["schema"] != "frameproof-bench/1":
-        bad.append(f"schema {doc['schema']!r}")
-    for k in ("calibration", "loadavg_start", "loadavg_end", "cpus"):
-        if k not in doc["machine"]:
-            bad.append(f"machine.{k} missing")
-    for i, r in enumerate(doc["results"]):
-        for k, t in ROW.items():
-            if k not in r or not isinstance(r[k], t):
-                bad.append(f"results[{i}].{k}")
-        for k in ("median", "min", "max", "spread_pct", "n"):
-            if k not in r.get("msgs_per_s", {}):
-                bad.append(f"results[{i}].msgs_per_s.{k}")
-        for k in ("protocol", "mode", "payload", "connections", "window"):
-            if k not in r.get("scenario", {}):
-                bad.append(f"results[{i}].scenario.{k}")
-    for v in doc["validation"]:
-        for k in ("client", "protocol", "mode", "ok", "checks"):
-            if k not in v:
-                bad.append(f"validation.{k}")
+    """Problems with a results document against tools/bench/results.schema.json (empty = well-formed)."""
+    import json
+    bad: List[str] = []
+    _validate(doc, json.loads(SCHEMA_FILE.read_text(encoding="utf-8")), "$", bad)
     return bad

@@ -146,7 +146,8 @@ def main(args) -> int:
         "outputs": {}, "skipped": skipped,
     }
     pngs = report.charts(doc, stem)
-    doc["outputs"] = {"json": f"{stem}.json", "markdown": f"{stem}.md", "charts": pngs}
+    # file names, relative to the results file (the directory is where the JSON is)
+    doc["outputs"] = {"json": f"{stem.name}.json", "markdown": f"{stem.name}.md", "charts": [Path(p).name for p in pngs]}
     doc["settings"]["elapsed_s"] = round(time.monotonic() - t_start, 1)
     Path(f"{stem}.md").write_text(report.markdown(doc, pngs), encoding="utf-8")
     Path(f"{stem}.json").write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
