@@ -271,18 +271,39 @@ def charts(doc: dict, stem: Path) -> List[str]:
     fig.savefig(f, dpi=90)
     plt.close(fig)
     out.append(f)
-    # 2. fraction of raw ceiling
-    rr = [r for r in rows if r["server"] not in ("raw",) and r.get("ratio_to_raw")]
+    # 2. fraction of the raw ceiling: one heatmap per protocol, servers x scenarios
+    rr = [r for r in rows if r["server"] != "raw" and r.get("ratio_to_raw")]
     if rr:
-        fig, ax = plt.subplots(figsize=(max(8, len(rr) * 0.28), 5))
-        labels = [f"{r['server']} {r['scenario']['protocol'][:3]} {r['scenario']['mode'][:4]} {r['scenario']['payload']}B c{r['scenario']['connections']}" for r in rr]
-        colors = {"rust": "tab:orange", "csharp": "tab:purple", "cpp": "tab:green", "tokio-lf": "tab:gray"}
-        ax.bar(range(len(rr)), [r["ratio_to_raw"] for r in rr], color=[colors.get(r["server"], "tab:blue") for r in rr])
-        ax.axhline(1.0, color="k", lw=0.8)
-        ax.set_xticks(range(len(rr)))
-        ax.set_xticklabels(labels, rotation=90, fontsize=6)
-        ax.set_ylabel("fraction of raw-echo msg/s")
-        ax.set_title("Each server as a fraction of the raw TCP echo ceiling (same scenario, same client)")
+        import numpy as np
+        protos = [p for p in ("standard", "length-field") if any(r["scenario"]["protocol"] == p for r in rr)]
+        fig, axes = plt.subplots(len(protos), 1, figsize=(16, 2.2 + 1.6 * len(protos)), squeeze=False)
+        for ax, p in zip(axes[:, 0], protos):
+            pr_ = [r for r in rr if r["scenario"]["protocol"] == p]
+            cols = []
+            for r in pr_:
+                sc = r["scenario"]
+                lab = f"{ {'per-packet': 'per-pkt', 'pipelined': 'pipe', 'receive': 'recv'}[sc['mode']]} {sc['payload'] if sc['payload'] < 1024 else str(sc['payload'] // 1024) + 'K'} c{sc['connections']}" \
+                    + (" w1" if sc["mode"] == "receive" and sc["window"] == 1 else "")
+                if lab not in cols:
+                    cols.append(lab)
+            srvs = sorted({r["server"] for r in pr_})
+            m = np.full((len(srvs), len(cols)), np.nan)
+            for r in pr_:
+                sc = r["scenario"]
+                lab = f"{ {'per-packet': 'per-pkt', 'pipelined': 'pipe', 'receive': 'recv'}[sc['mode']]} {sc['payload'] if sc['payload'] < 1024 else str(sc['payload'] // 1024) + 'K'} c{sc['connections']}" \
+                    + (" w1" if sc["mode"] == "receive" and sc["window"] == 1 else "")
+                m[srvs.index(r["server"]), cols.index(lab)] = r["ratio_to_raw"]
+            im = ax.imshow(m, cmap="RdYlGn", vmin=0.3, vmax=1.1, aspect="auto")
+            for i in range(len(srvs)):
+                for j in range(len(cols)):
+                    if not np.isnan(m[i, j]):
+                        ax.text(j, i, f"{m[i, j]:.2f}", ha="center", va="center", fontsize=6)
+            ax.set_yticks(range(len(srvs)))
+            ax.set_yticklabels(srvs)
+            ax.set_xticks(range(len(cols)))
+            ax.set_xticklabels(cols, rotation=60, ha="right", fontsize=7)
+            ax.set_title(f"{p}: msg/s as a fraction of the raw echo (same scenario, same client; median of paired runs)", fontsize=9)
+            fig.colorbar(im, ax=ax, fraction=0.02)
         fig.tight_layout()
         f = f"{stem}-ratio.png"
         fig.savefig(f, dpi=90)
@@ -292,7 +313,10 @@ def charts(doc: dict, stem: Path) -> List[str]:
     pr = (doc.get("packets_per_recv") or {}).get("rows") or []
     if pr:
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(13, 5))
-        labels = [f"{r['link']} | {r['scenario'][:18]} | {r['server']}" for r in pr]
+        short = {"one write per frame": "1 write/frame", "12 frames per write": "12 frames/write",
+                 "pipelined echo": "pipelined W255", "per-packet echo": "per-packet"}
+        labels = [f"{r['link'].replace('veth + ', '')} | {next((v for k, v in short.items() if k in r['scenario']), r['scenario'][:14])} | {r['server']}"
+                  for r in pr]
         a1.barh(range(len(pr)), [r["frames_per_recv"] or 0 for r in pr], color="tab:blue")
         a1.axvline(12, color="r", lw=1, ls="--", label="seed claim: 12")
         a1.set_yticks(range(len(pr)))
