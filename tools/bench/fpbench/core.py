@@ -55,10 +55,13 @@ class Program:
         return " ".join(shlex.quote(a) for a in self.argv + extra)
 
     def available(self) -> bool:
-        exe = self.argv[1] if self.argv[0] in ("mono", sys.executable) and len(self.argv) > 1 else self.argv[0]
-        if exe == "-m":
-            return True
-        return Path(exe).exists() or bool(shutil_which(exe))
+        """The program (and, for `mono X.exe` / `dotnet X.dll` / `python -m`, its runner) exists."""
+        a0 = self.argv[0]
+        if len(self.argv) > 1 and self.argv[1] == "-m":
+            return bool(shutil_which(a0)) or Path(a0).exists()
+        if Path(a0).name in ("mono", "dotnet", "java") and len(self.argv) > 1:
+            return bool(shutil_which(a0)) and Path(self.argv[1]).exists()
+        return Path(a0).exists() or bool(shutil_which(a0))
 
 
 def shutil_which(x):

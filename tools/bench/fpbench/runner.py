@@ -57,6 +57,13 @@ def main(args) -> int:
     if args.clients:
         want = args.clients.split(",")
         clients = sorted([c for c in clients if c.name in want], key=lambda c: want.index(c.name))
+    skipped = []
+    if not args.validate_only and not (args.servers or args.clients):
+        # An implementation that is not built here (e.g. no Mono) is left out and listed, not fatal.
+        for p in [p for p in servers + clients if p.kind == "reference" and not p.available()]:
+            skipped.append(f"{p.name}: {' '.join(p.argv)} not built")
+        servers = [p for p in servers if p.kind != "reference" or p.available()]
+        clients = [p for p in clients if p.kind != "reference" or p.available()]
     missing = [p.name for p in (clients if args.validate_only else servers + clients) if not p.available()]
     if missing:
         print(f"bench: not built: {', '.join(missing)} (run tools/bench/run.sh, which builds them)", file=sys.stderr)
@@ -113,7 +120,6 @@ def main(args) -> int:
         rows = core.run_matrix(scenarios, servers, ordered, runs, duration, pool, cross)
     finally:
         pool.stop_all()
-    skipped = []
     if not any(s.name == "cpp" for s in servers):
         skipped.append("cpp: the C++ reference implementation has not landed (no reference-impls/cpp/impl.json)")
     pr = None
