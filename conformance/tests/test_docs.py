@@ -1,0 +1,155 @@
+"""The spec docs site (tools/docs, mkdocs.yml): it builds in strict mode from the repository,
+a broken anchor fails the build, every requirement is an anchor with its tests listed, and the
+built site renders in headless Chromium (screenshots under reports/docs/)."""
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from frameproof import catalog, spec, vectors as V
+from frameproof.paths import PROTOCOLS
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools" / "docs"))
+import browser  # noqa: E402  (tools/docs/browser.py)
+
+SHOTS = ROOT / "reports" / "docs"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """Runs tools/docs/build.sh into a temporary directory; returns (docs sources, site)."""
+    tmp = tmp_path_factory.mktemp("docs")
+    docs, out = tmp / "src", tmp / "site"
+    p = subprocess.run(["bash", "tools/docs/build.sh", "--docs-dir", str(docs), "--site-dir", str(out)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    return docs, out
+
+
+def test_site_has_every_spec_requirement_schema_and_vector(site):
+    _docs, out = site
+    rmap = catalog.requirement_map()
+    for rid, req in spec.requirements().items():
+        page = (out / req.protocol / "index.html").read_text(encoding="utf-8")
+        assert f'id="{rid}"' in page, f"no anchor for {rid} on {req.protocol}/"
+    for proto in ("standard", "length-field", "harness"):
+        page = (out / proto / "index.html").read_text(encoding="utf-8")
+        tested = [r for r, q in spec.requirements().items() if q.protocol == proto and rmap.get(r)]
+        assert page.count("Checked by ") == len(tested), proto
+    # the tests listed come from the suite's own map: one sample per requirement
+    std = (out / "standard" / "index.html").read_text(encoding="utf-8")
+    for rid in ("STD-LIM-1", "STD-MATCH-1"):
+        some = rmap[rid][0]["name"].rsplit("/", 1)[0] if rmap[rid][0].get("vector") else rmap[rid][0]["name"]
+        assert some in std, some
+    assert (out / "testee" / "index.html").exists() and (out / "implementers" / "index.html").exists()
+    for ksy in (ROOT / "schemas").glob("*.ksy"):
+        page = (out / "schemas" / ksy.stem / "index.html").read_text(encoding="utf-8")
+        svg = re.search(r'src="([^"]+\.svg)"', page)
+        assert svg, f"no diagram on schemas/{ksy.stem}/"
+        assert (out / "schemas" / ksy.stem / svg.group(1)).resolve().read_text().lstrip().startswith(("<?xml", "<svg"))
+        assert "Fields" in page and "Source" in page
+    for proto in PROTOCOLS:
+        page = (out / "vectors" / proto / "index.html").read_text(encoding="utf-8")
+        for v in V.load(proto):
+            assert f'id="{v.id}"' in page, f"vector {proto}/{v.id} missing"
+        assert page.count('class="fp-hex"') >= len(V.load(proto)) // 2
+    for p in ("results/matrix", "results/benchmarks", "requirements", "search"):
+        assert (out / p).is_dir(), p
+    assert "STD-LIM-1" in (out / "search" / "search_index.json").read_text(encoding="utf-8")
+
+
+def test_strict_build_fails_on_a_missing_anchor(site, tmp_path):
+    docs, _out = site
+    broken = tmp_path / "src"
+    shutil.copytree(docs, broken)
+    with open(broken / "index.md", "a", encoding="utf-8") as f:
+        f.write("\n[a requirement that does not exist](standard.md#STD-NOPE-1)\n")
+    cfg = tmp_path / "mkdocs.yml"
+    cfg.write_text(f"INHERIT: {ROOT / 'mkdocs.yml'}\ndocs_dir: {broken}\n")
+    p = subprocess.run([str(ROOT / ".venv" / "bin" / "mkdocs"), "build", "--strict", "-f", str(cfg),
+                        "-d", str(tmp_path / "site")], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                       env={"NO_MKDOCS_2_WARNING": "1", "PATH": "/usr/bin:/bin"})
+    assert p.returncode != 0, "a link to a missing anchor must fail the strict build"
+    assert "STD-NOPE-1" in p.stdout + p.stderr
+
+
+def _ensure_chromium():
+    if browser.find_chromium():
+        return
+    subprocess.run("apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium",
+                   shell=True, capture_output=True, timeout=900)
+    if not browser.find_chromium():
+        pytest.skip("chromium is not installed and `apt-get install chromium` failed")
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_site_renders_in_headless_chromium(site):
+    _docs, out = site
+    _ensure_chromium()
+    port = _free_port()
+    srv = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
+                            "--directory", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}/"
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    try:
+        for _ in range(50):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        with browser.Browser() as b:
+            # landing page: title, navigation, the search box of the theme
+            b.goto(base)
+            assert b.eval("document.querySelector('h1').textContent").strip().startswith("frameproof")
+            assert b.eval("document.querySelectorAll('nav.md-nav a').length") > 10
+            assert b.eval("!!document.querySelector('input.md-search__input')")
+            b.screenshot(SHOTS / "index.png")
+
+            # a requirement anchor resolves: the element exists and is scrolled to the top
+            b.goto(base + "standard/#STD-LIM-1")
+            top = b.eval("document.getElementById('STD-LIM-1').getBoundingClientRect().top")
+            assert b.eval("window.scrollY") > 500 and 0 <= top < 200, top
+            assert b.eval("document.getElementById('STD-LIM-1').nextElementSibling.textContent").startswith("STD-LIM-1")
+            shot = b.screenshot(SHOTS / "standard-STD-LIM-1.png")
+            assert Path(shot).stat().st_size > 20000  # a blank 1200x800 page is ~5 kB
+
+            # search: type a query into the theme's search box, results appear
+            b.goto(base)
+            b.eval("""(() => { const i = document.querySelector('input.md-search__input');
+                       i.focus(); i.value = 'sticky packet';
+                       i.dispatchEvent(new Event('input', {bubbles: true}));
+                       i.dispatchEvent(new KeyboardEvent('keyup', {bubbles: true})); })()""")
+            n = 0
+            for _ in range(30):
+                time.sleep(0.2)
+                n = b.eval("document.querySelectorAll('.md-search-result__item').length")
+                if n:
+                    break
+            assert n > 0, "search gave no results for 'sticky packet'"
+            b.screenshot(SHOTS / "search.png")
+
+            # annotated vectors, schema diagram, results pages
+            b.goto(base + "vectors/standard/#y_sticky_two_frames")
+            assert b.eval("document.querySelectorAll('.fp-hex span[title]').length") > 100
+            b.screenshot(SHOTS / "vectors-standard.png")
+            b.goto(base + "schemas/standard/")
+            assert b.eval("[...document.images].filter(i => i.src.endsWith('.svg') && i.naturalWidth > 100).length") >= 1
+            for page, text in (("results/matrix/", "Conformance results"), ("results/benchmarks/", "Benchmark results"),
+                               ("implementers/", "testee")):
+                b.goto(base + page)
+                assert text in b.eval("document.querySelector('article').textContent"), page
+    finally:
+        srv.terminate()
+        srv.wait(timeout=10)

@@ -1,0 +1,799 @@
+#!/usr/bin/env python3
+"""Generates the Markdown sources of the spec docs site (MkDocs, see mkdocs.yml) from
+the repository: nothing on the site is typed twice.
+
+  spec/*.md            -> <out>/<name>.md, each requirement followed by the tests that check
+                          it (frameproof.catalog.requirement_map(), the suite's own map)
+  schemas/*.ksy        -> <out>/schemas/<name>.md: field tables from the .ksy, the Kaitai
+                          compiler's graphviz diagram rendered to SVG by `dot`, the source
+  schemas/testee.proto -> <out>/schemas/testee.md
+  conformance/vectors  -> <out>/vectors/<protocol>.md: every vector, hex dumps annotated by
+                          field (frames and errors from frameproof.oracle, field positions from
+                          the same .ksy compiled with Kaitai's --debug position tracking)
+  reports/matrix.json  -> <out>/results/matrix.md (implementation x requirement)
+  results/bench-*.*    -> <out>/results/benchmarks.md (+ PNG charts)
+  tools/docs/pages/*   -> hand-written pages (landing page template, implementers' guide)
+
+Usage: gen_docs.py --out build/docs [--kaitai-lib tools/kaitai/lib] [--matrix FILE] [--results DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import html
+import importlib.util
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import OrderedDict
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "conformance"))
+
+from frameproof import catalog, oracle, spec as fspec, vectors as V  # noqa: E402
+from frameproof.paths import PROTOCOLS  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+ID_RE = re.compile(r"\b(?:STD|LF|HAR)-[A-Z]+-\d+\b")
+SUITES = {"run": "codec", "net": "network (server)", "client": "load client"}
+VERDICTS = {"y": "accept (y_)", "n": "reject (n_)", "i": "implementation-defined (i_)"}
+
+# ---------------------------------------------------------------- helpers
+
+
+def esc_cell(s: str) -> str:
+    """Text safe inside a Markdown table cell."""
+    return str(s).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def link_ids(text: str, prefix: str) -> str:
+    """Links every known requirement ID in `text` to its anchor on the spec pages."""
+    reqs = fspec.requirements()
+
+    def sub(m):
+        rid = m.group(0)
+        r = reqs.get(rid)
+        return f"[{rid}]({prefix}{r.protocol}.md#{rid})" if r else rid
+    return ID_RE.sub(sub, text)
+
+
+def req_link(rid: str, prefix: str) -> str:
+    r = fspec.requirements().get(rid)
+    return f"[{rid}]({prefix}{r.protocol}.md#{rid})" if r else f"`{rid}`"
+
+
+def write(path: Path, text: str):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+# ---------------------------------------------------------------- spec pages
+
+
+def grouped_tests(tests):
+    """Tests of one requirement, the variants of one vector folded into one row."""
+    groups = OrderedDict()
+    for t in tests:
+        if t.get("vector"):
+            key = ("v", t["vector"])
+            g = groups.setdefault(key, {"name": t["name"].rsplit("/", 1)[0] + "/…", "vector": t["vector"],
+                                        "suite": t["suite"], "description": t["description"], "variants": []})
+            g["variants"].append(t["name"].rsplit("/", 1)[1])
+        else:
+            groups[("t", t["name"])] = {"name": t["name"], "vector": None, "suite": t["suite"],
+                                        "description": t["description"], "variants": []}
+    return list(groups.values())
+
+
+def checked_by_block(rid: str, tests, prefix: str) -> list:
+    if not tests:
+        return ['!!! failure "Not checked by any test"', "",
+                "    The suite has no test for this requirement yet.", ""]
+    groups = grouped_tests(tests)
+    lines = [f'??? success "Checked by {len(tests)} test{"s" if len(tests) != 1 else ""} '
+             f'({len(groups)} case{"s" if len(groups) != 1 else ""})"', "",
+             "    | test | suite | what it checks |", "    |---|---|---|"]
+    for g in groups:
+        name = f"`{g['name']}`"
+        if g["vector"]:
+            proto, vid = g["vector"].split("/", 1)
+            name = f"[`{g['name']}`]({prefix}vectors/{proto}.md#{vid})"
+            name += f" ({', '.join(g['variants'])})"
+        lines.append(f"    | {name} | {SUITES.get(g['suite'], g['suite'])} | {esc_cell(g['description'])} |")
+    lines.append("")
+    return lines
+
+
+def rewrite_spec_links(text: str, src: Path) -> str:
+    """Links out of spec/ point at files the site renders as pages: rewrite them, or
+    turn them into plain code text when the site has no page for them."""
+    def sub(m):
+        label, target = m.group(1), m.group(2)
+        if re.match(r"^[a-z]+:", target) or target.startswith("#"):
+            return m.group(0)
+        path, _, frag = target.partition("#")
+        if path.startswith("../schemas/"):
+            stem = Path(path).name.split(".")[0]
+            return f"[{label}](schemas/{stem}.md{'#' + frag if frag else ''})"
+        if "/" not in path and path.endswith(".md") and (src.parent / path).exists():
+            return m.group(0)
+        return f"{label} (`{path}`)" if label.strip("`") != path.split("/")[-1] else label
+    return re.sub(r"(?<!!)\[([^\]]+)\]\(([^)\s]+)\)", sub, text)
+
+
+def gen_spec_pages(out: Path, rmap) -> list:
+    pages = []
+    req_re = re.compile(r"^\*\*(?P<id>[A-Z]{2,6}(?:-[A-Z0-9]{1,8})+-\d+)\*\* \((?P<level>MUST|SHOULD|MAY)\):")
+    for src in sorted((ROOT / "spec").glob("*.md")):
+        lines = rewrite_spec_links(src.read_text(encoding="utf-8"), src).splitlines()
+        outl = []
+        i = 0
+        in_fence = False
+        while i < len(lines):
+            line = lines[i]
+            if line.startswith("```"):
+                in_fence = not in_fence
+            m = None if in_fence else req_re.match(line)
+            if not m:
+                outl.append(line)
+                i += 1
+                continue
+            # the requirement paragraph runs to the next blank line
+            while i < len(lines) and lines[i].strip():
+                outl.append(lines[i])
+                i += 1
+            outl.append("")
+            outl += checked_by_block(m.group("id"), rmap.get(m.group("id"), []), "")
+        write(out / src.name, "\n".join(outl) + "\n")
+        pages.append(src.stem)
+    return pages
+
+
+def gen_requirements_index(out: Path, rmap):
+    reqs = fspec.requirements()
+    lines = ["# All requirements", "",
+             f"Every requirement of every spec ({len(reqs)} in all), read from `spec/*.md` by "
+             "`frameproof.spec` — the same parser the suite uses. *Tests* counts the conformance "
+             "tests that name the requirement (`frameproof.catalog`); the spec pages list them.", "",
+             "| ID | level | spec | section | tests | requirement |", "|---|---|---|---|---:|---|"]
+    for rid, r in reqs.items():
+        text = r.text if len(r.text) <= 160 else r.text[:157].rsplit(" ", 1)[0] + " …"
+        lines.append(f"| [{rid}]({r.protocol}.md#{rid}) | {r.level} | {r.protocol} | {esc_cell(r.section)} | "
+                     f"{len(rmap.get(rid, []))} | {esc_cell(text)} |")
+    write(out / "requirements.md", "\n".join(lines) + "\n")
+
+
+# ---------------------------------------------------------------- schemas
+
+
+def _fmt_type(f: dict) -> str:
+    t = f.get("type")
+    if isinstance(t, dict):  # switch-on
+        return "switch on `" + str(t.get("switch-on")) + "`"
+    if t:
+        return f"`{t}`"
+    return "bytes" if "size" in f or "size-eos" in f else ""
+
+
+def _field_rows(fields, kind: str) -> list:
+    rows = []
+    for f in fields:
+        size = f.get("size", "eos" if f.get("size-eos") else "")
+        cond = f.get("if", "")
+        valid = f.get("valid", "")
+        if isinstance(valid, dict):
+            valid = ", ".join(f"{k} {v}" for k, v in valid.items())
+        doc = " ".join(str(f.get("doc", "")).split())
+        cells = [f"`{f['id']}`", _fmt_type(f) if kind == "seq" else f"`{' '.join(str(f.get('value', '')).split())}`",
+                 f"`{size}`" if size != "" else "", f"`{cond}`" if cond else "", f"`{valid}`" if valid else "",
+                 link_ids(esc_cell(doc), "../")]
+        rows.append("| " + " | ".join(cells) + " |")
+    return rows
+
+
+def _type_section(title: str, anchor: str, t: dict) -> list:
+    out = [f"### {title} {{#{anchor}}}", ""]
+    if t.get("doc"):
+        out += [link_ids(" ".join(str(t["doc"]).split()), "../"), ""]
+    if t.get("params"):
+        out += ["Parameters:", "", "| param | type | doc |", "|---|---|---|"]
+        for p in t["params"]:
+            out.append(f"| `{p['id']}` | `{p.get('type', '')}` | {link_ids(esc_cell(' '.join(str(p.get('doc', '')).split())), '../')} |")
+        out.append("")
+    if t.get("seq"):
+        out += ["| field | type | size | present if | valid | doc |", "|---|---|---|---|---|---|"]
+        out += _field_rows(t["seq"], "seq")
+        out.append("")
+    if t.get("instances"):
+        out += ["Computed (instances):", "", "| instance | value | | | | doc |", "|---|---|---|---|---|---|"]
+        out += _field_rows([dict(v, id=k) for k, v in t["instances"].items()], "instances")
+        out.append("")
+    return out
+
+
+def kaitai_diagrams(ksys, lib: Path, dest: Path) -> dict:
+    """ksy stem -> SVG file name, via the Kaitai compiler's graphviz target and `dot`."""
+    tmp = Path(tempfile.mkdtemp(prefix="fp-docs-ksy-"))
+    try:
+        subprocess.run(["java", "-cp", f"{lib}/*", "io.kaitai.struct.JavaMain", "-t", "graphviz",
+                        "--outdir", str(tmp)] + [str(k) for k in ksys], check=True, capture_output=True, text=True)
+        out = {}
+        for k in ksys:
+            mid = yaml.safe_load(k.read_text())["meta"]["id"]
+            dot = tmp / f"{mid}.dot"
+            svg = dest / f"{mid}.svg"
+            subprocess.run(["dot", "-Tsvg", str(dot), "-o", str(svg)], check=True, capture_output=True, text=True)
+            out[k.stem] = svg.name
+        return out
+    except subprocess.CalledProcessError as e:
+        raise SystemExit(f"diagram generation failed: {' '.join(e.cmd[:4])} …\n{e.stderr}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def gen_schemas(out: Path, lib: Path) -> list:
+    d = out / "schemas"
+    d.mkdir(parents=True, exist_ok=True)
+    ksys = sorted((ROOT / "schemas").glob("*.ksy"))
+    svgs = kaitai_diagrams(ksys, lib, d)
+    index = ["# Schemas", "",
+             "The wire formats as [Kaitai Struct](https://kaitai.io) schemas. They are the suite's oracle: "
+             "`tools/gen.sh` compiles them to the Python parsers that decide what a conforming decoder "
+             "must deliver. Each page below is generated from the `.ksy`: field tables, the compiler's "
+             "graphviz diagram, and the source.", "", "| schema | title | spec |", "|---|---|---|"]
+    pages = []
+    for k in ksys:
+        doc = yaml.safe_load(k.read_text(encoding="utf-8"))
+        meta = doc.get("meta", {})
+        ref = doc.get("doc-ref", "")
+        spec_stem = Path(ref).stem if ref else ""
+        spec_link = f"[{ref}](../{spec_stem}.md)" if ref and (ROOT / ref).exists() else (f"`{ref}`" if ref else "")
+        index.append(f"| [{k.name}]({k.stem}.md) | {esc_cell(meta.get('title', ''))} | {spec_link} |")
+        lines = [f"# {k.name}", "", f"**{meta.get('title', meta.get('id'))}** · Kaitai id `{meta.get('id')}` · "
+                 f"default endianness `{meta.get('endian', '-')}`" + (f" · spec {spec_link}" if spec_link else ""), ""]
+        if doc.get("doc"):
+            lines += [link_ids(" ".join(str(doc["doc"]).split()), "../"), ""]
+        lines += ["## Fields", ""]
+        lines += _type_section(f"{meta.get('id')} (top level)", meta.get("id"), doc)
+        for tname, t in (doc.get("types") or {}).items():
+            lines += _type_section(f"type `{tname}`", f"type-{tname}", t)
+        lines += ["## Diagram", "",
+                  f"Generated by `kaitai-struct-compiler -t graphviz` and rendered by graphviz `dot`.", "",
+                  f"[![{meta.get('id')} diagram]({svgs[k.stem]})]({svgs[k.stem]}){{ .fp-diagram }}", "",
+                  "## Source", "", f"`schemas/{k.name}`:", "", "```yaml", k.read_text(encoding="utf-8").rstrip(),
+                  "```", ""]
+        write(d / f"{k.stem}.md", "\n".join(lines))
+        pages.append(k.stem)
+    for proto in sorted((ROOT / "schemas").glob("*.proto")):
+        index.append(f"| [{proto.name}]({proto.stem}.md) | testee protocol messages (protobuf) | "
+                     f"[testee.md](../testee.md) |")
+        write(d / f"{proto.stem}.md", "\n".join([
+            f"# {proto.name}", "",
+            "The messages the conformance runner and a testee exchange over the testee's stdin/stdout; "
+            "[the testee protocol](../testee.md) fixes their meaning and the "
+            "[implementers' guide](../implementers.md) walks through them.", "",
+            "```protobuf", proto.read_text(encoding="utf-8").rstrip(), "```", ""]))
+        pages.append(proto.stem)
+    write(d / "index.md", "\n".join(index) + "\n")
+    return pages
+
+
+# ---------------------------------------------------------------- vectors and annotated hex dumps
+
+
+def load_debug_parsers(lib: Path, tmp: Path):
+    """The schemas compiled again with Kaitai's --debug (position tracking, explicit _read)."""
+    ksys = sorted((ROOT / "schemas").glob("*.ksy"))
+    subprocess.run(["java", "-cp", f"{lib}/*", "io.kaitai.struct.JavaMain", "-t", "python", "--debug",
+                    "--outdir", str(tmp)] + [str(k) for k in ksys], check=True, capture_output=True, text=True)
+    mods = {}
+    for k in ksys:
+        mid = yaml.safe_load(k.read_text())["meta"]["id"]
+        spec_ = importlib.util.spec_from_file_location(f"fp_docs_dbg_{mid}", tmp / f"{mid}.py")
+        mod = importlib.util.module_from_spec(spec_)
+        spec_.loader.exec_module(mod)
+        mods[mid] = mod
+    return mods
+
+
+class Annotator:
+    def __init__(self, parsers):
+        import kaitaistruct
+        self.ks = kaitaistruct
+        self.std = parsers["standard_frame"].StandardFrame
+        self.lf = parsers["length_field_frame"].LengthFieldFrame
+
+    def _small_int_struct(self, obj) -> bool:
+        vals = [getattr(obj, n, None) for n in obj.SEQ_FIELDS]
+        return all(v is None or isinstance(v, (int, bool)) for v in vals)
+
+    def _summary(self, obj) -> str:
+        if hasattr(type(obj), "value"):
+            try:
+                return f"{obj.value}"
+            except Exception:  # pragma: no cover - partial struct
+                pass
+        parts = [f"{n}={int(getattr(obj, n))}" for n in obj.SEQ_FIELDS if getattr(obj, n, None) is not None]
+        return ", ".join(parts)
+
+    def _walk(self, obj, prefix=""):
+        out = []
+        for name in obj.SEQ_FIELDS:
+            if name not in obj._debug:
+                continue  # conditional field not present
+            d = obj._debug[name]
+            val = getattr(obj, name, None)
+            if isinstance(val, self.ks.KaitaiStruct) and not self._small_int_struct(val):
+                out += self._walk(val, prefix)
+                if "end" not in d:
+                    break
+                continue
+            if "end" not in d:
+                break
+            if isinstance(val, self.ks.KaitaiStruct):
+                text = self._summary(val)
+            elif isinstance(val, bool):
+                text = str(int(val))
+            elif isinstance(val, int):
+                text = f"{val}" + (f" (0x{val:X})" if val > 9 else "")
+            elif isinstance(val, (bytes, bytearray)):
+                text = f"{len(val)} bytes"
+            else:
+                text = str(val)
+            if d["end"] > d["start"]:
+                out.append([d["start"], d["end"], name, text])
+        return out
+
+    def _parse(self, codec, data, pos):
+        io = self.ks.KaitaiStream(self.ks.BytesIO(data))
+        io.seek(pos)
+        if codec.protocol == "standard":
+            obj = self.std(io)
+        else:
+            obj = self.lf(codec.lf_offset, codec.lf_size, io)
+        err = None
+        try:
+            obj._read()
+        except (EOFError, self.ks.KaitaiStructError, ValueError) as e:
+            err = e
+        return obj, err, io.pos()
+
+    def segments(self, codec, data: bytes):
+        """[start, end, frame index, field, value] covering the stream, from the oracle's
+        decision (frames, error) and the debug parser's field positions."""
+        res = oracle.decode(codec, data)
+        segs = []
+        pos = 0
+        for i, fr in enumerate(res.frames):
+            obj, err, end = self._parse(codec, data, pos)
+            if err or bytes(obj.payload) != fr.payload:
+                raise SystemExit(f"annotation disagrees with the oracle at offset {pos}: {err}")
+            for s, e, name, text in self._walk(obj):
+                segs.append([s, e, i, name, text])
+            pos = end
+        if res.error:
+            if res.error.offset != pos:
+                raise SystemExit(f"oracle error offset {res.error.offset} != annotation position {pos}")
+            if not (codec.protocol == "length-field" and codec.lf_size not in oracle.LF_VALID_SIZES):
+                obj, _err, _end = self._parse(codec, data, pos)
+                for s, e, name, text in self._walk(obj):
+                    if name != "payload" and e <= len(data):
+                        segs.append([s, e, len(res.frames), name, text])
+                        pos = e
+            # the rest of the stream from the end of the last field read (possibly nothing)
+            segs.append([pos, len(data), len(res.frames), "rejected",
+                         f"frame at offset {res.error.offset}: {res.error.requirement}"])
+        elif pos < len(data):  # pragma: no cover
+            raise SystemExit("oracle consumed less than the stream without an error")
+        return res, segs
+
+
+FIELD_CLASSES = {}
+
+
+def field_class(name: str) -> str:
+    if name == "rejected":
+        return "fp-x"
+    if name not in FIELD_CLASSES:
+        FIELD_CLASSES[name] = f"fp-f{len(FIELD_CLASSES) % 8}"
+    return FIELD_CLASSES[name]
+
+
+def hexdump_html(data: bytes, segs, max_rows=40) -> str:
+    owner = {}
+    for k, (s, e, *_rest) in enumerate(segs):
+        for b in range(s, min(e, len(data))):
+            owner[b] = k
+    nrows = (len(data) + 15) // 16
+    boundaries = set()
+    for s, e, *_ in segs:
+        boundaries.add(s // 16)
+        boundaries.add(max(e - 1, s) // 16)
+    keep = []
+    for r in range(nrows):
+        if r < 4 or r in boundaries or r - 1 in boundaries or r == nrows - 1:
+            keep.append(r)
+    out = ['<div class="fp-hex"><pre>']
+    last = -1
+    shown = 0
+    for r in keep:
+        if shown >= max_rows:
+            out.append(f'<span class="fp-gap">… {len(data) - r * 16} more bytes</span>')
+            break
+        if r != last + 1:
+            out.append(f'<span class="fp-gap">⋮ {(r - last - 1) * 16} bytes</span>')
+        cells = []
+        asc = []
+        for b in range(r * 16, min(r * 16 + 16, len(data))):
+            k = owner.get(b)
+            ch = chr(data[b]) if 32 <= data[b] < 127 else "."
+            if k is None:
+                cells.append(f"{data[b]:02x}")
+                asc.append(html.escape(ch))
+                continue
+            s, e, fi, name, text = segs[k]
+            title = html.escape(f"frame {fi + 1} · {name} = {text}", quote=True)
+            cls = field_class(name)
+            cells.append(f'<span class="{cls}" title="{title}">{data[b]:02x}</span>')
+            asc.append(f'<span class="{cls}">{html.escape(ch)}</span>')
+        pad = "   " * (16 - len(cells))
+        out.append(f'<span class="fp-off">{r * 16:08x}</span>  {" ".join(cells)}{pad}  {"".join(asc)}')
+        last = r
+        shown += 1
+    out.append("</pre></div>")
+    return "\n".join(out)
+
+
+def field_table(segs, max_rows=24) -> list:
+    lines = ["| offset | bytes | frame | field | value |", "|---:|---:|---:|---|---|"]
+    for s, e, fi, name, text in segs[:max_rows]:
+        cls = field_class(name)
+        val = esc_cell(text)
+        if name == "rejected":
+            val = (f"the decoder must reject the frame: {link_ids(val, '../')}"
+                   + (f" ({e - s} more bytes not decoded)" if e > s else ""))
+        lines.append(f"| {s} | {e - s} | {fi + 1} | <span class=\"{cls}\">{name}</span> | {val} |")
+    if len(segs) > max_rows:
+        frames = len({fi for _s, _e, fi, *_ in segs})
+        lines.append(f"| | | | … | {len(segs) - max_rows} more fields ({frames} frames in all) |")
+    return lines + [""]
+
+
+def frame_text(f: oracle.Frame, protocol: str) -> str:
+    p = f.payload
+    shown = p[:16].hex(" ") + (" …" if len(p) > 16 else "")
+    if protocol == "standard":
+        return f"flag `0x{f.flag:02X}`, sequence {f.sequence}, payload {len(p)} bytes `{shown}`"
+    return f"payload {len(p)} bytes `{shown}`"
+
+
+def expected_lines(frames, error, protocol, prefix) -> list:
+    """'no frames' / 'N frames:' + list, then the error sentence."""
+    if frames:
+        head = f"{len(frames)} frame{'s' if len(frames) != 1 else ''}"
+    else:
+        head = "no frames"
+    if error:
+        head += f", then the error {req_link(error.requirement, prefix)} at offset {error.offset}"
+    out = [head + (":" if frames else "."), ""]
+    for i, f in enumerate(frames[:8]):
+        out.append(f"{i + 1}. {frame_text(f, protocol)}")
+    if len(frames) > 8:
+        out.append(f"9. … {len(frames) - 8} more")
+    if frames:
+        out.append("")
+    return out
+
+
+def codec_text(c: oracle.Codec) -> str:
+    parts = []
+    if c.max_payload:
+        parts.append(f"max_payload {c.max_payload}")
+    if c.protocol == "length-field":
+        parts.append(f"length field offset {c.lf_offset}, size {c.lf_size}")
+    return ", ".join(parts) or "defaults"
+
+
+def annotated(ann, codec, data, title) -> list:
+    if codec.protocol == "length-field" and codec.lf_size not in oracle.LF_VALID_SIZES:
+        segs = [[0, len(data), 0, "rejected", "LF-FMT-3"]] if data else []
+        res = None
+    else:
+        res, segs = ann.segments(codec, data)
+    out = [f"**{title}** ({len(data)} bytes):", ""]
+    if not data:
+        return out + ["(empty)", ""]
+    out += [hexdump_html(data, segs), ""]
+    out += field_table(segs)
+    return out
+
+
+def gen_vectors(out: Path, ann, rmap) -> list:
+    d = out / "vectors"
+    d.mkdir(parents=True, exist_ok=True)
+    tests_by_vector = {}
+    for t in catalog.tests():
+        if t.get("vector"):
+            tests_by_vector.setdefault(t["vector"], []).append(t["name"])
+    index = ["# Test vectors", "",
+             "The codec suite's inputs, one JSON file per vector in `conformance/vectors/<protocol>/`, "
+             "named after JSONTestSuite: `y_` must be accepted, `n_` must be rejected, `i_` leaves a "
+             "documented choice. Each vector is run whole and at many splits (`whole`, `chunked-1`, …). "
+             "The pages show every vector with its bytes as a hex dump annotated by field: frames and "
+             "errors are what the suite's oracle (`frameproof.oracle`) decides, field positions come "
+             "from the Kaitai parser generated from the same schema. Hover a byte to see its field.", "",
+             "| protocol | vectors | decode | encode | match |", "|---|---:|---:|---:|---:|"]
+    pages = []
+    for proto in PROTOCOLS:
+        vecs = V.load(proto)
+        kinds = {k: sum(1 for v in vecs if v.kind == k) for k in ("decode", "encode", "match")}
+        index.append(f"| [{proto}]({proto}.md) | {len(vecs)} | {kinds['decode']} | {kinds['encode']} | {kinds['match']} |")
+        lines = [f"# {proto} test vectors", "",
+                 f"{len(vecs)} vectors from `conformance/vectors/{proto}/` "
+                 f"(spec: [{proto}](../{proto}.md), schema: [{proto}.ksy](../schemas/{proto}.md)). "
+                 "Hover a byte in a hex dump for its frame and field.", "",
+                 "| vector | kind | verdict | requirements | description |", "|---|---|---|---|---|"]
+        for v in vecs:
+            lines.append(f"| [`{v.id}`](#{v.id}) | {v.kind} | {v.verdict} | "
+                         f"{', '.join(req_link(r, '../') for r in v.requirements)} | {esc_cell(v.description)} |")
+        lines.append("")
+        for v in vecs:
+            lines += vector_section(v, ann, tests_by_vector.get(f"{proto}/{v.id}", []))
+        write(d / f"{proto}.md", "\n".join(lines) + "\n")
+        pages.append(proto)
+    write(d / "index.md", "\n".join(index) + "\n")
+    return pages
+
+
+def vector_section(v, ann, test_names) -> list:
+    proto = v.protocol
+    out = [f"## {v.id} {{#{v.id}}}", "",
+           f"**{v.kind}** · {VERDICTS.get(v.verdict, v.verdict)} · requirements "
+           f"{', '.join(req_link(r, '../') for r in v.requirements)} · codec: {codec_text(v.codec)}", "",
+           link_ids(v.description, "../") or "", ""]
+    if test_names:
+        base = test_names[0].rsplit("/", 1)[0]
+        variants = [n.rsplit("/", 1)[1] for n in test_names]
+        out += [f"Tests: `{base}/` {{{', '.join(variants)}}}", ""]
+    if v.kind == "decode":
+        data = v.data
+        if v.splits:
+            out += [f"Split into reads at offsets {v.splits}.", ""]
+        out += annotated(ann, v.codec, data, "Input stream")
+        outcomes = v.outcomes()
+        if len(outcomes) == 1:
+            exp = expected_lines(outcomes[0].frames, outcomes[0].error, proto, "../")
+            out += ["**Expected:** " + exp[0]] + exp[1:]
+        else:
+            out += ["**Expected:** any one of these outcomes conforms:", ""]
+            for k, o in enumerate(outcomes):
+                out += [f"*Outcome {k + 1}*", ""] + expected_lines(o.frames, o.error, proto, "../")
+        if v.check_encode:
+            out += ["Encoding the expected frames must give exactly the input bytes.", ""]
+    elif v.kind == "encode":
+        out += [f"**Frame to encode:** {frame_text(v.frame, proto)}", ""]
+        exp = v.expect
+        if isinstance(exp, oracle.Error):
+            out += [f"**Expected:** the encoder refuses with {req_link(exp.requirement, '../')}.", ""]
+        else:
+            out += annotated(ann, v.codec, exp, "Expected bytes")
+    elif v.kind == "match":
+        out += [f"Timeout: {v.raw.get('timeout_ms') or oracle.DEFAULT_TIMEOUT_MS} ms (virtual clock).", "",
+                "| # | event | bytes |", "|---:|---|---|"]
+        received = b""
+        for k, (ev, arg) in enumerate(v.events()):
+            if ev == "advance_ms":
+                out.append(f"| {k} | advance {arg} ms | |")
+            else:
+                shown = arg[:24].hex(" ") + (" …" if len(arg) > 24 else "")
+                out.append(f"| {k} | {ev} ({len(arg)} bytes) | `{shown}` |")
+                if ev == "receive":
+                    received += arg
+        out.append("")
+        exp = v.expected_match()
+        sent = b"".join(exp.sent)
+        if sent:
+            out += annotated(ann, v.codec, sent, "Expected bytes sent (all send events, concatenated)")
+        if received:
+            out += annotated(ann, v.codec, received, "Bytes received (all receive events, concatenated)")
+        out += ["**Expected completions:**", "", "| # | completion | request | frame |", "|---:|---|---:|---|"]
+        for k, c in enumerate(exp.completions):
+            out.append(f"| {k} | {c.kind} | {'' if c.request is None else c.request} | "
+                       f"{esc_cell(frame_text(c.frame, proto)) if c.frame else ''} |")
+        out.append("")
+        if exp.error:
+            out += [f"and the connection fails with {req_link(exp.error.requirement, '../')} at offset "
+                    f"{exp.error.offset}.", ""]
+    raw = json.dumps(v.raw, indent=1)
+    if len(raw) > 4000:
+        raw = raw[:4000] + "\n… (truncated)"
+    out += [f'??? abstract "Source: conformance/vectors/{proto}/{v.id}.json"', "", "    ```json"]
+    out += ["    " + line for line in raw.splitlines()] + ["    ```", ""]
+    return out
+
+
+# ---------------------------------------------------------------- results
+
+
+def find_matrix(explicit):
+    if explicit:
+        p = Path(explicit)
+        return p if p.exists() else None
+    main = ROOT / "reports" / "matrix.json"
+    if main.exists():
+        return main
+    cands = sorted((ROOT / "reports").glob("*/matrix.json"), key=lambda p: p.stat().st_mtime)
+    return cands[-1] if cands else None
+
+
+def gen_matrix(out: Path, path):
+    lines = ["# Conformance results", ""]
+    if not path:
+        lines += ['!!! note "No results yet"', "",
+                  "    No conformance matrix has been generated in this checkout. Run the main job, then "
+                  "rebuild the site:", "", "    ```sh", "    bash tools/main.sh            # builds every implementation, writes reports/matrix.json",
+                  "    ./frameproof matrix --no-build   # the same with the implementations already built",
+                  "    bash tools/docs/build.sh", "    ```", ""]
+        write(out / "results" / "matrix.md", "\n".join(lines))
+        return
+    from frameproof.matrix import render
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    names = doc["implementations"]
+    rel = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    lines += [f"Generated by `frameproof matrix` on **{doc.get('generated', '?')}** "
+              f"(profile `{doc.get('profile', '?')}`, {doc.get('duration_s', '?')} s) from `{rel}`. "
+              "Rebuild the site after a new run to update this page.", "",
+              "## Summary", "", "Tests passed per suite and implementation; interop runs every load client "
+              "against every echo server with every reply verified.", "", render(doc), "",
+              "## Implementation × requirement", "",
+              "Every requirement of every spec, with the tests run against each implementation in all "
+              "suites (codec, network, load client). ✓ N: N tests passed, none failed; ✗ F/N: F of N "
+              "failed; *skip*: only skipped tests; — : no test of it ran.", "",
+              "| requirement | level | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
+    agg = {n: {} for n in names}
+    for n in names:
+        r = doc["results"].get(n, {})
+        for group in ("codec", "net", "client"):
+            for cell in (r.get(group) or {}).values():
+                for rid, c in (cell.get("requirements") or {}).items():
+                    a = agg[n].setdefault(rid, {"passed": 0, "failed": 0, "skipped": 0, "xfailed": 0, "xpassed": 0})
+                    for k in a:
+                        a[k] += c.get(k, 0)
+    for rid, req in fspec.requirements().items():
+        cells = []
+        for n in names:
+            if doc["results"].get(n, {}).get("build") not in (None, 0):
+                cells.append("✗ build")
+                continue
+            a = agg[n].get(rid)
+            if not a:
+                cells.append("—")
+                continue
+            total = a["passed"] + a["failed"] + a["xfailed"] + a["xpassed"]
+            bad = a["failed"] + a["xpassed"]
+            if bad:
+                cells.append(f"✗ {bad}/{total}")
+            elif total:
+                cells.append(f"✓ {total}" + (f" ({a['xfailed']} xfail)" if a["xfailed"] else ""))
+            else:
+                cells.append("skip")
+        lines.append(f"| [{rid}](../{req.protocol}.md#{rid}) | {req.level} | " + " | ".join(cells) + " |")
+    lines.append("")
+    write(out / "results" / "matrix.md", "\n".join(lines))
+
+
+def _sanitize_md(text: str, keep_images) -> str:
+    """Keeps a report's Markdown buildable in strict mode: links to anything but the images
+    copied next to it (or an absolute URL) become plain text."""
+    def sub(m):
+        bang, label, target = m.group(1), m.group(2), m.group(3)
+        if re.match(r"^https?://", target):
+            return m.group(0)
+        if bang and target in keep_images:
+            return m.group(0)
+        return label if not bang else f"*(image {label} not available)*"
+    return re.sub(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)", sub, text)
+
+
+def gen_bench(out: Path, results_dir: Path):
+    d = out / "results"
+    d.mkdir(parents=True, exist_ok=True)
+    runs = sorted(results_dir.glob("bench-*.json")) if results_dir.exists() else []
+    lines = ["# Benchmark results", ""]
+    if not runs:
+        lines += ['!!! note "No results yet"', "",
+                  "    No benchmark results were found in `results/`. The benchmark runner writes "
+                  "`results/bench-<date>.json`, `.md` and PNG charts:", "", "    ```sh",
+                  "    bash tools/bench/run.sh      # or: ./frameproof bench", "    bash tools/docs/build.sh",
+                  "    ```", ""]
+        write(d / "benchmarks.md", "\n".join(lines))
+        return
+    latest = runs[-1]
+    stem = latest.stem
+    pngs = sorted(results_dir.glob(f"{stem}*.png"))
+    for p in pngs:
+        shutil.copy(p, d / p.name)
+    lines += [f"The latest run, `results/{latest.name}` (written by the benchmark runner, "
+              "`bash tools/bench/run.sh`). "
+              + (f"Earlier runs kept in `results/`: {', '.join('`' + r.name + '`' for r in runs[:-1])}."
+                 if len(runs) > 1 else ""), ""]
+    md = latest.with_suffix(".md")
+    if md.exists():
+        body = md.read_text(encoding="utf-8")
+        body = re.sub(r"\A# [^\n]*\n", "", body)          # our own title instead
+        body = re.sub(r"(?m)^(#{1,5}) ", r"#\1 ", body)     # its sections below ours
+        body = _sanitize_md(body, {p.name for p in pngs})
+        shown = set(re.findall(r"!\[[^\]]*\]\(([^)\s]+)\)", body))
+        lines += [body.rstrip(), ""]
+        extra = [p for p in pngs if p.name not in shown]
+    else:
+        doc = json.loads(latest.read_text(encoding="utf-8"))
+        lines += [f"(No Markdown report next to the JSON; schema `{doc.get('schema', '?')}`, "
+                  f"date {doc.get('date', '?')}.)", ""]
+        extra = pngs
+    if extra:
+        lines += ["## Charts", ""] + [f"![{p.stem}]({p.name})" for p in extra] + [""]
+    write(d / "benchmarks.md", "\n".join(lines))
+
+
+# ---------------------------------------------------------------- hand-written pages
+
+
+def gen_pages(out: Path, rmap, spec_pages):
+    reqs = fspec.requirements()
+    tests = catalog.tests()
+    nvec = {p: len(V.load(p)) for p in PROTOCOLS}
+    levels = {lv: sum(1 for r in reqs.values() if r.level == lv) for lv in ("MUST", "SHOULD", "MAY")}
+    subst = {
+        "{{requirements}}": str(len(reqs)),
+        "{{must}}": str(levels["MUST"]),
+        "{{should}}": str(levels["SHOULD"]),
+        "{{vectors}}": str(sum(nvec.values())),
+        "{{tests}}": str(len(tests)),
+        "{{untested}}": str(sum(1 for r in reqs if not rmap.get(r))),
+    }
+    for src in sorted((HERE / "pages").glob("*.md")):
+        text = src.read_text(encoding="utf-8")
+        for k, v in subst.items():
+            text = text.replace(k, v)
+        write(out / src.name, text)
+    assets = out / "assets"
+    assets.mkdir(parents=True, exist_ok=True)
+    shutil.copy(HERE / "frameproof.css", assets / "frameproof.css")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=str(ROOT / "build" / "docs"))
+    ap.add_argument("--kaitai-lib", default=str(ROOT / "tools" / "kaitai" / "lib"))
+    ap.add_argument("--matrix", help="matrix.json to show (default: reports/matrix.json, else the newest reports/*/matrix.json)")
+    ap.add_argument("--results", default=str(ROOT / "results"), help="directory of bench-*.json/.md/.png")
+    a = ap.parse_args(argv)
+    out = Path(a.out)
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    lib = Path(a.kaitai_lib)
+    if not (lib / "kaitai-struct-compiler_2.13-0.11.jar").exists() and not list(lib.glob("kaitai-struct-compiler*.jar")):
+        raise SystemExit(f"Kaitai compiler jars missing in {lib}: run `bash tools/bootstrap.sh`")
+    rmap = catalog.requirement_map()
+    spec_pages = gen_spec_pages(out, rmap)
+    gen_requirements_index(out, rmap)
+    gen_schemas(out, lib)
+    with tempfile.TemporaryDirectory(prefix="fp-docs-dbg-") as tmp:
+        ann = Annotator(load_debug_parsers(lib, Path(tmp)))
+        gen_vectors(out, ann, rmap)
+    gen_matrix(out, find_matrix(a.matrix))
+    gen_bench(out, Path(a.results))
+    gen_pages(out, rmap, spec_pages)
+    n = sum(1 for _ in out.rglob("*.md"))
+    print(f"docs sources: {n} pages in {out}")
+
+
+if __name__ == "__main__":
+    main()
