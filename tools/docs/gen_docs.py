@@ -134,6 +134,7 @@ def gen_spec_pages(out: Path, rmap) -> list:
         outl = []
         i = 0
         in_fence = False
+        noted = False
         while i < len(lines):
             line = lines[i]
             if line.startswith("```"):
@@ -142,6 +143,11 @@ def gen_spec_pages(out: Path, rmap) -> list:
             if not m:
                 outl.append(line)
                 i += 1
+                if line.startswith("# ") and not noted:
+                    noted = True
+                    outl += ["", f"*Rendered from `spec/{src.name}`. Every requirement is an anchor "
+                             f"(`{src.stem}/#ID`); below each one, the conformance tests that check it, "
+                             "from the suite's own catalog.*"]
                 continue
             # the requirement paragraph runs to the next blank line
             while i < len(lines) and lines[i].strip():
@@ -196,9 +202,9 @@ def _field_rows(fields, kind: str) -> list:
     return rows
 
 
-def _type_section(title: str, anchor: str, t: dict) -> list:
+def _type_section(title: str, anchor: str, t: dict, top: bool = False) -> list:
     out = [f"### {title} {{#{anchor}}}", ""]
-    if t.get("doc"):
+    if t.get("doc") and not top:
         out += [link_ids(" ".join(str(t["doc"]).split()), "../"), ""]
     if t.get("params"):
         out += ["Parameters:", "", "| param | type | doc |", "|---|---|---|"]
@@ -259,7 +265,7 @@ def gen_schemas(out: Path, lib: Path) -> list:
         if doc.get("doc"):
             lines += [link_ids(" ".join(str(doc["doc"]).split()), "../"), ""]
         lines += ["## Fields", ""]
-        lines += _type_section(f"{meta.get('id')} (top level)", meta.get("id"), doc)
+        lines += _type_section(f"{meta.get('id')} (top level)", meta.get("id"), doc, top=True)
         for tname, t in (doc.get("types") or {}).items():
             lines += _type_section(f"type `{tname}`", f"type-{tname}", t)
         lines += ["## Diagram", "",
@@ -342,7 +348,7 @@ class Annotator:
             elif isinstance(val, int):
                 text = f"{val}" + (f" (0x{val:X})" if val > 9 else "")
             elif isinstance(val, (bytes, bytearray)):
-                text = f"{len(val)} bytes"
+                text = f"{len(val)} bytes" + (f": {bytes_preview(val)}" if val else "")
             else:
                 text = str(val)
             if d["end"] > d["start"]:
@@ -396,6 +402,13 @@ class Annotator:
 FIELD_CLASSES = {}
 
 
+def bytes_preview(b: bytes, n: int = 12) -> str:
+    """Short rendering of a byte string: quoted text when it is printable ASCII, else hex."""
+    if all(32 <= c < 127 for c in b[:40]) and len(b) <= 40:
+        return '"' + b.decode("ascii") + '"'
+    return b[:n].hex(" ") + (" …" if len(b) > n else "")
+
+
 def field_class(name: str) -> str:
     if name == "rejected":
         return "fp-x"
@@ -404,7 +417,7 @@ def field_class(name: str) -> str:
     return FIELD_CLASSES[name]
 
 
-def hexdump_html(data: bytes, segs, max_rows=40) -> str:
+def hexdump_html(data: bytes, segs, max_rows=24) -> str:
     owner = {}
     for k, (s, e, *_rest) in enumerate(segs):
         for b in range(s, min(e, len(data))):
@@ -427,21 +440,31 @@ def hexdump_html(data: bytes, segs, max_rows=40) -> str:
             break
         if r != last + 1:
             out.append(f'<span class="fp-gap">⋮ {(r - last - 1) * 16} bytes</span>')
+        # one span per run of bytes of the same field in this row
         cells = []
         asc = []
-        for b in range(r * 16, min(r * 16 + 16, len(data))):
+        count = 0
+        b = r * 16
+        row_end = min(r * 16 + 16, len(data))
+        while b < row_end:
             k = owner.get(b)
-            ch = chr(data[b]) if 32 <= data[b] < 127 else "."
+            e = b
+            while e < row_end and owner.get(e) == k:
+                e += 1
+            hx = " ".join(f"{x:02x}" for x in data[b:e])
+            ch = html.escape("".join(chr(x) if 32 <= x < 127 else "." for x in data[b:e]))
             if k is None:
-                cells.append(f"{data[b]:02x}")
-                asc.append(html.escape(ch))
-                continue
-            s, e, fi, name, text = segs[k]
-            title = html.escape(f"frame {fi + 1} · {name} = {text}", quote=True)
-            cls = field_class(name)
-            cells.append(f'<span class="{cls}" title="{title}">{data[b]:02x}</span>')
-            asc.append(f'<span class="{cls}">{html.escape(ch)}</span>')
-        pad = "   " * (16 - len(cells))
+                cells.append(hx)
+                asc.append(ch)
+            else:
+                s, _e, fi, name, text = segs[k]
+                title = html.escape(f"frame {fi + 1} · {name} = {text}", quote=True)
+                cls = field_class(name) + (" fp-alt" if fi % 2 else "")
+                cells.append(f'<span class="{cls}" title="{title}">{hx}</span>')
+                asc.append(f'<span class="{cls}">{ch}</span>')
+            count += e - b
+            b = e
+        pad = "   " * (16 - count)
         out.append(f'<span class="fp-off">{r * 16:08x}</span>  {" ".join(cells)}{pad}  {"".join(asc)}')
         last = r
         shown += 1
@@ -536,7 +559,7 @@ def gen_vectors(out: Path, ann, rmap) -> list:
         lines = [f"# {proto} test vectors", "",
                  f"{len(vecs)} vectors from `conformance/vectors/{proto}/` "
                  f"(spec: [{proto}](../{proto}.md), schema: [{proto}.ksy](../schemas/{proto}.md)). "
-                 "Hover a byte in a hex dump for its frame and field.", "",
+                 "Hover a byte in a hex dump for its frame and field; every other frame is underlined.", "",
                  "| vector | kind | verdict | requirements | description |", "|---|---|---|---|---|"]
         for v in vecs:
             lines.append(f"| [`{v.id}`](#{v.id}) | {v.kind} | {v.verdict} | "
@@ -642,7 +665,14 @@ def gen_matrix(out: Path, path):
         write(out / "results" / "matrix.md", "\n".join(lines))
         return
     from frameproof.matrix import render
-    doc = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc["implementations"], doc["results"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        lines += ['!!! warning "Results unreadable"', "",
+                  f"    `{path.name}` could not be read ({type(e).__name__}); run the matrix again.", ""]
+        write(out / "results" / "matrix.md", "\n".join(lines))
+        return
     names = doc["implementations"]
     rel = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
     lines += [f"Generated by `frameproof matrix` on **{doc.get('generated', '?')}** "
@@ -732,7 +762,10 @@ def gen_bench(out: Path, results_dir: Path):
         lines += [body.rstrip(), ""]
         extra = [p for p in pngs if p.name not in shown]
     else:
-        doc = json.loads(latest.read_text(encoding="utf-8"))
+        try:
+            doc = json.loads(latest.read_text(encoding="utf-8"))
+        except ValueError:
+            doc = {}
         lines += [f"(No Markdown report next to the JSON; schema `{doc.get('schema', '?')}`, "
                   f"date {doc.get('date', '?')}.)", ""]
         extra = pngs
