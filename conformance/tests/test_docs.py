@@ -79,6 +79,19 @@ def test_strict_build_fails_on_a_missing_anchor(site, tmp_path):
     assert "STD-NOPE-1" in p.stdout + p.stderr
 
 
+def test_site_builds_without_results_and_says_so(tmp_path):
+    """A fresh checkout has no reports/ or results/: the pages say "no results yet"."""
+    empty = tmp_path / "no-results"
+    empty.mkdir()
+    p = subprocess.run(["bash", "tools/docs/build.sh", "--docs-dir", str(tmp_path / "src"), "--site-dir",
+                        str(tmp_path / "site"), "--matrix", str(empty / "matrix.json"), "--results", str(empty)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    for page in ("matrix", "benchmarks"):
+        html = (tmp_path / "site" / "results" / page / "index.html").read_text(encoding="utf-8")
+        assert "No results yet" in html, page
+
+
 def _ensure_chromium():
     if browser.find_chromium():
         return
@@ -146,6 +159,9 @@ def test_site_renders_in_headless_chromium(site):
             b.screenshot(SHOTS / "vectors-standard.png")
             b.goto(base + "schemas/standard/")
             assert b.eval("[...document.images].filter(i => i.src.endsWith('.svg') && i.naturalWidth > 100).length") >= 1
+            if list((ROOT / "results").glob("bench-*.png")):
+                b.goto(base + "results/benchmarks/")
+                assert b.eval("[...document.images].filter(i => i.src.endsWith('.png') && i.naturalWidth > 100).length") >= 1
             for page, text in (("results/matrix/", "Conformance results"), ("results/benchmarks/", "Benchmark results"),
                                ("implementers/", "testee")):
                 b.goto(base + page)
