@@ -152,6 +152,16 @@ def test_site_renders_in_headless_chromium(site):
                     break
             assert n > 0, "search gave no results for 'sticky packet'"
             b.screenshot(SHOTS / "search.png")
+            # a requirement ID typed into the search box jumps to its anchor on Enter
+            b.goto(base + "vectors/standard/")
+            b.eval("""(() => { const i = document.querySelector('input.md-search__input');
+                       i.focus(); i.value = 'lf-match-1';
+                       i.dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter', bubbles: true})); })()""")
+            for _ in range(30):
+                time.sleep(0.2)
+                if b.eval("location.href").endswith("/length-field/#LF-MATCH-1"):
+                    break
+            assert b.eval("location.href") == base + "length-field/#LF-MATCH-1"
 
             # annotated vectors, schema diagram, results pages
             b.goto(base + "vectors/standard/#y_sticky_two_frames")

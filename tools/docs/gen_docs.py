@@ -798,6 +798,9 @@ def gen_pages(out: Path, rmap, spec_pages):
     assets = out / "assets"
     assets.mkdir(parents=True, exist_ok=True)
     shutil.copy(HERE / "frameproof.css", assets / "frameproof.css")
+    ids = {rid: f"{r.protocol}/" for rid, r in reqs.items()}
+    write(assets / "requirement-ids.js", (HERE / "requirement-ids.js").read_text(encoding="utf-8")
+          .replace("/*IDS*/{}", json.dumps(ids, sort_keys=True)))
 
 
 def main(argv=None):
