@@ -1,0 +1,404 @@
+// fp-server: the conformance echo server (STD-ECHO-*, LF-ECHO-*), see reference-impls/README.md.
+//
+// One epoll event loop per thread; every thread has its own SO_REUSEPORT listener on the same
+// port, so the kernel spreads connections over the loops and a connection never changes thread.
+// Each connection owns one bounded Decoder buffer and one output buffer; reading stops while the
+// unsent output is above a high-water mark (a client that does not read cannot make the server
+// buffer without bound).
+#include <arpa/inet.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cinttypes>
+#include <memory>
+#include <thread>
+#include <unordered_map>
+
+#include "frameproof/codec.hpp"
+#include "net_common.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr std::size_t kHighWater = 1 << 20;   // stop reading above this much unsent output
+constexpr std::size_t kLowWater = 256 << 10;  // resume below this
+constexpr std::size_t kDrainBytes = 1 << 20;  // input discarded after an error before closing
+constexpr auto kDrainTime = std::chrono::seconds(2);
+
+struct Options {
+  fp::CodecConfig codec;
+  bool sink = false;
+  int threads = 1;
+};
+
+struct Counters {
+  std::uint64_t connections = 0;
+  std::uint64_t frames = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t protocol_errors = 0;
+};
+
+struct Conn {
+  enum class State {
+    Open,      // reading and echoing
+    Closing,   // decode error: flush the replies, then shutdown(SHUT_WR)
+    Draining,  // after shutdown(SHUT_WR): discard input until EOF, a budget or a deadline
+    Finishing  // peer EOF: flush the replies, then close
+  };
+  Conn(int f, const fp::CodecConfig& cfg) : fd(f), dec(cfg) {}
+  int fd;
+  fp::Decoder dec;
+  fp::Bytes out;
+  std::size_t out_off = 0;
+  State state = State::Open;
+  bool paused = false;
+  std::uint32_t events = 0;
+  std::size_t drained = 0;
+  Clock::time_point drain_deadline{};
+
+  [[nodiscard]] std::size_t unsent() const { return out.size() - out_off; }
+};
+
+class Worker {
+ public:
+  Worker(const Options& opt, int listen_fd) : opt_(opt), listen_fd_(listen_fd) {
+    ep_ = epoll_create1(EPOLL_CLOEXEC);
+    stop_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (ep_ < 0 || stop_fd_ < 0) {
+      std::perror("fp-server: epoll/eventfd");
+      std::exit(1);
+    }
+    add(listen_fd_, EPOLLIN, &listen_tag_);
+    add(stop_fd_, EPOLLIN, &stop_tag_);
+  }
+  ~Worker() {
+    for (auto& [fd, c] : conns_) ::close(fd);
+    ::close(listen_fd_);
+    ::close(stop_fd_);
+    ::close(ep_);
+  }
+
+  void stop() {
+    std::uint64_t one = 1;
+    [[maybe_unused]] auto r = ::write(stop_fd_, &one, sizeof one);
+  }
+
+  void run() {
+    epoll_event evs[256];
+    while (!stopping_) {
+      const int n = epoll_wait(ep_, evs, 256, draining_ ? 100 : -1);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        std::perror("fp-server: epoll_wait");
+        break;
+      }
+      for (int i = 0; i < n; ++i) {
+        void* tag = evs[i].data.ptr;
+        if (tag == &listen_tag_) accept_all();
+        else if (tag == &stop_tag_) stopping_ = true;
+        else on_event(static_cast<Conn*>(tag), evs[i].events);
+      }
+      if (draining_) sweep_drains();
+    }
+  }
+
+  [[nodiscard]] const Counters& counters() const { return counters_; }
+
+ private:
+  void add(int fd, std::uint32_t events, void* tag) {
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.ptr = tag;
+    if (epoll_ctl(ep_, EPOLL_CTL_ADD, fd, &ev) < 0) std::perror("fp-server: epoll_ctl add");
+  }
+
+  void accept_all() {
+    while (true) {
+      const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (errno == EINTR) continue;
+        return;  // EAGAIN, or out of descriptors: try again on the next event
+      }
+      int one = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // STD-ECHO-6, LF-ECHO-4
+      auto c = std::make_unique<Conn>(fd, opt_.codec);
+      c->events = EPOLLIN;
+      add(fd, EPOLLIN, c.get());
+      conns_.emplace(fd, std::move(c));
+      ++counters_.connections;
+    }
+  }
+
+  void close_conn(Conn* c) {
+    if (c->state == Conn::State::Draining) --draining_;
+    epoll_ctl(ep_, EPOLL_CTL_DEL, c->fd, nullptr);
+    ::close(c->fd);
+    conns_.erase(c->fd);  // destroys c
+  }
+
+  void on_event(Conn* c, std::uint32_t ev) {
+    if (ev & EPOLLERR) {
+      close_conn(c);
+      return;
+    }
+    if (c->state == Conn::State::Draining) {
+      if (ev & (EPOLLIN | EPOLLHUP)) drain(c);
+      return;
+    }
+    if ((ev & EPOLLIN) && c->state == Conn::State::Open && !c->paused) {
+      if (!read_some(c)) return;
+    } else if ((ev & EPOLLHUP) && c->unsent() == 0) {
+      close_conn(c);
+      return;
+    }
+    after_io(c);
+  }
+
+  // Reads what is available (bounded per event for fairness), echoing every complete frame.
+  // Returns false if the connection was closed.
+  bool read_some(Conn* c) {
+    for (int round = 0; round < 16 && c->state == Conn::State::Open; ++round) {
+      if (c->unsent() >= kHighWater) {
+        c->paused = true;
+        break;
+      }
+      auto space = c->dec.prepare();
+      const ssize_t n = ::recv(c->fd, space.data(), space.size(), MSG_DONTWAIT);
+      if (n > 0) {
+        c->dec.commit(static_cast<std::size_t>(n));
+        process(c);
+        if (static_cast<std::size_t>(n) < space.size()) break;  // the socket is (probably) empty
+      } else if (n == 0) {
+        c->state = Conn::State::Finishing;  // STD-ECHO-5 / LF-ECHO-3: a partial frame is dropped
+      } else if (errno == EINTR) {
+        continue;
+      } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        break;
+      } else {
+        close_conn(c);
+        return false;
+      }
+    }
+    return true;
+  }
+
+  void process(Conn* c) {
+    fp::Frame f;
+    fp::Decoder::Status st;
+    while ((st = c->dec.next(f)) == fp::Decoder::Status::Frame) {
+      ++counters_.frames;
+      counters_.bytes += f.payload.size();
+      if (opt_.sink) continue;
+      const std::size_t at = c->out.size();
+      if (opt_.codec.protocol == fp::Protocol::Standard) {
+        if (f.flag & 0xC0) continue;  // one-way or reply: no answer (STD-ECHO-2)
+        c->out.resize(at + 8);
+        c->out.resize(at + fp::write_standard_header(c->out.data() + at, static_cast<std::uint8_t>(0x80 | f.flag),
+                                                     f.sequence, f.payload.size()));
+      } else {
+        c->out.resize(at + fp::lf_header_len(opt_.codec.lf, f.payload.size()));
+        fp::write_lf_header(c->out.data() + at, opt_.codec.lf, f.payload.size());
+      }
+      c->out.insert(c->out.end(), f.payload.begin(), f.payload.end());
+    }
+    if (st == fp::Decoder::Status::Error) {
+      ++counters_.protocol_errors;
+      c->state = Conn::State::Closing;  // STD-ECHO-4 / LF-ECHO-2: replies first, then close
+    }
+  }
+
+  void after_io(Conn* c) {
+    if (!flush(c)) return;
+    if (c->unsent() == 0) {
+      if (c->state == Conn::State::Finishing) {
+        close_conn(c);
+        return;
+      }
+      if (c->state == Conn::State::Closing) {
+        // FIN after the replies; keep reading (and discarding) a little so that unread input
+        // does not turn our close into an RST that would destroy the replies in flight.
+        ::shutdown(c->fd, SHUT_WR);
+        c->state = Conn::State::Draining;
+        c->drain_deadline = Clock::now() + kDrainTime;
+        ++draining_;
+      }
+    }
+    if (c->paused && c->unsent() <= kLowWater) c->paused = false;
+    std::uint32_t want = 0;
+    if ((c->state == Conn::State::Open && !c->paused) || c->state == Conn::State::Draining) want |= EPOLLIN;
+    if (c->unsent() > 0) want |= EPOLLOUT;
+    if (want != c->events) {
+      epoll_event ev{};
+      ev.events = want;
+      ev.data.ptr = c;
+      epoll_ctl(ep_, EPOLL_CTL_MOD, c->fd, &ev);
+      c->events = want;
+    }
+    // Data may already wait in the kernel after resuming; level-triggered epoll reports it.
+  }
+
+  // Returns false if the connection was closed.
+  bool flush(Conn* c) {
+    while (c->unsent() > 0) {
+      const ssize_t n = ::send(c->fd, c->out.data() + c->out_off, c->unsent(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        c->out_off += static_cast<std::size_t>(n);
+      } else if (n < 0 && errno == EINTR) {
+        continue;
+      } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        break;
+      } else {
+        close_conn(c);
+        return false;
+      }
+    }
+    if (c->unsent() == 0) {
+      c->out_off = 0;
+      if (c->out.capacity() > 4 * kHighWater) fp::Bytes().swap(c->out);  // after a huge reply
+      else c->out.clear();
+    } else if (c->out_off > kHighWater) {
+      c->out.erase(c->out.begin(), c->out.begin() + static_cast<std::ptrdiff_t>(c->out_off));
+      c->out_off = 0;
+    }
+    return true;
+  }
+
+  void drain(Conn* c) {
+    std::uint8_t junk[16384];
+    while (true) {
+      const ssize_t n = ::recv(c->fd, junk, sizeof junk, MSG_DONTWAIT);
+      if (n > 0) {
+        c->drained += static_cast<std::size_t>(n);
+        if (c->drained > kDrainBytes) break;
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      break;  // EOF or error
+    }
+    close_conn(c);
+  }
+
+  void sweep_drains() {
+    const auto now = Clock::now();
+    std::vector<Conn*> expired;
+    for (auto& [fd, c] : conns_)
+      if (c->state == Conn::State::Draining && c->drain_deadline <= now) expired.push_back(c.get());
+    for (Conn* c : expired) close_conn(c);
+  }
+
+  const Options& opt_;
+  int listen_fd_;
+  int ep_ = -1;
+  int stop_fd_ = -1;
+  char listen_tag_ = 0;
+  char stop_tag_ = 0;
+  bool stopping_ = false;
+  int draining_ = 0;
+  std::unordered_map<int, std::unique_ptr<Conn>> conns_;
+  Counters counters_;
+};
+
+int make_listener(const sockaddr_storage& addr, socklen_t len) {
+  const int fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), len) < 0 || ::listen(fd, 1024) < 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+void usage() {
+  std::fprintf(stderr,
+               "usage: fp-server --protocol standard|length-field --listen HOST:PORT\n"
+               "                 [--lf-offset N] [--lf-size S] [--max-payload BYTES] [--sink] [--threads N]\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  fp::cli::Args args(argc, argv, {"sink"}, {"protocol", "listen", "lf-offset", "lf-size", "max-payload", "threads"});
+  if (args.help()) {
+    usage();
+    return 0;
+  }
+  Options opt;
+  auto proto = fp::parse_protocol(args.str("protocol", "standard"));
+  if (!proto) args.die("--protocol must be standard or length-field");
+  opt.codec.protocol = *proto;
+  opt.codec.lf.offset = args.num<std::uint32_t>("lf-offset", 0);
+  opt.codec.lf.size = args.num<std::int32_t>("lf-size", 2);
+  opt.codec.max_payload = args.num<std::uint64_t>("max-payload", 0);
+  if (auto e = opt.codec.validate()) args.die(e->requirement + ": " + e->message);
+  opt.sink = args.has("sink");
+  const unsigned hw = std::thread::hardware_concurrency();
+  opt.threads = args.num<int>("threads", hw ? static_cast<int>(hw) : 1);
+  if (opt.threads < 1) args.die("--threads must be at least 1");
+  if (!args.has("listen")) args.die("--listen HOST:PORT is required");
+  auto hp = fp::cli::split_host_port(args.str("listen"));
+  if (!hp) args.die("--listen: expected HOST:PORT");
+
+  sockaddr_storage addr{};
+  socklen_t len = 0;
+  if (!fp::cli::resolve(*hp, true, addr, len)) args.die("--listen: cannot resolve " + args.str("listen"));
+
+  // Block the stop signals in every thread; the main thread waits for them with sigwait.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  std::vector<int> listeners;
+  for (int i = 0; i < opt.threads; ++i) {
+    const int fd = make_listener(addr, len);
+    if (fd < 0) {
+      std::fprintf(stderr, "fp-server: cannot listen on %s: %s\n", args.str("listen").c_str(), std::strerror(errno));
+      return 1;
+    }
+    if (i == 0) {  // port 0: the others bind the port the kernel chose
+      sockaddr_storage bound{};
+      socklen_t blen = sizeof bound;
+      getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &blen);
+      addr = bound;
+      len = blen;
+    }
+    listeners.push_back(fd);
+  }
+  std::printf("LISTENING %s:%d\n", hp->host.c_str(), fp::cli::port_of(addr));
+  std::fflush(stdout);
+
+  std::vector<std::unique_ptr<Worker>> workers;
+  for (int fd : listeners) workers.push_back(std::make_unique<Worker>(opt, fd));
+  std::vector<std::thread> threads;
+  for (auto& w : workers) threads.emplace_back([&w] { w->run(); });
+
+  int sig = 0;
+  sigwait(&sigs, &sig);
+  for (auto& w : workers) w->stop();
+  for (auto& t : threads) t.join();
+  Counters total;
+  for (auto& w : workers) {
+    total.connections += w->counters().connections;
+    total.frames += w->counters().frames;
+    total.bytes += w->counters().bytes;
+    total.protocol_errors += w->counters().protocol_errors;
+  }
+  workers.clear();  // closes every connection and listener
+  std::printf("{\"connections\": %" PRIu64 ", \"frames\": %" PRIu64 ", \"bytes\": %" PRIu64
+              ", \"protocol_errors\": %" PRIu64 "}\n",
+              total.connections, total.frames, total.bytes, total.protocol_errors);
+  std::fflush(stdout);
+  return 0;
+}
