@@ -1,0 +1,445 @@
+"""Differential fuzzing: the same generated streams, in the same random chunks, go to every
+testee and to the oracle; any answer outside the oracle's allowed outcomes (other frames,
+accept vs reject, another error class or offset, a crash or a hang) is a disagreement.
+
+Streams come from Hypothesis (``properties.valid_streams``, ``arbitrary_streams`` — valid
+streams mutated or plain random bytes — and ``invalid_streams``), split by ``splits_of``.
+A disagreement is shrunk by Hypothesis to a small reproducer and written as a ready-to-add
+decode vector (the JSON format of ``conformance/vectors``) together with the
+``tools/gen_vectors.py`` line that generates it.
+
+Budgets: ``seconds`` (wall clock) and/or ``examples``; ``seed`` fixes the example sequence, so
+a failure found at example k is found again at example k with the same seed and testees.
+``keep_going``: after a disagreement, drop the testees that disagreed and go on with the rest
+(one minimized reproducer per failing testee).
+
+The coverage-guided side (libFuzzer targets of the native decoders) shares this module's input
+layout: ``corpus_entry`` writes a seed corpus from the vectors (see conformance/FUZZING.md).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+from hypothesis import HealthCheck, Phase, given, seed as hseed, settings, strategies as st
+
+from . import oracle, properties
+from .checks import CheckFailure, check_decode, chunk
+from .oracle import Codec, DecodeResult, Error, Frame
+from .testee import Skipped, Testee, TesteeFailure
+from .vectors import compact_bytes
+
+PROTOCOLS = ("standard", "length-field")
+
+
+class _BudgetExhausted(BaseException):
+    """Stops a Hypothesis run from inside the test body (not an Exception: never a failure)."""
+
+
+class _Disagreement(AssertionError):
+    def __init__(self, finding: "Finding"):
+        super().__init__(finding.summary())
+        self.finding = finding
+
+
+@dataclass
+class Answer:
+    testee: str
+    result: Optional[DecodeResult] = None  # None when the testee failed
+    failure: Optional[str] = None  # crash / timeout / garbage / runtime_error, with detail
+    diff: Optional[str] = None  # why it does not conform
+    broken: List[str] = field(default_factory=list)  # requirement(s) broken, when known
+
+    def short(self) -> str:
+        if self.failure:
+            return self.failure.splitlines()[0]
+        r = self.result
+        s = f"{len(r.frames)} frame(s)"
+        if r.frames:
+            s += " [" + ", ".join(f.short() for f in r.frames[:3]) + (", …" if len(r.frames) > 3 else "") + "]"
+        return s + (f", error {r.error.short()}" if r.error else ", no error")
+
+
+@dataclass
+class Finding:
+    codec: Codec
+    data: bytes
+    chunks: List[bytes]
+    expected: DecodeResult
+    answers: List[Answer]  # the non-conforming answers only
+    example: int  # index of the generated example that first failed (before shrinking)
+    seed: int
+
+    @property
+    def testees(self) -> List[str]:
+        return [a.testee for a in self.answers]
+
+    @property
+    def splits(self) -> List[int]:
+        out, pos = [], 0
+        for c in self.chunks[:-1]:
+            pos += len(c)
+            out.append(pos)
+        return out
+
+    def summary(self) -> str:
+        exp = self.expected
+        lines = [f"disagreement on {len(self.data)} bytes in {len(self.chunks)} chunk(s) with {self.codec}:",
+                 f"  bytes   {self.data[:64].hex(' ')}{' …' if len(self.data) > 64 else ''}",
+                 f"  splits  {self.splits}",
+                 f"  oracle  {Answer('oracle', exp).short()}" +
+                 (f" (or {len(exp.alternatives)} alternative outcome(s))" if exp.alternatives else "")]
+        for a in self.answers:
+            lines.append(f"  {a.testee}: {a.short()}")
+            if a.diff:
+                lines += ["      " + d for d in a.diff.splitlines()]
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------ as a regression vector
+    def vector_id(self) -> str:
+        exp = self.expected
+        verdict = "i" if exp.alternatives else ("n" if exp.error else "y")
+        h = hashlib.sha256(json.dumps([self.codec.to_json(), self.data.hex(), self.splits]).encode()).hexdigest()[:8]
+        return f"{verdict}_fuzz_{h}"
+
+    def requirements(self) -> List[str]:
+        reqs: List[str] = []
+        for a in self.answers:
+            reqs += [r for r in a.broken if r not in reqs]
+        exp = self.expected
+        P = "STD" if self.codec.protocol == "standard" else "LF"
+        if exp.error and exp.error.requirement not in reqs:
+            reqs.append(exp.error.requirement)
+        if len(self.chunks) > 1 and f"{P}-STR-1" not in reqs:
+            reqs.append(f"{P}-STR-1")
+        if not reqs:
+            reqs.append("STD-HDR-1" if P == "STD" else "LF-FMT-1")
+        return reqs
+
+    def description(self) -> str:
+        who = ", ".join(f"{a.testee} ({a.short()})" for a in self.answers)
+        return f"Found by frameproof fuzz (seed {self.seed}): {who}"[:300]
+
+    def canonical(self) -> bool:
+        exp = self.expected
+        if exp.error or exp.alternatives:
+            return False
+        return b"".join(oracle.encode(self.codec, f) for f in exp.frames) == self.data
+
+    def vector(self) -> dict:
+        """The vector exactly as tools/gen_vectors.py's add_decode writes it."""
+        std = self.codec.protocol == "standard"
+
+        def fj(f: Frame) -> dict:
+            d = {"payload": compact_bytes(f.payload)}
+            return {"flag": f.flag, "sequence": f.sequence, **d} if std else d
+
+        def ej(e: Error) -> dict:
+            return {"requirement": e.requirement, "offset": e.offset}
+
+        exp = self.expected
+        v = {"id": self.vector_id(), "description": self.description(), "requirements": self.requirements(),
+             "kind": "decode", "codec": self.codec.to_json(), "bytes": compact_bytes(self.data)}
+        if self.splits:
+            v["splits"] = self.splits
+        if exp.alternatives:
+            v["outcomes"] = [{"frames": [fj(f) for f in o.frames], **({"error": ej(o.error)} if o.error else {})}
+                             for o in [exp] + exp.alternatives]
+        else:
+            v["frames"] = [fj(f) for f in exp.frames]
+            if exp.error:
+                v["error"] = ej(exp.error)
+        if self.canonical():
+            v["encode"] = True
+        return v
+
+    def gen_vectors_line(self) -> str:
+        """The add_decode(...) call to paste into tools/gen_vectors.py."""
+        std = self.codec.protocol == "standard"
+        P = "S" if std else "L"
+        exp = self.expected
+
+        def fr(f: Frame) -> str:
+            return f"F({f.flag:#04x}, {f.sequence}, {_pybytes(f.payload)})" if std else f"F(0, 0, {_pybytes(f.payload)})"
+
+        c = self.codec
+        codec = f"Codec({P}, {c.max_payload}" + (f", {c.lf_offset}, {c.lf_size})" if not std else ")")
+        args = [P, repr(self.vector_id()), repr(self.description()), repr(self.requirements()),
+                f"bytes.fromhex({self.data.hex()!r})" if len(self.data) <= 256 else _pybytes(self.data)]
+        if exp.alternatives:
+            outs = ", ".join(f"([{', '.join(fr(f) for f in o.frames)}], "
+                             f"{(o.error.requirement, o.error.offset) if o.error else None})" for o in [exp] + exp.alternatives)
+            args += ["None", f"codec={codec}", f"outcomes=[{outs}]"]
+        else:
+            args.append("[" + ", ".join(fr(f) for f in exp.frames) + "]")
+            if exp.error:
+                args.append(repr((exp.error.requirement, exp.error.offset)))
+            args.append(f"codec={codec}")
+        if self.splits:
+            args.append(f"splits={self.splits}")
+        if not exp.error and not exp.alternatives and not self.canonical():
+            args.append("encode=False")
+        return f"add_decode({', '.join(args)})"
+
+    def write(self, out_dir: Path) -> Path:
+        d = Path(out_dir) / self.codec.protocol
+        d.mkdir(parents=True, exist_ok=True)
+        p = d / f"{self.vector_id()}.json"
+        p.write_text(json.dumps(self.vector(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        (d / f"{self.vector_id()}.gen_vectors.py").write_text(self.gen_vectors_line() + "\n", encoding="utf-8")
+        return p
+
+
+def _pybytes(b: bytes) -> str:
+    """A short Python expression for ``b`` (runs folded)."""
+    parts, i = [], 0
+    lit = bytearray()
+    while i < len(b):
+        j = i
+        while j < len(b) and b[j] == b[i]:
+            j += 1
+        if j - i >= 16:
+            if lit:
+                parts.append(f"bytes.fromhex({lit.hex()!r})")
+                lit = bytearray()
+            parts.append(f"bytes([{b[i]:#04x}]) * {j - i}")
+        else:
+            lit += b[i:j]
+        i = j
+    if lit or not parts:
+        parts.append(f"bytes.fromhex({lit.hex()!r})")
+    return " + ".join(parts)
+
+
+# ---------------------------------------------------------------- the fuzzer
+
+@st.composite
+def fuzz_cases(draw, protocols: Sequence[str]):
+    """(codec, whole stream, chunks): valid, mutated/random and invalid-by-construction streams."""
+    protocol = draw(st.sampled_from(list(protocols)))
+    kind = draw(st.sampled_from(["arbitrary", "arbitrary", "invalid", "valid"]))
+    if kind == "valid":
+        codec, _frames, data = draw(properties.valid_streams(protocol))
+    elif kind == "invalid":
+        codec, data, _frames, _err = draw(properties.invalid_streams(protocol))
+    else:
+        codec, data = draw(properties.arbitrary_streams(protocol))
+    chunks = draw(properties.splits_of(data))
+    return codec, data, chunks
+
+
+@dataclass
+class FuzzReport:
+    seed: int
+    examples: int = 0  # generated examples run, all rounds
+    seconds: float = 0.0
+    findings: List[Finding] = field(default_factory=list)
+    vector_files: List[Path] = field(default_factory=list)
+    found_after: Dict[str, float] = field(default_factory=dict)  # testee -> seconds to first failing example
+    found_at_example: Dict[str, int] = field(default_factory=dict)
+    skipped_testees: Dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"seed": self.seed, "examples": self.examples, "seconds": round(self.seconds, 3),
+                "skipped_testees": self.skipped_testees,
+                "findings": [{"testees": f.testees, "found_after_s": {t: round(self.found_after[t], 3) for t in f.testees
+                                                                      if t in self.found_after},
+                              "found_at_example": {t: self.found_at_example.get(t) for t in f.testees},
+                              "summary": f.summary(), "vector": f.vector(), "gen_vectors": f.gen_vectors_line()}
+                             for f in self.findings],
+                "vector_files": [str(p) for p in self.vector_files]}
+
+
+def compare(testees: Dict[str, Testee], codec: Codec, data: bytes, chunks: List[bytes],
+            supported: Dict[str, set]) -> tuple:
+    """(oracle result, [non-conforming Answer])."""
+    expected = oracle.decode(codec, data)
+    outcomes = [expected] + expected.alternatives
+    bad = []
+    for name, t in testees.items():
+        if codec.protocol not in supported[name]:
+            continue
+        try:
+            got = t.decode(codec, chunks)
+        except Skipped:
+            continue
+        except TesteeFailure as e:
+            bad.append(Answer(name, None, f"{e.kind}: {e.detail}" + (f"\n{e.stderr[-800:]}" if e.stderr else ""),
+                              None, []))
+            continue
+        try:
+            check_decode(outcomes, got)
+        except CheckFailure as e:
+            bad.append(Answer(name, got, None, str(e), list(e.requirements)))
+    return expected, bad
+
+
+def fuzz(commands: Sequence[str], seconds: Optional[float] = 10.0, examples: Optional[int] = None,
+         seed: int = 0, protocols: Sequence[str] = PROTOCOLS, out_dir: Optional[Path] = None,
+         keep_going: bool = False, timeout: float = 5.0, cwd: Optional[str] = None,
+         shrink_seconds: Optional[float] = None, log=None) -> FuzzReport:
+    """Runs the differential fuzzer; returns the report (findings written to ``out_dir``)."""
+    names = list(dict.fromkeys(commands))
+    testees = {c: Testee(c, cwd=cwd, timeout=timeout) for c in names}
+    report = FuzzReport(seed)
+    supported: Dict[str, set] = {}
+    for name, t in list(testees.items()):
+        protos, feats = t.capabilities()
+        if t.hello is None:
+            report.skipped_testees[name] = f"does not start: {t.hello_error}"
+        elif "decode" not in feats:
+            report.skipped_testees[name] = "no decode feature"
+        supported[name] = protos if "decode" in feats else set()
+    protocols = [p for p in protocols if any(p in s for s in supported.values())]
+    start = time.monotonic()
+    deadline = start + seconds if seconds else None
+    shrink_seconds = shrink_seconds if shrink_seconds is not None else max(10.0, (seconds or 30.0))
+    round_no = 0
+    try:
+        while protocols and testees:
+            left_examples = None if examples is None else examples - report.examples
+            if left_examples is not None and left_examples <= 0:
+                break
+            if deadline and time.monotonic() >= deadline:
+                break
+            finding = _one_round(testees, supported, protocols, seed + round_no, report, start, deadline,
+                                 left_examples, shrink_seconds)
+            round_no += 1
+            if finding is None:
+                break
+            report.findings.append(finding)
+            if out_dir:
+                report.vector_files.append(finding.write(out_dir))
+            if log:
+                log(finding.summary())
+            if not keep_going:
+                break
+            for name in finding.testees:
+                testees.pop(name).stop()
+                supported.pop(name)
+            protocols = [p for p in protocols if any(p in s for s in supported.values())]
+    finally:
+        for t in testees.values():
+            t.stop()
+    report.seconds = time.monotonic() - start
+    return report
+
+
+def _one_round(testees, supported, protocols, round_seed, report, start, deadline, max_examples, shrink_seconds):
+    state = {"first": None, "best": None, "shrink_deadline": None}
+    counted = [0]
+
+    def key(f: Finding):
+        return (len(f.data), len(f.chunks), f.data)
+
+    @hseed(round_seed)
+    @settings(max_examples=max_examples or 10 ** 9, deadline=None, database=None, derandomize=False,
+              suppress_health_check=list(HealthCheck), phases=[Phase.generate, Phase.shrink],
+              print_blob=False, report_multiple_bugs=False)
+    @given(fuzz_cases(protocols))
+    def body(case):
+        now = time.monotonic()
+        if state["first"] is None:
+            if deadline and now >= deadline:
+                raise _BudgetExhausted()
+            counted[0] += 1
+        elif now >= state["shrink_deadline"]:
+            raise _BudgetExhausted()
+        codec, data, chunks = case
+        expected, bad = compare(testees, codec, data, chunks, supported)
+        if not bad:
+            return
+        f = Finding(codec, data, list(chunks), expected, bad, report.examples + counted[0], round_seed)
+        if state["first"] is None:
+            state["first"] = f
+            state["shrink_deadline"] = now + shrink_seconds
+            for a in bad:
+                report.found_after.setdefault(a.testee, now - start)
+                report.found_at_example.setdefault(a.testee, f.example)
+        else:
+            f.example = state["first"].example
+        if state["best"] is None or key(f) < key(state["best"]):
+            state["best"] = f
+        raise _Disagreement(f)
+
+    try:
+        body()
+    except _Disagreement as e:
+        report.examples += counted[0]
+        return e.finding
+    except _BudgetExhausted:
+        report.examples += counted[0]
+        return state["best"]
+    report.examples += counted[0]
+    return state["best"]
+
+
+# ---------------------------------------------------------------- coverage-guided input layout
+
+# Shared with reference-impls/rust/fuzz/fuzz_targets/decode.rs and reference-impls/cpp/fuzz/.
+LIMITS = [0, 16, 64, 100, 1024, 65535, 70000, 1]
+PROFILES = [(0, 2), (0, -2), (0, 4), (0, -4), (0, 1), (0, 0), (2, 2), (4, -4),
+            (1, 1), (3, 0), (1, -4), (5, 0), (1, 2), (2, -2), (7, 4), (0, 0)]
+
+
+def corpus_entry(codec: Codec, data: bytes, chunking: int = 0) -> Optional[bytes]:
+    """The libFuzzer input for ``codec`` and ``data`` (None if the table has no such codec)."""
+    if codec.max_payload not in LIMITS:
+        return None
+    cfg = LIMITS.index(codec.max_payload) << 5
+    if codec.protocol == "length-field":
+        prof = (codec.lf_offset, codec.lf_size)
+        if prof not in PROFILES:
+            return None
+        cfg |= 1 | (PROFILES.index(prof) << 1)
+    return bytes([cfg, chunking & 0xFF]) + data
+
+
+def decode_corpus_input(entry: bytes):
+    """Inverse of ``corpus_entry``: (codec, data, chunks) exactly as the native targets split it."""
+    cfg, ctl, data = entry[0], entry[1], entry[2:]
+    limit = LIMITS[cfg >> 5]
+    if cfg & 1:
+        o, s = PROFILES[(cfg >> 1) & 15]
+        codec = Codec("length-field", limit, o, s)
+    else:
+        codec = Codec("standard", limit)
+    return codec, data, native_chunks(data, ctl)
+
+
+def native_chunks(data: bytes, ctl: int) -> List[bytes]:
+    if ctl == 0 or not data:
+        return [data]
+    maxc = ctl % 16 + 1
+    state = ctl
+    out, pos = [], 0
+    while pos < len(data):
+        state = (state * 1103515245 + 12345) & 0xFFFFFFFF
+        n = min(1 + (state >> 16) % maxc, len(data) - pos)
+        out.append(data[pos:pos + n])
+        pos += n
+    return out
+
+
+def write_corpus(out_dir: Path, max_len: int = 4096) -> int:
+    """Seed corpus from every decode vector (truncated to ``max_len`` bytes: a truncated stream is
+    still an interesting input), each once whole and once in small chunks. Returns the count."""
+    from .vectors import load
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    n = 0
+    for proto in PROTOCOLS:
+        for v in load(proto):
+            if v.kind != "decode":
+                continue
+            for ctl in (0, 0x35):
+                e = corpus_entry(v.codec, v.data[:max_len], ctl)
+                if e is None:
+                    continue
+                (out_dir / f"{proto}-{v.id}-{ctl:02x}").write_bytes(e)
+                n += 1
+    return n

@@ -1,0 +1,65 @@
+"""`frameproof fuzz`: differential fuzzing of testees against each other and the oracle, and
+`frameproof fuzz-corpus`: the seed corpus of the coverage-guided (libFuzzer) targets."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def add_parsers(sub):
+    f = sub.add_parser("fuzz", help="differential fuzzing: the same generated streams in the same chunks to every "
+                                    "testee and the oracle; a disagreement becomes a minimized vector file")
+    f.add_argument("--testee", action="append", required=True,
+                   help='testee command (repeatable), e.g. "reference-impls/rust/target/release/fp-testee"')
+    f.add_argument("--seconds", type=float, default=10.0, help="time budget (default 10; 0 = no time limit)")
+    f.add_argument("--examples", type=int, help="example budget (fixed count: reproducible whatever the speed)")
+    f.add_argument("--seed", type=int, default=0, help="Hypothesis seed (default 0): same seed, same examples")
+    f.add_argument("--protocol", action="append", choices=["standard", "length-field"], help="only this protocol")
+    f.add_argument("--out", default="reports/fuzz", help="where reproducer vectors are written (default reports/fuzz)")
+    f.add_argument("--keep-going", action="store_true",
+                   help="after a disagreement, drop the testees that disagreed and go on (one reproducer per testee)")
+    f.add_argument("--timeout", type=float, default=5.0, help="seconds per testee answer (default 5)")
+    f.add_argument("--shrink-seconds", type=float, help="time allowed for minimizing a reproducer")
+    f.add_argument("--cwd", help="working directory for the testees")
+    f.add_argument("--json", help="write the report as JSON to this file")
+    f.set_defaults(fn=cmd_fuzz)
+
+    c = sub.add_parser("fuzz-corpus", help="write the libFuzzer seed corpus (from the decode vectors) to a directory")
+    c.add_argument("dir")
+    c.add_argument("--max-len", type=int, default=4096)
+    c.set_defaults(fn=cmd_corpus)
+
+
+def cmd_fuzz(args):
+    from .fuzz import fuzz
+    if args.examples is None and not args.seconds:
+        print("frameproof fuzz: give --seconds or --examples", file=sys.stderr)
+        return 2
+    report = fuzz(args.testee, seconds=args.seconds or None, examples=args.examples, seed=args.seed,
+                  protocols=args.protocol or ("standard", "length-field"), out_dir=Path(args.out),
+                  keep_going=args.keep_going, timeout=args.timeout, cwd=args.cwd,
+                  shrink_seconds=args.shrink_seconds, log=lambda s: print(s + "\n", flush=True))
+    for name, why in report.skipped_testees.items():
+        print(f"skipped testee {name}: {why}")
+    for f in report.findings:
+        for t in f.testees:
+            print(f"FOUND {t}: first failing example #{report.found_at_example.get(t)} after "
+                  f"{report.found_after.get(t, 0):.2f} s")
+    for p in report.vector_files:
+        print(f"reproducer: {p}  (to keep it: paste the line in {p.with_suffix('').with_suffix('.gen_vectors.py')} "
+              f"into tools/gen_vectors.py and regenerate)")
+    print(f"fuzz: {report.examples} examples in {report.seconds:.1f} s, seed {report.seed}, "
+          f"{len(report.findings)} disagreement(s)")
+    if args.json:
+        Path(args.json).write_text(json.dumps(report.to_json(), indent=1) + "\n", encoding="utf-8")
+    if report.skipped_testees and len(report.skipped_testees) == len(set(args.testee)):
+        return 2
+    return 1 if report.findings else 0
+
+
+def cmd_corpus(args):
+    from .fuzz import write_corpus
+    n = write_corpus(Path(args.dir), args.max_len)
+    print(f"{n} seed inputs in {args.dir}")
+    return 0

@@ -1,0 +1,136 @@
+//! libFuzzer target for the streaming decoders of both protocols.
+//!
+//! Input layout (shared with the C++ target and written by `frameproof.fuzz.corpus_entry`):
+//!   byte 0: configuration. bit 0: protocol (0 standard, 1 length-field); bits 1-4: length-field
+//!           profile (PROFILES); bits 5-7: max payload (LIMITS).
+//!   byte 1: chunking. 0: the stream is fed in one chunk; otherwise chunk sizes come from a small
+//!           LCG seeded with this byte, each in 1..=(byte % 16) + 1.
+//!   rest:   the byte stream.
+//!
+//! Besides crashes (panics, overflow checks, out-of-memory) the target checks invariants:
+//!  1. chunked decode == whole decode (frames and error, STD-STR-1 / LF-STR-1);
+//!  2. the delivered frames re-encode to the bytes they were decoded from (encode(decode(x)) == x
+//!     for canonical input; header bytes of a length-field offset are ignored, LF-FMT-4, and a
+//!     non-minimal varint is allowed, LF-LEN-4), and an error is reported at the offset where the
+//!     delivered frames end (STD-STR-4 / LF-STR-4);
+//!  3. no delivered payload is above the configured maximum (STD-LIM-1 / LF-LIM-1), and every
+//!     error names a requirement of the protocol being decoded.
+#![no_main]
+
+use frameproof_codec::length_field::{LengthFieldDecoder, LengthSize, Profile};
+use frameproof_codec::standard::{self, StandardDecoder};
+use frameproof_codec::{effective_max, FrameDecoder, ProtocolError};
+use libfuzzer_sys::fuzz_target;
+
+const LIMITS: [u64; 8] = [0, 16, 64, 100, 1024, 65535, 70000, 1];
+const PROFILES: [(u32, i64); 16] = [
+    (0, 2), (0, -2), (0, 4), (0, -4), (0, 1), (0, 0), (2, 2), (4, -4),
+    (1, 1), (3, 0), (1, -4), (5, 0), (1, 2), (2, -2), (7, 4), (0, 0),
+];
+
+fn chunks(data: &[u8], ctl: u8) -> Vec<&[u8]> {
+    if ctl == 0 || data.is_empty() {
+        return vec![data];
+    }
+    let maxc = (ctl as usize % 16) + 1;
+    let mut state = ctl as u32;
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos < data.len() {
+        state = state.wrapping_mul(1103515245).wrapping_add(12345);
+        let n = (1 + ((state >> 16) as usize % maxc)).min(data.len() - pos);
+        out.push(&data[pos..pos + n]);
+        pos += n;
+    }
+    out
+}
+
+type Outcome<F> = (Vec<F>, Option<ProtocolError>);
+
+fn run<D: FrameDecoder>(mut d: D, parts: &[&[u8]]) -> Outcome<D::Frame> {
+    let mut frames = Vec::new();
+    for p in parts {
+        let (f, e) = d.feed(p);
+        frames.extend(f);
+        if e.is_some() {
+            return (frames, e);
+        }
+    }
+    let e = d.finish().err();
+    (frames, e)
+}
+
+fn same<F: PartialEq + std::fmt::Debug>(whole: &Outcome<F>, chunked: &Outcome<F>, n: usize) {
+    assert_eq!(whole.0, chunked.0, "chunked decode ({n} chunks) delivered other frames than whole decode");
+    let (a, b) = (&whole.1, &chunked.1);
+    assert_eq!(
+        a.as_ref().map(|e| (e.requirement, e.offset)),
+        b.as_ref().map(|e| (e.requirement, e.offset)),
+        "chunked decode ({n} chunks) reported another error than whole decode"
+    );
+}
+
+fn check_error(err: &Option<ProtocolError>, consumed: usize, total: usize, prefix: &str) {
+    match err {
+        Some(e) => {
+            assert!(e.requirement.starts_with(prefix), "error {} is not a {prefix} requirement", e.requirement);
+            assert_eq!(e.offset, consumed as u64, "error {} at offset {} but the delivered frames end at {consumed}", e.requirement, e.offset);
+        }
+        None => assert_eq!(consumed, total, "no error, but the frames cover {consumed} of {total} bytes"),
+    }
+}
+
+fn fuzz_standard(max: u64, data: &[u8], parts: &[&[u8]]) {
+    let whole = run(StandardDecoder::new(max), &[data]);
+    let chunked = run(StandardDecoder::new(max), parts);
+    same(&whole, &chunked, parts.len());
+    let mut pos = 0;
+    for f in &whole.0 {
+        assert!(f.payload.len() as u64 <= effective_max(max), "payload of {} bytes above the maximum {}", f.payload.len(), effective_max(max));
+        let enc = standard::encode_to_vec(f.flag, f.sequence, &f.payload, 0).expect("a decoded frame must encode");
+        assert_eq!(&data[pos..pos + enc.len()], &enc[..], "frame at {pos} does not re-encode to its bytes");
+        pos += enc.len();
+    }
+    check_error(&whole.1, pos, data.len(), "STD-");
+}
+
+fn fuzz_length_field(offset: u32, size: i64, max: u64, data: &[u8], parts: &[&[u8]]) {
+    let p = Profile::new(offset, size).expect("table profiles are valid");
+    let whole = run(LengthFieldDecoder::new(p, max), &[data]);
+    let chunked = run(LengthFieldDecoder::new(p, max), parts);
+    same(&whole, &chunked, parts.len());
+    let cap = p.size.capacity().min(effective_max(max));
+    let mut pos = 0;
+    for f in &whole.0 {
+        assert!(f.len() as u64 <= cap, "payload of {} bytes above the maximum {cap}", f.len());
+        let enc = p.encode_to_vec(f, 0).expect("a decoded frame must encode");
+        let o = offset as usize;
+        let mut width = enc.len() - o - f.len();
+        if p.size == LengthSize::Varint {
+            // a non-minimal varint may be accepted (LF-LEN-4): take the width from the input
+            width = data[pos + o..].iter().position(|b| b & 0x80 == 0).expect("varint end") + 1;
+            assert!(width <= 5, "varint of {width} bytes accepted");
+        } else {
+            assert_eq!(&data[pos + o..pos + o + width], &enc[o..o + width], "length field at {} does not re-encode", pos + o);
+        }
+        let start = pos + o + width;
+        assert_eq!(&data[start..start + f.len()], &f[..], "payload at {start} is not the input bytes");
+        pos = start + f.len();
+    }
+    check_error(&whole.1, pos, data.len(), "LF-");
+}
+
+fuzz_target!(|input: &[u8]| {
+    if input.len() < 2 {
+        return;
+    }
+    let (cfg, ctl, data) = (input[0], input[1], &input[2..]);
+    let max = LIMITS[(cfg >> 5) as usize];
+    let parts = chunks(data, ctl);
+    if cfg & 1 == 0 {
+        fuzz_standard(max, data, &parts);
+    } else {
+        let (offset, size) = PROFILES[((cfg >> 1) & 15) as usize];
+        fuzz_length_field(offset, size, max, data, &parts);
+    }
+});
