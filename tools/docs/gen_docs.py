@@ -242,6 +242,80 @@ def kaitai_diagrams(ksys, lib: Path, dest: Path) -> dict:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _proto_comments(text: str) -> dict:
+    """'Message.field' / 'Message' / 'Enum.VALUE' -> the // comment lines just above it."""
+    out, stack, pending = {}, [], []
+    for line in text.splitlines():
+        t = line.strip()
+        if t.startswith("//"):
+            pending.append(t[2:].strip())
+            continue
+        m = re.match(r"(message|enum|oneof)\s+(\w+)\s*\{", t)
+        if m:
+            if m.group(1) != "oneof":
+                out[".".join([n for k, n in stack if k != "oneof"] + [m.group(2)])] = " ".join(pending)
+            stack.append((m.group(1), m.group(2)))
+        elif t.startswith("}"):
+            if stack:
+                stack.pop()
+        else:
+            f = re.match(r"(?:repeated\s+|optional\s+)?[\w.]+\s+(\w+)\s*=\s*-?\d+\s*;", t) or \
+                re.match(r"(\w+)\s*=\s*-?\d+\s*;", t)
+            if f and stack:
+                out[".".join([n for k, n in stack if k != "oneof"] + [f.group(1)])] = " ".join(pending)
+        pending = [] if not t.startswith("//") else pending
+    return out
+
+
+def proto_tables(proto: Path) -> list:
+    """Message tables from the generated Python bindings' descriptors, with the .proto comments."""
+    try:
+        mod = importlib.import_module(f"frameproof._generated.{proto.stem}_pb2")
+    except ImportError:
+        return []
+    from google.protobuf.descriptor import FieldDescriptor as FD
+    names = {v: k[5:].lower() for k, v in vars(FD).items() if k.startswith("TYPE_")}
+    comments = _proto_comments(proto.read_text(encoding="utf-8"))
+    lines = ["## Messages", ""]
+
+    def message(desc, path):
+        lines.extend([f"### {'.'.join(path)} {{#{'-'.join(path).lower()}}}", ""])
+        if comments.get(".".join(path)):
+            lines.extend([esc_cell(comments[".".join(path)]), ""])
+        if desc.fields:
+            lines.extend(["| field | # | type | | doc |", "|---|---:|---|---|---|"])
+            for f in desc.fields:
+                if f.message_type and f.message_type.name in mod.DESCRIPTOR.message_types_by_name:
+                    typ = f.message_type.name
+                    typ = f"[`{typ}`](#{typ.lower()})"
+                elif f.message_type:
+                    typ = f.message_type.name
+                elif f.enum_type:
+                    typ = f.enum_type.name
+                else:
+                    typ = names.get(f.type, str(f.type))
+                rep = f.is_repeated if hasattr(f, "is_repeated") else f.label == FD.LABEL_REPEATED
+                label = "repeated" if rep else ""
+                if f.containing_oneof is not None:
+                    label = f"oneof `{f.containing_oneof.name}`"
+                doc = link_ids(esc_cell(comments.get(".".join(path + [f.name]), "")), "../")
+                typ = typ if typ.startswith("[") else f"`{typ}`"
+                lines.append(f"| `{f.name}` | {f.number} | {typ} | {label} | {doc} |")
+            lines.append("")
+        for e in desc.enum_types:
+            lines.extend([f"Enum `{e.name}`:", "", "| value | # | doc |", "|---|---:|---|"])
+            for v in e.values:
+                doc = esc_cell(comments.get(".".join(path + [e.name, v.name]), ""))
+                lines.append(f"| `{v.name}` | {v.number} | {doc} |")
+            lines.append("")
+        for n in desc.nested_types:
+            message(n, path + [n.name])
+
+    for name, desc in mod.DESCRIPTOR.message_types_by_name.items():
+        message(desc, [name])
+    return lines
+
+
 def gen_schemas(out: Path, lib: Path) -> list:
     d = out / "schemas"
     d.mkdir(parents=True, exist_ok=True)
@@ -282,7 +356,9 @@ def gen_schemas(out: Path, lib: Path) -> list:
             f"# {proto.name}", "",
             "The messages the conformance runner and a testee exchange over the testee's stdin/stdout; "
             "[the testee protocol](../testee.md) fixes their meaning and the "
-            "[implementers' guide](../implementers.md) walks through them.", "",
+            "[implementers' guide](../implementers.md) walks through them.", ""]
+            + proto_tables(proto) + [
+            "## Source", "", f"`schemas/{proto.name}`:", "",
             "```protobuf", proto.read_text(encoding="utf-8").rstrip(), "```", ""]))
         pages.append(proto.stem)
     write(d / "index.md", "\n".join(index) + "\n")
