@@ -1,0 +1,553 @@
+// fp-load: load client for fp-server and every other echo server (reference-impls/README.md).
+//
+// One thread per connection, each with a non-blocking socket driven by poll(), so a thread never
+// blocks writing while the server waits for it to read. Every reply is verified: standard by
+// sequence number through the SequenceMatcher (flag must be 0x81), length-field FIFO through the
+// FifoMatcher; the payload must equal the request's, whose bytes 0..7 hold the request's global
+// index (u64 little-endian) and the rest a pattern derived from it.
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "frameproof/codec.hpp"
+#include "frameproof/histogram.hpp"
+#include "frameproof/matcher.hpp"
+#include "net_common.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::uint64_t now_ns() {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count());
+}
+
+enum class Mode { PerPacket, Pipelined, Receive };
+
+struct Options {
+  fp::CodecConfig codec;
+  sockaddr_storage addr{};
+  socklen_t addr_len = 0;
+  int connections = 1;
+  std::optional<std::uint64_t> requests;
+  double duration_s = 0;
+  std::size_t payload = 32;
+  Mode mode = Mode::PerPacket;
+  std::size_t window = 1;
+  std::uint64_t timeout_ms = 5000;
+  std::string json;
+};
+
+// Payload of request `index`: bytes 0..7 the index (u64 LE, truncated if the payload is
+// shorter), then a pattern that depends on the index and the position.
+void fill_payload(std::uint64_t index, std::uint8_t* p, std::size_t n) {
+  for (std::size_t i = 0; i < n && i < 8; ++i) p[i] = static_cast<std::uint8_t>(index >> (8 * i));
+  std::uint64_t x = index * 0x9E3779B97F4A7C15ull + 1;
+  for (std::size_t i = 8; i < n; ++i) {
+    if ((i & 7) == 0) x = x * 6364136223846793005ull + 1442695040888963407ull;
+    p[i] = static_cast<std::uint8_t>(x >> (8 * (i & 7)));
+  }
+}
+
+struct Shared {
+  std::mutex mu;
+  std::vector<std::string> details;  // at most 10 kept
+  std::atomic<std::uint64_t> next_index{0};  // --duration: global request numbering
+
+  void note(std::string s) {
+    std::lock_guard<std::mutex> g(mu);
+    if (details.size() < 10) details.push_back(std::move(s));
+  }
+};
+
+struct Result {
+  std::uint64_t sent = 0;
+  std::uint64_t received = 0;
+  std::uint64_t verified = 0;
+  std::uint64_t verified_bytes = 0;
+  std::uint64_t errors = 0;
+  std::uint64_t missing = 0;  // requests that never got a reply (timed out, failed, lost)
+  bool fatal = false;         // connect failure, reset, unwritten requests
+  fp::Histogram latency;
+};
+
+class Connection {
+ public:
+  Connection(const Options& opt, Shared& shared, int id, std::uint64_t first_index, std::uint64_t count,
+             std::uint64_t start_ns, std::uint64_t end_ns)
+      : opt_(opt),
+        shared_(shared),
+        id_(id),
+        next_index_(first_index),
+        quota_(count),
+        end_ns_(end_ns),
+        start_ns_(start_ns),
+        decoder_(opt.codec),
+        seq_(opt.timeout_ms * 1000000ull),
+        fifo_(opt.timeout_ms * 1000000ull, std::max<std::size_t>(opt.window, 1)),
+        scratch_(opt.payload) {}
+
+  Result run() {
+    if (!connect_socket()) {
+      res_.fatal = true;
+      res_.missing = quota_;
+      return std::move(res_);
+    }
+    loop();
+    ::close(fd_);
+    return std::move(res_);
+  }
+
+ private:
+  bool connect_socket() {
+    fd_ = ::socket(opt_.addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd_ < 0 || ::connect(fd_, reinterpret_cast<const sockaddr*>(&opt_.addr), opt_.addr_len) < 0) {
+      shared_.note("connection " + std::to_string(id_) + ": connect failed: " + std::strerror(errno));
+      if (fd_ >= 0) ::close(fd_);
+      fd_ = -1;
+      return false;
+    }
+    int one = 1;
+    setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    return true;  // the socket stays blocking; every send/recv passes MSG_DONTWAIT
+  }
+
+  [[nodiscard]] bool more_to_send(std::uint64_t now) const {
+    if (failed_) return false;
+    if (opt_.requests) return res_.sent < quota_;
+    return now < end_ns_;
+  }
+
+  [[nodiscard]] std::size_t in_flight() const {
+    return opt_.codec.protocol == fp::Protocol::Standard ? seq_.pending() : fifo_.pending();
+  }
+
+  std::uint64_t take_index() {
+    if (opt_.requests) return next_index_++;
+    return shared_.next_index.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  // Queues as many requests as the mode allows.
+  void fill(std::uint64_t now) {
+    const bool receive = opt_.mode == Mode::Receive;
+    const std::size_t window = opt_.mode == Mode::PerPacket ? 1 : opt_.window;
+    std::size_t batch = 0;
+    while (more_to_send(now)) {
+      if (receive) {
+        if (out_.size() - out_off_ > (256u << 10) || batch >= 256) break;  // write in batches
+      } else if (in_flight() >= window) {
+        break;
+      }
+      std::uint8_t seq = 0;
+      if (opt_.codec.protocol == fp::Protocol::Standard) {
+        if (receive) {
+          seq = ++counter_;
+        } else {
+          // STD-SEQ-3: if the next number is still pending (its reply was lost), wait.
+          if (seq_.is_pending(seq_.peek_sequence())) break;
+        }
+      }
+      const std::uint64_t index = take_index();
+      if (!receive) {
+        if (opt_.codec.protocol == fp::Protocol::Standard) {
+          seq = *seq_.begin_request(index, now);
+          send_time_[seq] = now;
+        } else {
+          fifo_.begin_request(index, now);
+          fifo_times_.push_back(now);
+        }
+      }
+      const std::size_t at = out_.size();
+      if (opt_.codec.protocol == fp::Protocol::Standard) {
+        out_.resize(at + 8 + opt_.payload);
+        const std::size_t h = fp::write_standard_header(out_.data() + at, 0x01, seq, opt_.payload);
+        fill_payload(index, out_.data() + at + h, opt_.payload);
+        out_.resize(at + h + opt_.payload);
+      } else {
+        const std::size_t h = fp::lf_header_len(opt_.codec.lf, opt_.payload);
+        out_.resize(at + h + opt_.payload);
+        fp::write_lf_header(out_.data() + at, opt_.codec.lf, opt_.payload);
+        fill_payload(index, out_.data() + at + h, opt_.payload);
+      }
+      ++res_.sent;
+      ++batch;
+    }
+  }
+
+  // Returns false on a fatal socket error.
+  bool flush() {
+    while (out_off_ < out_.size()) {
+      const ssize_t n = ::send(fd_, out_.data() + out_off_, out_.size() - out_off_, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        out_off_ += static_cast<std::size_t>(n);
+      } else if (n < 0 && errno == EINTR) {
+        continue;
+      } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        break;
+      } else {
+        shared_.note("connection " + std::to_string(id_) + ": send failed: " + std::strerror(errno));
+        return false;
+      }
+    }
+    if (out_off_ == out_.size()) {
+      out_.clear();
+      out_off_ = 0;
+    } else if (out_off_ > (1u << 20)) {
+      out_.erase(out_.begin(), out_.begin() + static_cast<std::ptrdiff_t>(out_off_));
+      out_off_ = 0;
+    }
+    return true;
+  }
+
+  void error(std::string what) {
+    ++res_.errors;
+    shared_.note("connection " + std::to_string(id_) + ": " + what);
+  }
+
+  void on_frame(const fp::Frame& f, std::uint64_t now) {
+    ++res_.received;
+    std::optional<std::uint64_t> index;
+    std::uint64_t sent_at = 0;
+    if (opt_.codec.protocol == fp::Protocol::Standard) {
+      if (!(f.flag & 0x80)) {
+        error("received a request (flag 0x" + hex(f.flag) + "), not a reply");
+        return;
+      }
+      index = seq_.complete(f.sequence);
+      if (!index) {
+        error("reply with sequence " + std::to_string(f.sequence) + " matches no pending request");
+        return;
+      }
+      sent_at = send_time_[f.sequence];
+      if (f.flag != 0x81) {
+        error("request " + std::to_string(*index) + ": reply flag 0x" + hex(f.flag) + ", expected 0x81");
+        return;
+      }
+    } else {
+      index = fifo_.complete();
+      if (!index) {
+        error("a frame arrived while no request was pending");
+        return;
+      }
+      sent_at = fifo_times_.front();
+      fifo_times_.pop_front();
+    }
+    res_.latency.record(now - sent_at);
+    if (f.payload.size() != opt_.payload) {
+      error("request " + std::to_string(*index) + ": reply payload has " + std::to_string(f.payload.size()) +
+            " bytes, expected " + std::to_string(opt_.payload));
+      return;
+    }
+    fill_payload(*index, scratch_.data(), scratch_.size());
+    if (!std::equal(f.payload.begin(), f.payload.end(), scratch_.begin())) {
+      error("request " + std::to_string(*index) + ": reply payload differs from the request's");
+      return;
+    }
+    ++res_.verified;
+    res_.verified_bytes += f.payload.size();
+  }
+
+  static std::string hex(unsigned v) {
+    char b[8];
+    std::snprintf(b, sizeof b, "%02X", v & 0xFF);
+    return b;
+  }
+
+  // Reads what is there; false on EOF or error.
+  bool read_some(std::uint64_t now) {
+    for (int round = 0; round < 8; ++round) {
+      auto space = decoder_.prepare();
+      const ssize_t n = ::recv(fd_, space.data(), space.size(), MSG_DONTWAIT);
+      if (n > 0) {
+        decoder_.commit(static_cast<std::size_t>(n));
+        fp::Frame f;
+        fp::Decoder::Status st;
+        while ((st = decoder_.next(f)) == fp::Decoder::Status::Frame) on_frame(f, now);
+        if (st == fp::Decoder::Status::Error) {
+          error("reply stream rejected: " + decoder_.error()->requirement + " at offset " +
+                std::to_string(decoder_.error()->offset));
+          return false;
+        }
+        if (static_cast<std::size_t>(n) < space.size()) return true;
+      } else if (n == 0) {
+        return false;
+      } else if (errno == EINTR) {
+        continue;
+      } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        return true;
+      } else {
+        shared_.note("connection " + std::to_string(id_) + ": recv failed: " + std::strerror(errno));
+        return false;
+      }
+    }
+    return true;
+  }
+
+  void expire(std::uint64_t now) {
+    timed_out_.clear();
+    failed_ids_.clear();
+    if (opt_.codec.protocol == fp::Protocol::Standard) {
+      seq_.expire(now, timed_out_);
+    } else if (fifo_.expire(now, timed_out_, failed_ids_)) {
+      failed_ = true;  // LF-MATCH-3: order can no longer be trusted; give up this connection
+      fifo_times_.clear();
+    }
+    if (!timed_out_.empty()) {
+      res_.missing += timed_out_.size() + failed_ids_.size();
+      shared_.note("connection " + std::to_string(id_) + ": " + std::to_string(timed_out_.size()) +
+                   " request(s) got no reply within " + std::to_string(opt_.timeout_ms) + " ms (first: request " +
+                   std::to_string(timed_out_.front()) + ")");
+    }
+  }
+
+  void abandon() {
+    timed_out_.clear();
+    if (opt_.codec.protocol == fp::Protocol::Standard) seq_.clear(timed_out_);
+    else fifo_.clear(timed_out_);
+    fifo_times_.clear();
+    if (!timed_out_.empty()) {
+      res_.missing += timed_out_.size();
+      shared_.note("connection " + std::to_string(id_) + ": closed with " + std::to_string(timed_out_.size()) +
+                   " request(s) unanswered");
+    }
+  }
+
+  void loop() {
+    const bool receive = opt_.mode == Mode::Receive;
+    bool open = true;
+    bool shut = false;
+    std::uint64_t shut_deadline = 0;
+    while (open) {
+      std::uint64_t now = now_ns();
+      fill(now);
+      if (!flush()) {
+        res_.fatal = true;
+        break;
+      }
+      const bool sending_done = !more_to_send(now) && out_.empty();
+      if (receive && sending_done && !shut) {
+        // Every request is written: half-close and wait for the server to close after reading all.
+        ::shutdown(fd_, SHUT_WR);
+        shut = true;
+        shut_deadline = now + opt_.timeout_ms * 1000000ull;
+      }
+      if (!receive && sending_done && in_flight() == 0) break;
+      if (failed_) break;
+      // Wait for I/O, at most until the next request deadline (and at most 50 ms).
+      std::uint64_t wait_ns = 50'000'000;
+      std::optional<std::uint64_t> dl =
+          opt_.codec.protocol == fp::Protocol::Standard ? seq_.next_deadline() : fifo_.next_deadline();
+      if (shut) dl = shut_deadline;
+      if (dl) wait_ns = std::min(wait_ns, *dl > now ? *dl - now : 0);
+      if (!opt_.requests && end_ns_ > now) wait_ns = std::min(wait_ns, end_ns_ - now);
+      pollfd p{fd_, static_cast<short>(POLLIN | (out_.empty() ? 0 : POLLOUT)), 0};
+      const int r = ::poll(&p, 1, static_cast<int>((wait_ns + 999'999) / 1'000'000));
+      now = now_ns();
+      if (r > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR))) {
+        if (!read_some(now)) open = false;
+      }
+      if (!receive) expire(now);
+      if (shut && now >= shut_deadline) break;
+    }
+    if (out_off_ < out_.size()) {
+      res_.fatal = true;
+      shared_.note("connection " + std::to_string(id_) + ": could not write every request");
+    }
+    if (!receive) abandon();
+    (void)start_ns_;
+  }
+
+  const Options& opt_;
+  Shared& shared_;
+  int id_;
+  int fd_ = -1;
+  std::uint64_t next_index_;
+  std::uint64_t quota_;
+  std::uint64_t end_ns_;
+  std::uint64_t start_ns_;
+  fp::Decoder decoder_;
+  fp::SequenceMatcher seq_;
+  fp::FifoMatcher fifo_;
+  std::array<std::uint64_t, 256> send_time_{};
+  std::deque<std::uint64_t> fifo_times_;
+  std::uint8_t counter_ = 0;  // receive mode (standard): sequence numbers without matching
+  bool failed_ = false;
+  fp::Bytes out_;
+  std::size_t out_off_ = 0;
+  std::vector<std::uint8_t> scratch_;
+  std::vector<std::uint64_t> timed_out_;
+  std::vector<std::uint64_t> failed_ids_;
+  Result res_;
+};
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += ch;
+    } else if (c < 0x20) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\u%04x", c);
+      o += b;
+    } else {
+      o += ch;
+    }
+  }
+  return o;
+}
+
+const char* mode_name(Mode m) {
+  switch (m) {
+    case Mode::PerPacket: return "per-packet";
+    case Mode::Pipelined: return "pipelined";
+    case Mode::Receive: return "receive";
+  }
+  return "?";
+}
+
+void usage() {
+  std::fprintf(stderr,
+               "usage: fp-load --protocol standard|length-field --connect HOST:PORT\n"
+               "               --connections N (--requests N | --duration SECONDS) --payload BYTES\n"
+               "               --mode per-packet|pipelined|receive [--window W] [--lf-offset N] [--lf-size S]\n"
+               "               [--timeout-ms MS] [--json FILE]\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  fp::cli::Args args(argc, argv, {},
+                     {"protocol", "connect", "connections", "requests", "duration", "payload", "mode", "window",
+                      "lf-offset", "lf-size", "timeout-ms", "json", "max-payload"});
+  if (args.help()) {
+    usage();
+    return 0;
+  }
+  Options opt;
+  auto proto = fp::parse_protocol(args.str("protocol", "standard"));
+  if (!proto) args.die("--protocol must be standard or length-field");
+  opt.codec.protocol = *proto;
+  opt.codec.lf.offset = args.num<std::uint32_t>("lf-offset", 0);
+  opt.codec.lf.size = args.num<std::int32_t>("lf-size", 2);
+  opt.codec.max_payload = args.num<std::uint64_t>("max-payload", 0);
+  if (auto e = opt.codec.validate()) args.die(e->requirement + ": " + e->message);
+  if (!args.has("connect")) args.die("--connect HOST:PORT is required");
+  auto hp = fp::cli::split_host_port(args.str("connect"));
+  if (!hp || !fp::cli::resolve(*hp, false, opt.addr, opt.addr_len)) args.die("--connect: cannot resolve");
+  opt.connections = args.num<int>("connections", 1);
+  if (opt.connections < 1) args.die("--connections must be at least 1");
+  if (args.has("requests") == args.has("duration")) args.die("give exactly one of --requests and --duration");
+  if (args.has("requests")) opt.requests = args.num<std::uint64_t>("requests", 0);
+  else opt.duration_s = std::stod(args.str("duration"));
+  opt.payload = args.num<std::size_t>("payload", 32);
+  if (opt.payload > opt.codec.effective_max()) args.die("--payload is above what the protocol can carry");
+  const std::string mode = args.str("mode", "per-packet");
+  if (mode == "per-packet") opt.mode = Mode::PerPacket;
+  else if (mode == "pipelined") opt.mode = Mode::Pipelined;
+  else if (mode == "receive") opt.mode = Mode::Receive;
+  else args.die("--mode must be per-packet, pipelined or receive");
+  opt.window = args.num<std::size_t>("window", opt.mode == Mode::Pipelined ? 16 : 1);
+  if (opt.mode == Mode::PerPacket) opt.window = 1;
+  if (opt.window < 1) args.die("--window must be at least 1");
+  if (opt.codec.protocol == fp::Protocol::Standard && opt.window > 255) args.die("--window must be at most 255 for standard");
+  if (opt.codec.protocol == fp::Protocol::LengthField && opt.window > fp::kLfPendingBound)
+    args.die("--window must be at most 256 for length-field (LF-MATCH-4)");
+  opt.timeout_ms = args.num<std::uint64_t>("timeout-ms", 5000);
+  opt.json = args.str("json");
+  signal(SIGPIPE, SIG_IGN);
+
+  Shared shared;
+  std::vector<Result> results(static_cast<std::size_t>(opt.connections));
+  std::vector<std::thread> threads;
+  const std::uint64_t start = now_ns();
+  const std::uint64_t end = start + static_cast<std::uint64_t>(opt.duration_s * 1e9);
+  std::uint64_t first = 0;
+  for (int k = 0; k < opt.connections; ++k) {
+    std::uint64_t count = 0;
+    if (opt.requests) {
+      const auto c = static_cast<std::uint64_t>(opt.connections);
+      count = *opt.requests / c + (static_cast<std::uint64_t>(k) < *opt.requests % c ? 1 : 0);
+    }
+    threads.emplace_back([&, k, first, count] {
+      Connection conn(opt, shared, k, first, count, start, end);
+      results[static_cast<std::size_t>(k)] = conn.run();
+    });
+    first += count;
+  }
+  for (auto& t : threads) t.join();
+  const double secs = static_cast<double>(now_ns() - start) / 1e9;
+
+  Result total;
+  for (auto& r : results) {
+    total.sent += r.sent;
+    total.received += r.received;
+    total.verified += r.verified;
+    total.verified_bytes += r.verified_bytes;
+    total.errors += r.errors;
+    total.missing += r.missing;
+    total.fatal = total.fatal || r.fatal;
+    total.latency.merge(r.latency);
+  }
+  const bool receive = opt.mode == Mode::Receive;
+  const std::uint64_t msgs = receive ? total.sent : total.verified;
+  const std::uint64_t bytes = receive ? total.sent * opt.payload : total.verified_bytes;
+  const double msgs_per_s = secs > 0 ? static_cast<double>(msgs) / secs : 0;
+  const double mb_per_s = secs > 0 ? static_cast<double>(bytes) / secs / 1e6 : 0;
+  auto us = [&](double q) { return std::round(total.latency.quantile(q) / 100.0) / 10.0; };
+  const double p50 = us(0.50), p90 = us(0.90), p99 = us(0.99), p999 = us(0.999);
+  const double pmax = std::round(static_cast<double>(total.latency.max()) / 100.0) / 10.0;
+
+  bool ok = total.errors == 0 && !total.fatal;
+  if (!receive) ok = ok && total.verified == total.sent;
+  if (opt.requests) ok = ok && total.sent == *opt.requests;
+
+  std::printf("fp-load (cpp) %s %s: %d connection(s), window %zu, payload %zu B\n", fp::protocol_name(opt.codec.protocol),
+              mode_name(opt.mode), opt.connections, opt.window, opt.payload);
+  std::printf("  sent %" PRIu64 ", received %" PRIu64 ", verified %" PRIu64 ", errors %" PRIu64 ", missing %" PRIu64 "\n",
+              total.sent, total.received, total.verified, total.errors, total.sent - std::min(total.sent, total.received));
+  std::printf("  %.3f s, %.1f msg/s, %.2f MB/s\n", secs, msgs_per_s, mb_per_s);
+  std::printf("  latency us: p50 %.1f  p90 %.1f  p99 %.1f  p99.9 %.1f  max %.1f\n", p50, p90, p99, p999, pmax);
+  for (const auto& d : shared.details) std::printf("  error: %s\n", d.c_str());
+  std::printf("%s\n", ok ? "OK" : "FAILED");
+  std::fflush(stdout);
+
+  if (!opt.json.empty()) {
+    std::FILE* f = std::fopen(opt.json.c_str(), "w");
+    if (!f) {
+      std::fprintf(stderr, "fp-load: cannot write %s: %s\n", opt.json.c_str(), std::strerror(errno));
+      return 1;
+    }
+    std::string details = "[";
+    for (std::size_t i = 0; i < shared.details.size(); ++i) {
+      if (i) details += ", ";
+      details += "\"" + json_escape(shared.details[i]) + "\"";
+    }
+    details += "]";
+    std::fprintf(f,
+                 "{\"implementation\": \"cpp\", \"protocol\": \"%s\", \"mode\": \"%s\", \"connections\": %d, "
+                 "\"window\": %zu, \"payload\": %zu, \"requests_sent\": %" PRIu64 ", \"replies_received\": %" PRIu64
+                 ", \"replies_verified\": %" PRIu64 ", \"errors\": %" PRIu64 ", \"error_details\": %s, "
+                 "\"duration_s\": %.3f, \"msgs_per_s\": %.1f, \"mb_per_s\": %.3f, "
+                 "\"latency_us\": {\"p50\": %.1f, \"p90\": %.1f, \"p99\": %.1f, \"p999\": %.1f, \"max\": %.1f}}\n",
+                 fp::protocol_name(opt.codec.protocol), mode_name(opt.mode), opt.connections, opt.window, opt.payload,
+                 total.sent, total.received, total.verified, total.errors, details.c_str(), secs, msgs_per_s, mb_per_s,
+                 p50, p90, p99, p999, pmax);
+    std::fclose(f);
+  }
+  return ok ? 0 : 1;
+}

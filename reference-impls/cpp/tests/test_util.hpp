@@ -1,0 +1,118 @@
+// Helpers shared by the unit tests: hex parsing, decoding a stream split into chunks.
+#pragma once
+
+#include <cctype>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "frameproof/codec.hpp"
+
+namespace fpt {
+
+inline fp::Bytes hex(std::string_view s) {
+  fp::Bytes out;
+  int hi = -1;
+  for (char c : s) {
+    if (std::isspace(static_cast<unsigned char>(c))) continue;
+    int v;
+    if (c >= '0' && c <= '9') v = c - '0';
+    else if (c >= 'a' && c <= 'f') v = c - 'a' + 10;
+    else if (c >= 'A' && c <= 'F') v = c - 'A' + 10;
+    else throw std::invalid_argument("bad hex");
+    if (hi < 0) {
+      hi = v;
+    } else {
+      out.push_back(static_cast<std::uint8_t>(hi * 16 + v));
+      hi = -1;
+    }
+  }
+  if (hi >= 0) throw std::invalid_argument("odd hex");
+  return out;
+}
+
+inline fp::Bytes bytes(std::string_view s) { return fp::Bytes(s.begin(), s.end()); }
+
+inline fp::Bytes cat(fp::Bytes a, const fp::Bytes& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+inline fp::Bytes pattern(std::size_t n, std::uint8_t seed = 0) {
+  fp::Bytes p(n);
+  for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<std::uint8_t>(i * 31 + seed);
+  return p;
+}
+
+struct OwnedFrame {
+  std::uint8_t flag = 0;
+  std::uint8_t sequence = 0;
+  fp::Bytes payload;
+  bool operator==(const OwnedFrame&) const = default;
+};
+
+struct Decoded {
+  std::vector<OwnedFrame> frames;
+  std::optional<fp::ProtocolError> error;
+};
+
+// Feeds `chunks` one by one into a fresh decoder, then ends the stream (like the testee's decode).
+inline Decoded decode_chunks(const fp::CodecConfig& cfg, const std::vector<fp::Bytes>& chunks,
+                             std::size_t read_chunk = 64 * 1024) {
+  Decoded d;
+  fp::Decoder dec(cfg, read_chunk);
+  auto on = [&](const fp::Frame& f) {
+    d.frames.push_back({f.flag, f.sequence, fp::Bytes(f.payload.begin(), f.payload.end())});
+  };
+  for (const auto& c : chunks) {
+    if (auto e = dec.feed(c, on)) {
+      d.error = e;
+      return d;
+    }
+  }
+  d.error = dec.finish();
+  return d;
+}
+
+inline Decoded decode_all(const fp::CodecConfig& cfg, const fp::Bytes& stream) {
+  return decode_chunks(cfg, {stream});
+}
+
+// Splits `stream` at the given cut points (sorted, within bounds).
+inline std::vector<fp::Bytes> split_at(const fp::Bytes& stream, const std::vector<std::size_t>& cuts) {
+  std::vector<fp::Bytes> out;
+  std::size_t prev = 0;
+  for (std::size_t c : cuts) {
+    out.emplace_back(stream.begin() + static_cast<std::ptrdiff_t>(prev), stream.begin() + static_cast<std::ptrdiff_t>(c));
+    prev = c;
+  }
+  out.emplace_back(stream.begin() + static_cast<std::ptrdiff_t>(prev), stream.end());
+  return out;
+}
+
+inline std::vector<fp::Bytes> bytewise(const fp::Bytes& stream) {
+  std::vector<fp::Bytes> out;
+  for (std::uint8_t b : stream) out.push_back({b});
+  return out;
+}
+
+inline fp::CodecConfig standard(std::uint64_t max = 0) {
+  fp::CodecConfig c;
+  c.protocol = fp::Protocol::Standard;
+  c.max_payload = max;
+  return c;
+}
+
+inline fp::CodecConfig lf(std::uint32_t offset, std::int32_t size, std::uint64_t max = 0) {
+  fp::CodecConfig c;
+  c.protocol = fp::Protocol::LengthField;
+  c.lf.offset = offset;
+  c.lf.size = size;
+  c.max_payload = max;
+  return c;
+}
+
+}  // namespace fpt
