@@ -129,7 +129,7 @@ class Browser:
             self._events.append(self._read_message(deadline))
 
     # -- page helpers
-    def goto(self, url, settle=0.5):
+    def goto(self, url, settle=0.3):
         """Loads `url` and waits for its load event (then `settle` seconds for scripts)."""
         self._events = [e for e in self._events if e["method"] != "Page.loadEventFired"]
         res = self.call("Page.navigate", {"url": url}, session=True)

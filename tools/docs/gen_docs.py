@@ -222,24 +222,32 @@ def _type_section(title: str, anchor: str, t: dict, top: bool = False) -> list:
     return out
 
 
-def kaitai_diagrams(ksys, lib: Path, dest: Path) -> dict:
-    """ksy stem -> SVG file name, via the Kaitai compiler's graphviz target and `dot`."""
-    tmp = Path(tempfile.mkdtemp(prefix="fp-docs-ksy-"))
+def compile_ksy(lib: Path, dest: Path) -> Path:
+    """One run of the Kaitai compiler over schemas/*.ksy: graphviz (diagrams) and Python with
+    --debug (field positions for the hex dumps), into dest/graphviz and dest/python."""
+    ksys = sorted((ROOT / "schemas").glob("*.ksy"))
     try:
-        subprocess.run(["java", "-cp", f"{lib}/*", "io.kaitai.struct.JavaMain", "-t", "graphviz",
-                        "--outdir", str(tmp)] + [str(k) for k in ksys], check=True, capture_output=True, text=True)
-        out = {}
-        for k in ksys:
-            mid = yaml.safe_load(k.read_text())["meta"]["id"]
-            dot = tmp / f"{mid}.dot"
-            svg = dest / f"{mid}.svg"
-            subprocess.run(["dot", "-Tsvg", str(dot), "-o", str(svg)], check=True, capture_output=True, text=True)
-            out[k.stem] = svg.name
-        return out
-    except subprocess.CalledProcessError as e:
-        raise SystemExit(f"diagram generation failed: {' '.join(e.cmd[:4])} …\n{e.stderr}")
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        subprocess.run(["java", "-cp", f"{lib}/*", "io.kaitai.struct.JavaMain", "-t", "graphviz", "-t", "python",
+                        "--debug", "--outdir", str(dest)] + [str(k) for k in ksys],
+                       check=True, capture_output=True, text=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise SystemExit(f"kaitai-struct-compiler failed: {getattr(e, 'stderr', '') or e}")
+    return dest
+
+
+def kaitai_diagrams(ksys, compiled: Path, dest: Path) -> dict:
+    """ksy stem -> SVG file name: the compiler's graphviz output rendered by `dot`."""
+    out = {}
+    for k in ksys:
+        mid = yaml.safe_load(k.read_text())["meta"]["id"]
+        svg = dest / f"{mid}.svg"
+        try:
+            subprocess.run(["dot", "-Tsvg", str(compiled / "graphviz" / f"{mid}.dot"), "-o", str(svg)],
+                           check=True, capture_output=True, text=True)
+        except (OSError, subprocess.CalledProcessError) as e:
+            raise SystemExit(f"graphviz dot failed for {k.name}: {getattr(e, 'stderr', '') or e}")
+        out[k.stem] = svg.name
+    return out
 
 
 def _proto_comments(text: str) -> dict:
@@ -316,11 +324,11 @@ def proto_tables(proto: Path) -> list:
     return lines
 
 
-def gen_schemas(out: Path, lib: Path) -> list:
+def gen_schemas(out: Path, compiled: Path) -> list:
     d = out / "schemas"
     d.mkdir(parents=True, exist_ok=True)
     ksys = sorted((ROOT / "schemas").glob("*.ksy"))
-    svgs = kaitai_diagrams(ksys, lib, d)
+    svgs = kaitai_diagrams(ksys, compiled, d)
     index = ["# Schemas", "",
              "The wire formats as [Kaitai Struct](https://kaitai.io) schemas. They are the suite's oracle: "
              "`tools/gen.sh` compiles them to the Python parsers that decide what a conforming decoder "
@@ -368,15 +376,12 @@ def gen_schemas(out: Path, lib: Path) -> list:
 # ---------------------------------------------------------------- vectors and annotated hex dumps
 
 
-def load_debug_parsers(lib: Path, tmp: Path):
-    """The schemas compiled again with Kaitai's --debug (position tracking, explicit _read)."""
-    ksys = sorted((ROOT / "schemas").glob("*.ksy"))
-    subprocess.run(["java", "-cp", f"{lib}/*", "io.kaitai.struct.JavaMain", "-t", "python", "--debug",
-                    "--outdir", str(tmp)] + [str(k) for k in ksys], check=True, capture_output=True, text=True)
+def load_debug_parsers(compiled: Path):
+    """The schemas compiled with Kaitai's --debug (position tracking, explicit _read)."""
     mods = {}
-    for k in ksys:
+    for k in sorted((ROOT / "schemas").glob("*.ksy")):
         mid = yaml.safe_load(k.read_text())["meta"]["id"]
-        spec_ = importlib.util.spec_from_file_location(f"fp_docs_dbg_{mid}", tmp / f"{mid}.py")
+        spec_ = importlib.util.spec_from_file_location(f"fp_docs_dbg_{mid}", compiled / "python" / f"{mid}.py")
         mod = importlib.util.module_from_spec(spec_)
         spec_.loader.exec_module(mod)
         mods[mid] = mod
@@ -896,10 +901,10 @@ def main(argv=None):
     rmap = catalog.requirement_map()
     spec_pages = gen_spec_pages(out, rmap)
     gen_requirements_index(out, rmap)
-    gen_schemas(out, lib)
-    with tempfile.TemporaryDirectory(prefix="fp-docs-dbg-") as tmp:
-        ann = Annotator(load_debug_parsers(lib, Path(tmp)))
-        gen_vectors(out, ann, rmap)
+    with tempfile.TemporaryDirectory(prefix="fp-docs-ksc-") as tmp:
+        compiled = compile_ksy(lib, Path(tmp))
+        gen_schemas(out, compiled)
+        gen_vectors(out, Annotator(load_debug_parsers(compiled)), rmap)
     gen_matrix(out, find_matrix(a.matrix))
     gen_bench(out, Path(a.results))
     gen_pages(out, rmap, spec_pages)
