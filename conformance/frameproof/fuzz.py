@@ -357,11 +357,11 @@ def _one_round(testees, supported, protocols, round_seed, report, start, deadlin
         if state["first"] is None:
             state["first"] = f
             state["shrink_deadline"] = now + shrink_seconds
-            for a in bad:
-                report.found_after.setdefault(a.testee, now - start)
-                report.found_at_example.setdefault(a.testee, f.example)
         else:
             f.example = state["first"].example
+        for a in bad:  # a testee first seen failing while shrinking counts from then
+            report.found_after.setdefault(a.testee, now - start)
+            report.found_at_example.setdefault(a.testee, f.example)
         if state["best"] is None or key(f) < key(state["best"]):
             state["best"] = f
         raise _Disagreement(f)

@@ -1,0 +1,147 @@
+// libFuzzer target for the C++ reference decoder (src/codec.cpp), both protocols.
+//
+// Input layout (shared with reference-impls/rust/fuzz and frameproof.fuzz.corpus_entry):
+//   byte 0: configuration. bit 0: protocol (0 standard, 1 length-field); bits 1-4: length-field
+//           profile (kProfiles); bits 5-7: max payload (kLimits).
+//   byte 1: chunking. 0: the stream is fed in one chunk; otherwise chunk sizes come from a small
+//           LCG seeded with this byte, each in 1..=(byte % 16) + 1; the chunked decoder also gets a
+//           small read chunk (16 + byte) so that its buffer compacts and grows often.
+//   rest:   the byte stream.
+//
+// Built with -fsanitize=fuzzer,address,undefined (build.sh): memory errors, leaks and undefined
+// behaviour abort. Invariants checked on every input (a violation aborts with a message):
+//  1. chunked decode == whole decode (frames and error, STD-STR-1 / LF-STR-1);
+//  2. the delivered frames re-encode to the bytes they came from (encode(decode(x)) == x for
+//     canonical input; length-field header bytes are ignored, LF-FMT-4, and a non-minimal varint
+//     may be accepted, LF-LEN-4); an error is reported where the delivered frames end;
+//  3. no payload above the configured maximum; every error names a requirement of its protocol.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "frameproof/codec.hpp"
+
+namespace {
+
+constexpr std::uint64_t kLimits[8] = {0, 16, 64, 100, 1024, 65535, 70000, 1};
+constexpr std::int32_t kProfiles[16][2] = {{0, 2}, {0, -2}, {0, 4}, {0, -4}, {0, 1}, {0, 0}, {2, 2}, {4, -4},
+                                           {1, 1}, {3, 0}, {1, -4}, {5, 0}, {1, 2}, {2, -2}, {7, 4}, {0, 0}};
+
+struct OwnedFrame {
+  std::uint8_t flag, sequence;
+  fp::Bytes payload;
+  bool operator==(const OwnedFrame& o) const {
+    return flag == o.flag && sequence == o.sequence && payload == o.payload;
+  }
+};
+
+struct Outcome {
+  std::vector<OwnedFrame> frames;
+  std::optional<fp::ProtocolError> error;
+};
+
+[[noreturn]] void fail(const char* what, const std::string& detail = "") {
+  std::fprintf(stderr, "INVARIANT VIOLATED: %s %s\n", what, detail.c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+Outcome run(const fp::CodecConfig& cfg, std::size_t read_chunk, const std::vector<fp::ByteView>& parts) {
+  fp::Decoder d(cfg, read_chunk);
+  Outcome out;
+  auto collect = [&](const fp::Frame& f) {
+    out.frames.push_back({f.flag, f.sequence, fp::Bytes(f.payload.begin(), f.payload.end())});
+  };
+  for (auto p : parts) {
+    if (auto e = d.feed(p, collect)) {
+      out.error = e;
+      return out;
+    }
+  }
+  out.error = d.finish();
+  return out;
+}
+
+std::vector<fp::ByteView> chunks(fp::ByteView data, std::uint8_t ctl) {
+  if (ctl == 0 || data.empty()) return {data};
+  const std::size_t maxc = ctl % 16 + 1;
+  std::uint32_t state = ctl;
+  std::vector<fp::ByteView> out;
+  std::size_t pos = 0;
+  while (pos < data.size()) {
+    state = state * 1103515245u + 12345u;
+    std::size_t n = std::min<std::size_t>(1 + (state >> 16) % maxc, data.size() - pos);
+    out.push_back(data.subspan(pos, n));
+    pos += n;
+  }
+  return out;
+}
+
+std::string err_str(const std::optional<fp::ProtocolError>& e) {
+  return e ? e->requirement + " @ " + std::to_string(e->offset) : "no error";
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* input, std::size_t size) {
+  if (size < 2) return 0;
+  const std::uint8_t cfgb = input[0], ctl = input[1];
+  const fp::ByteView data{input + 2, size - 2};
+  fp::CodecConfig cfg;
+  cfg.max_payload = kLimits[cfgb >> 5];
+  const bool std_ = (cfgb & 1) == 0;
+  if (!std_) {
+    const auto* p = kProfiles[(cfgb >> 1) & 15];
+    cfg.protocol = fp::Protocol::LengthField;
+    cfg.lf.offset = static_cast<std::uint32_t>(p[0]);
+    cfg.lf.size = p[1];
+  }
+  const Outcome whole = run(cfg, 64 * 1024, {data});
+  const Outcome chunked = run(cfg, 16 + ctl, chunks(data, ctl));
+  if (!(whole.frames == chunked.frames)) fail("chunked decode delivered other frames than whole decode");
+  if (err_str(whole.error) != err_str(chunked.error))
+    fail("chunked decode reported another error than whole decode:", err_str(whole.error) + " vs " + err_str(chunked.error));
+
+  const std::uint64_t max = cfg.effective_max();
+  std::size_t pos = 0;
+  for (const auto& f : whole.frames) {
+    if (f.payload.size() > max) fail("payload above the maximum", std::to_string(f.payload.size()));
+    fp::Bytes enc;
+    fp::CodecConfig enc_cfg = cfg;
+    enc_cfg.max_payload = 0x7FFFFFFF;
+    if (auto e = fp::encode(enc_cfg, f.flag, f.sequence, f.payload, enc)) fail("a decoded frame does not encode:", e->requirement);
+    if (std_) {
+      if (pos + enc.size() > data.size() || std::memcmp(data.data() + pos, enc.data(), enc.size()) != 0)
+        fail("frame does not re-encode to its bytes at", std::to_string(pos));
+      pos += enc.size();
+      continue;
+    }
+    const std::size_t o = cfg.lf.offset;
+    std::size_t width = enc.size() - o - f.payload.size();
+    if (cfg.lf.size == 0) {  // a non-minimal varint may be accepted (LF-LEN-4)
+      width = 0;
+      while (pos + o + width < data.size() && (data[pos + o + width] & 0x80)) ++width;
+      ++width;
+      if (width > 5) fail("varint longer than 5 bytes accepted");
+    } else if (pos + o + width > data.size() || std::memcmp(data.data() + pos + o, enc.data() + o, width) != 0) {
+      fail("length field does not re-encode at", std::to_string(pos + o));
+    }
+    const std::size_t start = pos + o + width;
+    if (start + f.payload.size() > data.size() ||
+        (!f.payload.empty() && std::memcmp(data.data() + start, f.payload.data(), f.payload.size()) != 0))
+      fail("payload is not the input bytes at", std::to_string(start));
+    pos = start + f.payload.size();
+  }
+  if (whole.error) {
+    const std::string prefix = std_ ? "STD-" : "LF-";
+    if (whole.error->requirement.rfind(prefix, 0) != 0) fail("error of the other protocol:", whole.error->requirement);
+    if (whole.error->offset != pos) fail("error offset is not where the delivered frames end:", err_str(whole.error));
+  } else if (pos != data.size()) {
+    fail("no error but the frames do not cover the stream");
+  }
+  return 0;
+}
