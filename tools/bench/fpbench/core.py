@@ -225,11 +225,14 @@ class Scenario:
         return f"{self.protocol}/{self.mode}/{self.payload}B/c{self.connections}/w{self.window}"
 
 
-def client_args(s: Scenario, addr: str, duration: float, jpath: str, connections: Optional[int] = None) -> List[str]:
+def client_args(s: Scenario, addr: str, duration: float, jpath: str, connections: Optional[int] = None,
+                window_in_receive: bool = False) -> List[str]:
     a = proto_args(s.protocol, s.payload) + ["--connect", addr, "--connections", str(connections or s.connections),
                                              "--duration", f"{duration:g}", "--payload", str(s.payload),
                                              "--mode", s.mode, "--timeout-ms", "5000", "--json", jpath]
-    if s.mode != "per-packet":
+    # --window is the contract's pipelining window; in receive mode each fp-load batches its writes
+    # its own way (the Rust one 256 frames), so it only goes to fp-blast, where it is the batch.
+    if s.mode == "pipelined" or (s.mode == "receive" and window_in_receive):
         a += ["--window", str(s.window)]
     return a
 
@@ -239,7 +242,8 @@ def run_client_once(c: Program, s: Scenario, addr: str, duration: float, wrap: O
     fd, jpath = tempfile.mkstemp(suffix=".json", prefix="fpbench-")
     os.close(fd)
     os.unlink(jpath)
-    argv = (wrap or []) + c.argv + client_args(s, addr, duration, jpath, connections)
+    argv = (wrap or []) + c.argv + client_args(s, addr, duration, jpath, connections,
+                                               window_in_receive=c.name == "rust-blast")
     t0 = time.monotonic()
     try:
         p = subprocess.run(argv, capture_output=True, text=True, timeout=duration + 60, cwd=str(ROOT / "conformance"))

@@ -84,7 +84,7 @@ def main(args) -> int:
 
     smoke, quick = args.smoke, args.quick or args.smoke
     runs = args.runs or (2 if smoke else 3 if quick else 5)
-    duration = args.duration or (0.1 if smoke else 0.2 if quick else 0.4)
+    duration = args.duration or (0.1 if smoke else 0.2 if quick else 0.3)
     conc = [int(x) for x in args.concurrency.split(",")] if args.concurrency else ([4] if smoke else QUICK_CONC if quick else FULL_CONC)
     payloads = [32, 1024] if smoke else [32, 1024, core.KIB64]
     scenarios, cross = [], []
@@ -97,7 +97,7 @@ def main(args) -> int:
         for size in payloads[1:]:
             scenarios.append(Scenario(p, "per-packet", size, pc, 1, "payload"))
             scenarios.append(Scenario(p, "pipelined", size, pc, w if size <= 1024 else 16, "payload"))
-        rc = [c for c in conc if c <= 256] if not quick else [16] if 16 in conc else conc[:1]
+        rc = [c for c in conc if c in (1, 16, 256)] or conc[:1] if not quick else [16] if 16 in conc else conc[:1]
         for c in rc:
             scenarios.append(Scenario(p, "receive", 32, c, 256, "receive-batched"))
             if any(x.name == "rust-blast" for x in clients):
