@@ -390,6 +390,9 @@ def load_debug_parsers(compiled: Path):
     return mods
 
 
+ANNOTATED = ("standard", "length-field")  # protocols whose frames Annotator can walk
+
+
 class Annotator:
     def __init__(self, parsers):
         import kaitaistruct
@@ -606,16 +609,19 @@ def codec_text(c: oracle.Codec) -> str:
 
 
 def annotated(ann, codec, data, title) -> list:
-    if codec.protocol == "length-field" and codec.lf_size not in oracle.LF_VALID_SIZES:
-        segs = [[0, len(data), 0, "rejected", "LF-FMT-3"]] if data else []
-        res = None
+    note = ""
+    if codec.protocol not in ANNOTATED:
+        segs, note = [], "(no field annotation for this protocol yet)"
+    elif codec.protocol == "length-field" and codec.lf_size not in oracle.LF_VALID_SIZES:
+        segs = [[0, len(data), 0, "rejected", "LF-FMT-3 (invalid length-field size)"]] if data else []
     else:
-        res, segs = ann.segments(codec, data)
-    out = [f"**{title}** ({len(data)} bytes):", ""]
+        _res, segs = ann.segments(codec, data)
+    out = [f"**{title}** ({len(data)} bytes){' ' + note if note else ''}:", ""]
     if not data:
         return out + ["(empty)", ""]
     out += [hexdump_html(data, segs), ""]
-    out += field_table(segs)
+    if segs:
+        out += field_table(segs)
     return out
 
 
