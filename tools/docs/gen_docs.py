@@ -128,6 +128,29 @@ def rewrite_spec_links(text: str, src: Path) -> str:
     return re.sub(r"(?<!!)\[([^\]]+)\]\(([^)\s]+)\)", sub, text)
 
 
+_PROSE_ID = re.compile(r"(?<![\w\[*#/`-])((?:STD|LF|HAR)-[A-Z]+-\d+)(?![\w\]*`-])")
+
+
+def link_prose_ids(line: str, page: str) -> str:
+    """Links requirement IDs mentioned in spec prose to their anchors (not inside code spans,
+    links or the bold ID that starts a requirement)."""
+    reqs = fspec.requirements()
+    parts = line.split("`")
+
+    def sub(m):
+        r = reqs.get(m.group(1))
+        if not r:
+            return m.group(0)
+        target = f"#{r.id}" if r.protocol == page else f"{r.protocol}.md#{r.id}"
+        return f"[{r.id}]({target})"
+    for k in range(0, len(parts), 2):  # even parts are outside code spans
+        if "](" in parts[k] or "<a " in parts[k]:
+            # leave segments that already hold links alone
+            continue
+        parts[k] = _PROSE_ID.sub(sub, parts[k])
+    return "`".join(parts)
+
+
 def gen_spec_pages(out: Path, rmap) -> list:
     pages = []
     req_re = re.compile(r"^\*\*(?P<id>[A-Z]{2,6}(?:-[A-Z0-9]{1,8})+-\d+)\*\* \((?P<level>MUST|SHOULD|MAY)\):")
@@ -143,17 +166,18 @@ def gen_spec_pages(out: Path, rmap) -> list:
                 in_fence = not in_fence
             m = None if in_fence else req_re.match(line)
             if not m:
-                outl.append(line)
+                outl.append(line if in_fence or line.startswith(("#", "<")) else link_prose_ids(line, src.stem))
                 i += 1
                 if line.startswith("# ") and not noted:
                     noted = True
-                    outl += ["", f"*Rendered from `spec/{src.name}`. Every requirement is an anchor "
-                             f"(`{src.stem}/#ID`); below each one, the conformance tests that check it, "
-                             "from the suite's own catalog.*"]
+                    has_reqs = any(r.protocol == src.stem for r in fspec.requirements().values())
+                    outl += ["", f"*Rendered from `spec/{src.name}`." + (
+                        f" Every requirement is an anchor (`{src.stem}/#ID`); below each one, the "
+                        "conformance tests that check it, from the suite's own catalog.*" if has_reqs else "*")]
                 continue
             # the requirement paragraph runs to the next blank line
             while i < len(lines) and lines[i].strip():
-                outl.append(lines[i])
+                outl.append(link_prose_ids(lines[i], src.stem))
                 i += 1
             outl.append("")
             outl += checked_by_block(m.group("id"), rmap.get(m.group("id"), []), "")
