@@ -175,7 +175,11 @@ def gen_spec_pages(out: Path, rmap) -> list:
                         f" Every requirement is an anchor (`{src.stem}/#ID`); below each one, the "
                         "conformance tests that check it, from the suite's own catalog.*" if has_reqs else "*")]
                 continue
-            # the requirement paragraph runs to the next blank line
+            # the requirement's ID links to itself (copy the link), then the paragraph runs to the
+            # next blank line
+            rid = m.group("id")
+            outl.append(link_prose_ids(line.replace(f"**{rid}**", f"[**{rid}**](#{rid})", 1), src.stem))
+            i += 1
             while i < len(lines) and lines[i].strip():
                 outl.append(link_prose_ids(lines[i], src.stem))
                 i += 1
