@@ -21,6 +21,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 bash tools/bootstrap.sh
+# the Kaitai compiler (diagrams, field positions) is fetched by tools/gen.sh
+ls tools/kaitai/lib/kaitai-struct-compiler*.jar >/dev/null 2>&1 || bash tools/gen.sh
 py=.venv/bin/python
 if ! "$py" -c 'import mkdocs, material' 2>/dev/null; then
   .venv/bin/pip install -q "mkdocs>=1.6,<2" "mkdocs-material>=9.5,<10"
