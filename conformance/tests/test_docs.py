@@ -145,7 +145,7 @@ def test_site_renders_in_headless_chromium(site):
                        i.dispatchEvent(new Event('input', {bubbles: true}));
                        i.dispatchEvent(new KeyboardEvent('keyup', {bubbles: true})); })()""")
             n = 0
-            for _ in range(30):
+            for _ in range(100):  # the search index is built in a web worker: slow on a loaded machine
                 time.sleep(0.2)
                 n = b.eval("document.querySelectorAll('.md-search-result__item').length")
                 if n:

@@ -545,7 +545,7 @@ def hexdump_html(data: bytes, segs, max_rows=24) -> str:
     for r in range(nrows):
         if r < 4 or r in boundaries or r - 1 in boundaries or r == nrows - 1:
             keep.append(r)
-    out = ['<div class="fp-hex"><pre>']
+    out = ['<div class="fp-hex" data-search-exclude><pre>']
     last = -1
     shown = 0
     for r in keep:
