@@ -49,8 +49,12 @@ VERDICTS = {"y": "accept (y_)", "n": "reject (n_)", "i": "implementation-defined
 
 
 def esc_cell(s: str) -> str:
-    """Text safe inside a Markdown table cell."""
-    return str(s).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    """Text safe inside a Markdown table cell. An escaped pipe inside a code span would show its
+    backslash, so a cell with both loses its code spans."""
+    s = str(s)
+    if "|" in s and "`" in s:
+        s = s.replace("`", "")
+    return s.replace("|", "\\|").replace("\n", " ")
 
 
 def link_ids(text: str, prefix: str) -> str:
@@ -198,7 +202,8 @@ def gen_requirements_index(out: Path, rmap):
              "tests that name the requirement (`frameproof.catalog`); the spec pages list them.", "",
              "| ID | level | spec | section | tests | requirement |", "|---|---|---|---|---:|---|"]
     for rid, r in reqs.items():
-        text = r.text if len(r.text) <= 160 else r.text[:157].rsplit(" ", 1)[0] + " …"
+        text = r.text.replace("`", "")  # a shortened text must not end inside a code span
+        text = text if len(text) <= 160 else text[:157].rsplit(" ", 1)[0] + " …"
         lines.append(f"| [{rid}]({r.protocol}.md#{rid}) | {r.level} | {r.protocol} | {esc_cell(r.section)} | "
                      f"{len(rmap.get(rid, []))} | {esc_cell(text)} |")
     write(out / "requirements.md", "\n".join(lines) + "\n")
