@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Runs the C++ implementation's own tests:
+#   1. the release build (build/, via build.sh): GoogleTest unit tests through ctest;
+#   2. the sanitizer build (build-asan/, -fsanitize=address,undefined): the same unit tests, plus
+#      fp-testee smoke checks over stdin/stdout (hello, a split decode, a truncated stream).
+# Heavy steps take the shared build lock. The last line is exactly "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")"
+here=$(pwd)
+lock=()
+command -v flock >/dev/null 2>&1 && lock=(flock /tmp/frameproof-build.lock)
+
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); echo "PASS $1"; }
+ko() { failed=$((failed + 1)); echo "FAIL $1${2:+: $2}"; }
+
+# ctest in a build dir; adds its counts (a run that reports nothing counts as one failure).
+run_ctest() {
+  local dir=$1 label=$2 out
+  out=$("${lock[@]}" ctest --test-dir "$dir" --output-on-failure --timeout 300 -j2 2>&1)
+  echo "$out" | grep -E '% tests passed|\*\*\*Failed|\*\*\*Exception|\*\*\*Timeout|Not Run' | tail -20
+  local line
+  line=$(echo "$out" | grep -E '[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' | tail -1)
+  if [ -z "$line" ]; then
+    ko "$label ctest" "no test summary"
+    echo "$out" | tail -30
+    return
+  fi
+  local nfail total
+  nfail=$(echo "$line" | sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/')
+  total=$(echo "$line" | sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\2/')
+  if [ "$total" -eq 0 ]; then
+    ko "$label ctest" "0 tests found"
+    return
+  fi
+  passed=$((passed + total - nfail))
+  failed=$((failed + nfail))
+  echo "$label: $((total - nfail)) passed, $nfail failed (ctest)"
+}
+
+# --- 1. release build --------------------------------------------------------------------------
+if bash build.sh >/tmp/fp-cpp-build.$$.log 2>&1; then
+  ok "release build (build.sh)"
+  run_ctest build release
+else
+  tail -30 /tmp/fp-cpp-build.$$.log
+  ko "release build (build.sh)"
+fi
+rm -f /tmp/fp-cpp-build.$$.log
+
+# --- 2. sanitizer build ------------------------------------------------------------------------
+asan_ok=1
+if [ ! -f build-asan/build.ninja ]; then
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFP_SANITIZE=ON \
+    -DFP_BUILD_BENCH=OFF >/dev/null || asan_ok=0
+fi
+if [ "$asan_ok" = 1 ] && "${lock[@]}" cmake --build build-asan -j2 >/tmp/fp-cpp-asan.$$.log 2>&1; then
+  ok "sanitizer build (build-asan)"
+else
+  tail -30 /tmp/fp-cpp-asan.$$.log 2>/dev/null
+  ko "sanitizer build (build-asan)"
+  asan_ok=0
+fi
+rm -f /tmp/fp-cpp-asan.$$.log
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+if [ "$asan_ok" = 1 ]; then
+  run_ctest build-asan asan
+
+  # fp-testee (sanitized) over its stdio protocol. Requests are hand-encoded protobuf
+  # (schemas/testee.proto), each with its u32 little-endian length prefix.
+  testee=build-asan/fp-testee
+  hexout() { od -An -v -tx1 | tr -d ' \n'; }
+  # hello{harness_version: 1}
+  hello='\x04\x00\x00\x00\x0a\x02\x08\x01'
+  # decode{codec{protocol:"standard"}, chunks:["01 01 04", "00 'Open'"]}
+  codec='\x0a\x0a\x0a\x08standard'
+  split='\x1a\x00\x00\x00\x12\x18'"$codec"'\x12\x03\x01\x01\x04\x12\x05\x00Open'
+  # decode{codec{protocol:"standard"}, chunks:["01 01 04 00 'Op'"]} (ends inside the frame)
+  trunc='\x16\x00\x00\x00\x12\x14'"$codec"'\x12\x06\x01\x01\x04\x00Op'
+  resp=$(printf "$hello$split$trunc" | "$testee" 2>/tmp/fp-cpp-testee.$$.err | hexout)
+  rc=$?
+  # expected: decode{frames{flag 1, sequence 1, payload "Open"}}
+  want_split='0e000000120c0a0a080110011a044f70656e'
+  want_str3=$(printf 'STD-STR-3' | hexout)
+  name=$(printf 'frameproof-cpp' | hexout)
+  if [ "$rc" -eq 0 ] && [[ "$resp" == *"$name"* ]]; then ok "asan testee hello"; else ko "asan testee hello" "rc=$rc $resp"; fi
+  if [[ "$resp" == *"$want_split"* ]]; then ok "asan testee split decode"; else ko "asan testee split decode" "$resp"; fi
+  if [[ "$resp" == *"$want_str3"* ]] && [[ "${resp##*$want_split}" != *"4f70"* ]]; then
+    ok "asan testee truncated stream -> STD-STR-3, no frame"
+  else
+    ko "asan testee truncated stream" "$resp"
+  fi
+  if [ -s /tmp/fp-cpp-testee.$$.err ]; then
+    ko "asan testee stderr clean" "$(head -c 2000 /tmp/fp-cpp-testee.$$.err)"
+  else
+    ok "asan testee stderr clean"
+  fi
+  rm -f /tmp/fp-cpp-testee.$$.err
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

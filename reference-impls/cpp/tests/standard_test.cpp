@@ -1,0 +1,248 @@
+// Unit tests of the `standard` codec against spec/standard.md: the worked examples of §8, every
+// error class of §8a with its offset, limits and truncation. (Suites StandardWire/StandardErrors;
+// codec_first_helper_test.cpp covers the same ground independently.)
+#include <gtest/gtest.h>
+
+#include "test_util.hpp"
+
+using fpt::bytes;
+using fpt::cat;
+using fpt::decode_all;
+using fpt::decode_chunks;
+using fpt::hex;
+using fpt::OwnedFrame;
+using fpt::pattern;
+
+namespace {
+
+fp::Bytes enc_std(std::uint8_t flag, std::uint8_t seq, const fp::Bytes& payload, std::uint64_t max = 0) {
+  fp::Bytes out;
+  auto e = fp::encode_standard(flag, seq, payload, max, out);
+  EXPECT_FALSE(e.has_value()) << (e ? e->requirement : "");
+  return out;
+}
+
+struct Vector {
+  const char* name;
+  std::uint8_t flag;
+  std::uint8_t seq;
+  fp::Bytes payload;
+  fp::Bytes wire;
+};
+
+std::vector<Vector> worked_examples() {
+  const fp::Bytes zh = hex("E6 89 A7 E8 A1 8C E6 88 90 E5 8A 9F");  // "执行成功"
+  return {
+      {"request Open", 0x01, 1, bytes("Open"), hex("01 01 04 00 4F 70 65 6E")},
+      {"reply zh", 0x81, 1, zh, cat(hex("81 01 0C 00"), zh)},
+      {"reply OK", 0x81, 1, bytes("OK"), hex("81 01 02 00 4F 4B")},
+      {"one-way abc", 0x41, 1, bytes("abc"), hex("41 01 03 00 61 62 63")},
+      {"error reply abc", 0xC1, 1, bytes("abc"), hex("C1 01 03 00 61 62 63")},
+      {"empty", 0x01, 1, {}, hex("01 01 00 00")},
+      {"65534", 0x01, 1, pattern(65534), cat(hex("01 01 FE FF"), pattern(65534))},
+      {"65535", 0x01, 1, pattern(65535), cat(hex("01 01 FF FF FF FF 00 00"), pattern(65535))},
+      {"70000", 0x01, 1, pattern(70000), cat(hex("01 01 FF FF 70 11 01 00"), pattern(70000))},
+  };
+}
+
+}  // namespace
+
+// STD-HDR-1..5, STD-LEN-1, STD-LEN-2: §8 worked examples encode to the given bytes.
+TEST(StandardWire, EncodeWorkedExamples) {
+  for (const auto& v : worked_examples()) {
+    EXPECT_EQ(enc_std(v.flag, v.seq, v.payload), v.wire) << v.name;
+  }
+}
+
+// The same vectors decode back to one frame each, in one read and byte by byte.
+TEST(StandardWire, DecodeWorkedExamples) {
+  for (const auto& v : worked_examples()) {
+    const OwnedFrame want{v.flag, v.seq, v.payload};
+    auto d = decode_all(fpt::standard(), v.wire);
+    ASSERT_FALSE(d.error) << v.name << ": " << d.error->requirement;
+    ASSERT_EQ(d.frames.size(), 1u) << v.name;
+    EXPECT_EQ(d.frames[0], want) << v.name;
+    if (v.wire.size() < 100) {
+      auto b = decode_chunks(fpt::standard(), fpt::bytewise(v.wire));
+      ASSERT_FALSE(b.error) << v.name;
+      ASSERT_EQ(b.frames.size(), 1u);
+      EXPECT_EQ(b.frames[0], want) << v.name;
+    }
+  }
+}
+
+// STD-STR-2: the [T2] sticky packet, 49 bytes, two frames, also split at every byte.
+TEST(StandardWire, StickyPacketAnySplit) {
+  const fp::Bytes first = bytes("sticky-first-message");
+  const fp::Bytes second = bytes("sticky-second-message");
+  const fp::Bytes wire = cat(cat(hex("01 10 14 00"), first), cat(hex("01 11 15 00"), second));
+  ASSERT_EQ(wire.size(), 49u);
+  for (std::size_t cut = 0; cut <= wire.size(); ++cut) {
+    auto d = decode_chunks(fpt::standard(), fpt::split_at(wire, {cut}));
+    ASSERT_FALSE(d.error) << cut;
+    ASSERT_EQ(d.frames.size(), 2u) << cut;
+    EXPECT_EQ(d.frames[0], (OwnedFrame{0x01, 0x10, first}));
+    EXPECT_EQ(d.frames[1], (OwnedFrame{0x01, 0x11, second}));
+  }
+}
+
+// STD-HDR-3/4: every flag byte (reply, error, one-way bits and all 64 kinds) is carried verbatim.
+TEST(StandardWire, EveryFlagAndSequenceVerbatim) {
+  fp::Bytes stream;
+  std::vector<OwnedFrame> want;
+  for (int flag = 0; flag < 256; ++flag) {
+    const auto seq = static_cast<std::uint8_t>(255 - flag);
+    const fp::Bytes p = pattern(static_cast<std::size_t>(flag % 7), static_cast<std::uint8_t>(flag));
+    stream = cat(stream, enc_std(static_cast<std::uint8_t>(flag), seq, p));
+    want.push_back({static_cast<std::uint8_t>(flag), seq, p});
+  }
+  auto d = decode_all(fpt::standard(), stream);
+  ASSERT_FALSE(d.error);
+  EXPECT_EQ(d.frames, want);
+}
+
+// STD-STR-1: splits inside the 4-byte header and inside the extended length field.
+TEST(StandardWire, SplitInsideHeaderAndExtendedLength) {
+  const fp::Bytes wire = cat(hex("01 07 FF FF 70 11 01 00"), pattern(70000));
+  for (std::size_t cut = 1; cut < 8; ++cut) {
+    for (std::size_t cut2 : {std::size_t{8}, std::size_t{9}, std::size_t{40000}}) {
+      auto d = decode_chunks(fpt::standard(), fpt::split_at(wire, {cut, cut2}));
+      ASSERT_FALSE(d.error) << cut;
+      ASSERT_EQ(d.frames.size(), 1u);
+      EXPECT_EQ(d.frames[0], (OwnedFrame{0x01, 0x07, pattern(70000)}));
+    }
+  }
+}
+
+// STD-LEN-3: non-canonical extended length (below 65535) is rejected; offset = frame start.
+TEST(StandardErrors, NonCanonicalExtendedLength) {
+  const fp::Bytes ok = hex("01 01 02 00 41 42");  // 6 bytes, delivered
+  for (const char* ext : {"00 00 00 00", "FE FF 00 00", "03 00 00 00"}) {
+    const fp::Bytes wire = cat(ok, cat(hex("01 02 FF FF"), hex(ext)));
+    auto d = decode_all(fpt::standard(), wire);
+    ASSERT_TRUE(d.error) << ext;
+    EXPECT_EQ(d.error->requirement, "STD-LEN-3") << ext;
+    EXPECT_EQ(d.error->offset, 6u);
+    ASSERT_EQ(d.frames.size(), 1u);
+    EXPECT_EQ(d.frames[0].payload, bytes("AB"));
+  }
+  // exactly 65535 is canonical
+  auto d = decode_all(fpt::standard(), cat(hex("01 01 FF FF FF FF 00 00"), pattern(65535)));
+  EXPECT_FALSE(d.error);
+}
+
+// STD-LEN-4: bit 31 set in the extended length; it wins over STD-LIM-1 (§8a order).
+TEST(StandardErrors, ExtendedLengthBit31) {
+  for (const char* ext : {"00 00 00 80", "FF FF FF FF"}) {
+    auto d = decode_all(fpt::standard(), cat(hex("01 01 FF FF"), hex(ext)));
+    ASSERT_TRUE(d.error);
+    EXPECT_EQ(d.error->requirement, "STD-LEN-4") << ext;
+    EXPECT_EQ(d.error->offset, 0u);
+  }
+}
+
+// §8a: STD-LEN-3 precedes STD-LIM-1 even when the (non-canonical) length is above a small maximum.
+TEST(StandardErrors, Len3BeforeLim1) {
+  auto d = decode_all(fpt::standard(100), hex("01 01 FF FF 00 10 00 00"));  // ext 4096 < 65535, > 100
+  ASSERT_TRUE(d.error);
+  EXPECT_EQ(d.error->requirement, "STD-LEN-3");
+}
+
+// STD-LIM-1: rejected as soon as the header is complete, without the payload; STD-LIM-3: the
+// decoder does not allocate the declared size.
+TEST(StandardErrors, OversizeRejectedAtHeaderTime) {
+  fp::Decoder dec(fpt::standard());
+  const fp::Bytes prefix = cat(hex("01 01 01 00 5A"), hex("01 02 FF FF"));  // one frame, then a header
+  const fp::Bytes ext = hex("01 00 A0 00");  // 10 MiB + 1
+  int frames = 0;
+  EXPECT_FALSE(dec.feed(prefix, [&](const fp::Frame&) { ++frames; }));
+  EXPECT_EQ(frames, 1);
+  auto e = dec.feed(ext, [&](const fp::Frame&) { ++frames; });
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->requirement, "STD-LIM-1");
+  EXPECT_EQ(e->offset, 5u);
+  EXPECT_LT(dec.capacity(), 1u << 20);
+  // exactly the maximum is accepted: the header alone is no error
+  fp::Decoder ok(fpt::standard());
+  EXPECT_FALSE(ok.feed(hex("01 01 FF FF 00 00 A0 00"), [](const fp::Frame&) {}));
+  EXPECT_LT(ok.capacity(), 1u << 20);  // nothing of the promised 10 MiB arrived: not allocated
+}
+
+TEST(StandardErrors, ConfiguredMaximum) {
+  auto at = decode_all(fpt::standard(100), cat(hex("01 01 64 00"), pattern(100)));
+  EXPECT_FALSE(at.error);
+  EXPECT_EQ(at.frames.size(), 1u);
+  auto over = decode_all(fpt::standard(100), hex("01 01 65 00"));
+  ASSERT_TRUE(over.error);
+  EXPECT_EQ(over.error->requirement, "STD-LIM-1");
+  EXPECT_EQ(over.error->offset, 0u);
+}
+
+// STD-STR-3: truncation inside the header, the extended length, the payload; offset = partial frame.
+TEST(StandardErrors, TruncatedStream) {
+  const fp::Bytes ok = hex("01 01 00 00");
+  for (const char* tail : {"01", "01 02 03", "01 02 FF FF 00", "01 02 FF FF FF FF 00 00 11 22", "01 02 05 00 61 62"}) {
+    auto d = decode_all(fpt::standard(), cat(ok, hex(tail)));
+    ASSERT_TRUE(d.error) << tail;
+    EXPECT_EQ(d.error->requirement, "STD-STR-3") << tail;
+    EXPECT_EQ(d.error->offset, 4u) << tail;
+    EXPECT_EQ(d.frames.size(), 1u);
+  }
+  // a clean end after complete frames is no error
+  EXPECT_FALSE(decode_all(fpt::standard(), ok).error);
+  EXPECT_FALSE(decode_all(fpt::standard(), {}).error);
+}
+
+// STD-STR-4: no frame after the error, whatever follows, and the error is sticky.
+TEST(StandardErrors, ErrorIsFatal) {
+  fp::Decoder dec(fpt::standard(10));
+  int frames = 0;
+  auto count = [&](const fp::Frame&) { ++frames; };
+  auto e = dec.feed(cat(hex("01 01 00 00 01 02 0B 00"), pattern(11)), count);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->requirement, "STD-LIM-1");
+  EXPECT_EQ(e->offset, 4u);
+  EXPECT_EQ(frames, 1);
+  auto again = dec.feed(hex("01 03 00 00"), count);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->requirement, "STD-LIM-1");
+  EXPECT_EQ(frames, 1);
+  fp::Frame f;
+  EXPECT_EQ(dec.next(f), fp::Decoder::Status::Error);
+}
+
+// STD-LIM-2: the encoder refuses above its maximum and writes nothing; STD-LEN-1 boundary.
+TEST(StandardErrors, EncoderRefusesAboveMaximum) {
+  fp::Bytes out = hex("AA");
+  auto e = fp::encode_standard(0x01, 1, pattern(11), 10, out);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->requirement, "STD-LIM-2");
+  EXPECT_EQ(out, hex("AA"));
+  EXPECT_FALSE(fp::encode_standard(0x01, 1, pattern(10), 10, out));
+  EXPECT_EQ(out.size(), 1u + 4u + 10u);
+  // default maximum: 10 MiB accepted, one more refused
+  fp::Bytes big;
+  EXPECT_FALSE(fp::encode_standard(0x01, 1, fp::Bytes(fp::kDefaultMaxPayload), 0, big));
+  EXPECT_EQ(big.size(), fp::kDefaultMaxPayload + 8);
+  fp::Bytes over;
+  auto e2 = fp::encode_standard(0x01, 1, fp::Bytes(fp::kDefaultMaxPayload + 1), 0, over);
+  ASSERT_TRUE(e2);
+  EXPECT_EQ(e2->requirement, "STD-LIM-2");
+  EXPECT_TRUE(over.empty());
+}
+
+// The header writer used on the hot path agrees with the encoder.
+TEST(StandardWire, HeaderWriter) {
+  std::uint8_t h[8];
+  EXPECT_EQ(fp::write_standard_header(h, 0x81, 9, 65534), 4u);
+  EXPECT_EQ(fp::Bytes(h, h + 4), hex("81 09 FE FF"));
+  EXPECT_EQ(fp::write_standard_header(h, 0x81, 9, 65535), 8u);
+  EXPECT_EQ(fp::Bytes(h, h + 8), hex("81 09 FF FF FF FF 00 00"));
+}
+
+TEST(Config, ParseProtocol) {
+  EXPECT_EQ(fp::parse_protocol("standard"), fp::Protocol::Standard);
+  EXPECT_EQ(fp::parse_protocol("length-field"), fp::Protocol::LengthField);
+  EXPECT_FALSE(fp::parse_protocol("Standard"));
+  EXPECT_FALSE(fp::parse_protocol(""));
+}
