@@ -1,6 +1,8 @@
 """The spec docs site (tools/docs, mkdocs.yml): it builds in strict mode from the repository,
 a broken anchor fails the build, every requirement is an anchor with its tests listed, and the
 built site renders in headless Chromium (screenshots under reports/docs/)."""
+import fcntl
+import os
 import re
 import shutil
 import socket
@@ -23,12 +25,21 @@ SHOTS = ROOT / "reports" / "docs"
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    """Runs tools/docs/build.sh into a temporary directory; returns (docs sources, site)."""
-    tmp = tmp_path_factory.mktemp("docs")
+    """Runs tools/docs/build.sh into a temporary directory; returns (docs sources, site).
+    Under pytest-xdist the workers of one run share a single build (file lock)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        tmp = tmp_path_factory.getbasetemp().parent / "docs-site"  # this run's directory, shared
+        tmp.mkdir(exist_ok=True)
+    else:
+        tmp = tmp_path_factory.mktemp("docs")
     docs, out = tmp / "src", tmp / "site"
-    p = subprocess.run(["bash", "tools/docs/build.sh", "--docs-dir", str(docs), "--site-dir", str(out)],
-                       cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    with open(tmp / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (tmp / "built").exists():
+            p = subprocess.run(["bash", "tools/docs/build.sh", "--docs-dir", str(docs), "--site-dir", str(out)],
+                               cwd=ROOT, capture_output=True, text=True, timeout=600)
+            assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+            (tmp / "built").touch()
     return docs, out
 
 
