@@ -801,7 +801,8 @@ def gen_matrix(out: Path, path):
               f"(profile `{doc.get('profile', '?')}`, {doc.get('duration_s', '?')} s) from `{rel}`. "
               "Rebuild the site after a new run to update this page.", "",
               "## Summary", "", "Tests passed per suite and implementation; interop runs every load client "
-              "against every echo server with every reply verified.", "", render(doc), "",
+              "against every echo server with every reply verified.", "",
+              render(doc).replace("\nFailures:\n", "\n**Failures:**\n\n"), "",
               "## Implementation × requirement", "",
               "Every requirement of every spec, with the tests run against each implementation in all "
               "suites (codec, network, load client). ✓ N: N tests passed, none failed; ✗ F/N: F of N "
