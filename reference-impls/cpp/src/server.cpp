@@ -29,7 +29,8 @@ using Clock = std::chrono::steady_clock;
 constexpr std::size_t kHighWater = 1 << 20;   // stop reading above this much unsent output
 constexpr std::size_t kLowWater = 256 << 10;  // resume below this
 constexpr std::size_t kDrainBytes = 1 << 20;  // input discarded after an error before closing
-constexpr auto kDrainTime = std::chrono::seconds(2);
+constexpr auto kDrainTime = std::chrono::seconds(2);     // after shutdown(SHUT_WR)
+constexpr auto kClosingTime = std::chrono::seconds(30);  // to deliver the replies before an error
 
 struct Options {
   fp::CodecConfig codec;
@@ -136,7 +137,7 @@ class Worker {
   }
 
   void close_conn(Conn* c) {
-    if (c->state == Conn::State::Draining) --draining_;
+    if (c->state == Conn::State::Draining || c->state == Conn::State::Closing) --draining_;
     epoll_ctl(ep_, EPOLL_CTL_DEL, c->fd, nullptr);
     ::close(c->fd);
     conns_.erase(c->fd);  // destroys c
@@ -210,6 +211,9 @@ class Worker {
     if (st == fp::Decoder::Status::Error) {
       ++counters_.protocol_errors;
       c->state = Conn::State::Closing;  // STD-ECHO-4 / LF-ECHO-2: replies first, then close
+      // A peer that never reads its replies must not keep the connection forever.
+      c->drain_deadline = Clock::now() + kClosingTime;
+      ++draining_;
     }
   }
 
@@ -224,9 +228,8 @@ class Worker {
         // FIN after the replies; keep reading (and discarding) a little so that unread input
         // does not turn our close into an RST that would destroy the replies in flight.
         ::shutdown(c->fd, SHUT_WR);
-        c->state = Conn::State::Draining;
+        c->state = Conn::State::Draining;  // still counted in draining_ since Closing
         c->drain_deadline = Clock::now() + kDrainTime;
-        ++draining_;
       }
     }
     if (c->paused && c->unsent() <= kLowWater) c->paused = false;
@@ -287,9 +290,12 @@ class Worker {
 
   void sweep_drains() {
     const auto now = Clock::now();
+    if (now - last_sweep_ < std::chrono::milliseconds(100)) return;
+    last_sweep_ = now;
     std::vector<Conn*> expired;
     for (auto& [fd, c] : conns_)
-      if (c->state == Conn::State::Draining && c->drain_deadline <= now) expired.push_back(c.get());
+      if ((c->state == Conn::State::Draining || c->state == Conn::State::Closing) && c->drain_deadline <= now)
+        expired.push_back(c.get());
     for (Conn* c : expired) close_conn(c);
   }
 
@@ -300,7 +306,8 @@ class Worker {
   char listen_tag_ = 0;
   char stop_tag_ = 0;
   bool stopping_ = false;
-  int draining_ = 0;
+  int draining_ = 0;  // connections in Closing or Draining (they have a deadline)
+  Clock::time_point last_sweep_{};
   std::unordered_map<int, std::unique_ptr<Conn>> conns_;
   Counters counters_;
 };
