@@ -385,7 +385,8 @@ def run_matrix(scenarios: List[Scenario], servers: List[Program], clients: List[
                 p99 = _median_spread([r["latency_us"]["p99"] for r in good if r.get("latency_us")])
                 ok = len(good) == runs
                 rows.append({"scenario": dict(s.__dict__), "key": s.key, "server": srv.name, "server_kind": srv.kind,
-                             "client": c.name, "ok": ok, "msgs_per_s": st, "mb_per_s": mb["median"],
+                             "client": c.name, "ok": ok, "loadavg_1m": round(os.getloadavg()[0], 2),
+                             "msgs_per_s": st, "mb_per_s": mb["median"],
                              "latency_p50_us": p50["median"], "latency_p99_us": p99["median"], "runs": rr})
                 log(f"  [{i:3}/{total}] {s.key:42} {srv.name:9} <- {c.name:10} "
                     + (f"{st['median']:>12,.0f} msg/s ±{st['spread_pct']}%" if st["median"] else "FAILED")

@@ -38,8 +38,17 @@ def markdown(doc: dict, charts: List[str]) -> str:
          f"Calibration: memcpy {cal.get('memcpy_gb_per_s', '?')} GB/s, loopback TCP one stream "
          f"{cal.get('loopback_tcp_gbit_per_s', '?')} Gbit/s ({cal.get('loopback_tcp_gb_per_s', '?')} GB/s)  ",
          f"Load average: start {', '.join(f'{x:.2f}' for x in m['loadavg_start'])}; end "
-         f"{', '.join(f'{x:.2f}' for x in m.get('loadavg_end', []))}  ",
-         "", f"> {m.get('note')} Each figure is the median of {doc['settings']['runs']} runs of "
+         f"{', '.join(f'{x:.2f}' for x in m.get('loadavg_end', []))}"
+         + (f"; during the matrix (1-min, after each figure) min {m['loadavg_during']['min']:.2f}, median "
+            f"{m['loadavg_during']['median']:.2f}, max {m['loadavg_during']['max']:.2f}" if m.get("loadavg_during") else "") + "  ",
+         ]
+    worst = max(list(m.get("loadavg_start", [])) + list(m.get("loadavg_end", []))
+                + [(m.get("loadavg_during") or {}).get("max", 0)] or [0])
+    if m.get("cpus") and worst > 2 * m["cpus"]:
+        L += ["", f"> ⚠ The machine was heavily loaded by other work (load average up to {worst:.1f} on {m['cpus']} CPUs): "
+                  "absolute msg/s figures are depressed and noisy (see each spread); the ratios to the raw echo come from "
+                  "runs taken back to back and are the more robust figures."]
+    L += ["", f"> {m.get('note')} Each figure is the median of {doc['settings']['runs']} runs of "
              f"{doc['settings']['duration_s']} s, ± the spread (max−min)/median. msg/s counts *verified* replies "
              "(receive mode: frames sent and counted by the server).", ""]
     L += summary(doc)

@@ -133,6 +133,10 @@ def main(args) -> int:
         log("== allocations")
         al = core.allocations(benches, quick, servers)
     machine["loadavg_end"] = list(os.getloadavg())
+    la = sorted(r["loadavg_1m"] for r in rows if "loadavg_1m" in r)
+    if la:
+        machine["loadavg_during"] = {"min": la[0], "median": la[len(la) // 2], "max": la[-1],
+                                     "samples": len(la), "what": "1-minute load average after each matrix figure"}
     out_dir = Path(args.out or ROOT / "results")
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = out_dir / (args.name or f"bench-{date}")
