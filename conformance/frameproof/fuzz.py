@@ -72,7 +72,7 @@ class Finding:
     expected: DecodeResult
     answers: List[Answer]  # the non-conforming answers only
     example: int  # index of the generated example that first failed (before shrinking)
-    seed: int
+    seed: Optional[int]  # Hypothesis seed of the round (None: from a libFuzzer input)
 
     @property
     def testees(self) -> List[str]:
@@ -121,7 +121,9 @@ class Finding:
         return reqs
 
     def description(self) -> str:
-        who = ", ".join(f"{a.testee} ({a.short()})" for a in self.answers)
+        who = ", ".join(f"{a.testee} ({a.short()})" if a.result else a.testee for a in self.answers)
+        if self.seed is None:  # a libFuzzer artifact
+            return f"Found by coverage-guided fuzzing: {who}"[:300]
         return f"Found by frameproof fuzz (seed {self.seed}): {who}"[:300]
 
     def canonical(self) -> bool:
@@ -281,8 +283,10 @@ def compare(testees: Dict[str, Testee], codec: Codec, data: bytes, chunks: List[
 def fuzz(commands: Sequence[str], seconds: Optional[float] = 10.0, examples: Optional[int] = None,
          seed: int = 0, protocols: Sequence[str] = PROTOCOLS, out_dir: Optional[Path] = None,
          keep_going: bool = False, timeout: float = 5.0, cwd: Optional[str] = None,
-         shrink_seconds: Optional[float] = None, log=None) -> FuzzReport:
-    """Runs the differential fuzzer; returns the report (findings written to ``out_dir``)."""
+         shrink_seconds: Optional[float] = None, until_found: Optional[Sequence[str]] = None,
+         log=None) -> FuzzReport:
+    """Runs the differential fuzzer; returns the report (findings written to ``out_dir``).
+    ``until_found``: stop as soon as each of these testees has disagreed (planted-bug demos)."""
     names = list(dict.fromkeys(commands))
     testees = {c: Testee(c, cwd=cwd, timeout=timeout) for c in names}
     report = FuzzReport(seed)
@@ -317,6 +321,8 @@ def fuzz(commands: Sequence[str], seconds: Optional[float] = 10.0, examples: Opt
             if log:
                 log(finding.summary())
             if not keep_going:
+                break
+            if until_found and set(until_found) <= {t for f in report.findings for t in f.testees}:
                 break
             for name in finding.testees:
                 testees.pop(name).stop()
@@ -425,16 +431,17 @@ def native_chunks(data: bytes, ctl: int) -> List[bytes]:
     return out
 
 
-def write_corpus(out_dir: Path, max_len: int = 4096) -> int:
+def write_corpus(out_dir: Path, max_len: int = 4096, verdicts: Sequence[str] = ("y", "n", "i")) -> int:
     """Seed corpus from every decode vector (truncated to ``max_len`` bytes: a truncated stream is
-    still an interesting input), each once whole and once in small chunks. Returns the count."""
+    still an interesting input), each once whole and once in small chunks. Returns the count.
+    ``verdicts``: only vectors of these kinds (("y",): valid streams only)."""
     from .vectors import load
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     n = 0
     for proto in PROTOCOLS:
         for v in load(proto):
-            if v.kind != "decode":
+            if v.kind != "decode" or v.verdict not in verdicts:
                 continue
             for ctl in (0, 0x35):
                 e = corpus_entry(v.codec, v.data[:max_len], ctl)
@@ -443,3 +450,19 @@ def write_corpus(out_dir: Path, max_len: int = 4096) -> int:
                 (out_dir / f"{proto}-{v.id}-{ctl:02x}").write_bytes(e)
                 n += 1
     return n
+
+
+def finding_from_input(entry: bytes, found_by: str, testees: Sequence[str] = ()) -> Finding:
+    """A libFuzzer input (crash/leak/invariant artifact) as a Finding, so that it is written as a
+    vector like a differential disagreement. ``testees``, if given, are run on it: their
+    non-conforming answers are recorded (an empty list if they all conform)."""
+    codec, data, chunks = decode_corpus_input(entry)
+    ts = {c: Testee(c) for c in testees}
+    try:
+        supported = {c: t.capabilities()[0] for c, t in ts.items()}
+        expected, bad = compare(ts, codec, data, chunks, supported)
+    finally:
+        for t in ts.values():
+            t.stop()
+    bad.insert(0, Answer(found_by, None, f"{found_by} failed on this input"))
+    return Finding(codec, data, chunks, expected, bad, 0, None)

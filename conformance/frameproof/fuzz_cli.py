@@ -25,6 +25,14 @@ def add_parsers(sub):
     f.add_argument("--json", help="write the report as JSON to this file")
     f.set_defaults(fn=cmd_fuzz)
 
+    v = sub.add_parser("fuzz-vector", help="turn a libFuzzer input (crash/leak/invariant artifact) into a decode "
+                                           "vector file, with the oracle's expectation")
+    v.add_argument("input", nargs="+", help="artifact file(s) written by a libFuzzer target")
+    v.add_argument("--found-by", default="libFuzzer target", help="name recorded in the description")
+    v.add_argument("--testee", action="append", default=[], help="also run these testees on it (repeatable)")
+    v.add_argument("--out", default="reports/fuzz", help="output directory (default reports/fuzz)")
+    v.set_defaults(fn=cmd_vector)
+
     c = sub.add_parser("fuzz-corpus", help="write the libFuzzer seed corpus (from the decode vectors) to a directory")
     c.add_argument("dir")
     c.add_argument("--max-len", type=int, default=4096)
@@ -62,4 +70,18 @@ def cmd_corpus(args):
     from .fuzz import write_corpus
     n = write_corpus(Path(args.dir), args.max_len)
     print(f"{n} seed inputs in {args.dir}")
+    return 0
+
+
+def cmd_vector(args):
+    from .fuzz import finding_from_input
+    for path in args.input:
+        entry = Path(path).read_bytes()
+        if len(entry) < 2:
+            print(f"{path}: too short to be an input of the frameproof targets", file=sys.stderr)
+            return 2
+        f = finding_from_input(entry, args.found_by, args.testee)
+        print(f.summary())
+        out = f.write(Path(args.out))
+        print(f"vector: {out}\ngen_vectors.py line: {out.with_suffix('').with_suffix('.gen_vectors.py')}")
     return 0

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer target of the C++ reference codec, self-contained (no CMake): clang++ with
-# -fsanitize=fuzzer,address,undefined over src/codec.cpp and decode_fuzz.cpp.
+# -fsanitize=fuzzer,address,undefined (+ libstdc++ bounds assertions) over src/codec.cpp and
+# decode_fuzz.cpp.
 #   build.sh [OUT_DIR] [CODEC_SRC]   (defaults: fuzz/build, ../src/codec.cpp; the tests pass a
 #                                     patched copy of codec.cpp to plant a bug)
 # Needs clang++ (clang-14) and libFuzzer (libclang-rt-14-dev / libfuzzer-14-dev on Debian 12).
@@ -12,6 +13,6 @@ src=${2:-$here/../src/codec.cpp}
 cxx=${CXX_FUZZ:-$(command -v clang++-14 || command -v clang++)}
 mkdir -p "$out"
 "$cxx" -std=c++20 -g -O1 -fno-omit-frame-pointer \
-  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GLIBCXX_ASSERTIONS \
   -I "$here/../include" "$here/decode_fuzz.cpp" "$src" -o "$out/decode_fuzz" >&2
 echo "$out/decode_fuzz"

@@ -3,8 +3,9 @@
 # libfuzzer-sys links libFuzzer, and rustc's SanitizerCoverage pass (-Cpasses=sancov-module)
 # gives libFuzzer its coverage feedback, like cargo-fuzz does with --sanitizer none.
 # (AddressSanitizer/LeakSanitizer need nightly -Zsanitizer; the codec is safe Rust.)
-#   build.sh [CRATE_DIR]   (default: this directory; the tests build patched copies too)
-# Prints the path of the `decode` binary on the last line.
+#   build.sh [CRATE_DIR]   (default: this directory; the tests build a patched copy too, with
+#                          FUZZ_BIN naming its binary so that it does not replace `decode`)
+# Prints the path of the binary on the last line.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 crate=${1:-$here}
@@ -16,5 +17,6 @@ export RUSTFLAGS="--cfg fuzzing -Cpasses=sancov-module \
 cd "$crate"
 # an explicit --target keeps RUSTFLAGS (the coverage instrumentation) off build scripts
 triple=$(rustc -vV | sed -n 's/^host: //p')
-cargo build --release --target "$triple" --bin decode --quiet >&2
-echo "$CARGO_TARGET_DIR/$triple/release/decode"
+bin=${FUZZ_BIN:-decode}
+cargo build --release --target "$triple" --bin "$bin" --quiet >&2
+echo "$CARGO_TARGET_DIR/$triple/release/$bin"
