@@ -519,7 +519,8 @@ int main(int argc, char** argv) {
   std::printf("fp-load (cpp) %s %s: %d connection(s), window %zu, payload %zu B\n", fp::protocol_name(opt.codec.protocol),
               mode_name(opt.mode), opt.connections, opt.window, opt.payload);
   std::printf("  sent %" PRIu64 ", received %" PRIu64 ", verified %" PRIu64 ", errors %" PRIu64 ", missing %" PRIu64 "\n",
-              total.sent, total.received, total.verified, total.errors, total.sent - std::min(total.sent, total.received));
+              total.sent, total.received, total.verified, total.errors,
+              receive ? std::uint64_t{0} : total.sent - std::min(total.sent, total.received));
   std::printf("  %.3f s, %.1f msg/s, %.2f MB/s\n", secs, msgs_per_s, mb_per_s);
   std::printf("  latency us: p50 %.1f  p90 %.1f  p99 %.1f  p99.9 %.1f  max %.1f\n", p50, p90, p99, p999, pmax);
   for (const auto& d : shared.details) std::printf("  error: %s\n", d.c_str());
