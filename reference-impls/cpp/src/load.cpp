@@ -140,14 +140,15 @@ class Connection {
     return shared_.next_index.fetch_add(1, std::memory_order_relaxed);
   }
 
-  // Queues as many requests as the mode allows.
-  void fill(std::uint64_t now) {
+  // Queues as many requests as the mode allows. Returns true if it stopped only because a
+  // receive-mode batch is full (so the caller must come back as soon as the socket is writable).
+  bool fill(std::uint64_t now) {
     const bool receive = opt_.mode == Mode::Receive;
     const std::size_t window = opt_.mode == Mode::PerPacket ? 1 : opt_.window;
     std::size_t batch = 0;
     while (more_to_send(now)) {
       if (receive) {
-        if (out_.size() - out_off_ > (256u << 10) || batch >= 256) break;  // write in batches
+        if (out_.size() - out_off_ > (256u << 10) || batch >= 256) return true;  // write in batches
       } else if (in_flight() >= window) {
         break;
       }
@@ -185,6 +186,7 @@ class Connection {
       ++res_.sent;
       ++batch;
     }
+    return false;
   }
 
   // Returns false on a fatal socket error.
@@ -332,7 +334,7 @@ class Connection {
     std::uint64_t shut_deadline = 0;
     while (open) {
       std::uint64_t now = now_ns();
-      fill(now);
+      const bool more_batches = fill(now);
       if (!flush()) {
         res_.fatal = true;
         break;
@@ -353,7 +355,8 @@ class Connection {
       if (shut) dl = shut_deadline;
       if (dl) wait_ns = std::min(wait_ns, *dl > now ? *dl - now : 0);
       if (!opt_.requests && end_ns_ > now) wait_ns = std::min(wait_ns, end_ns_ - now);
-      pollfd p{fd_, static_cast<short>(POLLIN | (out_.empty() ? 0 : POLLOUT)), 0};
+      const bool want_write = !out_.empty() || more_batches;
+      pollfd p{fd_, static_cast<short>(POLLIN | (want_write ? POLLOUT : 0)), 0};
       const int r = ::poll(&p, 1, static_cast<int>((wait_ns + 999'999) / 1'000'000));
       now = now_ns();
       if (r > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR))) {
