@@ -2,7 +2,9 @@
 # Runs the C++ implementation's own tests:
 #   1. the release build (build/, via build.sh): GoogleTest unit tests through ctest;
 #   2. the sanitizer build (build-asan/, -fsanitize=address,undefined): the same unit tests, plus
-#      fp-testee smoke checks over stdin/stdout (hello, a split decode, a truncated stream).
+#      fp-testee smoke checks over stdin/stdout (hello, a split decode, a truncated stream);
+#   3. tests/net_test.py (python3, standard library): fp-server and fp-load end to end on
+#      127.0.0.1, for the release and the sanitizer binaries.
 # Heavy steps take the shared build lock. The last line is exactly "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")"
@@ -99,6 +101,30 @@ if [ "$asan_ok" = 1 ]; then
     ok "asan testee stderr clean"
   fi
   rm -f /tmp/fp-cpp-testee.$$.err
+fi
+
+# --- 3. fp-server / fp-load end to end ---------------------------------------------------------
+run_net() {
+  local dir=$1 label=$2 out line
+  out=$(timeout 600 python3 tests/net_test.py "$dir" 2>&1)
+  echo "$out" | grep -v '^PASS' | tail -40
+  line=$(echo "$out" | grep -E '^NET: [0-9]+ passed, [0-9]+ failed$' | tail -1)
+  if [ -z "$line" ]; then
+    ko "$label net tests" "no summary"
+    return
+  fi
+  local p f
+  p=$(echo "$line" | sed -E 's/NET: ([0-9]+) passed, ([0-9]+) failed/\1/')
+  f=$(echo "$line" | sed -E 's/NET: ([0-9]+) passed, ([0-9]+) failed/\2/')
+  passed=$((passed + p))
+  failed=$((failed + f))
+  echo "$label: $p passed, $f failed (net)"
+}
+if command -v python3 >/dev/null 2>&1; then
+  [ -x build/fp-server ] && run_net build release
+  [ "$asan_ok" = 1 ] && run_net build-asan asan
+else
+  ko "net tests" "python3 not found"
 fi
 
 echo "$passed passed, $failed failed"

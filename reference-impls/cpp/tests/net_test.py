@@ -1,0 +1,696 @@
+#!/usr/bin/env python3
+"""End-to-end tests of fp-server and fp-load (standard library only, 127.0.0.1 only).
+
+    python3 tests/net_test.py BUILD_DIR
+
+fp-server is driven with raw sockets (echo rules, errors closing only the offending connection,
+half-close, bounded buffering, counters on SIGTERM); fp-load is run against fp-server (exact
+counts, JSON report) and against small faulty servers written here (a corrupted, a reordered and
+a missing reply must each be detected). Prints one line per test and ends with
+"NET: N passed, N failed".
+"""
+import json
+import os
+import random
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
+SERVER = os.path.join(BUILD, "fp-server")
+LOAD = os.path.join(BUILD, "fp-load")
+TESTS = []
+
+
+def test(fn):
+    TESTS.append(fn)
+    return fn
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+# ----------------------------------------------------------------------------------------------
+# framing (independent of the C++ codec)
+
+def std_frame(flag, seq, payload):
+    n = len(payload)
+    if n < 0xFFFF:
+        return bytes([flag, seq]) + struct.pack("<H", n) + payload
+    return bytes([flag, seq]) + b"\xff\xff" + struct.pack("<I", n) + payload
+
+
+def leb128(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def lf_frame(payload, offset=0, size=2, header=b""):
+    n = len(payload)
+    head = header if header else bytes(offset)
+    fmt = {1: "<B", 2: "<H", 4: "<I", -2: ">H", -4: ">I"}
+    field = leb128(n) if size == 0 else struct.pack(fmt[size], n)
+    return head + field + payload
+
+
+def recv_exact(sock, n, timeout=10.0):
+    sock.settimeout(timeout)
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            return None if not buf else bytes(buf)
+        buf += chunk
+    return bytes(buf)
+
+
+def read_std(sock, timeout=10.0):
+    h = recv_exact(sock, 4, timeout)
+    if h is None:
+        return None
+    check(len(h) == 4, "EOF inside a reply header")
+    n = struct.unpack("<H", h[2:4])[0]
+    if n == 0xFFFF:
+        n = struct.unpack("<I", recv_exact(sock, 4, timeout))[0]
+    p = recv_exact(sock, n, timeout) if n else b""
+    check(p is not None and len(p) == n, "EOF inside a reply payload")
+    return h[0], h[1], p
+
+
+def read_to_eof(sock, timeout=10.0):
+    sock.settimeout(timeout)
+    buf = bytearray()
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            c = sock.recv(65536)
+        except ConnectionResetError:
+            raise Fail("connection reset instead of an orderly close")
+        if not c:
+            return bytes(buf)
+        buf += c
+    raise Fail("no EOF within %.0f s" % timeout)
+
+
+def parse_std_stream(b):
+    out, i = [], 0
+    while i < len(b):
+        check(len(b) - i >= 4, "trailing partial header")
+        n = struct.unpack("<H", b[i + 2:i + 4])[0]
+        hl = 4
+        if n == 0xFFFF:
+            n = struct.unpack("<I", b[i + 4:i + 8])[0]
+            hl = 8
+        check(len(b) - i >= hl + n, "trailing partial frame")
+        out.append((b[i], b[i + 1], b[i + hl:i + hl + n]))
+        i += hl + n
+    return out
+
+
+def connect(port):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------
+# fp-server under test
+
+class Server:
+    def __init__(self, *args):
+        self.args = [SERVER] + list(args) + ["--listen", "127.0.0.1:0"]
+        self.proc = None
+        self.port = None
+        self.counters = None
+
+    def __enter__(self):
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        if not line.startswith("LISTENING "):
+            self.proc.kill()
+            raise Fail("first stdout line is %r, stderr %r" % (line, self.proc.stderr.read()[-2000:]))
+        self.port = int(line.split()[1].rsplit(":", 1)[1])
+        return self
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.counters is not None:
+            return self.counters
+        self.proc.send_signal(sig)
+        try:
+            out, err = self.proc.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise Fail("server did not exit within 15 s of the signal")
+        check(self.proc.returncode == 0, "server exit status %s, stderr %r" % (self.proc.returncode, err[-2000:]))
+        lines = [l for l in out.splitlines() if l.strip()]
+        check(len(lines) == 1, "expected one JSON line after LISTENING, got %r" % lines)
+        self.counters = json.loads(lines[0])
+        check(set(self.counters) == {"connections", "frames", "bytes", "protocol_errors"},
+              "counter keys %r" % sorted(self.counters))
+        return self.counters
+
+    def __exit__(self, *exc):
+        if self.proc and self.proc.poll() is None:
+            try:
+                self.stop()
+            except Exception:
+                self.proc.kill()
+                if exc[0] is None:
+                    raise
+
+
+def run_load(*args, expect_rc=None, timeout=120):
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
+        path = f.name
+    try:
+        p = subprocess.run([LOAD] + [str(a) for a in args] + ["--json", path], capture_output=True, text=True,
+                           timeout=timeout)
+        with open(path) as f:
+            text = f.read()
+        check(text.strip(), "fp-load wrote no JSON (rc %d, stderr %r)" % (p.returncode, p.stderr[-1500:]))
+        doc = json.loads(text)
+    finally:
+        os.unlink(path)
+    keys = {"implementation", "protocol", "mode", "connections", "window", "payload", "requests_sent",
+            "replies_received", "replies_verified", "errors", "error_details", "duration_s", "msgs_per_s",
+            "mb_per_s", "latency_us"}
+    check(keys <= set(doc), "missing keys %r" % sorted(keys - set(doc)))
+    check(set(doc["latency_us"]) == {"p50", "p90", "p99", "p999", "max"}, "latency keys %r" % doc["latency_us"])
+    check(doc["implementation"] == "cpp", "implementation %r" % doc["implementation"])
+    check(len(doc["error_details"]) <= 10, "more than 10 error_details")
+    if expect_rc is not None:
+        check(p.returncode == expect_rc, "fp-load exit %d (want %d): %s %s" % (p.returncode, expect_rc, doc,
+                                                                            p.stderr[-1500:]))
+    return p.returncode, doc, p.stdout
+
+
+# ----------------------------------------------------------------------------------------------
+# fp-server tests
+
+@test
+def echo_rules_standard():
+    """STD-ECHO-1/2/3/5: one reply per request (flag 0x80|kind), none for one-way or replies,
+    in order, all of them on half-close, then close."""
+    with Server("--protocol", "standard", "--threads", "2") as srv:
+        s = connect(srv.port)
+        want, out = [], bytearray()
+        for kind in range(64):
+            p = bytes([kind]) * (kind * 3)
+            out += std_frame(kind, (kind * 7) & 0xFF, p)
+            want.append((0x80 | kind, (kind * 7) & 0xFF, p))
+            out += std_frame(0x40 | kind, 1, b"one-way")      # no reply
+            out += std_frame(0x80 | kind, 2, b"a reply")      # no reply
+            out += std_frame(0xC0 | kind, 3, b"an error")     # no reply
+        s.sendall(out)
+        s.shutdown(socket.SHUT_WR)
+        got = parse_std_stream(read_to_eof(s))
+        check(got == want, "replies differ: got %d, want %d" % (len(got), len(want)))
+        c = srv.stop()
+        check(c["frames"] == 256 and c["protocol_errors"] == 0, "counters %r" % c)
+
+
+@test
+def split_and_sticky():
+    """STD-STR-1/2 over TCP: frames written 1..5 bytes at a time, and 200 frames in one write."""
+    with Server("--protocol", "standard") as srv:
+        rng = random.Random(5)
+        s = connect(srv.port)
+        frames = [std_frame(0x01, i, bytes(rng.getrandbits(8) for _ in range(rng.randrange(0, 40)))) for i in range(60)]
+        stream = b"".join(frames)
+        i = 0
+        while i < len(stream):
+            n = rng.randint(1, 5)
+            s.sendall(stream[i:i + n])
+            i += n
+        for i, f in enumerate(frames):
+            r = read_std(s)
+            check(r == (0x81, i, f[4:]), "reply %d is %r" % (i, r))
+        s.sendall(b"".join(std_frame(0x02, i & 0xFF, b"x" * (i % 50)) for i in range(200)))
+        for i in range(200):
+            r = read_std(s)
+            check(r == (0x82, i & 0xFF, b"x" * (i % 50)), "sticky reply %d is %r" % (i, r))
+
+
+@test
+def extended_length_echo():
+    """STD-LEN-2: 65534 (short form), 65535 and 1 MiB (extended) payloads echo exactly."""
+    with Server("--protocol", "standard") as srv:
+        s = connect(srv.port)
+        for n in (65534, 65535, 1 << 20):
+            p = bytes((i * 13) & 0xFF for i in range(n))
+            s.sendall(std_frame(0x01, 9, p))
+            r = read_std(s, 30)
+            check(r == (0x81, 9, p), "payload of %d bytes not echoed" % n)
+
+
+@test
+def decode_error_closes_only_that_connection():
+    """STD-ECHO-4: replies to the frames before the error, then close; others keep working."""
+    with Server("--protocol", "standard", "--threads", "2") as srv:
+        other = connect(srv.port)
+        bad = connect(srv.port)
+        bad.sendall(std_frame(0x01, 1, b"before") + b"\x01\x02\xff\xff\x10\x00\x00\x00" + std_frame(0x01, 3, b"after"))
+        got = parse_std_stream(read_to_eof(bad))
+        check(got == [(0x81, 1, b"before")], "offending connection got %r" % got)
+        other.sendall(std_frame(0x01, 5, b"still here"))
+        check(read_std(other) == (0x81, 5, b"still here"), "other connection stopped working")
+        fresh = connect(srv.port)
+        fresh.sendall(std_frame(0x01, 6, b"new"))
+        check(read_std(fresh) == (0x81, 6, b"new"), "new connection not served")
+        c = srv.stop()
+        check(c["protocol_errors"] == 1, "protocol_errors %r" % c)
+
+
+@test
+def oversize_rejected_at_header_time():
+    """STD-LIM-1 with --max-payload 1000: the connection closes right after the header (the server
+    does not wait for the 1001 bytes); exactly 1000 is echoed."""
+    with Server("--protocol", "standard", "--max-payload", "1000") as srv:
+        s = connect(srv.port)
+        s.sendall(std_frame(0x01, 1, b"z" * 1000))
+        check(read_std(s) == (0x81, 1, b"z" * 1000), "1000-byte payload not echoed")
+        s.sendall(b"\x01\x02\xe9\x03")  # declares 1001, nothing follows
+        t0 = time.time()
+        rest = read_to_eof(s, 5)
+        check(rest == b"" and time.time() - t0 < 4, "no close at header time")
+
+
+@test
+def half_close_with_partial_frame():
+    """STD-ECHO-5 / STD-STR-3: three complete frames and half of a fourth, then EOF: three replies."""
+    with Server("--protocol", "standard") as srv:
+        s = connect(srv.port)
+        s.sendall(b"".join(std_frame(0x01, i, b"f%d" % i) for i in range(3)) + std_frame(0x01, 9, b"partial")[:6])
+        s.shutdown(socket.SHUT_WR)
+        got = parse_std_stream(read_to_eof(s))
+        check(got == [(0x81, i, b"f%d" % i) for i in range(3)], "got %r" % got)
+
+
+@test
+def bounded_buffering_when_client_does_not_read():
+    """STD-LIM-3 / bounded output: a client that writes 48 MiB without reading does not make the
+    server's memory grow with it; another connection is served meanwhile; every reply arrives
+    once the client reads."""
+    with Server("--protocol", "standard", "--threads", "1") as srv:
+        s = connect(srv.port)
+        base = rss_kib(srv.proc.pid)
+        payload = bytes(range(256)) * 256  # 64 KiB
+        n = 768
+        errs = []
+
+        def writer():
+            try:
+                s.settimeout(60)
+                for i in range(n):
+                    s.sendall(std_frame(0x01, i & 0xFF, payload))
+            except Exception as e:  # noqa: BLE001
+                errs.append(e)
+
+        t = threading.Thread(target=writer, daemon=True)
+        t.start()
+        time.sleep(1.5)
+        peak = rss_kib(srv.proc.pid)
+        other = connect(srv.port)
+        other.sendall(std_frame(0x01, 1, b"ping"))
+        check(read_std(other) == (0x81, 1, b"ping"), "server stalled for other connections")
+        check(peak - base < 40 * 1024, "server RSS grew by %d KiB while the client did not read" % (peak - base))
+        for i in range(n):
+            r = read_std(s, 30)
+            check(r is not None and r[0] == 0x81 and r[1] == i & 0xFF and r[2] == payload, "reply %d wrong" % i)
+        t.join(30)
+        check(not errs, "writer failed: %r" % errs)
+
+
+@test
+def counters_on_sigterm():
+    """Contract: SIGTERM prints {"connections","frames","bytes","protocol_errors"} and exits 0."""
+    with Server("--protocol", "standard", "--threads", "2") as srv:
+        socks = [connect(srv.port) for _ in range(3)]
+        for s in socks:
+            s.sendall(b"".join(std_frame(0x01, i, b"q" * 100) for i in range(10)))
+        for s in socks:
+            for i in range(10):
+                check(read_std(s) is not None, "missing reply")
+        c = srv.stop()
+        check(c == {"connections": 3, "frames": 30, "bytes": 3000, "protocol_errors": 0}, "counters %r" % c)
+    with Server("--protocol", "length-field") as srv:
+        c = srv.stop(signal.SIGINT)
+        check(c == {"connections": 0, "frames": 0, "bytes": 0, "protocol_errors": 0}, "SIGINT counters %r" % c)
+
+
+@test
+def sink_mode_counts_and_sends_nothing():
+    with Server("--protocol", "length-field", "--sink") as srv:
+        s = connect(srv.port)
+        s.sendall(b"".join(lf_frame(b"k" * 50) for _ in range(100)))
+        s.shutdown(socket.SHUT_WR)
+        check(read_to_eof(s) == b"", "sink server sent bytes")
+        c = srv.stop()
+        check(c["frames"] == 100 and c["bytes"] == 5000, "counters %r" % c)
+
+
+@test
+def length_field_profiles_echo():
+    """LF-ECHO-1, LF-FMT-4: every profile echoes in the same profile with zeroed header bytes."""
+    for offset, size in ((0, 2), (2, 0), (0, -4), (1, 1), (0, 4), (3, -2)):
+        with Server("--protocol", "length-field", "--lf-offset", str(offset), "--lf-size", str(size)) as srv:
+            s = connect(srv.port)
+            payloads = [b"", b"abc", bytes(range(200)), b"v" * 255]
+            hdr = b"\xaa" * offset
+            s.sendall(b"".join(lf_frame(p, offset, size, hdr) for p in payloads))
+            want = b"".join(lf_frame(p, offset, size) for p in payloads)
+            got = recv_exact(s, len(want))
+            check(got == want, "profile (%d,%d): echo differs" % (offset, size))
+
+
+@test
+def length_field_decode_error():
+    """LF-ECHO-2: a 6-byte varint (LF-LEN-2): reply to the frame before it, then close."""
+    with Server("--protocol", "length-field", "--lf-size", "0") as srv:
+        s = connect(srv.port)
+        s.sendall(lf_frame(b"ok", 0, 0) + b"\x80\x80\x80\x80\x80\x00" + lf_frame(b"no", 0, 0))
+        check(read_to_eof(s) == lf_frame(b"ok", 0, 0), "wrong bytes before close")
+        check(srv.stop()["protocol_errors"] == 1, "protocol_errors not counted")
+
+
+@test
+def bad_configuration_refused():
+    """LF-FMT-3: an unsupported size is refused before listening."""
+    p = subprocess.run([SERVER, "--protocol", "length-field", "--lf-size", "3", "--listen", "127.0.0.1:0"],
+                       capture_output=True, text=True, timeout=10)
+    check(p.returncode != 0 and "LISTENING" not in p.stdout, "rc %d stdout %r" % (p.returncode, p.stdout))
+
+
+# ----------------------------------------------------------------------------------------------
+# fp-load against fp-server
+
+def latency_ordered(doc):
+    l = doc["latency_us"]
+    return l["p50"] <= l["p90"] <= l["p99"] <= l["p999"] <= l["max"] and l["max"] > 0
+
+
+@test
+def load_per_packet_exact():
+    with Server("--protocol", "standard") as srv:
+        _, doc, out = run_load("--protocol", "standard", "--connect", "127.0.0.1:%d" % srv.port, "--connections", 3,
+                               "--requests", 1000, "--payload", 32, "--mode", "per-packet", expect_rc=0)
+        check(doc["requests_sent"] == doc["replies_received"] == doc["replies_verified"] == 1000, "counts %r" % doc)
+        check(doc["errors"] == 0 and latency_ordered(doc), "doc %r" % doc)
+        check(out.strip(), "no human summary on stdout")
+        c = srv.stop()
+        check(c["frames"] == 1000 and c["bytes"] == 32000 and c["connections"] == 3, "server counters %r" % c)
+
+
+@test
+def load_pipelined_length_field_exact():
+    with Server("--protocol", "length-field", "--lf-size", "-4") as srv:
+        _, doc, _ = run_load("--protocol", "length-field", "--lf-size", -4, "--connect", "127.0.0.1:%d" % srv.port,
+                             "--connections", 4, "--requests", 5001, "--payload", 1000, "--mode", "pipelined",
+                             "--window", 32, expect_rc=0)
+        check(doc["requests_sent"] == doc["replies_verified"] == 5001 and doc["errors"] == 0, "doc %r" % doc)
+        check(abs(doc["mb_per_s"] - 5001 * 1000 / 1e6 / doc["duration_s"]) < 0.05 * doc["mb_per_s"] + 0.01,
+              "mb_per_s inconsistent: %r" % doc)
+        check(srv.stop()["frames"] == 5001, "server frame count")
+
+
+@test
+def load_pipelined_standard_window_255_varint_small_payloads():
+    with Server("--protocol", "standard") as srv:
+        for payload in (0, 5, 8, 70000):
+            _, doc, _ = run_load("--protocol", "standard", "--connect", "127.0.0.1:%d" % srv.port, "--connections", 2,
+                                 "--requests", 600 if payload < 1000 else 60, "--payload", payload, "--mode",
+                                 "pipelined", "--window", 255, expect_rc=0)
+            check(doc["errors"] == 0 and doc["replies_verified"] == doc["requests_sent"], "payload %d: %r" % (payload, doc))
+
+
+@test
+def load_duration_mode():
+    with Server("--protocol", "standard") as srv:
+        _, doc, _ = run_load("--protocol", "standard", "--connect", "127.0.0.1:%d" % srv.port, "--connections", 2,
+                             "--duration", 0.5, "--payload", 64, "--mode", "pipelined", "--window", 8, expect_rc=0)
+        check(doc["requests_sent"] > 0 and doc["requests_sent"] == doc["replies_verified"], "doc %r" % doc)
+        check(0.4 <= doc["duration_s"] <= 6, "duration_s %r" % doc["duration_s"])
+        check(srv.stop()["frames"] == doc["requests_sent"], "server saw a different count")
+
+
+@test
+def load_receive_mode_against_sink():
+    with Server("--protocol", "length-field", "--sink") as srv:
+        _, doc, _ = run_load("--protocol", "length-field", "--connect", "127.0.0.1:%d" % srv.port, "--connections", 3,
+                             "--requests", 30000, "--payload", 32, "--mode", "receive", expect_rc=0)
+        check(doc["requests_sent"] == 30000 and doc["errors"] == 0, "doc %r" % doc)
+        # 1 MB of writes on loopback: anything near 2 s means the writer idles between batches
+        # (e.g. a poll() without POLLOUT while there is more to send waits its full timeout).
+        check(doc["duration_s"] < 1.0, "receive mode took %.2f s for 30000 x 32 B (%.0f msg/s)"
+              % (doc["duration_s"], doc["msgs_per_s"]))
+        time.sleep(0.5)  # the server may still be reading the last bytes when fp-load exits
+        c = srv.stop()
+        check(c["frames"] == 30000 and c["bytes"] == 960000, "server counters %r" % c)
+
+
+@test
+def load_unreachable_server():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    rc, doc, _ = run_load("--protocol", "standard", "--connect", "127.0.0.1:%d" % port, "--connections", 1,
+                          "--requests", 10, "--payload", 8, "--mode", "per-packet")
+    check(rc == 1 and doc["replies_verified"] == 0, "rc %d doc %r" % (rc, doc))
+
+
+# ----------------------------------------------------------------------------------------------
+# fp-load against faulty servers: every reply must be verified
+
+class FakeServer:
+    """Echo server whose reply stream passes through `mangle(conn_index, reply_index, frame)`,
+    which returns the bytes to send instead (b"" drops it). Counts requests per connection."""
+
+    def __init__(self, protocol, mangle=None, reorder=None):
+        self.protocol = protocol
+        self.mangle = mangle or (lambda c, i, f: f)
+        self.reorder = reorder
+        self.per_conn = []
+        self.lock = threading.Lock()
+        self.ls = socket.socket()
+        self.ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.ls.bind(("127.0.0.1", 0))
+        self.ls.listen(64)
+        self.port = self.ls.getsockname()[1]
+        self.stop = False
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        self.ls.settimeout(0.2)
+        while not self.stop:
+            try:
+                c, _ = self.ls.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            with self.lock:
+                idx = len(self.per_conn)
+                self.per_conn.append(0)
+            threading.Thread(target=self.serve, args=(c, idx), daemon=True).start()
+
+    def serve(self, c, idx):
+        c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        buf = bytearray()
+        held = None
+        try:
+            while True:
+                d = c.recv(65536)
+                if not d:
+                    break
+                buf += d
+                while True:
+                    if self.protocol == "standard":
+                        if len(buf) < 4:
+                            break
+                        n = struct.unpack("<H", buf[2:4])[0]
+                        if len(buf) < 4 + n:
+                            break
+                        f = bytes(buf[:4 + n])
+                        del buf[:4 + n]
+                        reply = bytes([f[0] | 0x80]) + f[1:]
+                    else:
+                        if len(buf) < 2:
+                            break
+                        n = struct.unpack("<H", buf[:2])[0]
+                        if len(buf) < 2 + n:
+                            break
+                        reply = bytes(buf[:2 + n])
+                        del buf[:2 + n]
+                    with self.lock:
+                        i = self.per_conn[idx]
+                        self.per_conn[idx] += 1
+                    out = self.mangle(idx, i, reply)
+                    if self.reorder and self.reorder(idx, i):
+                        held = out  # send it after the next one
+                        continue
+                    c.sendall(out)
+                    if held is not None:
+                        c.sendall(held)
+                        held = None
+        except OSError:
+            pass
+        finally:
+            c.close()
+
+    def close(self):
+        self.stop = True
+        self.ls.close()
+
+
+def flip_byte(at_conn, at_reply, pos=-1):
+    def m(c, i, f):
+        if c == at_conn and i == at_reply:
+            b = bytearray(f)
+            b[pos] ^= 0x01
+            return bytes(b)
+        return f
+    return m
+
+
+@test
+def load_detects_corrupted_payload():
+    srv = FakeServer("standard", flip_byte(0, 37))
+    try:
+        rc, doc, _ = run_load("--protocol", "standard", "--connect", "127.0.0.1:%d" % srv.port, "--connections", 1,
+                              "--requests", 100, "--payload", 32, "--mode", "pipelined", "--window", 4,
+                              "--timeout-ms", 1000)
+        check(rc == 1 and doc["errors"] >= 1 and doc["error_details"], "corruption not detected: rc %d %r" % (rc, doc))
+        check(doc["replies_verified"] == 99, "replies_verified %r" % doc["replies_verified"])
+    finally:
+        srv.close()
+
+
+@test
+def load_detects_corrupted_index_bytes():
+    """A reply whose index bytes (payload 0..7) are changed must not verify either."""
+    srv = FakeServer("length-field", flip_byte(0, 5, pos=2))
+    try:
+        rc, doc, _ = run_load("--protocol", "length-field", "--connect", "127.0.0.1:%d" % srv.port, "--connections",
+                              1, "--requests", 20, "--payload", 16, "--mode", "per-packet", "--timeout-ms", 1000)
+        check(rc == 1 and doc["errors"] >= 1, "rc %d %r" % (rc, doc))
+    finally:
+        srv.close()
+
+
+@test
+def load_detects_length_field_reorder():
+    """LF-MATCH-1 FIFO: two swapped replies carry the wrong payloads for their requests."""
+    srv = FakeServer("length-field", reorder=lambda c, i: i == 10)
+    try:
+        rc, doc, _ = run_load("--protocol", "length-field", "--connect", "127.0.0.1:%d" % srv.port, "--connections",
+                              1, "--requests", 50, "--payload", 24, "--mode", "pipelined", "--window", 8,
+                              "--timeout-ms", 1000)
+        check(rc == 1 and doc["errors"] >= 2, "reorder not detected: rc %d %r" % (rc, doc))
+    finally:
+        srv.close()
+
+
+@test
+def load_standard_accepts_reordered_replies():
+    """STD-MATCH-1: replies out of order are matched by sequence number: all verify."""
+    srv = FakeServer("standard", reorder=lambda c, i: i % 5 == 0)
+    try:
+        rc, doc, _ = run_load("--protocol", "standard", "--connect", "127.0.0.1:%d" % srv.port, "--connections", 2,
+                              "--requests", 200, "--payload", 24, "--mode", "pipelined", "--window", 8,
+                              "--timeout-ms", 2000)
+        check(rc == 0 and doc["replies_verified"] == 200, "rc %d %r" % (rc, doc))
+    finally:
+        srv.close()
+
+
+@test
+def load_detects_missing_reply():
+    srv = FakeServer("standard", lambda c, i, f: b"" if i == 5 else f)
+    try:
+        t0 = time.time()
+        rc, doc, _ = run_load("--protocol", "standard", "--connect", "127.0.0.1:%d" % srv.port, "--connections", 1,
+                              "--requests", 20, "--payload", 16, "--mode", "pipelined", "--window", 4,
+                              "--timeout-ms", 500)
+        check(rc == 1 and doc["replies_verified"] == 19, "rc %d %r" % (rc, doc))
+        check(time.time() - t0 < 20, "fp-load took too long to give up")
+    finally:
+        srv.close()
+
+
+@test
+def load_detects_wrong_flag():
+    """A reply must carry flag 0x81: an error reply (0xC1) is not a verified echo."""
+    def m(c, i, f):
+        return bytes([0xC1]) + f[1:] if i == 3 else f
+    srv = FakeServer("standard", m)
+    try:
+        rc, doc, _ = run_load("--protocol", "standard", "--connect", "127.0.0.1:%d" % srv.port, "--connections", 1,
+                              "--requests", 10, "--payload", 16, "--mode", "per-packet", "--timeout-ms", 1000)
+        check(rc == 1 and doc["errors"] >= 1, "rc %d %r" % (rc, doc))
+    finally:
+        srv.close()
+
+
+@test
+def load_splits_requests_over_connections():
+    srv = FakeServer("standard")
+    try:
+        run_load("--protocol", "standard", "--connect", "127.0.0.1:%d" % srv.port, "--connections", 3,
+                 "--requests", 10, "--payload", 8, "--mode", "per-packet", expect_rc=0)
+        check(sorted(srv.per_conn, reverse=True) == [4, 3, 3], "per-connection requests %r" % srv.per_conn)
+    finally:
+        srv.close()
+
+
+def main():
+    if not (os.access(SERVER, os.X_OK) and os.access(LOAD, os.X_OK)):
+        print("NET: fp-server/fp-load missing in %s" % BUILD)
+        print("NET: 0 passed, 1 failed")
+        return 1
+    only = os.environ.get("FP_NET_ONLY")
+    passed = failed = 0
+    for t in TESTS:
+        if only and only not in t.__name__:
+            continue
+        t0 = time.time()
+        try:
+            t()
+            passed += 1
+            print("PASS net %s (%.1f s)" % (t.__name__, time.time() - t0), flush=True)
+        except Exception as e:  # noqa: BLE001
+            failed += 1
+            print("FAIL net %s: %s" % (t.__name__, e), flush=True)
+            if not isinstance(e, Fail):
+                traceback.print_exc()
+    print("NET: %d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
