@@ -32,6 +32,16 @@ ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
 PYTESTEE = f"{PY} -m frameproof.pytestee"
 RUST_TESTEE = ROOT / "reference-impls/rust/target/release/fp-testee"
+CPP_TESTEE = ROOT / "reference-impls/cpp/build/fp-testee"
+CS_TESTEE = ROOT / "reference-impls/csharp/build/fp-testee.exe"
+
+
+def built_testees():
+    """The reference testees that are built here (CI builds them after this suite: then none)."""
+    out = [str(p) for p in (RUST_TESTEE, CPP_TESTEE) if p.exists()]
+    if CS_TESTEE.exists() and shutil.which("mono"):
+        out.append(f"mono {CS_TESTEE}")
+    return out
 CI_SECONDS = 30  # budget for each planted bug (found in a few seconds; see FUZZING.md)
 LOCK = ["flock", "/tmp/frameproof-build.lock"] if shutil.which("flock") else []
 
@@ -62,7 +72,7 @@ def test_decode_mutant_list_is_complete():
 
 
 def test_correct_testees_agree_with_oracle(tmp_path):
-    cmds = [PYTESTEE] + ([str(RUST_TESTEE)] if RUST_TESTEE.exists() else [])
+    cmds = [PYTESTEE] + built_testees()
     rep = fuzz.fuzz(cmds, seconds=None, examples=250, seed=1, out_dir=tmp_path, keep_going=True)
     assert rep.examples == 250
     assert not rep.skipped_testees
