@@ -546,7 +546,7 @@ int main(int argc, char** argv) {
                  "{\"implementation\": \"cpp\", \"protocol\": \"%s\", \"mode\": \"%s\", \"connections\": %d, "
                  "\"window\": %zu, \"payload\": %zu, \"requests_sent\": %" PRIu64 ", \"replies_received\": %" PRIu64
                  ", \"replies_verified\": %" PRIu64 ", \"errors\": %" PRIu64 ", \"error_details\": %s, "
-                 "\"duration_s\": %.3f, \"msgs_per_s\": %.1f, \"mb_per_s\": %.3f, "
+                 "\"duration_s\": %.6f, \"msgs_per_s\": %.1f, \"mb_per_s\": %.3f, "
                  "\"latency_us\": {\"p50\": %.1f, \"p90\": %.1f, \"p99\": %.1f, \"p999\": %.1f, \"max\": %.1f}}\n",
                  fp::protocol_name(opt.codec.protocol), mode_name(opt.mode), opt.connections, opt.window, opt.payload,
                  total.sent, total.received, total.verified, total.errors, details.c_str(), secs, msgs_per_s, mb_per_s,
