@@ -383,7 +383,8 @@ int main(int argc, char** argv) {
     }
     listeners.push_back(fd);
   }
-  std::printf("LISTENING %s:%d\n", hp->host.c_str(), fp::cli::port_of(addr));
+  const bool v6 = hp->host.find(':') != std::string::npos;
+  std::printf("LISTENING %s%s%s:%d\n", v6 ? "[" : "", hp->host.c_str(), v6 ? "]" : "", fp::cli::port_of(addr));
   std::fflush(stdout);
 
   std::vector<std::unique_ptr<Worker>> workers;
