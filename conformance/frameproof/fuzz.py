@@ -380,6 +380,11 @@ def _one_round(testees, supported, protocols, round_seed, report, start, deadlin
     except _BudgetExhausted:
         report.examples += counted[0]
         return state["best"]
+    except Exception:  # e.g. Hypothesis' Flaky: a failure that did not reproduce (a flaky testee)
+        report.examples += counted[0]
+        if state["best"] is None:
+            raise
+        return state["best"]
     report.examples += counted[0]
     return state["best"]
 

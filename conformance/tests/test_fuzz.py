@@ -151,6 +151,9 @@ def test_crash_and_hang_are_disagreements(tmp_path):
                     shrink_seconds=5)
     assert rep.findings and rep.findings[0].answers[0].failure.startswith("crash")
     assert len(rep.findings[0].chunks) == 2  # the fault needs 2 chunks: shrunk to exactly that
+    rep = fuzz.fuzz([f"{PYTESTEE} --mutant hang-on-decode"], seconds=CI_SECONDS, seed=0, timeout=1,
+                    shrink_seconds=2)
+    assert rep.findings and rep.findings[0].answers[0].failure.startswith("timeout")
 
 
 def _gen_vectors():
