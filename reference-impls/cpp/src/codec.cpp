@@ -147,10 +147,13 @@ Decoder::Decoder(const CodecConfig& cfg, std::size_t read_chunk) : cfg_(cfg) {
 }
 
 std::span<std::uint8_t> Decoder::prepare() {
+  // Count reads that did not need a big buffer, so that memory a big frame needed is given back
+  // once big frames stop coming (and not reallocated for every frame of a run of big ones).
+  if (needed_ > chunk_) small_reads_ = 0;
+  else if (small_reads_ < kShrinkAfter) ++small_reads_;
   if (start_ == end_) {
     start_ = end_ = 0;
-    // Give back memory a big frame needed once; the connection keeps a constant-size buffer.
-    if (cap_ > 2 * chunk_) {
+    if (cap_ > 2 * chunk_ && small_reads_ >= kShrinkAfter) {
       buf_.reset();
       cap_ = 0;
     }

@@ -147,6 +147,8 @@ class Decoder {
   std::size_t end_ = 0;     // end of buffered bytes
   std::uint64_t base_ = 0;  // stream offset of buf_[start_]
   std::uint64_t needed_ = 0;  // bytes the frame at start_ needs (0 = unknown)
+  static constexpr unsigned kShrinkAfter = 16;  // reads without a big frame before shrinking
+  unsigned small_reads_ = 0;
   std::optional<ProtocolError> error_;
 };
 
