@@ -668,6 +668,76 @@ def load_splits_requests_over_connections():
         srv.close()
 
 
+class DeafServer:
+    """Accepts connections and never reads from them nor writes to them."""
+
+    def __init__(self):
+        self.ls = socket.socket()
+        self.ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.ls.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        self.ls.bind(("127.0.0.1", 0))
+        self.ls.listen(64)
+        self.port = self.ls.getsockname()[1]
+        self.conns = []
+        self.stop = False
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        self.ls.settimeout(0.1)
+        while not self.stop:
+            try:
+                c, _ = self.ls.accept()
+                self.conns.append(c)
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+
+    def close(self):
+        self.stop = True
+        for c in self.conns:
+            c.close()
+        self.ls.close()
+
+
+@test
+def load_bounded_in_time_against_deaf_server():
+    """Every fp-load loop is bounded in time: against a server that never reads nor answers,
+    each mode gives up (exit 1) within a few --timeout-ms, even with far more requests to send
+    than the socket buffers hold."""
+    cases = [
+        ("standard", ["--mode", "per-packet", "--requests", 4]),
+        ("standard", ["--mode", "pipelined", "--window", 255, "--requests", 600]),
+        ("length-field", ["--mode", "pipelined", "--window", 16, "--requests", 100]),
+        ("standard", ["--mode", "pipelined", "--window", 16, "--duration", 0.5]),
+        ("standard", ["--mode", "receive", "--requests", 10_000_000, "--payload", 1024]),
+        ("length-field", ["--mode", "receive", "--requests", 10_000_000, "--payload", 1024]),
+        ("standard", ["--mode", "receive", "--duration", 0.5, "--payload", 1024]),
+    ]
+    problems = []
+    for proto, args in cases:
+        srv = DeafServer()
+        what = "%s %s" % (proto, " ".join(map(str, args)))
+        try:
+            if "--payload" not in args:
+                args = args + ["--payload", 16]
+            t0 = time.time()
+            try:
+                rc, doc, _ = run_load("--protocol", proto, "--connect", "127.0.0.1:%d" % srv.port, "--connections", 2,
+                                      "--timeout-ms", 300, *args, timeout=20)
+            except subprocess.TimeoutExpired:
+                problems.append("%s: still running after 20 s" % what)
+                continue
+            took = time.time() - t0
+            if rc != 1:
+                problems.append("%s: exit %d" % (what, rc))
+            if took >= 6:
+                problems.append("%s: took %.1f s to give up" % (what, took))
+        finally:
+            srv.close()
+    check(not problems, "; ".join(problems))
+
+
 def main():
     if not (os.access(SERVER, os.X_OK) and os.access(LOAD, os.X_OK)):
         print("NET: fp-server/fp-load missing in %s" % BUILD)
