@@ -10,6 +10,7 @@
 #     reports/fuzz/rust/corpus (grows from run to run), crashes in reports/fuzz/rust/artifacts.
 #  3. cpp: the same for the C++ decoder (ASan + UBSan + LeakSanitizer).
 # Seed corpora come from the test vectors. --build builds the reference testees first.
+# FUZZ_MAX_LEN (default 8192): libFuzzer's -max_len, also the cut of the seed inputs.
 # Exit status 1 if anything was found (the reproducers and the commands to turn a libFuzzer
 # artifact into a vector are printed), 0 if not.
 set -uo pipefail
@@ -90,7 +91,8 @@ libfuzz() {  # name binary
 
 if want rust || want cpp; then
   rm -rf "$out/seeds"
-  $py -m frameproof.cli fuzz-corpus "$out/seeds" >/dev/null
+  # FUZZ_MAX_LEN=80000 lets whole 64 KiB extended frames in (slower executions)
+  $py -m frameproof.cli fuzz-corpus "$out/seeds" --max-len $(( ${FUZZ_MAX_LEN:-8192} - 2 )) >/dev/null
 fi
 if want rust; then
   if command -v cargo >/dev/null; then
