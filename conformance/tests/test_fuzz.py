@@ -329,8 +329,10 @@ def cpp_targets(tmp_path_factory):
     cpp = ROOT / "reference-impls/cpp"
     if not (cpp / "src/codec.cpp").exists():
         _skip_loudly("C++ coverage-guided fuzzing (reference-impls/cpp/src/codec.cpp missing)")
-    tmp = tmp_path_factory.mktemp("cpp")
-    real = subprocess.run(LOCK + ["bash", str(cpp / "fuzz/build.sh"), str(tmp / "real")], capture_output=True,
+    # stable output directories: the build script skips an up-to-date binary (one build for
+    # both pytest-xdist workers)
+    tmp = cpp / "fuzz/build"
+    real = subprocess.run(LOCK + ["bash", str(cpp / "fuzz/build.sh"), str(tmp)], capture_output=True,
                           text=True, timeout=600)
     assert real.returncode == 0, real.stderr[-3000:]
     src = (cpp / "src/codec.cpp").read_text()
@@ -339,9 +341,13 @@ def cpp_targets(tmp_path_factory):
     for old, new in CPP_PLANTED.values():
         assert src.count(old) == 1, f"planted bug no longer applies to codec.cpp: {old!r}"
         src = src.replace(old, new)
-    (tmp / "codec_planted.cpp").write_text(src)
-    planted = subprocess.run(LOCK + ["bash", str(cpp / "fuzz/build.sh"), str(tmp / "planted"),
-                                     str(tmp / "codec_planted.cpp")], capture_output=True, text=True, timeout=600)
+    planted_src = tmp / "codec_planted.cpp"
+    if not planted_src.exists() or planted_src.read_text() != src:
+        part = planted_src.with_suffix(f".{os.getpid()}")
+        part.write_text(src)
+        os.replace(part, planted_src)
+    planted = subprocess.run(LOCK + ["bash", str(cpp / "fuzz/build.sh"), str(tmp / "planted"), str(planted_src)],
+                             capture_output=True, text=True, timeout=600)
     assert planted.returncode == 0, planted.stderr[-3000:]
     return Path(real.stdout.split()[-1]), Path(planted.stdout.split()[-1])
 

@@ -12,7 +12,13 @@ out=${1:-$here/build}
 src=${2:-$here/../src/codec.cpp}
 cxx=${CXX_FUZZ:-$(command -v clang++-14 || command -v clang++)}
 mkdir -p "$out"
+bin="$out/decode_fuzz"
+if [ -x "$bin" ] && [ -z "$(find "$src" "$here/decode_fuzz.cpp" "$here/../include" "$here/build.sh" -newer "$bin" -print -quit)" ]; then
+  echo "$bin"  # up to date
+  exit 0
+fi
 "$cxx" -std=c++20 -g -O1 -fno-omit-frame-pointer \
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GLIBCXX_ASSERTIONS \
-  -I "$here/../include" "$here/decode_fuzz.cpp" "$src" -o "$out/decode_fuzz" >&2
-echo "$out/decode_fuzz"
+  -I "$here/../include" "$here/decode_fuzz.cpp" "$src" -o "$bin.tmp" >&2
+mv "$bin.tmp" "$bin"
+echo "$bin"
