@@ -149,8 +149,8 @@ class Connection {
     while (more_to_send(now)) {
       if (receive) {
         if (out_.size() - out_off_ > (256u << 10) || batch >= 256) return true;  // write in batches
-      } else if (in_flight() >= window) {
-        break;
+      } else if (in_flight() >= window || out_.size() - out_off_ > (256u << 10)) {
+        break;  // window full, or the server is not reading what is already queued
       }
       std::uint8_t seq = 0;
       if (opt_.codec.protocol == fp::Protocol::Standard) {
@@ -335,8 +335,20 @@ class Connection {
     while (open) {
       std::uint64_t now = now_ns();
       const bool more_batches = fill(now);
+      const std::size_t unsent_before = out_.size() - out_off_;
       if (!flush()) {
         res_.fatal = true;
+        break;
+      }
+      // Bounded in time: if the server takes no byte for --timeout-ms, give up this connection.
+      if (out_.empty()) {
+        write_stalled_since_ = 0;
+      } else if (write_stalled_since_ == 0 || out_.size() - out_off_ < unsent_before) {
+        write_stalled_since_ = now;
+      } else if (now - write_stalled_since_ >= opt_.timeout_ms * 1000000ull) {
+        res_.fatal = true;
+        shared_.note("connection " + std::to_string(id_) + ": the server took no byte for " +
+                     std::to_string(opt_.timeout_ms) + " ms; giving up");
         break;
       }
       const bool sending_done = !more_to_send(now) && out_.empty();
@@ -353,6 +365,10 @@ class Connection {
       std::optional<std::uint64_t> dl =
           opt_.codec.protocol == fp::Protocol::Standard ? seq_.next_deadline() : fifo_.next_deadline();
       if (shut) dl = shut_deadline;
+      if (write_stalled_since_) {
+        const std::uint64_t give_up = write_stalled_since_ + opt_.timeout_ms * 1000000ull;
+        dl = dl ? std::min(*dl, give_up) : give_up;
+      }
       if (dl) wait_ns = std::min(wait_ns, *dl > now ? *dl - now : 0);
       if (!opt_.requests && end_ns_ > now) wait_ns = std::min(wait_ns, end_ns_ - now);
       const bool want_write = !out_.empty() || more_batches;
@@ -388,6 +404,7 @@ class Connection {
   std::deque<std::uint64_t> fifo_times_;
   std::uint8_t counter_ = 0;  // receive mode (standard): sequence numbers without matching
   bool failed_ = false;
+  std::uint64_t write_stalled_since_ = 0;  // when unsent bytes last stopped draining (0 = none)
   fp::Bytes out_;
   std::size_t out_off_ = 0;
   std::vector<std::uint8_t> scratch_;
