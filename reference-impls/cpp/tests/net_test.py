@@ -484,6 +484,56 @@ def load_unreachable_server():
     check(rc == 1 and doc["replies_verified"] == 0, "rc %d doc %r" % (rc, doc))
 
 
+@test
+def load_many_connections_exact():
+    with Server("--protocol", "length-field", "--lf-size", "0", "--threads", "2") as srv:
+        _, doc, _ = run_load("--protocol", "length-field", "--lf-size", 0, "--connect", "127.0.0.1:%d" % srv.port,
+                             "--connections", 200, "--requests", 20011, "--payload", 200, "--mode", "pipelined",
+                             "--window", 8, expect_rc=0)
+        check(doc["requests_sent"] == doc["replies_verified"] == 20011, "doc %r" % doc)
+        c = srv.stop()
+        check(c["connections"] == 200 and c["frames"] == 20011 and c["bytes"] == 20011 * 200, "counters %r" % c)
+
+
+@test
+def largest_frame_at_default_maximum():
+    """STD-LIM-1 default: a payload of exactly 10 MiB is echoed, 10 MiB + 1 closes the connection."""
+    with Server("--protocol", "standard") as srv:
+        s = connect(srv.port)
+        p = bytes((i * 7) & 0xFF for i in range(1 << 16)) * 160  # 10 MiB
+        s.sendall(std_frame(0x01, 1, p))
+        check(read_std(s, 60) == (0x81, 1, p), "10 MiB payload not echoed")
+        s.sendall(b"\x01\x02\xff\xff" + struct.pack("<I", (10 << 20) + 1))
+        check(read_to_eof(s, 10) == b"", "10 MiB + 1 not rejected")
+
+
+@test
+def sigterm_with_traffic_in_flight():
+    """SIGTERM while clients are busy: the server still exits 0 with its counters line, and
+    fp-load (whose connections are closed under it) ends with exit 1 in bounded time."""
+    with Server("--protocol", "standard", "--threads", "2") as srv:
+        with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
+            path = f.name
+        load = subprocess.Popen([str(a) for a in [
+                                    LOAD, "--protocol", "standard", "--connect", "127.0.0.1:%d" % srv.port,
+                                    "--connections", 4, "--duration", 5, "--payload", 64, "--mode", "pipelined",
+                                    "--window", 16, "--timeout-ms", 1000, "--json", path]],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(0.7)
+            c = srv.stop()
+            check(c["connections"] == 4 and c["frames"] > 0, "counters %r" % c)
+            rc = load.wait(timeout=15)
+            check(rc == 1, "fp-load exit %d after its server went away" % rc)
+            with open(path) as f:
+                doc = json.load(f)
+            check(doc["replies_verified"] <= c["frames"] and doc["errors"] == 0, "doc %r vs %r" % (doc, c))
+        finally:
+            if load.poll() is None:
+                load.kill()
+            os.unlink(path)
+
+
 # ----------------------------------------------------------------------------------------------
 # fp-load against faulty servers: every reply must be verified
 
