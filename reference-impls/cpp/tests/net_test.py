@@ -718,6 +718,100 @@ def load_splits_requests_over_connections():
         srv.close()
 
 
+class HoldingServer:
+    """Standard/length-field echo server that holds replies and sends them all every `hold`
+    seconds: records, per connection, the most requests it held at once (= the client's
+    requests in flight), and makes every reply take about `hold` seconds."""
+
+    def __init__(self, protocol, hold):
+        self.protocol = protocol
+        self.hold = hold
+        self.max_held = []
+        self.ls = socket.socket()
+        self.ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.ls.bind(("127.0.0.1", 0))
+        self.ls.listen(64)
+        self.port = self.ls.getsockname()[1]
+        self.stop = False
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        self.ls.settimeout(0.1)
+        while not self.stop:
+            try:
+                c, _ = self.ls.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            self.max_held.append(0)
+            threading.Thread(target=self.serve, args=(c, len(self.max_held) - 1), daemon=True).start()
+
+    def serve(self, c, idx):
+        c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        buf, held = bytearray(), []
+        next_flush = time.time() + self.hold
+        try:
+            while not self.stop:
+                c.settimeout(max(0.001, next_flush - time.time()))
+                try:
+                    d = c.recv(65536)
+                    if not d:
+                        break
+                    buf += d
+                except socket.timeout:
+                    pass
+                while True:
+                    if self.protocol == "standard":
+                        if len(buf) < 4 or len(buf) < 4 + struct.unpack("<H", buf[2:4])[0]:
+                            break
+                        n = 4 + struct.unpack("<H", buf[2:4])[0]
+                        held.append(bytes([buf[0] | 0x80]) + bytes(buf[1:n]))
+                    else:
+                        if len(buf) < 2 or len(buf) < 2 + struct.unpack("<H", buf[:2])[0]:
+                            break
+                        n = 2 + struct.unpack("<H", buf[:2])[0]
+                        held.append(bytes(buf[:n]))
+                    del buf[:n]
+                self.max_held[idx] = max(self.max_held[idx], len(held))
+                if time.time() >= next_flush:
+                    if held:
+                        c.sendall(b"".join(held))
+                        held = []
+                    next_flush = time.time() + self.hold
+        except OSError:
+            pass
+        finally:
+            c.close()
+
+    def close(self):
+        self.stop = True
+        self.ls.close()
+
+
+@test
+def load_window_and_latency():
+    """per-packet keeps exactly one request in flight, pipelined exactly up to --window (the
+    server holding replies sees that many at most, and reaches it); latency is measured from
+    the write of a request to its reply (every reply is held ~50 ms: p50 >= 25 ms)."""
+    for proto, mode, window in (("standard", "per-packet", 1), ("standard", "pipelined", 8),
+                                ("length-field", "pipelined", 20), ("length-field", "per-packet", 1)):
+        srv = HoldingServer(proto, 0.05)
+        try:
+            args = ["--mode", mode] + (["--window", window] if mode == "pipelined" else [])
+            _, doc, _ = run_load("--protocol", proto, "--connect", "127.0.0.1:%d" % srv.port, "--connections", 2,
+                                 "--requests", window * 2 * 6, "--payload", 16, "--timeout-ms", 3000, *args,
+                                 expect_rc=0)
+            check(doc["replies_verified"] == window * 12, "%s %s: %r" % (proto, mode, doc))
+            check(srv.max_held == [window, window], "%s %s window %d: server held at most %r"
+                  % (proto, mode, window, srv.max_held))
+            lat = doc["latency_us"]
+            check(25_000 <= lat["p50"] <= 60_000 * 4 and lat["max"] < 1_000_000,
+                  "%s %s: latency %r with replies held 50 ms" % (proto, mode, lat))
+        finally:
+            srv.close()
+
+
 class DeafServer:
     """Accepts connections and never reads from them nor writes to them."""
 
