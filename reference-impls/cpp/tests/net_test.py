@@ -708,6 +708,20 @@ def load_detects_wrong_flag():
 
 
 @test
+def load_detects_duplicated_reply():
+    """An extra copy of a reply is unmatched (standard, STD-MATCH-2) or completes the next request
+    with the wrong payload (length-field): either way an error."""
+    for proto in ("standard", "length-field"):
+        srv = FakeServer(proto, lambda c, i, f: f + f if i == 3 else f)
+        try:
+            rc, doc, _ = run_load("--protocol", proto, "--connect", "127.0.0.1:%d" % srv.port, "--connections", 1,
+                                  "--requests", 10, "--payload", 16, "--mode", "per-packet", "--timeout-ms", 1000)
+            check(rc == 1 and doc["errors"] >= 1, "%s: rc %d %r" % (proto, rc, doc))
+        finally:
+            srv.close()
+
+
+@test
 def load_splits_requests_over_connections():
     srv = FakeServer("standard")
     try:
