@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shlex
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -121,7 +123,8 @@ class Finding:
         return reqs
 
     def description(self) -> str:
-        who = ", ".join(f"{a.testee} ({a.short()})" if a.result else a.testee for a in self.answers)
+        who = ", ".join(f"{_short_cmd(a.testee)} ({a.short()})" if a.result else _short_cmd(a.testee)
+                        for a in self.answers)
         if self.seed is None:  # a libFuzzer artifact
             return f"Found by coverage-guided fuzzing: {who}"[:300]
         return f"Found by frameproof fuzz (seed {self.seed}): {who}"[:300]
@@ -196,6 +199,15 @@ class Finding:
         return p
 
 
+def _short_cmd(cmd: str) -> str:
+    """A testee command without directories (vector descriptions do not name local paths)."""
+    try:
+        argv = shlex.split(cmd)
+    except ValueError:
+        return cmd
+    return " ".join(os.path.basename(a) if "/" in a else a for a in argv)
+
+
 def _pybytes(b: bytes) -> str:
     """A short Python expression for ``b`` (runs folded)."""
     parts, i = [], 0
@@ -220,11 +232,72 @@ def _pybytes(b: bytes) -> str:
 # ---------------------------------------------------------------- the fuzzer
 
 @st.composite
+def wild_codecs(draw, protocol: str):
+    """Codecs beyond the suite's table: any small limit, any header offset up to 9, and invalid
+    length-field sizes (the configuration must be refused with LF-FMT-3)."""
+    limit = draw(st.one_of(st.just(0), st.integers(1, 300), st.integers(65530, 65540)))
+    if protocol == "standard":
+        return Codec("standard", limit)
+    size = draw(st.sampled_from([1, 2, 4, -2, -4, 0, 0, 3, -1, 8]))
+    return Codec("length-field", limit, draw(st.integers(0, 9)), size)
+
+
+@st.composite
+def wild_streams(draw, protocol: str):
+    """A wild codec, frames encoded with it (or random bytes), then maybe one mutation."""
+    codec = draw(wild_codecs(protocol))
+    if codec.protocol == "length-field" and codec.lf_size not in oracle.LF_VALID_SIZES:
+        return codec, draw(st.binary(max_size=24))
+    frames = draw(st.lists(properties.frames_for(codec), max_size=5))
+    b = bytearray(b"".join(oracle.encode(codec, f) for f in frames))
+    how = draw(st.sampled_from(["none", "flip", "truncate", "append", "random", "edge", "edge"]))
+    if how == "edge":  # a frame header declaring a boundary length (a fuzzing dictionary)
+        b += _edge_header(codec, draw(st.integers(0, 255))) + draw(st.binary(max_size=4))
+    elif how == "random" or not b:
+        b = bytearray(draw(st.binary(max_size=64)))
+    elif how == "flip":
+        i = draw(st.integers(0, len(b) - 1))
+        b[i] ^= draw(st.integers(1, 255))
+    elif how == "truncate":
+        b = b[:draw(st.integers(0, len(b) - 1))]
+    elif how == "append":
+        b += draw(st.binary(min_size=1, max_size=12))
+    return codec, bytes(b)
+
+
+VARINT_EDGES = [b"\xff\xff\xff\xff\x07", b"\xff\xff\xff\xff\x7f", b"\x80\x80\x80\x80\x08", b"\x80\x80\x80\x80\x80\x01",
+                b"\x80\x80\x80\x80\x80", b"\x80\x00", b"\xff\x7f", b"\x80\x80\x01", b"\xff\xff\x03", b"\x80"]
+
+
+def _edge_header(codec: Codec, pick: int) -> bytes:
+    """The header of a frame declaring a length at a boundary: the limit, limit + 1, the field's
+    capacity, the extended-form switch (65534/65535), bit 31; or a raw edge-case varint."""
+    lim = codec.limit
+    if codec.protocol == "standard":
+        n = [lim, lim + 1, 0, 65534, 65535, 0xFFFE, 2 ** 31 - 1, 2 ** 31, 2 ** 32 - 1, 70000][pick % 10]
+        if n >= 0xFFFF or pick % 3 == 0 and n > 0xFFFF - 2:
+            return bytes([pick, pick]) + b"\xff\xff" + (n & 0xFFFFFFFF).to_bytes(4, "little")
+        return bytes([pick, pick]) + n.to_bytes(2, "little")
+    head = bytes(codec.lf_offset)
+    if codec.lf_size == 0 and pick % 2:
+        return head + VARINT_EDGES[(pick // 2) % len(VARINT_EDGES)]
+    cap = {1: 0xFF, 2: 0xFFFF, -2: 0xFFFF}.get(codec.lf_size, 0xFFFFFFFF)
+    n = [lim, lim + 1, cap, 2 ** 31 - 1, 2 ** 31, 0][pick % 6] & cap
+    if codec.lf_size == 0:
+        return head + oracle.encode_length(codec, min(n, 2 ** 35 - 1))
+    w = abs(codec.lf_size)
+    return head + n.to_bytes(w, "little" if codec.lf_size > 0 else "big")
+
+
+@st.composite
 def fuzz_cases(draw, protocols: Sequence[str]):
-    """(codec, whole stream, chunks): valid, mutated/random and invalid-by-construction streams."""
+    """(codec, whole stream, chunks): valid, mutated/random and invalid-by-construction streams
+    with the suite's codecs, and mutated streams with wild codecs."""
     protocol = draw(st.sampled_from(list(protocols)))
-    kind = draw(st.sampled_from(["arbitrary", "arbitrary", "invalid", "valid"]))
-    if kind == "valid":
+    kind = draw(st.sampled_from(["arbitrary", "arbitrary", "invalid", "valid", "wild"]))
+    if kind == "wild":
+        codec, data = draw(wild_streams(protocol))
+    elif kind == "valid":
         codec, _frames, data = draw(properties.valid_streams(protocol))
     elif kind == "invalid":
         codec, data, _frames, _err = draw(properties.invalid_streams(protocol))
@@ -315,6 +388,7 @@ def fuzz(commands: Sequence[str], seconds: Optional[float] = 10.0, examples: Opt
             round_no += 1
             if finding is None:
                 break
+            finding = reduce_finding(finding, testees, supported, time.monotonic() + shrink_seconds)
             report.findings.append(finding)
             if out_dir:
                 report.vector_files.append(finding.write(out_dir))
@@ -387,6 +461,89 @@ def _one_round(testees, supported, protocols, round_seed, report, start, deadlin
         return state["best"]
     report.examples += counted[0]
     return state["best"]
+
+
+def _splits_to_chunks(data: bytes, splits: List[int]) -> List[bytes]:
+    return chunk(data, splits) if data else [b""]
+
+
+def reduce_finding(f: Finding, testees: Dict[str, Testee], supported: Dict[str, set], deadline: float,
+                   max_tests: int = 3000) -> Finding:
+    """A second, byte-level pass after Hypothesis' shrinking (which can get stuck in a strategy
+    branch, e.g. a 64 KiB payload): merge chunks, delete byte ranges (ddmin), then lower byte
+    values, keeping each change on which every testee of the finding still disagrees. Deterministic;
+    bounded by ``deadline`` and ``max_tests``."""
+    names = set(f.testees)
+    ts = {n: testees[n] for n in names if n in testees}
+    if not ts or len(ts) != len(names):
+        return f
+    tests = [0]
+
+    def attempt(data: bytes, splits: List[int]):
+        if tests[0] >= max_tests or time.monotonic() >= deadline:
+            raise TimeoutError
+        tests[0] += 1
+        chunks = _splits_to_chunks(data, splits)
+        expected, bad = compare(ts, f.codec, data, chunks, supported)
+        if {a.testee for a in bad} == names:
+            return Finding(f.codec, data, chunks, expected, bad, f.example, f.seed)
+        return None
+
+    best = f
+    data, splits = f.data, f.splits
+    try:
+        # 1. fewer chunks
+        if splits:
+            r = attempt(data, [])
+            if r:
+                best, splits = r, []
+            else:
+                i = 0
+                while i < len(splits):
+                    cand = splits[:i] + splits[i + 1:]
+                    r = attempt(data, cand)
+                    if r:
+                        best, splits = r, cand
+                    else:
+                        i += 1
+        # 2. delete byte ranges, halves first (ddmin); 3. lower byte values; again while it helps
+        while True:
+            before = (data, splits)
+            n = 2
+            while len(data) > 1:
+                size = max(1, len(data) // n)
+                removed = False
+                for start in range(0, len(data), size):
+                    end = min(len(data), start + size)
+                    cand = data[:start] + data[end:]
+                    cs = [x if x <= start else x - (end - start) for x in splits if not start < x < end]
+                    cs = sorted(set(x for x in cs if 0 < x < len(cand)))
+                    r = attempt(cand, cs)
+                    if r:
+                        best, data, splits = r, cand, cs
+                        removed = True
+                        break
+                if removed:
+                    n = max(2, n - 1)
+                elif size == 1:
+                    break
+                else:
+                    n = min(len(data), n * 2)
+            if len(data) <= 512:
+                for i in range(len(data)):
+                    for v in (0, 1, data[i] >> 1):
+                        if v >= data[i]:
+                            continue
+                        cand = data[:i] + bytes([v]) + data[i + 1:]
+                        r = attempt(cand, splits)
+                        if r:
+                            best, data = r, cand
+                            break
+            if (data, splits) == before:
+                break
+    except TimeoutError:
+        pass
+    return best
 
 
 # ---------------------------------------------------------------- coverage-guided input layout
