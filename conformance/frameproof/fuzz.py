@@ -304,7 +304,17 @@ def fuzz_cases(draw, protocols: Sequence[str]):
     else:
         codec, data = draw(properties.arbitrary_streams(protocol))
     chunks = draw(properties.splits_of(data))
-    return codec, data, chunks
+    return _Case(codec, data, chunks)
+
+
+class _Case(tuple):
+    """(codec, data, chunks) with a short repr (Hypothesis prints the failing example)."""
+
+    def __new__(cls, codec, data, chunks):
+        return super().__new__(cls, (codec, data, chunks))
+
+    def __repr__(self):
+        return f"<{len(self[1])} bytes in {len(self[2])} chunk(s), {self[0]}>"
 
 
 @dataclass
