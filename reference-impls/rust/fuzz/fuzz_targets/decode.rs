@@ -8,7 +8,8 @@
 //!   rest:   the byte stream.
 //!
 //! Besides crashes (panics, overflow checks, out-of-memory) the target checks invariants:
-//!  1. chunked decode == whole decode (frames and error, STD-STR-1 / LF-STR-1);
+//!  1. chunked decode == whole decode (frames and error, STD-STR-1 / LF-STR-1), through `feed`
+//!     and through `buffer_mut` + `decode` (the socket-reader path);
 //!  2. the delivered frames re-encode to the bytes they were decoded from (encode(decode(x)) == x
 //!     for canonical input; header bytes of a length-field offset are ignored, LF-FMT-4, and a
 //!     non-minimal varint is allowed, LF-LEN-4), and an error is reported at the offset where the
@@ -60,6 +61,24 @@ fn run<D: FrameDecoder>(mut d: D, parts: &[&[u8]]) -> Outcome<D::Frame> {
     (frames, e)
 }
 
+/// The socket-reader path: chunks appended straight to `buffer_mut()` (as fp-server reads into
+/// it), then `decode()` until it needs more.
+fn run_buffer_mut<D: FrameDecoder>(mut d: D, parts: &[&[u8]]) -> Outcome<D::Frame> {
+    let mut frames = Vec::new();
+    for p in parts {
+        d.buffer_mut().extend_from_slice(p);
+        loop {
+            match d.decode() {
+                Ok(Some(f)) => frames.push(f),
+                Ok(None) => break,
+                Err(e) => return (frames, Some(e)),
+            }
+        }
+    }
+    let e = d.finish().err();
+    (frames, e)
+}
+
 fn same<F: PartialEq + std::fmt::Debug>(whole: &Outcome<F>, chunked: &Outcome<F>, n: usize) {
     assert_eq!(whole.0, chunked.0, "chunked decode ({n} chunks) delivered other frames than whole decode");
     let (a, b) = (&whole.1, &chunked.1);
@@ -84,6 +103,7 @@ fn fuzz_standard(max: u64, data: &[u8], parts: &[&[u8]]) {
     let whole = run(StandardDecoder::new(max), &[data]);
     let chunked = run(StandardDecoder::new(max), parts);
     same(&whole, &chunked, parts.len());
+    same(&whole, &run_buffer_mut(StandardDecoder::new(max), parts), parts.len());
     let mut pos = 0;
     for f in &whole.0 {
         assert!(f.payload.len() as u64 <= effective_max(max), "payload of {} bytes above the maximum {}", f.payload.len(), effective_max(max));
@@ -99,6 +119,7 @@ fn fuzz_length_field(offset: u32, size: i64, max: u64, data: &[u8], parts: &[&[u
     let whole = run(LengthFieldDecoder::new(p, max), &[data]);
     let chunked = run(LengthFieldDecoder::new(p, max), parts);
     same(&whole, &chunked, parts.len());
+    same(&whole, &run_buffer_mut(LengthFieldDecoder::new(p, max), parts), parts.len());
     let cap = p.size.capacity().min(effective_max(max));
     let mut pos = 0;
     for f in &whole.0 {
