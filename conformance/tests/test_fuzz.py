@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -252,6 +253,7 @@ def _clang_ok():
 def _skip_loudly(what):
     msg = f"!!! {what} NOT TESTED: toolchain absent on this machine (see conformance/FUZZING.md)"
     print(msg, file=sys.stderr)
+    warnings.warn(msg)  # in pytest's warnings summary, which -q still prints
     pytest.skip(msg)
 
 
