@@ -130,9 +130,7 @@ def test_same_seed_same_reproducer(tmp_path):
     a, b = (r.findings[0] for r in runs)
     assert a.example == b.example
     assert a.vector() == b.vector()
-    # and another seed walks another sequence of examples
-    other = fuzz.fuzz([PYTESTEE], seconds=None, examples=30, seed=8)
-    assert not other.findings
+    assert runs[0].vector_files[0].read_text() == runs[1].vector_files[0].read_text()
 
 
 def test_cli_exit_codes_and_json(tmp_path):
