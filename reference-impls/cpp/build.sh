@@ -4,10 +4,11 @@
 # no-op build.
 set -euo pipefail
 cd "$(dirname "$0")"
-pkgs=(protobuf-compiler libprotobuf-dev libgtest-dev libbenchmark-dev ninja-build cmake g++)
+pkgs=(protobuf-compiler libprotobuf-dev libgtest-dev libbenchmark-dev librapidcheck-dev ninja-build cmake g++)
 missing=()
 for p in "${pkgs[@]}"; do
-  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+  # installed, not merely known (a removed package keeps a "deinstall" status entry)
+  [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = "install ok installed" ] || missing+=("$p")
 done
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "build.sh: installing ${missing[*]}" >&2

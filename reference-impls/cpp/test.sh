@@ -82,7 +82,10 @@ if [ "$asan_ok" = 1 ]; then
   split='\x1a\x00\x00\x00\x12\x18'"$codec"'\x12\x03\x01\x01\x04\x12\x05\x00Open'
   # decode{codec{protocol:"standard"}, chunks:["01 01 04 00 'Op'"]} (ends inside the frame)
   trunc='\x16\x00\x00\x00\x12\x14'"$codec"'\x12\x06\x01\x01\x04\x00Op'
-  resp=$(printf "$hello$split$trunc" | "$testee" 2>/tmp/fp-cpp-testee.$$.err | hexout)
+  # encode{codec{protocol:"standard"}, frame{flag: 0x181, sequence: 1}}: must be skipped, not
+  # silently encoded as flag 0x81
+  wide='\x15\x00\x00\x00\x1a\x13'"$codec"'\x12\x05\x08\x81\x03\x10\x01'
+  resp=$(printf "$hello$split$trunc$wide" | "$testee" 2>/tmp/fp-cpp-testee.$$.err | hexout)
   rc=$?
   # expected: decode{frames{flag 1, sequence 1, payload "Open"}}
   want_split='0e000000120c0a0a080110011a044f70656e'
@@ -95,6 +98,8 @@ if [ "$asan_ok" = 1 ]; then
   else
     ko "asan testee truncated stream" "$resp"
   fi
+  skip_wide=$(printf 'do not fit a byte' | hexout)
+  if [[ "$resp" == *"$skip_wide"* ]]; then ok "asan testee flag 0x181 skipped"; else ko "asan testee flag 0x181 skipped" "$resp"; fi
   if [ -s /tmp/fp-cpp-testee.$$.err ]; then
     ko "asan testee stderr clean" "$(head -c 2000 /tmp/fp-cpp-testee.$$.err)"
   else

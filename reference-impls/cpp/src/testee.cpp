@@ -15,6 +15,7 @@ namespace pb = frameproof::testee::v1;
 namespace {
 
 constexpr const char* kVersion = "0.1.0";
+constexpr std::uint32_t kMaxOffset = 1u << 24;  // 16 MiB
 
 fp::ByteView view(const std::string& s) { return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()}; }
 
@@ -140,6 +141,18 @@ pb::TesteeResponse handle(const pb::TesteeRequest& req) {
     resp.set_skipped("protocol '" + codec->protocol() + "' not implemented");
     return resp;
   }
+  // Every length-field frame carries `offset` header bytes: refuse to build absurdly large ones
+  // (same bound as the Rust testee). An invalid size still gets its LF-FMT-3 answer.
+  if (cfg->protocol == fp::Protocol::LengthField && !cfg->validate() && cfg->lf.offset > kMaxOffset) {
+    resp.set_skipped("length-field offset above " + std::to_string(kMaxOffset) + " bytes is not supported by this testee");
+    return resp;
+  }
+  if (req.request_case() == pb::TesteeRequest::kEncode &&
+      (req.encode().frame().flag() > 0xFF || req.encode().frame().sequence() > 0xFF)) {
+    resp.set_skipped("flag " + std::to_string(req.encode().frame().flag()) + " / sequence " +
+                     std::to_string(req.encode().frame().sequence()) + " do not fit a byte");
+    return resp;
+  }
   switch (req.request_case()) {
     case pb::TesteeRequest::kDecode: do_decode(req.decode(), *cfg, resp.mutable_decode()); break;
     case pb::TesteeRequest::kEncode: do_encode(req.encode(), *cfg, resp.mutable_encode()); break;
@@ -181,7 +194,12 @@ int main() {
       }
     }
     out.clear();
-    resp.SerializeToString(&out);
+    if (!resp.SerializeToString(&out)) {  // e.g. above protobuf's 2 GiB message limit
+      resp.Clear();
+      resp.set_runtime_error("response does not serialize");
+      out.clear();
+      resp.SerializeToString(&out);
+    }
     const auto len = static_cast<std::uint32_t>(out.size());
     const std::uint8_t lh[4] = {static_cast<std::uint8_t>(len), static_cast<std::uint8_t>(len >> 8),
                                 static_cast<std::uint8_t>(len >> 16), static_cast<std::uint8_t>(len >> 24)};
