@@ -38,7 +38,13 @@ class Stats:
 
 async def connection(args, k, count, stats, index0, deadline):
     host, _, port = args.connect.rpartition(":")
-    reader, writer = await asyncio.open_connection(host.strip("[]"), int(port))
+    host = host.strip("[]")
+    # TCP_NODELAY is set before connecting, so no observer ever sees the socket without it
+    raw = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 0 if args.fault == "nagle" else 1)
+    raw.setblocking(False)
+    await asyncio.get_running_loop().sock_connect(raw, (host, int(port)))
+    reader, writer = await asyncio.open_connection(sock=raw)
     sock = writer.get_extra_info("socket")
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 0 if args.fault == "nagle" else 1)
     std = args.protocol == "standard"
