@@ -45,7 +45,6 @@ def built_testees():
     return out
 CI_SECONDS = 30  # libFuzzer budget for each planted bug (found in well under a second; see FUZZING.md)
 DIFF_EXAMPLES = 2000  # differential budget for all the planted bugs together (found within ~300)
-LOCK = ["flock", "/tmp/frameproof-build.lock"] if shutil.which("flock") else []
 
 # The decode mutants (planted bugs) of the Python testee; the others break encode or match only.
 DECODE_MUTANTS = ["wrong-byte-order", "off-by-one-length", "ignores-chunk-boundaries", "accepts-oversize",
@@ -302,7 +301,7 @@ def rust_targets(tmp_path_factory):
         _skip_loudly("Rust coverage-guided fuzzing (cargo)")
     rust = ROOT / "reference-impls/rust"
     build = rust / "fuzz/build.sh"
-    real = subprocess.run(LOCK + ["bash", str(build)], capture_output=True, text=True, timeout=900)
+    real = subprocess.run(["bash", str(build)], capture_output=True, text=True, timeout=900)
     assert real.returncode == 0, real.stderr[-3000:]
     # patched copy: <tmp>/Cargo.toml (workspace root for the inherited fields), codec/, fuzz/
     tmp = tmp_path_factory.mktemp("rust-planted")
@@ -322,7 +321,7 @@ def rust_targets(tmp_path_factory):
         p.write_text(p.read_text() + "\n#[allow(unused_imports)]\nuse crate::planted;\n")
     man = tmp / "fuzz/Cargo.toml"
     man.write_text(man.read_text().replace('name = "decode"', 'name = "decode_planted"'))
-    planted = subprocess.run(LOCK + ["bash", str(tmp / "fuzz/build.sh"), str(tmp / "fuzz")], capture_output=True,
+    planted = subprocess.run(["bash", str(tmp / "fuzz/build.sh"), str(tmp / "fuzz")], capture_output=True,
                              text=True, timeout=900, env={**os.environ, "FUZZ_BIN": "decode_planted",
                                                           "CARGO_TARGET_DIR": str(rust / "fuzz/target")})
     assert planted.returncode == 0, planted.stderr[-3000:]
@@ -339,7 +338,7 @@ def cpp_targets(tmp_path_factory):
     # stable output directories: the build script skips an up-to-date binary (one build for
     # both pytest-xdist workers)
     tmp = cpp / "fuzz/build"
-    real = subprocess.run(LOCK + ["bash", str(cpp / "fuzz/build.sh"), str(tmp)], capture_output=True,
+    real = subprocess.run(["bash", str(cpp / "fuzz/build.sh"), str(tmp)], capture_output=True,
                           text=True, timeout=600)
     assert real.returncode == 0, real.stderr[-3000:]
     src = (cpp / "src/codec.cpp").read_text()
@@ -353,7 +352,7 @@ def cpp_targets(tmp_path_factory):
         part = planted_src.with_suffix(f".{os.getpid()}")
         part.write_text(src)
         os.replace(part, planted_src)
-    planted = subprocess.run(LOCK + ["bash", str(cpp / "fuzz/build.sh"), str(tmp / "planted"), str(planted_src)],
+    planted = subprocess.run(["bash", str(cpp / "fuzz/build.sh"), str(tmp / "planted"), str(planted_src)],
                              capture_output=True, text=True, timeout=600)
     assert planted.returncode == 0, planted.stderr[-3000:]
     return Path(real.stdout.split()[-1]), Path(planted.stdout.split()[-1])

@@ -17,7 +17,10 @@ if [ -x "$bin" ] && [ -z "$(find "$src" "$here/decode_fuzz.cpp" "$here/../includ
   echo "$bin"  # up to date
   exit 0
 fi
-"$cxx" -std=c++20 -g -O1 -fno-omit-frame-pointer \
+# heavy builds on the shared machine are serialised through one lock (after the up-to-date check)
+lock=()
+command -v flock >/dev/null && lock=(flock /tmp/frameproof-build.lock)
+"${lock[@]}" "$cxx" -std=c++20 -g -O1 -fno-omit-frame-pointer \
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GLIBCXX_ASSERTIONS \
   -I "$here/../include" "$here/decode_fuzz.cpp" "$src" -o "$bin.tmp" >&2
 mv "$bin.tmp" "$bin"

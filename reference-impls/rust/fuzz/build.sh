@@ -18,5 +18,14 @@ cd "$crate"
 # an explicit --target keeps RUSTFLAGS (the coverage instrumentation) off build scripts
 triple=$(rustc -vV | sed -n 's/^host: //p')
 bin=${FUZZ_BIN:-decode}
-cargo build --release --target "$triple" --bin "$bin" --quiet >&2
-echo "$CARGO_TARGET_DIR/$triple/release/$bin"
+out="$CARGO_TARGET_DIR/$triple/release/$bin"
+# up to date (no newer source, manifest or script): skip cargo, and the lock below
+if [ -x "$out" ] && [ -z "$(find "$crate/fuzz_targets" "$crate/Cargo.toml" "$crate/Cargo.lock" "$crate/../codec/src" "$crate/../codec/Cargo.toml" \
+      "$crate/build.sh" -newer "$out" -print -quit)" ]; then
+  echo "$out"
+  exit 0
+fi
+lock=()
+command -v flock >/dev/null && lock=(flock /tmp/frameproof-build.lock)
+"${lock[@]}" cargo build --release --target "$triple" --bin "$bin" --quiet >&2
+echo "$out"
