@@ -4,12 +4,15 @@
 // port, so the kernel spreads connections over the loops and a connection never changes thread.
 // Each connection owns one bounded Decoder buffer and one output buffer; reading stops while the
 // unsent output is above a high-water mark (a client that does not read cannot make the server
-// buffer without bound).
+// buffer without bound). Replies of 16 KiB and more go out with one gather write (pending output,
+// header, payload view) instead of being copied into the output buffer first.
 #include <arpa/inet.h>
 #include <netinet/tcp.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -31,6 +34,8 @@ constexpr std::size_t kLowWater = 256 << 10;  // resume below this
 constexpr std::size_t kDrainBytes = 1 << 20;  // input discarded after an error before closing
 constexpr auto kDrainTime = std::chrono::seconds(2);     // after shutdown(SHUT_WR)
 constexpr auto kClosingTime = std::chrono::seconds(30);  // to deliver the replies before an error
+constexpr std::size_t kGatherMin = 16 << 10;   // payloads this big are echoed by gather write
+constexpr std::size_t kGatherMaxOffset = 64;   // (length-field headers up to this offset)
 
 struct Options {
   fp::CodecConfig codec;
@@ -196,9 +201,14 @@ class Worker {
       ++counters_.frames;
       counters_.bytes += f.payload.size();
       if (opt_.sink) continue;
+      if (opt_.codec.protocol == fp::Protocol::Standard && (f.flag & 0xC0)) continue;  // STD-ECHO-2
+      if (f.payload.size() >= kGatherMin && (opt_.codec.protocol == fp::Protocol::Standard ||
+                                             opt_.codec.lf.offset <= kGatherMaxOffset)) {
+        gather_reply(c, f);
+        continue;
+      }
       const std::size_t at = c->out.size();
       if (opt_.codec.protocol == fp::Protocol::Standard) {
-        if (f.flag & 0xC0) continue;  // one-way or reply: no answer (STD-ECHO-2)
         c->out.resize(at + 8);
         c->out.resize(at + fp::write_standard_header(c->out.data() + at, static_cast<std::uint8_t>(0x80 | f.flag),
                                                      f.sequence, f.payload.size()));
@@ -215,6 +225,43 @@ class Worker {
       c->drain_deadline = Clock::now() + kClosingTime;
       ++draining_;
     }
+  }
+
+  // Echoes a big frame without copying its payload first: one gather write of the unsent
+  // output, the reply header (built on the stack) and the payload view into the decoder's
+  // buffer. Whatever the socket does not take is appended to the output buffer (the view is only
+  // valid until the next read). A send error is left for flush() to find and close on.
+  void gather_reply(Conn* c, const fp::Frame& f) {
+    std::uint8_t hdr[8 + kGatherMaxOffset + 8];
+    std::size_t hl;
+    if (opt_.codec.protocol == fp::Protocol::Standard)
+      hl = fp::write_standard_header(hdr, static_cast<std::uint8_t>(0x80 | f.flag), f.sequence, f.payload.size());
+    else
+      hl = fp::write_lf_header(hdr, opt_.codec.lf, f.payload.size());
+    iovec iov[3];
+    int n = 0;
+    const std::size_t pending = c->unsent();
+    if (pending) iov[n++] = {c->out.data() + c->out_off, pending};
+    iov[n++] = {hdr, hl};
+    iov[n++] = {const_cast<std::uint8_t*>(f.payload.data()), f.payload.size()};
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = static_cast<std::size_t>(n);
+    ssize_t w;
+    do {
+      w = ::sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    } while (w < 0 && errno == EINTR);
+    std::size_t sent = w > 0 ? static_cast<std::size_t>(w) : 0;
+    const std::size_t from_out = std::min(sent, pending);
+    c->out_off += from_out;
+    sent -= from_out;
+    if (c->unsent() == 0) {
+      c->out.clear();
+      c->out_off = 0;
+    }
+    if (sent < hl) c->out.insert(c->out.end(), hdr + sent, hdr + hl);
+    const std::size_t payload_sent = sent > hl ? sent - hl : 0;
+    c->out.insert(c->out.end(), f.payload.begin() + static_cast<std::ptrdiff_t>(payload_sent), f.payload.end());
   }
 
   void after_io(Conn* c) {
