@@ -330,9 +330,11 @@ def rust_targets(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def cpp_targets(tmp_path_factory):
+    cpp = ROOT / "reference-impls/cpp"
+    if not _clang_ok() and shutil.which("apt-get"):
+        subprocess.run(["bash", str(cpp / "fuzz/build.sh"), "--install-toolchain"], capture_output=True, timeout=600)
     if not _clang_ok():
         _skip_loudly("C++ coverage-guided fuzzing (clang++ with libFuzzer: apt-get install clang-14 libfuzzer-14-dev)")
-    cpp = ROOT / "reference-impls/cpp"
     if not (cpp / "src/codec.cpp").exists():
         _skip_loudly("C++ coverage-guided fuzzing (reference-impls/cpp/src/codec.cpp missing)")
     # stable output directories: the build script skips an up-to-date binary (one build for

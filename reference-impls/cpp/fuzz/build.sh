@@ -6,8 +6,19 @@
 #                                     patched copy of codec.cpp to plant a bug)
 # Needs clang++ (clang-14) and libFuzzer (libclang-rt-14-dev / libfuzzer-14-dev on Debian 12).
 # Prints the path of the binary on the last line.
+#   build.sh --install-toolchain   installs clang-14 and libFuzzer with apt-get if missing, and exits
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+if [ "${1:-}" = "--install-toolchain" ]; then
+  missing=()
+  for p in clang-14 libclang-rt-14-dev libfuzzer-14-dev; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  if [ "${#missing[@]}" -gt 0 ]; then
+    sudo=()
+    [ "$(id -u)" -eq 0 ] || sudo=(sudo -n)
+    "${sudo[@]}" apt-get update -qq && DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}"
+  fi
+  exit 0
+fi
 out=${1:-$here/build}
 src=${2:-$here/../src/codec.cpp}
 cxx=${CXX_FUZZ:-$(command -v clang++-14 || command -v clang++)}
