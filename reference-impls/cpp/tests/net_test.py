@@ -37,6 +37,10 @@ class Fail(Exception):
     pass
 
 
+class Skip(Exception):
+    """The environment cannot run this test (counted neither as passed nor as failed)."""
+
+
 def check(cond, msg):
     if not cond:
         raise Fail(msg)
@@ -376,6 +380,30 @@ def mixed_small_and_big_replies_keep_order():
                     body = recv_exact(s, len(p), 30) if p else b""
                     check(body == p, "%s reply %d (%d bytes) payload differs" % (proto, i, len(p)))
             t.join(10)
+
+
+@test
+def ipv6_loopback():
+    """[::1]:0 is printed as LISTENING [::1]:PORT, and fp-load connects to [::1]:PORT."""
+    try:
+        probe = socket.socket(socket.AF_INET6)
+        probe.bind(("::1", 0))
+        probe.close()
+    except OSError as e:
+        raise Skip("no IPv6 loopback here: %s" % e)
+    p = subprocess.Popen([SERVER, "--protocol", "standard", "--listen", "[::1]:0"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline().strip()
+        check(line.startswith("LISTENING [::1]:"), "LISTENING line %r" % line)
+        port = int(line.rsplit(":", 1)[1])
+        _, doc, _ = run_load("--protocol", "standard", "--connect", "[::1]:%d" % port, "--connections", 2,
+                             "--requests", 500, "--payload", 40, "--mode", "pipelined", "--window", 8, expect_rc=0)
+        check(doc["replies_verified"] == 500, "doc %r" % doc)
+    finally:
+        p.send_signal(signal.SIGTERM)
+        out, _ = p.communicate(timeout=15)
+    check(json.loads(out.strip().splitlines()[-1])["frames"] == 500, "server counters %r" % out)
 
 
 @test
@@ -943,6 +971,8 @@ def main():
             t()
             passed += 1
             print("PASS net %s (%.1f s)" % (t.__name__, time.time() - t0), flush=True)
+        except Skip as e:
+            print("SKIP net %s: %s" % (t.__name__, e), flush=True)
         except Exception as e:  # noqa: BLE001
             failed += 1
             print("FAIL net %s: %s" % (t.__name__, e), flush=True)
