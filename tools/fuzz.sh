@@ -70,6 +70,7 @@ libfuzz() {  # name binary
   local name=$1 bin=$2 d=$out/$1
   mkdir -p "$d/corpus" "$d/artifacts"
   echo "== coverage-guided fuzzing ($name): $seconds s, libFuzzer seed $((seed + 1))"
+  touch "$d/.start"
   "$bin" -seed=$((seed + 1)) -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
     -max_len="${FUZZ_MAX_LEN:-8192}" -print_final_stats=1 -artifact_prefix="$d/artifacts/" \
     "$d/corpus" "$out/seeds" >"$d/libfuzzer.log" 2>&1
@@ -78,9 +79,8 @@ libfuzz() {  # name binary
   if [ "$rc" -ne 0 ]; then
     found=1
     echo "   FOUND (exit status $rc): tail of $d/libfuzzer.log:"
-    grep -E 'panicked|INVARIANT|ERROR|SUMMARY|Assertion|runtime error' "$d/libfuzzer.log" | head -5 | sed 's/^/     /'
-    for a in "$d"/artifacts/*; do
-      [ -f "$a" ] || continue
+    grep -E -A1 'panicked|INVARIANT|ERROR|Assertion|runtime error' "$d/libfuzzer.log" | head -6 | sed 's/^/     /'
+    for a in $(find "$d/artifacts" -type f -newer "$d/.start"); do
       echo "   artifact $a; reproduce: $bin $a"
       echo "   as a vector: ./frameproof fuzz-vector $a --found-by $name --out $out/$name/vectors"
     done
