@@ -98,7 +98,7 @@ class Worker {
   void run() {
     epoll_event evs[256];
     while (!stopping_) {
-      const int n = epoll_wait(ep_, evs, 256, draining_ ? 100 : -1);
+      const int n = epoll_wait(ep_, evs, 256, draining_ || accept_paused_ ? 100 : -1);
       if (n < 0) {
         if (errno == EINTR) continue;
         std::perror("fp-server: epoll_wait");
@@ -111,6 +111,7 @@ class Worker {
         else on_event(static_cast<Conn*>(tag), evs[i].events);
       }
       if (draining_) sweep_drains();
+      if (accept_paused_ && Clock::now() >= accept_resume_) resume_accept();
     }
   }
 
@@ -124,12 +125,33 @@ class Worker {
     if (epoll_ctl(ep_, EPOLL_CTL_ADD, fd, &ev) < 0) std::perror("fp-server: epoll_ctl add");
   }
 
+  void pause_accept() {
+    epoll_event ev{};
+    ev.data.ptr = &listen_tag_;
+    epoll_ctl(ep_, EPOLL_CTL_MOD, listen_fd_, &ev);  // no events
+    accept_paused_ = true;
+    accept_resume_ = Clock::now() + std::chrono::milliseconds(100);
+  }
+
+  void resume_accept() {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.ptr = &listen_tag_;
+    epoll_ctl(ep_, EPOLL_CTL_MOD, listen_fd_, &ev);
+    accept_paused_ = false;
+  }
+
   void accept_all() {
     while (true) {
       const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) {
         if (errno == EINTR) continue;
-        return;  // EAGAIN, or out of descriptors: try again on the next event
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+          // Out of descriptors or memory: the listener stays readable, so level-triggered epoll
+          // would spin. Stop watching it for a while; waiting connections stay in the backlog.
+          pause_accept();
+        }
+        return;  // EAGAIN: no more waiting connections
       }
       int one = 1;
       setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // STD-ECHO-6, LF-ECHO-4
@@ -355,6 +377,8 @@ class Worker {
   bool stopping_ = false;
   int draining_ = 0;  // connections in Closing or Draining (they have a deadline)
   Clock::time_point last_sweep_{};
+  bool accept_paused_ = false;
+  Clock::time_point accept_resume_{};
   std::unordered_map<int, std::unique_ptr<Conn>> conns_;
   Counters counters_;
 };

@@ -407,6 +407,49 @@ def ipv6_loopback():
 
 
 @test
+def descriptor_exhaustion():
+    """With more connections than descriptors (ulimit -n 40) the server neither spins on its
+    always-readable listener nor drops the waiting connections: they are served once
+    descriptors are free again."""
+    srv = subprocess.Popen(["bash", "-c", "ulimit -n 40 && exec \"$0\" --protocol standard --threads 1 "
+                            "--listen 127.0.0.1:0", SERVER], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    socks = []
+    try:
+        line = srv.stdout.readline()
+        check(line.startswith("LISTENING "), "first line %r" % line)
+        port = int(line.rsplit(":", 1)[1])
+        socks = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(60)]
+        time.sleep(0.3)
+
+        def cpu():
+            with open("/proc/%d/stat" % srv.pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+        c0 = cpu()
+        time.sleep(1.0)
+        used = cpu() - c0
+        check(used < 0.3, "server used %.2f s of CPU in 1 s while out of descriptors" % used)
+        socks[0].sendall(std_frame(0x01, 1, b"first"))
+        check(read_std(socks[0]) == (0x81, 1, b"first"), "an accepted connection is not served")
+        for s in socks[:30]:
+            s.close()
+        socks[-1].sendall(std_frame(0x01, 2, b"last"))
+        check(read_std(socks[-1], 5) == (0x81, 2, b"last"), "a waiting connection was not served later")
+    finally:
+        for s in socks:
+            s.close()
+        srv.send_signal(signal.SIGTERM)
+        try:
+            srv.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            srv.kill()
+            raise Fail("server did not stop")
+    check(srv.returncode == 0, "server exit %d" % srv.returncode)
+
+
+@test
 def counters_on_sigterm():
     """Contract: SIGTERM prints {"connections","frames","bytes","protocol_errors"} and exits 0."""
     with Server("--protocol", "standard", "--threads", "2") as srv:
