@@ -5,6 +5,7 @@
 // sequence number through the SequenceMatcher (flag must be 0x81), length-field FIFO through the
 // FifoMatcher; the payload must equal the request's, whose bytes 0..7 hold the request's global
 // index (u64 little-endian) and the rest a pattern derived from it.
+#include <fcntl.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
@@ -112,17 +113,40 @@ class Connection {
   }
 
  private:
+  // Connects within --timeout-ms (a listener that never accepts leaves a blocking connect()
+  // hanging in SYN retries for minutes).
   bool connect_socket() {
-    fd_ = ::socket(opt_.addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd_ < 0 || ::connect(fd_, reinterpret_cast<const sockaddr*>(&opt_.addr), opt_.addr_len) < 0) {
-      shared_.note("connection " + std::to_string(id_) + ": connect failed: " + std::strerror(errno));
+    auto fail = [&](const char* what, int err) {
+      shared_.note("connection " + std::to_string(id_) + ": " + what + ": " + std::strerror(err));
       if (fd_ >= 0) ::close(fd_);
       fd_ = -1;
       return false;
-    }
+    };
+    fd_ = ::socket(opt_.addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd_ < 0) return fail("socket failed", errno);
     int one = 1;
     setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    return true;  // the socket stays blocking; every send/recv passes MSG_DONTWAIT
+    if (::connect(fd_, reinterpret_cast<const sockaddr*>(&opt_.addr), opt_.addr_len) < 0) {
+      if (errno != EINPROGRESS) return fail("connect failed", errno);
+      const std::uint64_t deadline = now_ns() + opt_.timeout_ms * 1000000ull;
+      while (true) {
+        const std::uint64_t now = now_ns();
+        if (now >= deadline) return fail("connect timed out", ETIMEDOUT);
+        pollfd p{fd_, POLLOUT, 0};
+        const int r = ::poll(&p, 1, static_cast<int>((deadline - now + 999'999) / 1'000'000));
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return fail("poll failed", errno);
+        if (r > 0) break;
+      }
+      int err = 0;
+      socklen_t len = sizeof err;
+      if (getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len) < 0) return fail("connect failed", errno);
+      if (err != 0) return fail("connect failed", err);
+    }
+    // Back to blocking mode: every send/recv passes MSG_DONTWAIT.
+    const int fl = ::fcntl(fd_, F_GETFL);
+    if (fl >= 0) ::fcntl(fd_, F_SETFL, fl & ~O_NONBLOCK);
+    return true;
   }
 
   [[nodiscard]] bool more_to_send(std::uint64_t now) const {

@@ -999,6 +999,28 @@ def load_bounded_in_time_against_deaf_server():
     check(not problems, "; ".join(problems))
 
 
+@test
+def load_bounded_against_non_accepting_listener():
+    """A listener that never accepts (backlog full): connects that cannot complete give up after
+    --timeout-ms instead of blocking in SYN retries for minutes."""
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(0)
+    try:
+        t0 = time.time()
+        try:
+            rc, doc, _ = run_load("--protocol", "standard", "--connect", "127.0.0.1:%d" % ls.getsockname()[1],
+                                  "--connections", 6, "--requests", 6, "--payload", 8, "--mode", "per-packet",
+                                  "--timeout-ms", 300, timeout=30)
+        except subprocess.TimeoutExpired:
+            raise Fail("fp-load still running after 30 s")
+        took = time.time() - t0
+        check(rc == 1 and doc["replies_verified"] == 0, "rc %d %r" % (rc, doc))
+        check(took < 6, "took %.1f s (timeout 0.3 s)" % took)
+    finally:
+        ls.close()
+
+
 def main():
     if not (os.access(SERVER, os.X_OK) and os.access(LOAD, os.X_OK)):
         print("NET: fp-server/fp-load missing in %s" % BUILD)
