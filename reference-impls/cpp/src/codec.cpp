@@ -279,8 +279,9 @@ std::size_t write_lf_header(std::uint8_t* dst, const LfProfile& p, std::uint64_t
 std::optional<ProtocolError> encode_standard(std::uint8_t flag, std::uint8_t sequence, ByteView payload,
                                              std::uint64_t max_payload, Bytes& out) {
   const std::uint64_t n = payload.size();
-  if (n > default_max(max_payload)) return make_error("STD-LIM-2", 0, "payload above the maximum");
+  // §8a: STD-LEN-4 for a payload of 2^31 bytes or more (whatever the maximum), else STD-LIM-2.
   if (n > kInt31Max) return make_error("STD-LEN-4", 0, "payload of 2^31 bytes or more");
+  if (n > default_max(max_payload)) return make_error("STD-LIM-2", 0, "payload above the maximum");
   const std::size_t at = out.size();
   out.resize(at + 8);
   const std::size_t h = write_standard_header(out.data() + at, flag, sequence, n);

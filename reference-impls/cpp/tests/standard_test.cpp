@@ -2,6 +2,7 @@
 // error class of §8a with its offset, limits and truncation. (Suites StandardWire/StandardErrors;
 // codec_first_helper_test.cpp covers the same ground independently.)
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include "test_util.hpp"
 
@@ -229,6 +230,27 @@ TEST(StandardErrors, EncoderRefusesAboveMaximum) {
   ASSERT_TRUE(e2);
   EXPECT_EQ(e2->requirement, "STD-LIM-2");
   EXPECT_TRUE(over.empty());
+}
+
+// §8a: a payload of 2^31 bytes or more is STD-LEN-4 whatever the maximum (also above the
+// default maximum, where STD-LIM-2 would apply too); 2^31 - 1 above the maximum is STD-LIM-2.
+// The payload is an untouched anonymous mapping: nothing is read before the refusal.
+TEST(StandardErrors, EncoderLen4BeforeLim2) {
+  const std::size_t big = std::size_t{1} << 31;
+  void* m = ::mmap(nullptr, big, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  ASSERT_NE(m, MAP_FAILED);
+  const auto* p = static_cast<const std::uint8_t*>(m);
+  fp::Bytes out;
+  for (std::uint64_t max : {std::uint64_t{0}, std::uint64_t{1} << 40}) {
+    auto e = fp::encode_standard(0x01, 1, fp::ByteView(p, big), max, out);
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->requirement, "STD-LEN-4") << max;
+  }
+  auto lim = fp::encode_standard(0x01, 1, fp::ByteView(p, big - 1), 0, out);
+  ASSERT_TRUE(lim);
+  EXPECT_EQ(lim->requirement, "STD-LIM-2");
+  EXPECT_TRUE(out.empty());
+  ::munmap(m, big);
 }
 
 // The header writer used on the hot path agrees with the encoder.
