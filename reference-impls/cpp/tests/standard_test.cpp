@@ -253,6 +253,41 @@ TEST(StandardErrors, EncoderLen4BeforeLim2) {
   ::munmap(m, big);
 }
 
+// Socket-style use: prepare() space, commit() what a read returned (often less than offered);
+// every frame view taken out of one read stays valid until the next prepare(), so a server can
+// hold several of them at once; frames that straddle reads survive compaction and growth.
+TEST(StandardWire, PrepareCommitViewsStayValidUntilNextPrepare) {
+  fp::Bytes stream;
+  std::vector<OwnedFrame> want;
+  for (int i = 0; i < 40; ++i) {
+    const fp::Bytes p = pattern(static_cast<std::size_t>((i * 977) % 3000), static_cast<std::uint8_t>(i));
+    stream = cat(stream, enc_std(0x01, static_cast<std::uint8_t>(i), p));
+    want.push_back({0x01, static_cast<std::uint8_t>(i), p});
+  }
+  fp::Decoder dec(fpt::standard(), 1024);  // small reads: compaction and growth happen
+  std::vector<OwnedFrame> got;
+  std::size_t pos = 0, step = 1;
+  while (pos < stream.size()) {
+    auto space = dec.prepare();
+    ASSERT_FALSE(space.empty());
+    const std::size_t n = std::min({space.size(), step, stream.size() - pos});
+    std::copy_n(stream.data() + pos, n, space.data());
+    dec.commit(n);
+    pos += n;
+    step = step * 3 % 4099 + 1;
+    std::vector<fp::Frame> views;
+    fp::Frame f;
+    fp::Decoder::Status st;
+    while ((st = dec.next(f)) == fp::Decoder::Status::Frame) views.push_back(f);
+    ASSERT_EQ(st, fp::Decoder::Status::NeedMore);
+    for (const auto& v : views)  // all still intact: nothing was prepared since
+      got.push_back({v.flag, v.sequence, fp::Bytes(v.payload.begin(), v.payload.end())});
+  }
+  EXPECT_FALSE(dec.finish());
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(dec.position(), stream.size());
+}
+
 // The header writer used on the hot path agrees with the encoder.
 TEST(StandardWire, HeaderWriter) {
   std::uint8_t h[8];
