@@ -95,10 +95,10 @@ def cpp(quick: bool):
         ns = b["real_time"] if b.get("time_unit", "ns") == "ns" else b["real_time"] * 1000
         frames = b.get("frames_per_iteration") or b.get("items_per_second") and None
         per = ns / frames if frames else ns
-        allocs = b.get("allocs_per_frame") or b.get("allocs_per_iteration")
+        allocs = b.get("allocs_per_frame")  # a count of allocations, not bytes
         out.append({"op": op, "protocol": proto, "payload": size, "ns_per_frame": round(per, 2),
                     "gb_per_s": round(b["bytes_per_second"] / 1e9, 2) if b.get("bytes_per_second") else round(size / per, 2),
-                    "alloc_bytes_per_frame": allocs})
+                    "alloc_bytes_per_frame": None, "allocs_per_frame": allocs})
     return {"tool": "Google Benchmark", "results": out}
 
 
@@ -121,6 +121,8 @@ def render(doc) -> str:
             c = f"{r['ns_per_frame']:.1f} ns ({r['gb_per_s']} GB/s)"
             if r.get("alloc_bytes_per_frame") is not None:
                 c += f", {r['alloc_bytes_per_frame']:g} B"
+            if r.get("allocs_per_frame") is not None:
+                c += f", {r['allocs_per_frame']:g} allocs"
             cells.append(c)
         lines.append(f"| {op} | {proto} | {n} | " + " | ".join(cells) + " |")
     lines += ["", "What each figure measures (they differ, so compare with care):", ""]
