@@ -56,22 +56,8 @@ pub fn announce(addr: std::net::SocketAddr) {
     let _ = out.flush();
 }
 
-/// Binds with address reuse and `TCP_NODELAY` on the listening socket.
-pub async fn bind(listen: &str) -> std::io::Result<tokio::net::TcpListener> {
-    let addr = tokio::net::lookup_host(listen)
-        .await?
-        .next()
-        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "no address"))?;
-    let sock = if addr.is_ipv4() {
-        tokio::net::TcpSocket::new_v4()?
-    } else {
-        tokio::net::TcpSocket::new_v6()?
-    };
-    sock.set_reuseaddr(true)?;
-    let _ = sock.set_nodelay(true);
-    sock.bind(addr)?;
-    sock.listen(1024)
-}
+/// Binds with address reuse and `TCP_NODELAY` on the listening socket (shared with fp-server).
+pub use fp_net::bind;
 
 /// Frame layout the walker understands: `standard` (4-byte header, extended form when the
 /// length is 0xFFFF) or `length-field` at offset 0 with a 1, 2 or 4-byte little-endian length.

@@ -164,6 +164,24 @@ pub fn json_f64(v: f64, decimals: usize) -> String {
     }
 }
 
+/// Binds a listener with address reuse and `TCP_NODELAY` on the listening socket (Linux copies
+/// it to accepted sockets; servers set it again on each accepted socket anyway).
+pub async fn bind(listen: &str) -> std::io::Result<tokio::net::TcpListener> {
+    let addr = tokio::net::lookup_host(listen)
+        .await?
+        .next()
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "no address"))?;
+    let sock = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    sock.set_reuseaddr(true)?;
+    let _ = sock.set_nodelay(true);
+    sock.bind(addr)?;
+    sock.listen(1024)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,3 +251,4 @@ mod tests {
         assert_eq!(json_f64(f64::NAN, 2), "0");
     }
 }
+

@@ -18,12 +18,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{BufMut, BytesMut};
-use fp_net::{Options, Protocol};
+use fp_net::{bind, Options, Protocol};
 use frameproof_codec::length_field::{LengthFieldDecoder, Profile};
 use frameproof_codec::standard::{self, StandardDecoder, StdFrame};
 use frameproof_codec::{FrameDecoder, DEFAULT_MAX_PAYLOAD};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -150,24 +150,6 @@ fn main() {
 fn die(msg: &str) -> ! {
     eprintln!("fp-server: {msg}\n{USAGE}");
     std::process::exit(2);
-}
-
-/// Binds with `TCP_NODELAY` on the listening socket (Linux copies it to accepted sockets; each
-/// accepted socket sets it again anyway) and address reuse.
-async fn bind(listen: &str) -> std::io::Result<TcpListener> {
-    let addr = tokio::net::lookup_host(listen)
-        .await?
-        .next()
-        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "no address"))?;
-    let sock = if addr.is_ipv4() {
-        tokio::net::TcpSocket::new_v4()?
-    } else {
-        tokio::net::TcpSocket::new_v6()?
-    };
-    sock.set_reuseaddr(true)?;
-    let _ = sock.set_nodelay(true);
-    sock.bind(addr)?;
-    sock.listen(1024)
 }
 
 async fn serve(listen: String, cfg: Config) -> i32 {
