@@ -16,6 +16,27 @@ namespace Frameproof.Tests
     {
         static string BuildDir { get { return Path.GetDirectoryName(typeof(NetTests).Assembly.Location); } }
 
+        /// <summary>One command-line argument, quoted for ProcessStartInfo (JSON has quotes and spaces).</summary>
+        static string Q(string arg) { return "\"" + arg.Replace("\"", "\\\"") + "\""; }
+
+        static string LfCodec(int offset, int size)
+        {
+            return Q("{\"protocol\": \"length-field\", \"length_field\": {\"offset\": " + offset + ", \"size\": " + size + "}}");
+        }
+
+        /// <summary>Runs a program to completion; returns (exit status, stdout, stderr).</summary>
+        static int RunProgram(string exe, string args, out string stdout, out string stderr)
+        {
+            var psi = new ProcessStartInfo("mono", Path.Combine(BuildDir, exe) + " " + args)
+            { UseShellExecute = false, RedirectStandardOutput = true, RedirectStandardError = true };
+            Process p = Process.Start(psi);
+            Task<string> o = p.StandardOutput.ReadToEndAsync(), e = p.StandardError.ReadToEndAsync();
+            Assert.IsTrue(p.WaitForExit(30000), exe + " " + args + ": exits");
+            stdout = o.Result;
+            stderr = e.Result;
+            return p.ExitCode;
+        }
+
         sealed class ServerProcess : IDisposable
         {
             public Process P;
@@ -107,7 +128,7 @@ namespace Frameproof.Tests
         [TestCase("saea")]
         public void Standard_DecodeError_RepliesBeforeThenCloses_OthersServed(string io)
         {
-            using (var srv = new ServerProcess("--protocol standard --listen 127.0.0.1:0 --max-payload 100 --io " + io))
+            using (var srv = new ServerProcess("--codec " + Q("{\"protocol\": \"standard\", \"limits\": {\"max_payload\": 100}}") + " --listen 127.0.0.1:0 --io " + io))
             {
                 Socket other = Connect(srv.Port);
                 Socket bad = Connect(srv.Port);
@@ -128,7 +149,7 @@ namespace Frameproof.Tests
         [TestCase("saea")]
         public void LengthField_Varint_WithOffset_EchoAndSink(string io)
         {
-            using (var srv = new ServerProcess("--protocol length-field --lf-offset 2 --lf-size 0 --listen 127.0.0.1:0 --io " + io))
+            using (var srv = new ServerProcess("--codec " + LfCodec(2, 0) + " --listen 127.0.0.1:0 --io " + io))
             {
                 var p = new LengthFieldProfile(2, 0);
                 Socket s = Connect(srv.Port);
@@ -155,13 +176,47 @@ namespace Frameproof.Tests
         [Test]
         public void ServerRefusesUnsupportedProfile()
         {
-            var psi = new ProcessStartInfo("mono", Path.Combine(BuildDir, "fp-server.exe") + " --protocol length-field --lf-size 3 --listen 127.0.0.1:0")
-            { UseShellExecute = false, RedirectStandardOutput = true, RedirectStandardError = true };
-            Process p = Process.Start(psi);
-            Assert.IsTrue(p.WaitForExit(20000));
-            Assert.AreNotEqual(0, p.ExitCode);
-            StringAssert.Contains("LF-FMT-3", p.StandardError.ReadToEnd());
-            Assert.AreEqual("", p.StandardOutput.ReadToEnd());
+            string stdout, stderr;
+            Assert.AreEqual(2, RunProgram("fp-server.exe", "--codec " + LfCodec(0, 3) + " --listen 127.0.0.1:0", out stdout, out stderr));
+            StringAssert.StartsWith("usage error: ", stderr);
+            StringAssert.Contains("LF-FMT-3", stderr);
+            Assert.AreEqual("", stdout);
+        }
+
+        [TestCase("fp-server.exe", "--protocol standard --codec " + "\"{}\"" + " --listen 127.0.0.1:0", "not both")]
+        [TestCase("fp-server.exe", "--listen 127.0.0.1:0", "--codec JSON or --protocol NAME is required")]
+        [TestCase("fp-server.exe", "--protocol standard --listen 127.0.0.1:0 --lf-size 2", "unknown option --lf-size")]
+        [TestCase("fp-server.exe", "--protocol standard --listen 127.0.0.1:0 --max-payload 10", "unknown option --max-payload")]
+        [TestCase("fp-server.exe", "--protocol rpc2 --listen 127.0.0.1:0", "unknown protocol 'rpc2'")]
+        [TestCase("fp-server.exe", "--codec \"{\\\"protocol\\\": \\\"standard\\\", \\\"x\\\": 1}\" --listen 127.0.0.1:0", "unknown key \"x\"")]
+        [TestCase("fp-load.exe", "--protocol standard --connect 127.0.0.1:9 --requests 1 --window 5", "--window must be 1 in per-packet mode")]
+        [TestCase("fp-load.exe", "--protocol standard --connect 127.0.0.1:9 --requests 1 --mode pipelined --window 256", "--window must be at most 255")]
+        [TestCase("fp-load.exe", "--protocol length-field --connect 127.0.0.1:9 --requests 1 --mode pipelined --window 257", "--window must be at most 256")]
+        [TestCase("fp-load.exe", "--protocol standard --codec \"{}\" --connect 127.0.0.1:9 --requests 1", "not both")]
+        [TestCase("fp-load.exe", "--codec \"{\\\"protocol\\\": 1}\" --connect 127.0.0.1:9 --requests 1", "must be a string")]
+        [TestCase("fp-load.exe", "--protocol standard --connect 127.0.0.1:9", "exactly one of --requests and --duration")]
+        [TestCase("fp-load.exe", "--protocol standard --connect 127.0.0.1:9 --requests 1 --lf-offset 2", "unknown option --lf-offset")]
+        public void UsageErrors_Exit2_OneLineThenUsage(string exe, string args, string why)
+        {
+            string stdout, stderr;
+            Assert.AreEqual(2, RunProgram(exe, args, out stdout, out stderr), stderr);
+            string[] lines = stderr.TrimEnd().Split('\n');
+            Assert.AreEqual(2, lines.Length, stderr);
+            StringAssert.StartsWith("usage error: ", lines[0]);
+            StringAssert.Contains(why, lines[0]);
+            StringAssert.StartsWith("usage: ", lines[1]);
+            Assert.AreEqual("", stdout);
+        }
+
+        [TestCase("fp-server.exe")]
+        [TestCase("fp-load.exe")]
+        public void Help_PrintsUsageToStdout_Exit0(string exe)
+        {
+            string stdout, stderr;
+            Assert.AreEqual(0, RunProgram(exe, "--help", out stdout, out stderr));
+            StringAssert.StartsWith("usage: ", stdout);
+            StringAssert.Contains("(--codec JSON | --protocol NAME)", stdout);
+            Assert.AreEqual("", stderr);
         }
 
         sealed class Verifier : IReplyVerifier
@@ -201,10 +256,12 @@ namespace Frameproof.Tests
         [TestCase("length-field", 1, -4)]
         public void RequestClient_PipelinedAgainstServer_AllVerified(string proto, int offset, int size)
         {
-            using (var srv = new ServerProcess("--protocol " + proto + " --lf-offset " + offset + " --lf-size " + size + " --listen 127.0.0.1:0"))
+            string json = proto == "standard" ? "{\"protocol\": \"standard\"}"
+                : "{\"protocol\": \"length-field\", \"length_field\": {\"offset\": " + offset + ", \"size\": " + size + "}}";
+            using (var srv = new ServerProcess("--codec " + Q(json) + " --listen 127.0.0.1:0"))
             {
                 var v = new Verifier { Len = 100 };
-                var c = new RequestClient(Connect(srv.Port), Options.ParseProtocol(proto), new LengthFieldProfile(offset, size), 0, 5000, v);
+                var c = new RequestClient(Connect(srv.Port), Registry.Create(CodecJson.Parse(json)), 5000, v);
                 Task<int> t = Pipeline(c, 3000, 100, 200);
                 Assert.IsTrue(t.Wait(60000));
                 Assert.AreEqual(3000, t.Result);
@@ -223,9 +280,9 @@ namespace Frameproof.Tests
             int port = ((IPEndPoint)listener.LocalEndpoint).Port;
             try
             {
-                foreach (Protocol proto in new[] { Protocol.Standard, Protocol.LengthField })
+                foreach (string proto in Registry.Names)
                 {
-                    var c = new RequestClient(Connect(port), proto, LengthFieldProfile.Default, 0, 150, new Verifier { Len = 1 });
+                    var c = new RequestClient(Connect(port), Registry.Create(CodecSpec.Named(proto)), 150, new Verifier { Len = 1 });
                     Socket peer = listener.AcceptSocket(); // accepts, never replies
                     ValueTask<Completion> a, b;
                     Assert.IsTrue(c.TryEnqueue(new RequestId(1), new byte[1], out a));
@@ -235,7 +292,7 @@ namespace Frameproof.Tests
                     Completion ra = a.AsTask().Result, rb = b.AsTask().Result;
                     Assert.That(sw.ElapsedMilliseconds, Is.InRange(50L, 3000L));
                     Assert.AreEqual(CompletionKind.Timeout, ra.Kind);
-                    if (proto == Protocol.LengthField)
+                    if (proto == "length-field")
                     {
                         // b's deadline is a hair later than a's: if a timer tick falls between the two,
                         // a times out and b fails with the connection (LF-MATCH-3); else both time out.
@@ -260,7 +317,7 @@ namespace Frameproof.Tests
             using (var srv = new ServerProcess("--protocol standard --listen 127.0.0.1:0"))
             {
                 var v = new Verifier { Len = 8 };
-                var c = new RequestClient(Connect(srv.Port), Protocol.Standard, LengthFieldProfile.Default, 0, 5000, v, true);
+                var c = new RequestClient(Connect(srv.Port), Registry.Create(CodecSpec.Named("standard")), 5000, v, true);
                 Task<int> t = Pipeline(c, 600, 8, 1); // window 1: seq wraps past 255 twice
                 Assert.IsTrue(t.Wait(60000));
                 Assert.AreEqual(600, t.Result);
@@ -278,7 +335,7 @@ namespace Frameproof.Tests
             try
             {
                 var v = new Verifier { Len = 1 };
-                var c = new RequestClient(Connect(((IPEndPoint)listener.LocalEndpoint).Port), Protocol.Standard, LengthFieldProfile.Default, 0, 5000, v);
+                var c = new RequestClient(Connect(((IPEndPoint)listener.LocalEndpoint).Port), Registry.Create(CodecSpec.Named("standard")), 5000, v);
                 Socket peer = listener.AcceptSocket();
                 ValueTask<Completion> a, b;
                 Assert.IsTrue(c.TryEnqueue(new RequestId(1), new byte[1], out a));
@@ -336,12 +393,33 @@ namespace Frameproof.Tests
                 Assert.AreEqual(0, p.ExitCode, text);
                 string j = File.ReadAllText(json);
                 File.Delete(json);
-                StringAssert.Contains("\"implementation\": \"csharp\"", j);
+                StringAssert.Contains("\"implementation\": \"csharp\", \"protocol\": \"" + proto + "\", \"codec\": {\"protocol\": \"" + proto + "\"}, \"mode\": \"" + mode + "\"", j);
+                StringAssert.IsMatch("\"duration_s\": [0-9]+\\.[0-9]{6}, \"msgs_per_s\": [0-9]+\\.[0-9], \"mb_per_s\": [0-9]+\\.[0-9]{3},", j);
                 StringAssert.Contains("\"requests_sent\": 1001, \"replies_received\": 1001, \"replies_verified\": 1001, \"errors\": 0", j);
                 StringAssert.Contains("\"latency_us\": {\"p50\": ", j);
                 string counters = srv.Stop();
                 StringAssert.Contains("\"connections\": 3", counters);
                 StringAssert.Contains("\"frames\": 1001", counters);
+            }
+        }
+
+        [Test]
+        public void FpLoad_CodecJson_Defaults_AndCodecEchoed()
+        {
+            string codec = "{\"protocol\": \"length-field\", \"limits\": {\"max_payload\": 4096}, \"length_field\": {\"offset\": 1, \"size\": -4}}";
+            using (var srv = new ServerProcess("--codec " + Q(codec) + " --listen 127.0.0.1:0"))
+            {
+                string json = Path.Combine(Path.GetTempPath(), "fp-load-test-" + Guid.NewGuid().ToString("N") + ".json");
+                string stdout, stderr;
+                // Defaults: 1 connection, payload 32, window 32 when pipelined.
+                int rc = RunProgram("fp-load.exe", "--codec " + Q(codec) + " --connect 127.0.0.1:" + srv.Port + " --requests 500 --mode pipelined --json " + json, out stdout, out stderr);
+                Assert.AreEqual(0, rc, stdout + stderr);
+                string j = File.ReadAllText(json);
+                File.Delete(json);
+                StringAssert.Contains("\"protocol\": \"length-field\", \"codec\": " + codec + ", \"mode\": \"pipelined\"", j);
+                StringAssert.Contains("\"connections\": 1, \"window\": 32, \"payload\": 32", j);
+                StringAssert.Contains("\"requests_sent\": 500, \"replies_received\": 500, \"replies_verified\": 500, \"errors\": 0", j);
+                StringAssert.Contains("\"frames\": 500", srv.Stop());
             }
         }
     }

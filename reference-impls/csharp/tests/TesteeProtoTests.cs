@@ -158,13 +158,24 @@ namespace Frameproof.Tests
         static CodecConfig Lf(int offset, int size) { return new CodecConfig { Protocol = "length-field", HasLengthField = true, LfOffset = (uint)offset, LfSize = size }; }
 
         [Test]
-        public void Hello()
+        public void Hello_V1Runner_GetsV1()
         {
             TesteeResponseMsg r = Run(new TesteeRequestMsg { Kind = RequestKind.Hello, HarnessVersion = 1 });
             Assert.AreEqual(ResponseKind.Hello, r.Kind);
             Assert.AreEqual(1, r.HarnessVersion);
             CollectionAssert.AreEquivalent(new[] { "standard", "length-field" }, r.Protocols);
             CollectionAssert.AreEquivalent(new[] { "decode", "encode", "match" }, r.Features);
+        }
+
+        [TestCase(2u, 2u)]
+        [TestCase(3u, 2u)]
+        [TestCase(1u, 1u)]
+        public void Hello_Negotiates(uint max, uint expected)
+        {
+            TesteeResponseMsg r = Run(new TesteeRequestMsg { Kind = RequestKind.Hello, HarnessVersion = 1, MaxHarnessVersion = max });
+            Assert.AreEqual(expected, r.HarnessVersion);
+            Assert.AreEqual(expected >= 2, r.Features.Contains("serve"), "serve is a v2 feature");
+            CollectionAssert.AreEqual(new List<string>(Registry.Names), r.Protocols, "the registry's protocols");
         }
 
         [Test]

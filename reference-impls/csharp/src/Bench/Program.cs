@@ -41,12 +41,10 @@ namespace Frameproof.Bench
             Console.WriteLine(string.Format("{0,-40} {1,8} {2,12} {3,16}", "Method", "Payload", "ns/op", "Allocated B/op"));
 
             foreach (int size in new[] { 32, 1024, 65536 })
-            {
-                BenchStandard(size);
-                BenchLengthField(size);
-            }
-            BenchEcho(Protocol.Standard, 28);
-            BenchEcho(Protocol.LengthField, 30);
+                foreach (BenchCodec c in Codecs)
+                    if (Array.IndexOf(c.Sizes, size) >= 0) BenchFrames(c, size);
+            foreach (BenchCodec c in Codecs)
+                if (c.Echo) BenchEcho(c);
             BenchMatching();
 
             if (json != null)
@@ -113,118 +111,84 @@ namespace Frameproof.Bench
             public void OnFrame(byte flag, byte sequence, ReadOnlySpan<byte> payload) { Bytes += payload.Length; }
         }
 
-        static void BenchStandard(int size)
+        /// <summary>A codec to benchmark: a label for the result names, its codec JSON, the payload
+        /// sizes, and whether the server echo path is measured with it.</summary>
+        sealed class BenchCodec
         {
-            byte[] payload = new byte[size];
-            Payloads.Fill(1, payload);
-            byte[] dst = new byte[StandardEncoder.EncodedLength(size)];
-            Measure("standard encode", size, n =>
+            public string Label; public FrameCodec Codec; public int[] Sizes; public bool Echo;
+            public BenchCodec(string label, string json, bool echo, params int[] sizes)
             {
-                ProtocolError err;
-                for (int i = 0; i < n; i++)
-                {
-                    if (!StandardEncoder.Check(size, 0, out err)) throw new Exception();
-                    StandardEncoder.Write(0x01, (byte)i, payload, dst);
-                }
-            });
-            var dec = new StandardDecoder();
-            var h = new NullHandler();
-            Measure("standard decode (whole frames)", size, n =>
-            {
-                for (int i = 0; i < n; i++) dec.Feed(dst, h);
-            });
-            int half = dst.Length / 2;
-            Measure("standard decode (split in 2)", size, n =>
-            {
-                for (int i = 0; i < n; i++)
-                {
-                    dec.Feed(new ReadOnlySpan<byte>(dst, 0, half), h);
-                    dec.Feed(new ReadOnlySpan<byte>(dst, half, dst.Length - half), h);
-                }
-            });
-            if (dec.Failed || h.Bytes == 0) throw new Exception("standard decode bench broken: " + dec.Error);
-        }
-
-        static void BenchLengthField(int size)
-        {
-            byte[] payload = new byte[size];
-            Payloads.Fill(1, payload);
-            var p = LengthFieldProfile.Default;
-            if (size > p.Capacity) p = new LengthFieldProfile(0, 4);
-            byte[] dst = new byte[LengthFieldEncoder.EncodedLength(p, size)];
-            string tag = "length-field(" + p.Offset + "," + p.Size + ")";
-            Measure(tag + " encode", size, n =>
-            {
-                ProtocolError err;
-                for (int i = 0; i < n; i++)
-                {
-                    if (!LengthFieldEncoder.Check(p, size, 0, out err)) throw new Exception();
-                    LengthFieldEncoder.Write(p, payload, dst);
-                }
-            });
-            var dec = new LengthFieldDecoder(p);
-            var h = new NullHandler();
-            Measure(tag + " decode (whole)", size, n =>
-            {
-                for (int i = 0; i < n; i++) dec.Feed(dst, h);
-            });
-            int half = dst.Length / 2;
-            Measure(tag + " decode (split)", size, n =>
-            {
-                for (int i = 0; i < n; i++)
-                {
-                    dec.Feed(new ReadOnlySpan<byte>(dst, 0, half), h);
-                    dec.Feed(new ReadOnlySpan<byte>(dst, half, dst.Length - half), h);
-                }
-            });
-            if (dec.Failed || h.Bytes == 0) throw new Exception("length-field decode bench broken: " + dec.Error);
-        }
-
-        /// <summary>The server's per-frame work: decode a read full of frames, encode each reply.</summary>
-        sealed class EchoHandler : IFrameHandler
-        {
-            public Protocol Protocol;
-            public LengthFieldProfile Profile;
-            public byte[] Out = new byte[128 * 1024];
-            public int Len;
-            public void OnFrame(byte flag, byte sequence, ReadOnlySpan<byte> payload)
-            {
-                Span<byte> dst = new Span<byte>(Out, Len, Out.Length - Len);
-                Len += Protocol == Protocol.Standard
-                    ? StandardEncoder.Write(StandardFlags.ReplyFor(flag), sequence, payload, dst)
-                    : LengthFieldEncoder.Write(Profile, payload, dst);
+                Label = label; Codec = Registry.Create(CodecJson.Parse(json)); Echo = echo; Sizes = sizes;
             }
         }
 
-        static void BenchEcho(Protocol protocol, int size)
+        static readonly BenchCodec[] Codecs =
         {
-            // One 64 KiB read of back-to-back 32-byte frames (the seeds' 28 B + 4 / 30 B + 2 frames).
+            new BenchCodec("standard", "{\"protocol\": \"standard\"}", true, 32, 1024, 65536),
+            new BenchCodec("length-field(0,2)", "{\"protocol\": \"length-field\"}", true, 32, 1024),
+            new BenchCodec("length-field(0,4)", "{\"protocol\": \"length-field\", \"length_field\": {\"offset\": 0, \"size\": 4}}", false, 65536),
+        };
+
+        static void BenchFrames(BenchCodec c, int size)
+        {
+            FrameCodec codec = c.Codec;
+            byte[] payload = new byte[size];
+            Payloads.Fill(1, payload);
+            byte[] dst = new byte[codec.EncodedLength(size)];
+            Measure(c.Label + " encode", size, n =>
+            {
+                ProtocolError err;
+                for (int i = 0; i < n; i++)
+                {
+                    if (!codec.CheckPayload(size, out err)) throw new Exception();
+                    codec.WriteRequest((byte)i, payload, dst);
+                }
+            });
+            FrameDecoder dec = codec.NewDecoder();
+            var h = new NullHandler();
+            Measure(c.Label + " decode (whole frames)", size, n =>
+            {
+                for (int i = 0; i < n; i++) dec.Feed(dst, h);
+            });
+            int half = dst.Length / 2;
+            Measure(c.Label + " decode (split in 2)", size, n =>
+            {
+                for (int i = 0; i < n; i++)
+                {
+                    dec.Feed(new ReadOnlySpan<byte>(dst, 0, half), h);
+                    dec.Feed(new ReadOnlySpan<byte>(dst, half, dst.Length - half), h);
+                }
+            });
+            if (dec.Failed || h.Bytes == 0) throw new Exception(c.Label + " decode bench broken: " + dec.Error);
+        }
+
+        /// <summary>The server's per-frame work: its session decodes a read full of 32-byte request
+        /// frames and encodes every reply.</summary>
+        static void BenchEcho(BenchCodec c)
+        {
+            FrameCodec codec = c.Codec;
+            int size = 32 - codec.EncodedLength(0); // the seeds' 28 B + 4 / 30 B + 2 frames
             var payload = new byte[size];
-            var p = LengthFieldProfile.Default;
-            int frameLen = protocol == Protocol.Standard ? StandardEncoder.EncodedLength(size) : (int)LengthFieldEncoder.EncodedLength(p, size);
+            int frameLen = codec.EncodedLength(size);
             int frames = 65536 / frameLen;
             var read = new byte[frames * frameLen];
             for (int i = 0; i < frames; i++)
             {
                 Payloads.Fill(i, payload);
-                var dst = new Span<byte>(read, i * frameLen, frameLen);
-                if (protocol == Protocol.Standard) StandardEncoder.Write(0x01, (byte)i, payload, dst);
-                else LengthFieldEncoder.Write(p, payload, dst);
+                codec.WriteRequest((byte)i, payload, new Span<byte>(read, i * frameLen, frameLen));
             }
-            FrameDecoder dec = protocol == Protocol.Standard ? (FrameDecoder)new StandardDecoder() : new LengthFieldDecoder(p);
-            var h = new EchoHandler { Protocol = protocol, Profile = p };
-            string name = (protocol == Protocol.Standard ? "standard" : "length-field") + " echo per frame (64K read)";
-            Measure(name, size, n =>
+            ServerSession session = codec.NewSession(false);
+            Measure(codec.Protocol + " echo per frame (64K read)", size, n =>
             {
                 // n frames: whole reads, each decoded and answered.
                 for (int done = 0; done < n; done += frames)
                 {
-                    h.Len = 0;
-                    dec.Feed(read, h);
+                    session.ClearOutput();
+                    session.Receive(read);
                 }
             });
             // Measure() divides by n, and each loop pass handles `frames` frames, so this is per frame.
-            if (dec.Failed || h.Len != read.Length) throw new Exception("echo bench broken");
+            if (session.Closed || session.OutputLength != read.Length) throw new Exception("echo bench broken");
         }
 
         sealed class CompletingObserver : IMatchObserver

@@ -224,4 +224,204 @@ namespace Frameproof.Codec
             return result;
         }
     }
+
+    /// <summary>
+    /// `length-field` matching: FIFO (LF-MATCH-1) over a fixed ring (LF-MATCH-4 bound, default 256).
+    /// A timeout completes the expired requests, fails every other one and fails the connection
+    /// (LF-MATCH-3).
+    /// </summary>
+    public sealed class FifoMatcher : IRequestMatcher
+    {
+        readonly IMatchObserver _observer;
+        readonly long _timeoutMs;
+        readonly long[] _ids;
+        readonly object[] _states;
+        readonly long[] _deadlines;
+        int _head, _count;
+        bool _failed;
+
+        public FifoMatcher(IMatchObserver observer, long timeoutMs = 0, int bound = Limits.DefaultFifoPendingBound)
+        {
+            _observer = observer;
+            _timeoutMs = timeoutMs <= 0 ? Limits.DefaultTimeoutMs : timeoutMs;
+            if (bound <= 0) bound = Limits.DefaultFifoPendingBound;
+            _ids = new long[bound];
+            _states = new object[bound];
+            _deadlines = new long[bound];
+        }
+
+        public bool Failed { get { return _failed; } }
+        public int PendingCount { get { return _count; } }
+        public long NextDeadline { get { return _count == 0 ? long.MaxValue : _deadlines[_head]; } }
+
+        public bool TryRequest(RequestId id, object state, long nowMs, out byte sequence)
+        {
+            sequence = 0;
+            if (_failed || _count == _ids.Length) return false;
+            int i = (_head + _count) % _ids.Length;
+            _ids[i] = id.Value;
+            _states[i] = state;
+            _deadlines[i] = nowMs + _timeoutMs;
+            _count++;
+            return true;
+        }
+
+        /// <summary>A one-way message is a plain frame that is never pending.</summary>
+        public bool TryOneWay(out byte sequence)
+        {
+            sequence = 0;
+            return !_failed;
+        }
+
+        public void OnFrame(byte flag, byte sequence, ReadOnlySpan<byte> payload)
+        {
+            if (_failed) return; // LF-MATCH-3: frames after the failure complete nothing
+            if (_count == 0)
+            {
+                _observer.OnUnmatched(flag, sequence, payload); // LF-MATCH-2
+                return;
+            }
+            object st; long id;
+            Dequeue(out id, out st);
+            _observer.OnReply(new RequestId(id), st, flag, sequence, payload);
+        }
+
+        public void Expire(long nowMs)
+        {
+            if (_failed || _count == 0 || _deadlines[_head] > nowMs) return;
+            while (_count > 0 && _deadlines[_head] <= nowMs)
+            {
+                object st; long id;
+                Dequeue(out id, out st);
+                _observer.OnTimeout(new RequestId(id), st);
+            }
+            FailAll();
+        }
+
+        public void FailAll()
+        {
+            _failed = true;
+            while (_count > 0)
+            {
+                object st; long id;
+                Dequeue(out id, out st);
+                _observer.OnFailed(new RequestId(id), st);
+            }
+        }
+
+        void Dequeue(out long id, out object state)
+        {
+            id = _ids[_head];
+            state = _states[_head];
+            _states[_head] = null;
+            _head = (_head + 1) % _ids.Length;
+            _count--;
+        }
+    }
+
+    /// <summary>`length-field`'s server session: LF-ECHO-1..3, every frame is answered with the same
+    /// payload in the same profile (header bytes zeroed, minimal length field).</summary>
+    public sealed class LengthFieldEchoSession : FrameEchoSession
+    {
+        readonly LengthFieldProfile _profile;
+
+        public LengthFieldEchoSession(LengthFieldProfile profile, long maxPayload, bool sink)
+            : base(new LengthFieldDecoder(profile, maxPayload), sink)
+        {
+            _profile = profile;
+        }
+
+        protected override void Reply(byte flag, byte sequence, ReadOnlySpan<byte> payload)
+        {
+            int need = (int)LengthFieldEncoder.EncodedLength(_profile, payload.Length);
+            Commit(LengthFieldEncoder.Write(_profile, payload, Reserve(need)));
+        }
+    }
+
+    /// <summary>`length-field` with its profile and limits. Frames carry flag and sequence 0.</summary>
+    public sealed class LengthFieldCodec : FrameCodec
+    {
+        /// <summary>Largest header offset this implementation encodes (the whole header is written
+        /// into one buffer); decoding skips any offset without buffering it.</summary>
+        public const long MaxEncodeOffset = 64L * 1024 * 1024;
+
+        public readonly LengthFieldProfile Profile;
+
+        public LengthFieldCodec(CodecSpec spec) : base(spec)
+        {
+            Profile = spec.Params is LengthFieldProfile ? (LengthFieldProfile)spec.Params : LengthFieldProfile.Default;
+        }
+
+        public override ProtocolError ConfigError
+        {
+            get
+            {
+                return Profile.IsValid ? default(ProtocolError)
+                    : new ProtocolError("LF-FMT-3", 0, "unsupported length-field profile " + Profile);
+            }
+        }
+
+        public override string EncoderUnsupported
+        {
+            get { return Profile.Offset > MaxEncodeOffset ? "header offset above 64 MiB not supported by this encoder" : null; }
+        }
+
+        public override FrameDecoder NewDecoder() { return new LengthFieldDecoder(Profile, MaxPayload); }
+
+        public override bool CheckPayload(long payloadLength, out ProtocolError error)
+        {
+            return LengthFieldEncoder.Check(Profile, payloadLength, MaxPayload, out error);
+        }
+
+        public override int EncodedLength(int payloadLength) { return (int)LengthFieldEncoder.EncodedLength(Profile, payloadLength); }
+
+        public override int Write(byte flag, byte sequence, ReadOnlySpan<byte> payload, Span<byte> dest)
+        {
+            return LengthFieldEncoder.Write(Profile, payload, dest);
+        }
+
+        public override IRequestMatcher NewMatcher(IMatchObserver observer, long timeoutMs)
+        {
+            return new FifoMatcher(observer, timeoutMs);
+        }
+
+        public override int WriteRequest(byte sequence, ReadOnlySpan<byte> payload, Span<byte> dest)
+        {
+            return LengthFieldEncoder.Write(Profile, payload, dest);
+        }
+
+        public override int WriteOneWay(byte sequence, ReadOnlySpan<byte> payload, Span<byte> dest)
+        {
+            return LengthFieldEncoder.Write(Profile, payload, dest);
+        }
+
+        /// <summary>LF-MATCH-4: the pending bound.</summary>
+        public override int MaxInFlight { get { return Limits.DefaultFifoPendingBound; } }
+
+        public override ServerSession NewSession(bool sink) { return new LengthFieldEchoSession(Profile, MaxPayload, sink); }
+    }
+
+    /// <summary>Registry entry of `length-field`: parameters {"offset": N, "size": S} under "length_field".</summary>
+    public sealed class LengthFieldProtocol : ProtocolModule
+    {
+        public static readonly LengthFieldProtocol Module = new LengthFieldProtocol();
+
+        public override string Name { get { return "length-field"; } }
+
+        public override string ParamsKey { get { return "length_field"; } }
+
+        /// <summary>{"offset": 0..2^32-1, "size": int32}; absent members take the defaults (0, 2).
+        /// An unsupported size is not a JSON error: the codec reports LF-FMT-3.</summary>
+        public override object ParseParams(JsonValue value)
+        {
+            var members = value.AsObject("\"length_field\"");
+            CodecJson.CheckKeys(members, "length_field", "offset", "size");
+            JsonValue v;
+            long offset = CodecJson.TryGet(members, "offset", out v) ? v.AsInteger("length_field.offset", 0, uint.MaxValue) : 0;
+            long size = CodecJson.TryGet(members, "size", out v) ? v.AsInteger("length_field.size", int.MinValue, int.MaxValue) : 2;
+            return new LengthFieldProfile(offset, (int)size);
+        }
+
+        public override FrameCodec Create(CodecSpec spec) { return new LengthFieldCodec(spec); }
+    }
 }

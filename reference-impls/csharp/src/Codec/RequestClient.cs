@@ -7,8 +7,6 @@ using System.Threading.Tasks;
 
 namespace Frameproof.Codec
 {
-    public enum Protocol { Standard, LengthField }
-
     /// <summary>Checks a reply payload against the request (called on the receive thread).</summary>
     public interface IReplyVerifier
     {
@@ -20,16 +18,14 @@ namespace Frameproof.Codec
     /// <summary>
     /// One client connection with request/reply matching on a real clock: requests are encoded into
     /// a send buffer (<see cref="TryEnqueue"/>) and written by <see cref="Flush"/>; a receive thread
-    /// decodes replies and completes pooled ValueTasks through the matcher (sequence table for
-    /// standard, FIFO for length-field); a timer expires requests (STD-MATCH-3 / LF-MATCH-3).
+    /// decodes replies and completes pooled ValueTasks through the codec's matcher; a timer expires
+    /// requests (STD-MATCH-3 / LF-MATCH-3).
     /// Enqueue/Flush are for a single driver at a time.
     /// </summary>
     public sealed class RequestClient : IMatchObserver, IDisposable
     {
         readonly Socket _socket;
-        readonly Protocol _protocol;
-        readonly LengthFieldProfile _profile;
-        readonly long _maxPayload;
+        readonly FrameCodec _codec;
         readonly FrameDecoder _decoder;
         readonly IRequestMatcher _matcher;
         readonly IReplyVerifier _verifier;
@@ -53,25 +49,14 @@ namespace Frameproof.Codec
         /// <summary>With inlineCompletions, awaiting code resumes directly on the receive thread (no
         /// thread-pool hop); use it only when that code cannot block on a full socket, e.g. one
         /// request in flight per connection.</summary>
-        public RequestClient(Socket socket, Protocol protocol, LengthFieldProfile profile, long maxPayload, long timeoutMs,
-            IReplyVerifier verifier, bool inlineCompletions = false)
+        public RequestClient(Socket socket, FrameCodec codec, long timeoutMs, IReplyVerifier verifier, bool inlineCompletions = false)
         {
             _pool = new CompletionSourcePool(512, inlineCompletions);
             _socket = socket;
-            _protocol = protocol;
-            _profile = profile;
-            _maxPayload = maxPayload;
+            _codec = codec;
             _verifier = verifier;
-            if (protocol == Protocol.Standard)
-            {
-                _decoder = new StandardDecoder(maxPayload);
-                _matcher = new StandardMatcher(this, timeoutMs);
-            }
-            else
-            {
-                _decoder = new LengthFieldDecoder(profile, maxPayload);
-                _matcher = new FifoMatcher(this, timeoutMs);
-            }
+            _decoder = codec.NewDecoder();
+            _matcher = codec.NewMatcher(this, timeoutMs);
             _out = ArrayPool<byte>.Shared.Rent(64 * 1024);
             long period = Math.Max(5, Math.Min(100, (timeoutMs <= 0 ? Limits.DefaultTimeoutMs : timeoutMs) / 4));
             _timer = new Timer(OnTimer, null, period, period);
@@ -91,10 +76,7 @@ namespace Frameproof.Codec
         {
             task = default(ValueTask<Completion>);
             ProtocolError err;
-            bool ok = _protocol == Protocol.Standard
-                ? StandardEncoder.Check(payload.Length, _maxPayload, out err)
-                : LengthFieldEncoder.Check(_profile, payload.Length, _maxPayload, out err);
-            if (!ok) return false;
+            if (!_codec.CheckPayload(payload.Length, out err)) return false;
             PooledCompletionSource src = _pool.Rent();
             src.SentTicks = Stopwatch.GetTimestamp();
             ValueTask<Completion> t = src.Task; // before registering: the source may complete at once
@@ -108,30 +90,25 @@ namespace Frameproof.Codec
                     return false;
                 }
             }
-            Append(seq, payload, StandardFlags.Request);
+            Append(seq, payload);
             task = t;
             return true;
         }
 
-        /// <summary>Encodes a frame that expects no reply (receive mode): standard takes the next
-        /// sequence number of its own counter with flag 0x01; length-field a plain frame.</summary>
+        /// <summary>Encodes a request that is not matched (receive mode: the server is a sink): it
+        /// takes the next sequence number of a counter of its own.</summary>
         public bool EnqueueUnmatched(ReadOnlySpan<byte> payload)
         {
             ProtocolError err;
-            bool ok = _protocol == Protocol.Standard
-                ? StandardEncoder.Check(payload.Length, _maxPayload, out err)
-                : LengthFieldEncoder.Check(_profile, payload.Length, _maxPayload, out err);
-            if (!ok) return false;
+            if (!_codec.CheckPayload(payload.Length, out err)) return false;
             _oneWaySeq = unchecked((byte)(_oneWaySeq + 1));
-            Append(_oneWaySeq, payload, StandardFlags.Request);
+            Append(_oneWaySeq, payload);
             return true;
         }
 
-        void Append(byte seq, ReadOnlySpan<byte> payload, byte flag)
+        void Append(byte seq, ReadOnlySpan<byte> payload)
         {
-            int need = _protocol == Protocol.Standard
-                ? StandardEncoder.EncodedLength(payload.Length)
-                : (int)LengthFieldEncoder.EncodedLength(_profile, payload.Length);
+            int need = _codec.EncodedLength(payload.Length);
             if (_outLen + need > _out.Length)
             {
                 byte[] nb = ArrayPool<byte>.Shared.Rent(Math.Max(_out.Length * 2, _outLen + need));
@@ -139,10 +116,7 @@ namespace Frameproof.Codec
                 ArrayPool<byte>.Shared.Return(_out);
                 _out = nb;
             }
-            Span<byte> dst = new Span<byte>(_out, _outLen, need);
-            _outLen += _protocol == Protocol.Standard
-                ? StandardEncoder.Write(flag, seq, payload, dst)
-                : LengthFieldEncoder.Write(_profile, payload, dst);
+            _outLen += _codec.WriteRequest(seq, payload, new Span<byte>(_out, _outLen, need));
         }
 
         /// <summary>Writes the buffered requests (blocking). Returns false if the socket failed.</summary>
@@ -227,7 +201,7 @@ namespace Frameproof.Codec
             {
                 if (_matcher.PendingCount == 0) return;
                 _matcher.Expire(NowMs);
-                if (_matcher.Failed && _protocol == Protocol.LengthField) _closed = true; // LF-MATCH-3
+                if (_matcher.Failed) _closed = true; // a timeout that fails the connection (LF-MATCH-3)
             }
             DeliverCompletions();
             if (_closed) Close();

@@ -129,4 +129,187 @@ namespace Frameproof.Codec
             return result;
         }
     }
+
+    /// <summary>
+    /// `standard` matching: a 256-slot table indexed by sequence number (STD-MATCH-1), plus an
+    /// intrusive list in send order for timeouts (STD-MATCH-3, oldest first). All arrays are
+    /// allocated once; per request there is no allocation.
+    /// </summary>
+    public sealed class StandardMatcher : IRequestMatcher
+    {
+        readonly IMatchObserver _observer;
+        readonly long _timeoutMs;
+        readonly bool[] _pending = new bool[256];
+        readonly long[] _ids = new long[256];
+        readonly object[] _states = new object[256];
+        readonly long[] _deadlines = new long[256];
+        readonly short[] _prev = new short[256];
+        readonly short[] _next = new short[256];
+        short _head = -1, _tail = -1;
+        int _count;
+        byte _last;            // last sequence number used; the first request carries 1 (STD-SEQ-1)
+        bool _failed;
+
+        public StandardMatcher(IMatchObserver observer, long timeoutMs = 0)
+        {
+            _observer = observer;
+            _timeoutMs = timeoutMs <= 0 ? Limits.DefaultTimeoutMs : timeoutMs;
+        }
+
+        public bool Failed { get { return _failed; } }
+        public int PendingCount { get { return _count; } }
+        public long NextDeadline { get { return _head < 0 ? long.MaxValue : _deadlines[_head]; } }
+        /// <summary>Frames with bit 7 clear received (requests from the peer, STD-MATCH-5).</summary>
+        public long PeerRequests;
+
+        public bool TryRequest(RequestId id, object state, long nowMs, out byte sequence)
+        {
+            byte next = unchecked((byte)(_last + 1));
+            sequence = next;
+            if (_failed || _pending[next]) return false; // STD-SEQ-3: refused, counter not advanced
+            _last = next;
+            _pending[next] = true;
+            _ids[next] = id.Value;
+            _states[next] = state;
+            _deadlines[next] = nowMs + _timeoutMs;
+            _prev[next] = _tail;
+            _next[next] = -1;
+            if (_tail >= 0) _next[_tail] = next; else _head = next;
+            _tail = next;
+            _count++;
+            return true;
+        }
+
+        /// <summary>STD-MATCH-4: a one-way message takes the next number, with no pending check.</summary>
+        public bool TryOneWay(out byte sequence)
+        {
+            sequence = 0;
+            if (_failed) return false;
+            _last = unchecked((byte)(_last + 1));
+            sequence = _last;
+            return true;
+        }
+
+        public void OnFrame(byte flag, byte sequence, ReadOnlySpan<byte> payload)
+        {
+            if (_failed) return;
+            if (!StandardFlags.IsReply(flag)) { PeerRequests++; return; } // STD-MATCH-5
+            if (_pending[sequence])
+            {
+                object st = _states[sequence];
+                long id = _ids[sequence];
+                Remove(sequence);
+                _observer.OnReply(new RequestId(id), st, flag, sequence, payload); // incl. error replies (STD-MATCH-6)
+            }
+            else
+            {
+                _observer.OnUnmatched(flag, sequence, payload); // STD-MATCH-2
+            }
+        }
+
+        public void Expire(long nowMs)
+        {
+            while (_head >= 0 && _deadlines[_head] <= nowMs)
+            {
+                short s = _head;
+                object st = _states[s];
+                long id = _ids[s];
+                Remove(s);
+                _observer.OnTimeout(new RequestId(id), st);
+            }
+        }
+
+        public void FailAll()
+        {
+            _failed = true;
+            while (_head >= 0)
+            {
+                short s = _head;
+                object st = _states[s];
+                long id = _ids[s];
+                Remove(s);
+                _observer.OnFailed(new RequestId(id), st);
+            }
+        }
+
+        void Remove(int s)
+        {
+            _pending[s] = false;
+            _states[s] = null;
+            short p = _prev[s], n = _next[s];
+            if (p >= 0) _next[p] = n; else _head = n;
+            if (n >= 0) _prev[n] = p; else _tail = p;
+            _count--;
+        }
+    }
+
+    /// <summary>`standard`'s server session: STD-ECHO-1..5. Requests (bits 7 and 6 clear) are
+    /// answered with the same sequence, the reply flag (0x80 | kind) and the same payload; one-way
+    /// messages and replies get nothing (STD-ECHO-2).</summary>
+    public sealed class StandardEchoSession : FrameEchoSession
+    {
+        public StandardEchoSession(long maxPayload, bool sink) : base(new StandardDecoder(maxPayload), sink) { }
+
+        protected override void Reply(byte flag, byte sequence, ReadOnlySpan<byte> payload)
+        {
+            if (!StandardFlags.IsRequest(flag)) return;
+            int need = StandardEncoder.EncodedLength(payload.Length);
+            Commit(StandardEncoder.Write(StandardFlags.ReplyFor(flag), sequence, payload, Reserve(need)));
+        }
+    }
+
+    /// <summary>`standard` with its configuration (only limits.max_payload).</summary>
+    public sealed class StandardCodec : FrameCodec
+    {
+        public StandardCodec(CodecSpec spec) : base(spec) { }
+
+        public override FrameDecoder NewDecoder() { return new StandardDecoder(MaxPayload); }
+
+        public override bool CheckPayload(long payloadLength, out ProtocolError error)
+        {
+            return StandardEncoder.Check(payloadLength, MaxPayload, out error);
+        }
+
+        public override int EncodedLength(int payloadLength) { return StandardEncoder.EncodedLength(payloadLength); }
+
+        public override int Write(byte flag, byte sequence, ReadOnlySpan<byte> payload, Span<byte> dest)
+        {
+            return StandardEncoder.Write(flag, sequence, payload, dest);
+        }
+
+        public override string UnsupportedHeader(uint flag, uint sequence)
+        {
+            return flag > 255 || sequence > 255 ? "flag/sequence above 255 cannot be written in one byte" : null;
+        }
+
+        public override IRequestMatcher NewMatcher(IMatchObserver observer, long timeoutMs)
+        {
+            return new StandardMatcher(observer, timeoutMs);
+        }
+
+        public override int WriteRequest(byte sequence, ReadOnlySpan<byte> payload, Span<byte> dest)
+        {
+            return StandardEncoder.Write(StandardFlags.Request, sequence, payload, dest);
+        }
+
+        public override int WriteOneWay(byte sequence, ReadOnlySpan<byte> payload, Span<byte> dest)
+        {
+            return StandardEncoder.Write(StandardFlags.OneWay, sequence, payload, dest);
+        }
+
+        /// <summary>255: with all 256 sequence numbers pending the next send is refused (STD-SEQ-3).</summary>
+        public override int MaxInFlight { get { return 255; } }
+
+        public override ServerSession NewSession(bool sink) { return new StandardEchoSession(MaxPayload, sink); }
+    }
+
+    /// <summary>Registry entry of `standard`: no parameters besides the limits.</summary>
+    public sealed class StandardProtocol : ProtocolModule
+    {
+        public static readonly StandardProtocol Module = new StandardProtocol();
+
+        public override string Name { get { return "standard"; } }
+
+        public override FrameCodec Create(CodecSpec spec) { return new StandardCodec(spec); }
+    }
 }

@@ -16,8 +16,7 @@ namespace Frameproof.Load
 
     sealed class LoadConfig
     {
-        public Protocol Protocol;
-        public string ProtocolName;
+        public FrameCodec Codec;
         public IPEndPoint Endpoint;
         public int Connections;
         public long Requests = -1;       // --requests, or -1
@@ -26,7 +25,6 @@ namespace Frameproof.Load
         public Mode Mode;
         public string ModeName;
         public int Window;
-        public LengthFieldProfile Profile = LengthFieldProfile.Default;
         public long TimeoutMs = 5000;
         public string JsonFile;
     }
@@ -75,7 +73,7 @@ namespace Frameproof.Load
             // safe because one request in flight cannot fill the socket buffers both ways. (Tried for
             // small pipelined windows too: slower, as the driver then writes once per reply.)
             bool inline = _cfg.Mode == Mode.PerPacket;
-            Client = new RequestClient(s, _cfg.Protocol, _cfg.Profile, 0, _cfg.TimeoutMs, this, inline);
+            Client = new RequestClient(s, _cfg.Codec, _cfg.TimeoutMs, this, inline);
         }
 
         bool More()
@@ -221,17 +219,16 @@ namespace Frameproof.Load
 
     public static class Program
     {
-        const string Usage = "usage: fp-load --protocol standard|length-field --connect HOST:PORT --connections N (--requests N | --duration SECONDS) --payload BYTES --mode per-packet|pipelined|receive [--window W] [--lf-offset N] [--lf-size S] [--timeout-ms MS] [--json FILE]";
+        const string Usage = "usage: fp-load (--codec JSON | --protocol NAME) --connect HOST:PORT [--connections N] (--requests N | --duration SECONDS) [--payload BYTES] [--mode per-packet|pipelined|receive] [--window W] [--timeout-ms MS] [--json FILE]";
 
         public static int Main(string[] args)
         {
+            if (Options.WantsHelp(args)) { Console.Out.WriteLine(Usage); return 0; }
             LoadConfig cfg;
             try { cfg = Parse(args); }
             catch (Exception e)
             {
-                Console.Error.WriteLine("fp-load: " + e.Message);
-                Console.Error.WriteLine(Usage);
-                return 2;
+                return Options.UsageError(e, Usage);
             }
             try { return Run(cfg); }
             catch (Exception e)
@@ -243,41 +240,35 @@ namespace Frameproof.Load
 
         static LoadConfig Parse(string[] args)
         {
-            var o = new Options(args, new string[0]);
+            var o = new Options(args, new string[0], new[] { "codec", "protocol", "connect", "connections", "requests", "duration",
+                "payload", "mode", "window", "timeout-ms", "json" });
             var c = new LoadConfig();
-            c.ProtocolName = o.Require("protocol");
-            c.Protocol = Options.ParseProtocol(c.ProtocolName);
+            c.Codec = o.CreateCodec();
             c.Endpoint = Options.ParseEndPoint(o.Require("connect"));
-            c.Connections = (int)o.GetLong("connections", 1);
-            if (c.Connections < 1) throw new ArgumentException("--connections must be ≥ 1");
-            if (o.Has("requests") == o.Has("duration")) throw new ArgumentException("give exactly one of --requests and --duration");
-            if (o.Has("requests")) { c.Requests = o.GetLong("requests", 0); if (c.Requests < 0) throw new ArgumentException("--requests must be ≥ 0"); }
-            else { c.Duration = o.GetDouble("duration", 0); if (c.Duration <= 0) throw new ArgumentException("--duration must be > 0"); }
-            long p = o.GetLong("payload", -1);
-            if (p < 0) throw new ArgumentException("--payload BYTES is required");
+            c.Connections = (int)Math.Min(o.GetLong("connections", 1), int.MaxValue);
+            if (c.Connections < 1) throw new UsageException("--connections must be at least 1");
+            if (o.Has("requests") == o.Has("duration")) throw new UsageException("give exactly one of --requests and --duration");
+            if (o.Has("requests")) { c.Requests = o.GetLong("requests", 0); if (c.Requests < 0) throw new UsageException("--requests must be at least 0"); }
+            else { c.Duration = o.GetDouble("duration", 0); if (!(c.Duration > 0)) throw new UsageException("--duration must be > 0"); }
+            long p = o.GetLong("payload", 32);
+            if (p < 0) throw new UsageException("--payload must be at least 0");
             c.Payload = (int)Math.Min(p, int.MaxValue);
-            c.ModeName = o.Require("mode");
+            c.ModeName = o.Get("mode", "per-packet");
             if (c.ModeName == "per-packet") c.Mode = Mode.PerPacket;
             else if (c.ModeName == "pipelined") c.Mode = Mode.Pipelined;
             else if (c.ModeName == "receive") c.Mode = Mode.Receive;
-            else throw new ArgumentException("unknown mode '" + c.ModeName + "'");
-            c.Window = (int)o.GetLong("window", c.Mode == Mode.PerPacket ? 1 : c.Mode == Mode.Pipelined ? 32 : 256);
-            if (c.Mode == Mode.PerPacket) c.Window = 1;
-            if (c.Window < 1) throw new ArgumentException("--window must be ≥ 1");
-            if (c.Mode == Mode.Pipelined && c.Protocol == Protocol.Standard && c.Window > 255) throw new ArgumentException("--window must be ≤ 255 for standard");
-            if (c.Mode == Mode.Pipelined && c.Protocol == Protocol.LengthField && c.Window > Limits.DefaultFifoPendingBound)
-                throw new ArgumentException("--window must be ≤ " + Limits.DefaultFifoPendingBound + " for length-field (LF-MATCH-4)");
-            c.Profile = new LengthFieldProfile(o.GetLong("lf-offset", 0), (int)o.GetLong("lf-size", 2));
-            if (c.Profile.Offset < 0 || c.Profile.Offset > 65536) throw new ArgumentException("--lf-offset must be between 0 and 65536");
-            if (c.Protocol == Protocol.LengthField) c.Profile.Validate();
+            else throw new UsageException("unknown --mode '" + c.ModeName + "' (per-packet|pipelined|receive)");
+            long window = o.GetLong("window", c.Mode == Mode.PerPacket ? 1 : c.Mode == Mode.Pipelined ? 32 : 256);
+            if (c.Mode == Mode.PerPacket && window != 1) throw new UsageException("--window must be 1 in per-packet mode");
+            if (window < 1) throw new UsageException("--window must be at least 1");
+            if (c.Mode == Mode.Pipelined && window > c.Codec.MaxInFlight)
+                throw new UsageException("--window must be at most " + c.Codec.MaxInFlight + " for " + c.Codec.Protocol);
+            c.Window = (int)Math.Min(window, 1 << 20);
             c.TimeoutMs = o.GetLong("timeout-ms", 5000);
-            if (c.TimeoutMs <= 0) throw new ArgumentException("--timeout-ms must be > 0");
+            if (c.TimeoutMs <= 0) throw new UsageException("--timeout-ms must be > 0");
             c.JsonFile = o.Get("json", null);
             ProtocolError err;
-            bool ok = c.Protocol == Protocol.Standard
-                ? StandardEncoder.Check(c.Payload, 0, out err)
-                : LengthFieldEncoder.Check(c.Profile, c.Payload, 0, out err);
-            if (!ok) throw new ArgumentException("--payload " + c.Payload + " cannot be encoded: " + err);
+            if (!c.Codec.CheckPayload(c.Payload, out err)) throw new UsageException("--payload " + c.Payload + " cannot be encoded: " + err);
             return c;
         }
 
@@ -358,7 +349,7 @@ namespace Frameproof.Load
                 "  sent {5}, replies {6}, verified {7}, errors {8}\n" +
                 "  {9:F3} s, {10:F1} msg/s, {11:F2} MB/s\n" +
                 "  latency us: p50 {12} p90 {13} p99 {14} p99.9 {15} max {16}",
-                cfg.ProtocolName, cfg.ModeName, cfg.Connections, cfg.Window, cfg.Payload,
+                cfg.Codec.Protocol, cfg.ModeName, cfg.Connections, cfg.Window, cfg.Payload,
                 sent, replies, verified, errors, seconds, msgs, mb,
                 hist.Percentile(0.5), hist.Percentile(0.9), hist.Percentile(0.99), hist.Percentile(0.999), hist.Max));
             lock (shared.Details)
@@ -369,17 +360,18 @@ namespace Frameproof.Load
             if (cfg.JsonFile != null)
             {
                 var sb = new StringBuilder();
-                sb.Append("{\"implementation\": \"csharp\", \"protocol\": ").Append(Options.Json(cfg.ProtocolName));
-                sb.Append(", \"mode\": ").Append(Options.Json(cfg.ModeName));
+                sb.Append("{\"implementation\": \"csharp\", \"protocol\": ").Append(CodecJson.Quote(cfg.Codec.Protocol));
+                sb.Append(", \"codec\": ").Append(cfg.Codec.Spec.Json);
+                sb.Append(", \"mode\": ").Append(CodecJson.Quote(cfg.ModeName));
                 sb.AppendFormat(inv, ", \"connections\": {0}, \"window\": {1}, \"payload\": {2}", cfg.Connections, cfg.Window, cfg.Payload);
                 sb.AppendFormat(inv, ", \"requests_sent\": {0}, \"replies_received\": {1}, \"replies_verified\": {2}, \"errors\": {3}", sent, replies, verified, errors);
                 sb.Append(", \"error_details\": [");
                 lock (shared.Details)
                 {
-                    for (int i = 0; i < shared.Details.Count; i++) sb.Append(i > 0 ? ", " : "").Append(Options.Json(shared.Details[i]));
+                    for (int i = 0; i < shared.Details.Count; i++) sb.Append(i > 0 ? ", " : "").Append(CodecJson.Quote(shared.Details[i]));
                 }
                 sb.Append(']');
-                sb.AppendFormat(inv, ", \"duration_s\": {0:F3}, \"msgs_per_s\": {1:F1}, \"mb_per_s\": {2:F3}", seconds, msgs, mb);
+                sb.AppendFormat(inv, ", \"duration_s\": {0:F6}, \"msgs_per_s\": {1:F1}, \"mb_per_s\": {2:F3}", seconds, msgs, mb);
                 sb.AppendFormat(inv, ", \"latency_us\": {{\"p50\": {0}, \"p90\": {1}, \"p99\": {2}, \"p999\": {3}, \"max\": {4}}}}}",
                     hist.Percentile(0.5), hist.Percentile(0.9), hist.Percentile(0.99), hist.Percentile(0.999), hist.Max);
                 File.WriteAllText(cfg.JsonFile, sb.ToString() + "\n");

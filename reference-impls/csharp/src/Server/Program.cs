@@ -10,9 +10,7 @@ namespace Frameproof.Server
 {
     sealed class ServerConfig
     {
-        public Protocol Protocol;
-        public LengthFieldProfile Profile = LengthFieldProfile.Default;
-        public long MaxPayload;
+        public FrameCodec Codec;
         public bool Sink;
         public bool Blocking = true;   // --io blocking (default) | saea
     }
@@ -20,6 +18,15 @@ namespace Frameproof.Server
     sealed class Counters
     {
         public long Connections, Frames, Bytes, ProtocolErrors;
+
+        /// <summary>Adds what a session counted since the last call (reported = the session's totals
+        /// already added).</summary>
+        public void Add(ServerSession s, ref long reportedFrames, ref long reportedBytes)
+        {
+            long f = s.Frames, b = s.PayloadBytes;
+            if (f != reportedFrames) { Interlocked.Add(ref Frames, f - reportedFrames); reportedFrames = f; }
+            if (b != reportedBytes) { Interlocked.Add(ref Bytes, b - reportedBytes); reportedBytes = b; }
+        }
     }
 
     interface IConnection
@@ -29,33 +36,26 @@ namespace Frameproof.Server
     }
 
     /// <summary>
-    /// One connection served by a dedicated thread with blocking socket calls: receive → decode →
-    /// send the replies → receive. On Mono this has much lower per-request latency than
-    /// SocketAsyncEventArgs (no I/O-thread hand-off); buffering is bounded the same way (one read,
-    /// the decoder's partial frame, the replies to one read). Used for --io blocking (default).
+    /// One connection served by a dedicated thread with blocking socket calls around the protocol's
+    /// server session: receive → session → send its output → receive. On Mono this has much lower
+    /// per-request latency than SocketAsyncEventArgs (no I/O-thread hand-off); buffering is bounded
+    /// the same way (one read, the decoder's partial frame, the replies to one read). --io blocking.
     /// </summary>
-    sealed class BlockingConnection : IConnection, IFrameHandler
+    sealed class BlockingConnection : IConnection
     {
         const int ReadSize = 64 * 1024;
-        const int DrainLimit = 4 * 1024 * 1024;
         readonly EchoServer _server;
         readonly Socket _socket;
-        readonly ServerConfig _cfg;
-        readonly FrameDecoder _decoder;
+        readonly ServerSession _session;
         readonly byte[] _rx = new byte[ReadSize];
-        byte[] _out = new byte[ReadSize + 64];
-        int _outLen;
-        long _frames, _bytes;
+        long _reportedFrames, _reportedBytes;
         int _closed;
 
         public BlockingConnection(EchoServer server, Socket socket, ServerConfig cfg)
         {
             _server = server;
             _socket = socket;
-            _cfg = cfg;
-            _decoder = cfg.Protocol == Protocol.Standard
-                ? (FrameDecoder)new StandardDecoder(cfg.MaxPayload)
-                : new LengthFieldDecoder(cfg.Profile, cfg.MaxPayload);
+            _session = cfg.Codec.NewSession(cfg.Sink);
         }
 
         public void Start()
@@ -68,66 +68,45 @@ namespace Frameproof.Server
         {
             try
             {
-                while (true)
+                while (!_session.Closed)
                 {
                     int n = _socket.Receive(_rx, 0, ReadSize, SocketFlags.None);
-                    if (n <= 0)
-                    {
-                        // Half-close: reply to every complete frame (already sent), discard a partial one.
-                        if (!_decoder.Finish()) Interlocked.Increment(ref _server.Counters.ProtocolErrors);
-                        try { _socket.Shutdown(SocketShutdown.Send); } catch (Exception) { }
-                        break;
-                    }
-                    bool ok = _decoder.Feed(new ReadOnlySpan<byte>(_rx, 0, n), this);
+                    if (n <= 0) _session.EndOfInput(); // half-close: the replies owed, then close
+                    else _session.Receive(new ReadOnlySpan<byte>(_rx, 0, n));
                     Account();
-                    SendReplies();
-                    if (!ok)
-                    {
-                        // STD-ECHO-4 / LF-ECHO-2: the replies before the error are out; half-close and
-                        // read until the peer closes (bounded), so the close does not reset them away.
-                        Interlocked.Increment(ref _server.Counters.ProtocolErrors);
-                        try { _socket.Shutdown(SocketShutdown.Send); } catch (Exception) { }
-                        _socket.ReceiveTimeout = 2000;
-                        int drained = 0;
-                        while (drained < DrainLimit)
-                        {
-                            int m = _socket.Receive(_rx, 0, ReadSize, SocketFlags.None);
-                            if (m <= 0) break;
-                            drained += m;
-                        }
-                        break;
-                    }
+                    SendOutput();
+                    if (n <= 0) break;
                 }
+                if (_session.Error.IsSet) Interlocked.Increment(ref _server.Counters.ProtocolErrors);
+                try { _socket.Shutdown(SocketShutdown.Send); } catch (Exception) { }
+                // STD-ECHO-4 / LF-ECHO-2 after an error: read until the peer closes (bounded), so that
+                // the close does not reset the replies in flight away.
+                EchoServer.Drain(_socket, _rx);
             }
             catch (Exception) { }
-            finally { Close(); }
+            finally
+            {
+                Close();
+                _session.Dispose();
+            }
         }
 
-        void SendReplies()
+        void SendOutput()
         {
-            int off = 0;
-            while (off < _outLen)
+            int len = _session.OutputLength, off = 0;
+            byte[] buf = _session.OutputBuffer;
+            while (off < len)
             {
-                int m = _socket.Send(_out, off, _outLen - off, SocketFlags.None);
+                int m = _socket.Send(buf, off, len - off, SocketFlags.None);
                 if (m <= 0) throw new SocketException((int)SocketError.ConnectionReset);
                 off += m;
             }
-            _outLen = 0;
-            if (_out.Length > 1024 * 1024) _out = new byte[ReadSize + 64];
+            _session.ClearOutput();
         }
 
         void Account()
         {
-            if (_frames > 0) { Interlocked.Add(ref _server.Counters.Frames, _frames); _frames = 0; }
-            if (_bytes > 0) { Interlocked.Add(ref _server.Counters.Bytes, _bytes); _bytes = 0; }
-        }
-
-        public void OnFrame(byte flag, byte sequence, ReadOnlySpan<byte> payload)
-        {
-            _frames++;
-            _bytes += payload.Length;
-            if (_cfg.Sink) return;
-            EchoWriter.Append(_cfg, flag, sequence, payload, ref _out, ref _outLen);
+            lock (this) _server.Counters.Add(_session, ref _reportedFrames, ref _reportedBytes);
         }
 
         public void Close()
@@ -139,70 +118,38 @@ namespace Frameproof.Server
         }
     }
 
-    /// <summary>Appends the echo reply of one frame to an output buffer (STD-ECHO-1/2, LF-ECHO-1).</summary>
-    static class EchoWriter
-    {
-        public static void Append(ServerConfig cfg, byte flag, byte sequence, ReadOnlySpan<byte> payload, ref byte[] outBuf, ref int outLen)
-        {
-            int need;
-            if (cfg.Protocol == Protocol.Standard)
-            {
-                if (!StandardFlags.IsRequest(flag)) return; // STD-ECHO-2: nothing for one-way or reply frames
-                need = StandardEncoder.EncodedLength(payload.Length);
-            }
-            else need = (int)LengthFieldEncoder.EncodedLength(cfg.Profile, payload.Length);
-            if (outLen + need > outBuf.Length)
-            {
-                var nb = new byte[Math.Max(outBuf.Length * 2, outLen + need)];
-                Buffer.BlockCopy(outBuf, 0, nb, 0, outLen);
-                outBuf = nb;
-            }
-            var dst = new Span<byte>(outBuf, outLen, need);
-            outLen += cfg.Protocol == Protocol.Standard
-                ? StandardEncoder.Write(StandardFlags.ReplyFor(flag), sequence, payload, dst)
-                : LengthFieldEncoder.Write(cfg.Profile, payload, dst);
-        }
-    }
-
     /// <summary>
-    /// One connection of the echo server, driven by SocketAsyncEventArgs in a strict
-    /// receive → decode → send replies → receive cycle, so the bytes buffered per connection stay
-    /// bounded (STD-LIM-3): one 64 KiB read buffer, the decoder's partial frame, and the replies to
-    /// one read (at most one read plus one maximum frame).
+    /// One connection driven by SocketAsyncEventArgs around the protocol's server session, in a
+    /// strict receive → session → send its output → receive cycle, so the bytes buffered per
+    /// connection stay bounded (STD-LIM-3): one 64 KiB read buffer, the decoder's partial frame, and
+    /// the replies to one read (at most one read plus one maximum frame). --io saea.
     /// </summary>
-    sealed class Connection : IConnection, IFrameHandler
+    sealed class Connection : IConnection
     {
         enum Phase { Receive, Send, Drain, Close }
         const int ReadSize = 64 * 1024;
-        const int DrainLimit = 4 * 1024 * 1024;
 
         readonly EchoServer _server;
         readonly Socket _socket;
-        readonly ServerConfig _cfg;
-        readonly FrameDecoder _decoder;
+        readonly ServerSession _session;
         readonly SocketAsyncEventArgs _rx = new SocketAsyncEventArgs();
         readonly SocketAsyncEventArgs _tx = new SocketAsyncEventArgs();
         readonly byte[] _rxBuf;
-        byte[] _out;
-        int _outLen, _outSent;
+        int _outSent;
         Phase _phase = Phase.Receive;
-        bool _closeAfterSend;   // decode error or EOF: close once the replies are out
-        bool _drainAfterSend;   // decode error: half-close, then discard input until EOF (bounded)
+        bool _drainAfterSend;   // the session closed: half-close, then discard input until EOF (bounded)
+        bool _eof;              // the peer half-closed: close once the output is sent
         int _drained;
         int _closed;
         Timer _drainTimer;
-        long _frames, _bytes;
+        long _reportedFrames, _reportedBytes;
 
         public Connection(EchoServer server, Socket socket, ServerConfig cfg)
         {
             _server = server;
             _socket = socket;
-            _cfg = cfg;
-            _decoder = cfg.Protocol == Protocol.Standard
-                ? (FrameDecoder)new StandardDecoder(cfg.MaxPayload)
-                : new LengthFieldDecoder(cfg.Profile, cfg.MaxPayload);
+            _session = cfg.Codec.NewSession(cfg.Sink);
             _rxBuf = ArrayPool<byte>.Shared.Rent(ReadSize);
-            _out = ArrayPool<byte>.Shared.Rent(ReadSize + 64);
             _rx.SetBuffer(_rxBuf, 0, ReadSize);
             _rx.Completed += OnIo;
             _tx.Completed += OnIo;
@@ -239,7 +186,7 @@ namespace Frameproof.Server
                             AfterReceive();
                             break;
                         case Phase.Send:
-                            _tx.SetBuffer(_out, _outSent, _outLen - _outSent);
+                            _tx.SetBuffer(_session.OutputBuffer, _outSent, _session.OutputLength - _outSent);
                             if (_socket.SendAsync(_tx)) return;
                             AfterSend();
                             break;
@@ -263,48 +210,38 @@ namespace Frameproof.Server
             if (_phase == Phase.Drain)
             {
                 _drained += n;
-                if (n == 0 || _drained > DrainLimit) _phase = Phase.Close;
+                if (n == 0 || _drained > EchoServer.DrainLimit) _phase = Phase.Close;
                 return;
             }
             if (n == 0)
             {
-                // Half-close: reply to every complete frame (already queued), discard a partial one.
-                if (!_decoder.Finish()) Interlocked.Increment(ref _server.Counters.ProtocolErrors);
-                _closeAfterSend = true;
-                _phase = _outLen > 0 ? Phase.Send : Phase.Close;
-                Flush();
-                return;
+                _eof = true;
+                _session.EndOfInput();
             }
-            if (!_decoder.Feed(new ReadOnlySpan<byte>(_rxBuf, 0, n), this))
+            else _session.Receive(new ReadOnlySpan<byte>(_rxBuf, 0, n));
+            Account();
+            if (_session.Closed)
             {
-                // STD-ECHO-4 / LF-ECHO-2: replies to the frames before the error, then close.
-                Interlocked.Increment(ref _server.Counters.ProtocolErrors);
-                _closeAfterSend = true;
-                _drainAfterSend = true;
+                if (_session.Error.IsSet) Interlocked.Increment(ref _server.Counters.ProtocolErrors);
+                // At EOF the peer has closed its side: nothing to drain. After an error, drain.
+                if (!_eof) _drainAfterSend = true;
             }
-            Flush();
-            if (_outLen > 0) _phase = Phase.Send;
+            if (_session.OutputLength > 0) _phase = Phase.Send;
             else AfterRepliesSent();
         }
 
-        void Flush()
+        void Account()
         {
-            if (_frames > 0) { Interlocked.Add(ref _server.Counters.Frames, _frames); _frames = 0; }
-            if (_bytes > 0) { Interlocked.Add(ref _server.Counters.Bytes, _bytes); _bytes = 0; }
+            lock (this) _server.Counters.Add(_session, ref _reportedFrames, ref _reportedBytes);
         }
 
         void AfterSend()
         {
             if (_tx.SocketError != SocketError.Success || _tx.BytesTransferred <= 0) { _phase = Phase.Close; return; }
             _outSent += _tx.BytesTransferred;
-            if (_outSent < _outLen) return; // partial send: continue
-            _outLen = 0;
+            if (_outSent < _session.OutputLength) return; // partial send: continue
             _outSent = 0;
-            if (_out.Length > 1024 * 1024)
-            {
-                ArrayPool<byte>.Shared.Return(_out);
-                _out = ArrayPool<byte>.Shared.Rent(ReadSize + 64);
-            }
+            _session.ClearOutput();
             AfterRepliesSent();
         }
 
@@ -316,59 +253,46 @@ namespace Frameproof.Server
                 try { _socket.Shutdown(SocketShutdown.Send); } catch (Exception) { }
                 _phase = Phase.Drain;
                 // Reading until the peer's EOF avoids a reset that could destroy the replies in flight.
-                _drainTimer = new Timer(DrainTimeout, null, 2000, Timeout.Infinite);
+                _drainTimer = new Timer(DrainTimeout, null, EchoServer.DrainMs, Timeout.Infinite);
                 return;
             }
-            _phase = _closeAfterSend ? Phase.Close : Phase.Receive;
+            _phase = _session.Closed || _eof ? Phase.Close : Phase.Receive;
         }
 
         void DrainTimeout(object _) { Close(); }
 
-        // Called by the decoder for every complete frame.
-        public void OnFrame(byte flag, byte sequence, ReadOnlySpan<byte> payload)
-        {
-            _frames++;
-            _bytes += payload.Length;
-            if (_cfg.Sink) return;
-            if (_cfg.Protocol == Protocol.Standard)
-            {
-                if (!StandardFlags.IsRequest(flag)) return; // STD-ECHO-2: no reply to one-way or reply frames
-                int need = StandardEncoder.EncodedLength(payload.Length);
-                Reserve(need);
-                _outLen += StandardEncoder.Write(StandardFlags.ReplyFor(flag), sequence, payload, new Span<byte>(_out, _outLen, need));
-            }
-            else
-            {
-                int need = (int)LengthFieldEncoder.EncodedLength(_cfg.Profile, payload.Length);
-                Reserve(need);
-                _outLen += LengthFieldEncoder.Write(_cfg.Profile, payload, new Span<byte>(_out, _outLen, need));
-            }
-        }
-
-        void Reserve(int need)
-        {
-            if (_outLen + need <= _out.Length) return;
-            byte[] nb = ArrayPool<byte>.Shared.Rent(Math.Max(_out.Length * 2, _outLen + need));
-            Buffer.BlockCopy(_out, 0, nb, 0, _outLen);
-            ArrayPool<byte>.Shared.Return(_out);
-            _out = nb;
-        }
-
         public void Close()
         {
             if (Interlocked.Exchange(ref _closed, 1) != 0) return;
-            Flush();
+            Account();
             if (_drainTimer != null) _drainTimer.Dispose();
             try { _socket.Shutdown(SocketShutdown.Both); } catch (Exception) { }
             try { _socket.Close(); } catch (Exception) { }
             _server.Remove(this);
-            // Neither the buffers nor the decoder's are returned to the pool: a pending SAEA operation or
-            // a concurrent Feed (shutdown path) may still hold them; the GC reclaims them.
+            // Neither the read buffer nor the session is given back to the pool: a pending SAEA
+            // operation or a concurrent Receive (shutdown path) may still use them; the GC reclaims them.
         }
     }
 
     sealed class EchoServer
     {
+        /// <summary>After the session closed: discard at most this much input, for at most DrainMs.</summary>
+        public const int DrainLimit = 4 * 1024 * 1024;
+        public const int DrainMs = 2000;
+
+        /// <summary>Reads (and discards) until the peer closes, bounded by DrainLimit and DrainMs.</summary>
+        public static void Drain(Socket s, byte[] buf)
+        {
+            s.ReceiveTimeout = DrainMs;
+            int drained = 0;
+            while (drained < DrainLimit)
+            {
+                int m = s.Receive(buf, 0, buf.Length, SocketFlags.None);
+                if (m <= 0) break;
+                drained += m;
+            }
+        }
+
         public readonly Counters Counters = new Counters();
         readonly ServerConfig _cfg;
         readonly Socket _listener;
@@ -436,38 +360,33 @@ namespace Frameproof.Server
 
     public static class Program
     {
+        const string Usage = "usage: fp-server (--codec JSON | --protocol NAME) --listen HOST:PORT [--sink] [--threads N] [--io blocking|saea]";
+
         public static int Main(string[] args)
         {
             AppDomain.CurrentDomain.UnhandledException += (s, e) =>
                 Console.Error.WriteLine("fp-server: unhandled exception: " + e.ExceptionObject);
+            if (Options.WantsHelp(args)) { Console.Out.WriteLine(Usage); return 0; }
             ServerConfig cfg = new ServerConfig();
             IPEndPoint ep;
             try
             {
-                var o = new Options(args, new[] { "sink" });
-                cfg.Protocol = Options.ParseProtocol(o.Require("protocol"));
+                var o = new Options(args, new[] { "sink" }, new[] { "codec", "protocol", "listen", "threads", "io" });
+                cfg.Codec = o.CreateCodec(); // a bad configuration (e.g. LF-FMT-3) is refused before any byte
                 ep = Options.ParseEndPoint(o.Require("listen"));
-                cfg.Profile = new LengthFieldProfile(o.GetLong("lf-offset", 0), (int)o.GetLong("lf-size", 2));
-                if (cfg.Profile.Offset < 0 || cfg.Profile.Offset > 65536) throw new ArgumentException("--lf-offset must be between 0 and 65536");
-                if (cfg.Protocol == Protocol.LengthField) cfg.Profile.Validate(); // LF-FMT-3 before any byte
-                cfg.MaxPayload = o.GetLong("max-payload", 0);
                 cfg.Sink = o.Flag("sink");
                 string ioMode = o.Get("io", "blocking");
-                if (ioMode != "blocking" && ioMode != "saea") throw new ArgumentException("--io must be blocking or saea");
+                if (ioMode != "blocking" && ioMode != "saea") throw new UsageException("--io must be blocking or saea");
                 cfg.Blocking = ioMode == "blocking";
-                long threads = o.GetLong("threads", 0);
-                if (threads > 0)
-                {
-                    int w, io;
-                    ThreadPool.GetMinThreads(out w, out io);
-                    ThreadPool.SetMinThreads(Math.Max(w, (int)threads), Math.Max(io, (int)threads));
-                }
+                long threads = o.GetLong("threads", Environment.ProcessorCount);
+                if (threads < 1 || threads > 4096) throw new UsageException("--threads must be between 1 and 4096");
+                int w, io;
+                ThreadPool.GetMinThreads(out w, out io);
+                ThreadPool.SetMinThreads(Math.Max(w, (int)threads), Math.Max(io, (int)threads));
             }
             catch (Exception e)
             {
-                Console.Error.WriteLine("fp-server: " + e.Message);
-                Console.Error.WriteLine("usage: fp-server --protocol standard|length-field --listen HOST:PORT [--lf-offset N] [--lf-size S] [--max-payload BYTES] [--sink] [--threads N] [--io blocking|saea]");
-                return 2;
+                return Options.UsageError(e, Usage);
             }
 
             EchoServer server;

@@ -1,4 +1,4 @@
-// Hand-written proto3 wire encoding of the testee messages (schemas/testee.proto).
+// Hand-written proto3 wire encoding of the testee messages (schemas/testee.proto, harness v1 and v2).
 //
 // Why hand-written: this machine has no .NET SDK, no NuGet and therefore no Google.Protobuf
 // runtime or protoc C# plugin usable from Mono's mcs. The testee protocol needs only a handful of
@@ -6,11 +6,13 @@
 // fields (wire type 2), so a ~300-line reader/writer is smaller than vendoring a runtime.
 // Unknown fields are skipped (all wire types), so newer runners stay compatible.
 // Field numbers below are copied from schemas/testee.proto; tests/TesteeProtoTests.cs checks
-// round trips and byte-exact encodings.
+// round trips and byte-exact encodings, and tests/TesteeGoldenTests.cs checks every field against
+// conformance/testee-golden.json, serialized by the Python protobuf runtime (tools/gen_testee_golden.py).
 using System;
 using System.Collections.Generic;
 using System.IO;
 using System.Text;
+using Frameproof.Codec;
 
 namespace Frameproof.Testee
 {
@@ -127,6 +129,7 @@ namespace Frameproof.Testee
         public void UInt64(int field, ulong v) { if (v != 0) { Tag(field, 0); WriteVarintRaw(v); } }
         public void UInt32(int field, uint v) { UInt64(field, v); }
         public void Enum(int field, int v) { if (v != 0) { Tag(field, 0); WriteVarintRaw((ulong)(long)v); } }
+        public void Bool(int field, bool v) { if (v) { Tag(field, 0); WriteVarintRaw(1); } }
         public void SInt32(int field, int v) { if (v != 0) { Tag(field, 0); WriteVarintRaw((uint)((v << 1) ^ (v >> 31))); } }
 
         public void Bytes(int field, byte[] v) { if (v != null && v.Length > 0) BytesAlways(field, v); }
@@ -148,14 +151,19 @@ namespace Frameproof.Testee
     }
 
     // ---------------------------------------------------------------- messages (schemas/testee.proto)
+    // Members of the oneofs "one line per protocol" (Codec.params, Frame.header,
+    // ProtocolError.detail) that this implementation has no protocol for are skipped; a later member
+    // of the same oneof replaces an earlier one, as protobuf parsers do.
 
     public sealed class CodecConfig
     {
         public string Protocol = "";
+        public bool HasLimits;
         public ulong MaxPayload;            // Limits.max_payload = 1
-        public bool HasLengthField;
+        public bool HasLengthField;         // params: LengthFieldParams length_field = 3
         public uint LfOffset;               // LengthFieldParams.offset = 1
         public int LfSize;                  // LengthFieldParams.size = 2 (sint32)
+        public int OtherParams;             // params: the field number of a member skipped (rpc 4, websocket 5), else 0
 
         public static CodecConfig Parse(ProtoReader r)
         {
@@ -167,6 +175,7 @@ namespace Frameproof.Testee
                 else if (f == 2)
                 {
                     ProtoReader.Expect(wt, 2, f);
+                    c.HasLimits = true;
                     var lr = r.ReadMessage();
                     while (!lr.AtEnd)
                     {
@@ -178,6 +187,7 @@ namespace Frameproof.Testee
                 {
                     ProtoReader.Expect(wt, 2, f);
                     c.HasLengthField = true;
+                    c.OtherParams = 0;
                     var pr = r.ReadMessage();
                     while (!pr.AtEnd)
                     {
@@ -187,6 +197,14 @@ namespace Frameproof.Testee
                         else pr.Skip(w);
                     }
                 }
+                else if (f >= 4 && f <= 15)
+                {
+                    ProtoReader.Expect(wt, 2, f); // another protocol's parameters (oneof params)
+                    r.Skip(wt);
+                    c.HasLengthField = false;
+                    c.LfOffset = 0; c.LfSize = 0;
+                    c.OtherParams = f;
+                }
                 else r.Skip(wt);
             }
             return c;
@@ -195,8 +213,20 @@ namespace Frameproof.Testee
         public void WriteTo(ProtoWriter w)
         {
             w.String(1, Protocol);
-            if (MaxPayload != 0) { var l = new ProtoWriter(); l.UInt64(1, MaxPayload); w.Message(2, l); }
+            if (HasLimits || MaxPayload != 0) { var l = new ProtoWriter(); l.UInt64(1, MaxPayload); w.Message(2, l); }
             if (HasLengthField) { var p = new ProtoWriter(); p.UInt32(1, LfOffset); p.SInt32(2, LfSize); w.Message(3, p); }
+        }
+
+        /// <summary>The codec for the registry: the oneof member given becomes the protocol's parameters.</summary>
+        public CodecSpec ToSpec()
+        {
+            var spec = new CodecSpec { Protocol = Protocol, MaxPayload = MaxPayload > (ulong)long.MaxValue ? long.MaxValue : (long)MaxPayload };
+            if (HasLengthField)
+            {
+                spec.ParamsKey = LengthFieldProtocol.Module.ParamsKey;
+                spec.Params = new LengthFieldProfile(LfOffset, LfSize);
+            }
+            return spec;
         }
     }
 
@@ -205,6 +235,7 @@ namespace Frameproof.Testee
         public uint Flag;
         public uint Sequence;
         public byte[] Payload = new byte[0];
+        public int OtherHeader;             // header: the field number of a member skipped (rpc 4, websocket 5), else 0
 
         public static FrameMsg Parse(ProtoReader r)
         {
@@ -215,6 +246,7 @@ namespace Frameproof.Testee
                 if (f == 1) { ProtoReader.Expect(wt, 0, f); m.Flag = (uint)r.ReadVarint(); }
                 else if (f == 2) { ProtoReader.Expect(wt, 0, f); m.Sequence = (uint)r.ReadVarint(); }
                 else if (f == 3) { ProtoReader.Expect(wt, 2, f); m.Payload = r.ReadBytes(); }
+                else if (f >= 4 && f <= 15) { ProtoReader.Expect(wt, 2, f); r.Skip(wt); m.OtherHeader = f; }
                 else r.Skip(wt);
             }
             return m;
@@ -233,6 +265,7 @@ namespace Frameproof.Testee
         public string Requirement = "";
         public ulong Offset;
         public string Message = "";
+        public int OtherDetail;             // detail: the field number of a member skipped (rpc 4, websocket 5), else 0
 
         public ProtoWriter ToWriter()
         {
@@ -250,33 +283,66 @@ namespace Frameproof.Testee
                 if (f == 1) { ProtoReader.Expect(wt, 2, f); m.Requirement = r.ReadString(); }
                 else if (f == 2) { ProtoReader.Expect(wt, 0, f); m.Offset = r.ReadVarint(); }
                 else if (f == 3) { ProtoReader.Expect(wt, 2, f); m.Message = r.ReadString(); }
+                else if (f >= 4 && f <= 15) { ProtoReader.Expect(wt, 2, f); r.Skip(wt); m.OtherDetail = f; }
                 else r.Skip(wt);
             }
             return m;
         }
+
+        public static ErrorMsg From(ProtocolError e)
+        {
+            return new ErrorMsg { Requirement = e.Requirement, Offset = (ulong)e.Offset, Message = e.Message ?? "" };
+        }
     }
 
-    public enum MatchEventKind { None = 0, Send = 1, SendOneWay = 2, Receive = 3, AdvanceMs = 4 }
+    public enum MatchEventKind { None = 0, Send = 1, SendOneWay = 2, Receive = 3, AdvanceMs = 4, SendFrame = 5 }
 
     public sealed class MatchEventMsg
     {
         public MatchEventKind Kind;
         public byte[] Bytes = new byte[0];
         public uint AdvanceMs;
+        public FrameMsg Frame;              // send_frame
+
+        public static MatchEventMsg Parse(ProtoReader r)
+        {
+            var e = new MatchEventMsg();
+            while (!r.AtEnd)
+            {
+                int f, wt; r.ReadTag(out f, out wt);
+                if (f >= 1 && f <= 3) { ProtoReader.Expect(wt, 2, f); e.Kind = (MatchEventKind)f; e.Bytes = r.ReadBytes(); }
+                else if (f == 4) { ProtoReader.Expect(wt, 0, f); e.Kind = MatchEventKind.AdvanceMs; e.AdvanceMs = (uint)r.ReadVarint(); }
+                else if (f == 5) { ProtoReader.Expect(wt, 2, f); e.Kind = MatchEventKind.SendFrame; e.Frame = FrameMsg.Parse(r.ReadMessage()); }
+                else r.Skip(wt);
+            }
+            return e;
+        }
+
+        public ProtoWriter ToWriter()
+        {
+            var w = new ProtoWriter();
+            if (Kind == MatchEventKind.AdvanceMs) { w.WriteVarintRaw(4 << 3); w.WriteVarintRaw(AdvanceMs); }
+            else if (Kind == MatchEventKind.SendFrame) w.Message(5, (Frame ?? new FrameMsg()).ToWriter());
+            else w.BytesAlways((int)Kind, Bytes);
+            return w;
+        }
     }
 
-    public enum RequestKind { None = 0, Hello = 1, Decode = 2, Encode = 3, Match = 4 }
+    public enum RequestKind { None = 0, Hello = 1, Decode = 2, Encode = 3, Match = 4, Serve = 5 }
 
     /// <summary>TesteeRequest with its oneof flattened.</summary>
     public sealed class TesteeRequestMsg
     {
         public RequestKind Kind;
         public uint HarnessVersion;                       // hello
-        public CodecConfig Codec = new CodecConfig();     // decode, encode, match
-        public List<byte[]> Chunks = new List<byte[]>();  // decode
+        public uint MaxHarnessVersion;                    // hello (v2)
+        public CodecConfig Codec = new CodecConfig();     // decode, encode, match, serve
+        public List<byte[]> Chunks = new List<byte[]>();  // decode, serve
         public FrameMsg Frame = new FrameMsg();           // encode
         public uint TimeoutMs;                            // match
         public List<MatchEventMsg> Events = new List<MatchEventMsg>();
+        public string Endpoint = "";                      // serve
+        public bool HalfClose;                            // serve
 
         public static TesteeRequestMsg Parse(byte[] data)
         {
@@ -285,60 +351,53 @@ namespace Frameproof.Testee
             while (!r.AtEnd)
             {
                 int f, wt; r.ReadTag(out f, out wt);
-                if (f >= 1 && f <= 4)
+                if (f >= 1 && f <= 5)
                 {
                     ProtoReader.Expect(wt, 2, f);
-                    m.Kind = (RequestKind)f; // oneof: the last one wins
+                    m = new TesteeRequestMsg { Kind = (RequestKind)f }; // oneof: the last one wins
                     var sub = r.ReadMessage();
-                    if (f == 1) ParseHello(sub, m);
-                    else ParseBody(sub, m, f);
+                    if (f == 1) m.ParseHello(sub);
+                    else m.ParseBody(sub);
                 }
                 else r.Skip(wt);
             }
             return m;
         }
 
-        static void ParseHello(ProtoReader r, TesteeRequestMsg m)
+        void ParseHello(ProtoReader r)
         {
             while (!r.AtEnd)
             {
                 int f, wt; r.ReadTag(out f, out wt);
-                if (f == 1) { ProtoReader.Expect(wt, 0, f); m.HarnessVersion = (uint)r.ReadVarint(); } else r.Skip(wt);
-            }
-        }
-
-        static void ParseBody(ProtoReader r, TesteeRequestMsg m, int kind)
-        {
-            while (!r.AtEnd)
-            {
-                int f, wt; r.ReadTag(out f, out wt);
-                if (f == 1) { ProtoReader.Expect(wt, 2, f); m.Codec = CodecConfig.Parse(r.ReadMessage()); }
-                else if (kind == 2 && f == 2) { ProtoReader.Expect(wt, 2, f); m.Chunks.Add(r.ReadBytes()); }
-                else if (kind == 3 && f == 2) { ProtoReader.Expect(wt, 2, f); m.Frame = FrameMsg.Parse(r.ReadMessage()); }
-                else if (kind == 4 && f == 2) { ProtoReader.Expect(wt, 0, f); m.TimeoutMs = (uint)r.ReadVarint(); }
-                else if (kind == 4 && f == 3) { ProtoReader.Expect(wt, 2, f); m.Events.Add(ParseEvent(r.ReadMessage())); }
+                if (f == 1) { ProtoReader.Expect(wt, 0, f); HarnessVersion = (uint)r.ReadVarint(); }
+                else if (f == 2) { ProtoReader.Expect(wt, 0, f); MaxHarnessVersion = (uint)r.ReadVarint(); }
                 else r.Skip(wt);
             }
         }
 
-        static MatchEventMsg ParseEvent(ProtoReader r)
+        void ParseBody(ProtoReader r)
         {
-            var e = new MatchEventMsg();
             while (!r.AtEnd)
             {
                 int f, wt; r.ReadTag(out f, out wt);
-                if (f >= 1 && f <= 3) { ProtoReader.Expect(wt, 2, f); e.Kind = (MatchEventKind)f; e.Bytes = r.ReadBytes(); }
-                else if (f == 4) { ProtoReader.Expect(wt, 0, f); e.Kind = MatchEventKind.AdvanceMs; e.AdvanceMs = (uint)r.ReadVarint(); }
+                // Field 1 is the codec in every request but hello.
+                if (f == 1) { ProtoReader.Expect(wt, 2, f); Codec = CodecConfig.Parse(r.ReadMessage()); }
+                else if (Kind == RequestKind.Decode && f == 2) { ProtoReader.Expect(wt, 2, f); Chunks.Add(r.ReadBytes()); }
+                else if (Kind == RequestKind.Encode && f == 2) { ProtoReader.Expect(wt, 2, f); Frame = FrameMsg.Parse(r.ReadMessage()); }
+                else if (Kind == RequestKind.Match && f == 2) { ProtoReader.Expect(wt, 0, f); TimeoutMs = (uint)r.ReadVarint(); }
+                else if (Kind == RequestKind.Match && f == 3) { ProtoReader.Expect(wt, 2, f); Events.Add(MatchEventMsg.Parse(r.ReadMessage())); }
+                else if (Kind == RequestKind.Serve && f == 2) { ProtoReader.Expect(wt, 2, f); Endpoint = r.ReadString(); }
+                else if (Kind == RequestKind.Serve && f == 3) { ProtoReader.Expect(wt, 2, f); Chunks.Add(r.ReadBytes()); }
+                else if (Kind == RequestKind.Serve && f == 4) { ProtoReader.Expect(wt, 0, f); HalfClose = r.ReadVarint() != 0; }
                 else r.Skip(wt);
             }
-            return e;
         }
 
         /// <summary>Encoding of requests (used by the unit tests to drive the testee like the runner).</summary>
         public byte[] ToBytes()
         {
             var body = new ProtoWriter();
-            if (Kind == RequestKind.Hello) body.UInt32(1, HarnessVersion);
+            if (Kind == RequestKind.Hello) { body.UInt32(1, HarnessVersion); body.UInt32(2, MaxHarnessVersion); }
             else
             {
                 var c = new ProtoWriter(); Codec.WriteTo(c); body.Message(1, c);
@@ -347,13 +406,13 @@ namespace Frameproof.Testee
                 if (Kind == RequestKind.Match)
                 {
                     body.UInt32(2, TimeoutMs);
-                    foreach (var e in Events)
-                    {
-                        var ew = new ProtoWriter();
-                        if (e.Kind == MatchEventKind.AdvanceMs) { ew.WriteVarintRaw(4 << 3); ew.WriteVarintRaw(e.AdvanceMs); }
-                        else ew.BytesAlways((int)e.Kind, e.Bytes);
-                        body.Message(3, ew);
-                    }
+                    foreach (var e in Events) body.Message(3, e.ToWriter());
+                }
+                if (Kind == RequestKind.Serve)
+                {
+                    body.String(2, Endpoint);
+                    foreach (var ch in Chunks) body.BytesAlways(3, ch);
+                    body.Bool(4, HalfClose);
                 }
             }
             var w = new ProtoWriter();
@@ -369,9 +428,31 @@ namespace Frameproof.Testee
         public CompletionKindMsg Kind;
         public uint Request;
         public FrameMsg Frame; // REPLY / UNMATCHED
+
+        public ProtoWriter ToWriter()
+        {
+            var w = new ProtoWriter();
+            w.Enum(1, (int)Kind); w.UInt32(2, Request);
+            if (Frame != null) w.Message(3, Frame.ToWriter());
+            return w;
+        }
+
+        public static CompletionMsg Parse(ProtoReader r)
+        {
+            var c = new CompletionMsg();
+            while (!r.AtEnd)
+            {
+                int f, wt; r.ReadTag(out f, out wt);
+                if (f == 1) { ProtoReader.Expect(wt, 0, f); c.Kind = (CompletionKindMsg)(int)r.ReadVarint(); }
+                else if (f == 2) { ProtoReader.Expect(wt, 0, f); c.Request = (uint)r.ReadVarint(); }
+                else if (f == 3) { ProtoReader.Expect(wt, 2, f); c.Frame = FrameMsg.Parse(r.ReadMessage()); }
+                else r.Skip(wt);
+            }
+            return c;
+        }
     }
 
-    public enum ResponseKind { None = 0, Hello = 1, Decode = 2, Encode = 3, Match = 4, Skipped = 5, RuntimeError = 6 }
+    public enum ResponseKind { None = 0, Hello = 1, Decode = 2, Encode = 3, Match = 4, Skipped = 5, RuntimeError = 6, Serve = 7 }
 
     /// <summary>TesteeResponse with its oneof flattened.</summary>
     public sealed class TesteeResponseMsg
@@ -383,12 +464,15 @@ namespace Frameproof.Testee
         public List<string> Protocols = new List<string>(), Features = new List<string>();
         // decode / match
         public List<FrameMsg> Frames = new List<FrameMsg>();
-        public ErrorMsg Error;          // decode, encode (oneof), match
+        public ErrorMsg Error;          // decode, encode (oneof), match, serve
         // encode
         public byte[] Encoded;
         // match
         public List<byte[]> Sent = new List<byte[]>();
         public List<CompletionMsg> Completions = new List<CompletionMsg>();
+        // serve
+        public List<byte[]> Written = new List<byte[]>();
+        public bool Closed;
         // skipped / runtime_error
         public string Text = "";
 
@@ -402,34 +486,30 @@ namespace Frameproof.Testee
                     b.UInt32(1, HarnessVersion); b.String(2, Name); b.String(3, Version);
                     foreach (var p in Protocols) b.StringAlways(4, p);
                     foreach (var f in Features) b.StringAlways(5, f);
-                    w.Message(1, b);
                     break;
                 case ResponseKind.Decode:
                     foreach (var f in Frames) b.Message(1, f.ToWriter());
                     if (Error != null) b.Message(2, Error.ToWriter());
-                    w.Message(2, b);
                     break;
                 case ResponseKind.Encode:
                     if (Error != null) b.Message(2, Error.ToWriter());
                     else b.BytesAlways(1, Encoded); // oneof member: written even when empty
-                    w.Message(3, b);
                     break;
                 case ResponseKind.Match:
                     foreach (var s in Sent) b.BytesAlways(1, s);
-                    foreach (var c in Completions)
-                    {
-                        var cw = new ProtoWriter();
-                        cw.Enum(1, (int)c.Kind); cw.UInt32(2, c.Request);
-                        if (c.Frame != null) cw.Message(3, c.Frame.ToWriter());
-                        b.Message(2, cw);
-                    }
+                    foreach (var c in Completions) b.Message(2, c.ToWriter());
                     if (Error != null) b.Message(3, Error.ToWriter());
-                    w.Message(4, b);
                     break;
-                case ResponseKind.Skipped: w.StringAlways(5, Text); break;
-                case ResponseKind.RuntimeError: w.StringAlways(6, Text); break;
+                case ResponseKind.Serve:
+                    foreach (var x in Written) b.BytesAlways(1, x);
+                    b.Bool(2, Closed);
+                    if (Error != null) b.Message(3, Error.ToWriter());
+                    break;
+                case ResponseKind.Skipped: w.StringAlways(5, Text); return w.ToArray();
+                case ResponseKind.RuntimeError: w.StringAlways(6, Text); return w.ToArray();
                 default: throw new InvalidOperationException("response kind not set");
             }
+            w.Message((int)Kind, b);
             return w.ToArray();
         }
 
@@ -441,54 +521,33 @@ namespace Frameproof.Testee
             while (!r.AtEnd)
             {
                 int f, wt; r.ReadTag(out f, out wt);
-                if (f < 1 || f > 6) { r.Skip(wt); continue; }
+                if (f < 1 || f > 7) { r.Skip(wt); continue; }
                 ProtoReader.Expect(wt, 2, f);
-                m.Kind = (ResponseKind)f;
+                m = new TesteeResponseMsg { Kind = (ResponseKind)f }; // oneof: the last one wins
                 if (f == 5 || f == 6) { m.Text = r.ReadString(); continue; }
                 var s = r.ReadMessage();
                 while (!s.AtEnd)
                 {
                     int g, w; s.ReadTag(out g, out w);
-                    if (f == 1)
+                    int key = g < 16 ? f * 16 + g : 0; // (response member, field)
+                    switch (key)
                     {
-                        if (g == 1) m.HarnessVersion = (uint)s.ReadVarint();
-                        else if (g == 2) m.Name = s.ReadString();
-                        else if (g == 3) m.Version = s.ReadString();
-                        else if (g == 4) m.Protocols.Add(s.ReadString());
-                        else if (g == 5) m.Features.Add(s.ReadString());
-                        else s.Skip(w);
-                    }
-                    else if (f == 2)
-                    {
-                        if (g == 1) m.Frames.Add(FrameMsg.Parse(s.ReadMessage()));
-                        else if (g == 2) m.Error = ErrorMsg.Parse(s.ReadMessage());
-                        else s.Skip(w);
-                    }
-                    else if (f == 3)
-                    {
-                        if (g == 1) m.Encoded = s.ReadBytes();
-                        else if (g == 2) m.Error = ErrorMsg.Parse(s.ReadMessage());
-                        else s.Skip(w);
-                    }
-                    else if (f == 4)
-                    {
-                        if (g == 1) m.Sent.Add(s.ReadBytes());
-                        else if (g == 2)
-                        {
-                            var cr = s.ReadMessage();
-                            var c = new CompletionMsg();
-                            while (!cr.AtEnd)
-                            {
-                                int h, x; cr.ReadTag(out h, out x);
-                                if (h == 1) c.Kind = (CompletionKindMsg)(int)cr.ReadVarint();
-                                else if (h == 2) c.Request = (uint)cr.ReadVarint();
-                                else if (h == 3) c.Frame = FrameMsg.Parse(cr.ReadMessage());
-                                else cr.Skip(x);
-                            }
-                            m.Completions.Add(c);
-                        }
-                        else if (g == 3) m.Error = ErrorMsg.Parse(s.ReadMessage());
-                        else s.Skip(w);
+                        case 1 * 16 + 1: ProtoReader.Expect(w, 0, g); m.HarnessVersion = (uint)s.ReadVarint(); break;
+                        case 1 * 16 + 2: ProtoReader.Expect(w, 2, g); m.Name = s.ReadString(); break;
+                        case 1 * 16 + 3: ProtoReader.Expect(w, 2, g); m.Version = s.ReadString(); break;
+                        case 1 * 16 + 4: ProtoReader.Expect(w, 2, g); m.Protocols.Add(s.ReadString()); break;
+                        case 1 * 16 + 5: ProtoReader.Expect(w, 2, g); m.Features.Add(s.ReadString()); break;
+                        case 2 * 16 + 1: ProtoReader.Expect(w, 2, g); m.Frames.Add(FrameMsg.Parse(s.ReadMessage())); break;
+                        case 2 * 16 + 2: ProtoReader.Expect(w, 2, g); m.Error = ErrorMsg.Parse(s.ReadMessage()); break;
+                        case 3 * 16 + 1: ProtoReader.Expect(w, 2, g); m.Encoded = s.ReadBytes(); m.Error = null; break;
+                        case 3 * 16 + 2: ProtoReader.Expect(w, 2, g); m.Error = ErrorMsg.Parse(s.ReadMessage()); m.Encoded = null; break;
+                        case 4 * 16 + 1: ProtoReader.Expect(w, 2, g); m.Sent.Add(s.ReadBytes()); break;
+                        case 4 * 16 + 2: ProtoReader.Expect(w, 2, g); m.Completions.Add(CompletionMsg.Parse(s.ReadMessage())); break;
+                        case 4 * 16 + 3: ProtoReader.Expect(w, 2, g); m.Error = ErrorMsg.Parse(s.ReadMessage()); break;
+                        case 7 * 16 + 1: ProtoReader.Expect(w, 2, g); m.Written.Add(s.ReadBytes()); break;
+                        case 7 * 16 + 2: ProtoReader.Expect(w, 0, g); m.Closed = s.ReadVarint() != 0; break;
+                        case 7 * 16 + 3: ProtoReader.Expect(w, 2, g); m.Error = ErrorMsg.Parse(s.ReadMessage()); break;
+                        default: s.Skip(w); break;
                     }
                 }
             }

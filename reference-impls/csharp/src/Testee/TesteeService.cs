@@ -4,12 +4,14 @@ using Frameproof.Codec;
 
 namespace Frameproof.Testee
 {
-    /// <summary>Answers testee requests (spec/testee.md) with the codec library.</summary>
+    /// <summary>Answers testee requests (spec/testee.md, harness v1 and v2) with the protocols of the
+    /// <see cref="Registry"/>; nothing here depends on which protocol a request is about.</summary>
     public static class TesteeService
     {
         public const string Name = "frameproof-csharp";
         public const string Version = "0.1.0";
-        const long MaxEncodeOffset = 64L * 1024 * 1024;
+        /// <summary>The highest harness version this testee speaks.</summary>
+        public const uint MaxHarnessVersion = 2;
 
         public static TesteeResponseMsg Handle(TesteeRequestMsg req)
         {
@@ -17,10 +19,11 @@ namespace Frameproof.Testee
             {
                 switch (req.Kind)
                 {
-                    case RequestKind.Hello: return Hello();
+                    case RequestKind.Hello: return Hello(req);
                     case RequestKind.Decode: return Decode(req);
                     case RequestKind.Encode: return Encode(req);
                     case RequestKind.Match: return Match(req);
+                    case RequestKind.Serve: return Serve(req);
                     default: return Skipped("unknown request");
                 }
             }
@@ -32,27 +35,23 @@ namespace Frameproof.Testee
 
         static TesteeResponseMsg Skipped(string why) { return new TesteeResponseMsg { Kind = ResponseKind.Skipped, Text = why }; }
 
-        static TesteeResponseMsg Hello()
+        /// <summary>Version 2 when the runner speaks it (max_harness_version ≥ 2), else 1.</summary>
+        static TesteeResponseMsg Hello(TesteeRequestMsg req)
         {
-            var r = new TesteeResponseMsg { Kind = ResponseKind.Hello, HarnessVersion = 1, Name = Name, Version = Version };
-            r.Protocols.Add("standard"); r.Protocols.Add("length-field");
+            uint version = req.MaxHarnessVersion >= 2 ? MaxHarnessVersion : 1;
+            var r = new TesteeResponseMsg { Kind = ResponseKind.Hello, HarnessVersion = version, Name = Name, Version = Version };
+            r.Protocols.AddRange(Registry.Names);
             r.Features.Add("decode"); r.Features.Add("encode"); r.Features.Add("match");
+            if (version >= 2) r.Features.Add("serve");
             return r;
         }
 
-        static long MaxPayload(CodecConfig c)
+        /// <summary>The request's codec, or null (then <paramref name="skipped"/> is the answer).</summary>
+        static FrameCodec CodecOf(TesteeRequestMsg req, out TesteeResponseMsg skipped)
         {
-            return c.MaxPayload > (ulong)long.MaxValue ? long.MaxValue : (long)c.MaxPayload;
-        }
-
-        static LengthFieldProfile Profile(CodecConfig c)
-        {
-            return c.HasLengthField ? new LengthFieldProfile(c.LfOffset, c.LfSize) : LengthFieldProfile.Default;
-        }
-
-        static ErrorMsg ToMsg(ProtocolError e)
-        {
-            return new ErrorMsg { Requirement = e.Requirement, Offset = (ulong)e.Offset, Message = e.Message ?? "" };
+            FrameCodec codec = Registry.Create(req.Codec.ToSpec());
+            skipped = codec == null ? Skipped("protocol '" + req.Codec.Protocol + "' not implemented") : null;
+            return codec;
         }
 
         sealed class Collector : IFrameHandler
@@ -66,22 +65,12 @@ namespace Frameproof.Testee
 
         static TesteeResponseMsg Decode(TesteeRequestMsg req)
         {
+            TesteeResponseMsg skipped;
+            FrameCodec codec = CodecOf(req, out skipped);
+            if (codec == null) return skipped;
             var resp = new TesteeResponseMsg { Kind = ResponseKind.Decode };
-            FrameDecoder dec;
-            if (req.Codec.Protocol == "standard") dec = new StandardDecoder(MaxPayload(req.Codec));
-            else if (req.Codec.Protocol == "length-field")
-            {
-                LengthFieldProfile p = Profile(req.Codec);
-                if (!p.IsValid)
-                {
-                    resp.Error = new ErrorMsg { Requirement = "LF-FMT-3", Offset = 0, Message = "unsupported size " + p.Size };
-                    return resp;
-                }
-                dec = new LengthFieldDecoder(p, MaxPayload(req.Codec));
-            }
-            else return Skipped("protocol '" + req.Codec.Protocol + "' not implemented");
-
-            using (dec)
+            if (codec.ConfigError.IsSet) { resp.Error = ErrorMsg.From(codec.ConfigError); return resp; }
+            using (FrameDecoder dec = codec.NewDecoder())
             {
                 var sink = new Collector();
                 bool ok = true;
@@ -91,32 +80,26 @@ namespace Frameproof.Testee
                 }
                 if (ok) ok = dec.Finish();
                 resp.Frames = sink.Frames;
-                if (!ok) resp.Error = ToMsg(dec.Error);
+                if (!ok) resp.Error = ErrorMsg.From(dec.Error);
             }
             return resp;
         }
 
         static TesteeResponseMsg Encode(TesteeRequestMsg req)
         {
+            TesteeResponseMsg skipped;
+            FrameCodec codec = CodecOf(req, out skipped);
+            if (codec == null) return skipped;
             var resp = new TesteeResponseMsg { Kind = ResponseKind.Encode };
             byte[] payload = req.Frame.Payload ?? new byte[0];
-            ProtocolError err;
-            if (req.Codec.Protocol == "standard")
-            {
-                if (req.Frame.Flag > 255 || req.Frame.Sequence > 255) return Skipped("flag/sequence above 255 cannot be written in one byte");
-                if (!StandardEncoder.Check(payload.Length, MaxPayload(req.Codec), out err)) { resp.Error = ToMsg(err); return resp; }
-                resp.Encoded = StandardEncoder.Encode((byte)req.Frame.Flag, (byte)req.Frame.Sequence, payload, MaxPayload(req.Codec));
-                return resp;
-            }
-            if (req.Codec.Protocol == "length-field")
-            {
-                LengthFieldProfile p = Profile(req.Codec);
-                if (!LengthFieldEncoder.Check(p, payload.Length, MaxPayload(req.Codec), out err)) { resp.Error = ToMsg(err); return resp; }
-                if (p.Offset > MaxEncodeOffset) return Skipped("header offset above 64 MiB not supported by this encoder");
-                resp.Encoded = LengthFieldEncoder.Encode(p, payload, MaxPayload(req.Codec));
-                return resp;
-            }
-            return Skipped("protocol '" + req.Codec.Protocol + "' not implemented");
+            if (req.Frame.OtherHeader != 0) return Skipped("frame header field " + req.Frame.OtherHeader + " does not apply to " + codec.Protocol);
+            string why = codec.UnsupportedHeader(req.Frame.Flag, req.Frame.Sequence);
+            if (why != null) return Skipped(why);
+            ProtocolError err = codec.ConfigError;
+            if (err.IsSet || !codec.CheckPayload(payload.Length, out err)) { resp.Error = ErrorMsg.From(err); return resp; }
+            if (codec.EncoderUnsupported != null) return Skipped(codec.EncoderUnsupported);
+            resp.Encoded = codec.Encode((byte)req.Frame.Flag, (byte)req.Frame.Sequence, payload);
+            return resp;
         }
 
         /// <summary>Records completions in order for the match response.</summary>
@@ -148,93 +131,122 @@ namespace Frameproof.Testee
             }
         }
 
+        static bool IsSend(MatchEventMsg e) { return e.Kind == MatchEventKind.Send || e.Kind == MatchEventKind.SendOneWay; }
+
         static TesteeResponseMsg Match(TesteeRequestMsg req)
         {
-            bool standard = req.Codec.Protocol == "standard";
-            if (!standard && req.Codec.Protocol != "length-field") return Skipped("protocol '" + req.Codec.Protocol + "' not implemented");
+            TesteeResponseMsg skipped;
+            FrameCodec codec = CodecOf(req, out skipped);
+            if (codec == null) return skipped;
+            foreach (MatchEventMsg e in req.Events)
+                if (e.Kind == MatchEventKind.SendFrame) return Skipped("send_frame does not apply to " + codec.Protocol);
             var resp = new TesteeResponseMsg { Kind = ResponseKind.Match };
-            long max = MaxPayload(req.Codec);
-            LengthFieldProfile profile = Profile(req.Codec);
-            if (!standard && !profile.IsValid)
+            if (codec.ConfigError.IsSet)
             {
-                // LF-FMT-3: refused before any byte is written or read: every send is REFUSED.
-                resp.Error = new ErrorMsg { Requirement = "LF-FMT-3", Offset = 0, Message = "unsupported size " + profile.Size };
+                // Refused before any byte is written or read: every send is REFUSED.
+                resp.Error = ErrorMsg.From(codec.ConfigError);
                 uint k = 0;
                 foreach (MatchEventMsg e in req.Events)
                 {
-                    if (e.Kind != MatchEventKind.Send && e.Kind != MatchEventKind.SendOneWay) continue;
+                    if (!IsSend(e)) continue;
                     resp.Sent.Add(new byte[0]);
                     resp.Completions.Add(new CompletionMsg { Kind = CompletionKindMsg.Refused, Request = k++ });
                 }
                 return resp;
             }
-            if (!standard && profile.Offset > MaxEncodeOffset) return Skipped("header offset above 64 MiB not supported by this encoder");
+            if (codec.EncoderUnsupported != null) return Skipped(codec.EncoderUnsupported);
 
             var rec = new MatchRecorder();
-            FrameDecoder dec = standard ? (FrameDecoder)new StandardDecoder(max) : new LengthFieldDecoder(profile, max);
-            IRequestMatcher matcher = standard
-                ? (IRequestMatcher)new StandardMatcher(rec, req.TimeoutMs)
-                : new FifoMatcher(rec, req.TimeoutMs);
+            IRequestMatcher matcher = codec.NewMatcher(rec, req.TimeoutMs);
             long now = 0;
             uint next = 0;
             bool failed = false;
-
-            foreach (MatchEventMsg e in req.Events)
+            using (FrameDecoder dec = codec.NewDecoder())
             {
-                switch (e.Kind)
+                foreach (MatchEventMsg e in req.Events)
                 {
-                    case MatchEventKind.Send:
-                    case MatchEventKind.SendOneWay:
+                    if (IsSend(e))
+                    {
+                        uint n = next++;
+                        byte[] payload = e.Bytes;
+                        ProtocolError err;
+                        bool oneWay = e.Kind == MatchEventKind.SendOneWay;
+                        byte seq = 0;
+                        // An unencodable payload is refused and does not advance the sequence counter.
+                        bool ok = !failed && codec.CheckPayload(payload.Length, out err)
+                            && (oneWay ? matcher.TryOneWay(out seq) : matcher.TryRequest(new RequestId(n), null, now, out seq));
+                        if (!ok)
                         {
-                            uint n = next++;
-                            byte[] payload = e.Bytes;
-                            ProtocolError err;
-                            bool encodable = standard
-                                ? StandardEncoder.Check(payload.Length, max, out err)
-                                : LengthFieldEncoder.Check(profile, payload.Length, max, out err);
-                            byte seq = 0;
-                            bool oneWay = e.Kind == MatchEventKind.SendOneWay;
-                            bool ok = !failed && !matcher.Failed && encodable;
-                            if (ok)
-                            {
-                                if (oneWay)
-                                {
-                                    if (standard) seq = ((StandardMatcher)matcher).NextOneWay();
-                                }
-                                else
-                                {
-                                    ok = matcher.TryRequest(new RequestId(n), null, now, out seq);
-                                }
-                            }
-                            if (!ok)
-                            {
-                                rec.Refused(n);
-                                resp.Sent.Add(new byte[0]);
-                                break;
-                            }
-                            resp.Sent.Add(standard
-                                ? StandardEncoder.Encode(oneWay ? StandardFlags.OneWay : StandardFlags.Request, seq, payload, max)
-                                : LengthFieldEncoder.Encode(profile, payload, max));
-                            break;
+                            rec.Refused(n);
+                            resp.Sent.Add(new byte[0]);
+                            continue;
                         }
-                    case MatchEventKind.Receive:
-                        if (failed || matcher.Failed) break;
+                        var bytes = new byte[codec.EncodedLength(payload.Length)];
+                        if (oneWay) codec.WriteOneWay(seq, payload, bytes);
+                        else codec.WriteRequest(seq, payload, bytes);
+                        resp.Sent.Add(bytes);
+                    }
+                    else if (e.Kind == MatchEventKind.Receive)
+                    {
+                        if (failed || matcher.Failed) continue;
                         if (!dec.Feed(e.Bytes, matcher))
                         {
-                            resp.Error = ToMsg(dec.Error);
+                            resp.Error = ErrorMsg.From(dec.Error);
                             matcher.FailAll();
                             failed = true;
                         }
-                        break;
-                    case MatchEventKind.AdvanceMs:
+                    }
+                    else if (e.Kind == MatchEventKind.AdvanceMs)
+                    {
                         now += e.AdvanceMs;
                         if (!failed) matcher.Expire(now);
-                        break;
+                    }
                 }
             }
-            dec.Dispose();
             resp.Completions = rec.Completions;
             return resp;
+        }
+
+        /// <summary>serve (v2): the codec's server session, fed chunk by chunk, offline.</summary>
+        static TesteeResponseMsg Serve(TesteeRequestMsg req)
+        {
+            TesteeResponseMsg skipped;
+            FrameCodec codec = CodecOf(req, out skipped);
+            if (codec == null) return skipped;
+            if (req.Endpoint != "") return Skipped("endpoint '" + req.Endpoint + "' not implemented for " + codec.Protocol);
+            var resp = new TesteeResponseMsg { Kind = ResponseKind.Serve };
+            if (codec.ConfigError.IsSet)
+            {
+                // The endpoint cannot be created: it closes before reading anything.
+                resp.Closed = true;
+                resp.Error = ErrorMsg.From(codec.ConfigError);
+                return resp;
+            }
+            if (codec.EncoderUnsupported != null) return Skipped(codec.EncoderUnsupported);
+            using (ServerSession session = codec.NewSession(false))
+            {
+                foreach (byte[] chunk in req.Chunks)
+                {
+                    session.Receive(chunk);
+                    resp.Written.Add(TakeOutput(session));
+                    if (session.Closed) break;
+                }
+                if (req.HalfClose && !session.Closed)
+                {
+                    session.EndOfInput();
+                    resp.Written.Add(TakeOutput(session));
+                }
+                resp.Closed = session.Closed;
+                if (session.Error.IsSet) resp.Error = ErrorMsg.From(session.Error);
+            }
+            return resp;
+        }
+
+        static byte[] TakeOutput(ServerSession s)
+        {
+            byte[] r = s.Output.ToArray();
+            s.ClearOutput();
+            return r;
         }
     }
 }

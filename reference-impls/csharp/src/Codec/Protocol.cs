@@ -1,0 +1,260 @@
+using System;
+using System.Buffers;
+
+namespace Frameproof.Codec
+{
+    /// <summary>
+    /// A protocol name and its configuration, as the codec JSON (<c>--codec</c>, the vectors' "codec")
+    /// and the testee's <c>Codec</c> message carry it. <see cref="Params"/> is the protocol's own
+    /// parameter object (<see cref="ProtocolModule.ParamsKey"/>), or null for its defaults.
+    /// </summary>
+    public sealed class CodecSpec
+    {
+        public string Protocol;
+        /// <summary>limits.max_payload; 0 = the spec default.</summary>
+        public long MaxPayload;
+        /// <summary>JSON key / proto oneof member the parameters came under (null: none given).</summary>
+        public string ParamsKey;
+        /// <summary>The protocol's parameters (e.g. a <see cref="LengthFieldProfile"/>), or null.</summary>
+        public object Params;
+        /// <summary>The codec JSON object as given, re-serialized compactly (for reports).</summary>
+        public string Json;
+
+        public static CodecSpec Named(string protocol)
+        {
+            return new CodecSpec { Protocol = protocol, Json = "{\"protocol\": " + CodecJson.Quote(protocol) + "}" };
+        }
+    }
+
+    /// <summary>
+    /// One protocol's entry in the <see cref="Registry"/>: its name, how its parameters are read from
+    /// the codec JSON, and a factory for configured codecs.
+    /// </summary>
+    public abstract class ProtocolModule
+    {
+        public abstract string Name { get; }
+
+        /// <summary>The codec JSON key of this protocol's parameters (the same name as the member of
+        /// the testee's <c>Codec.params</c> oneof), or null if it takes none.</summary>
+        public virtual string ParamsKey { get { return null; } }
+
+        /// <summary>Reads the parameter object given under <see cref="ParamsKey"/>. Throws
+        /// <see cref="FormatException"/> for unknown keys or values of the wrong type.</summary>
+        public virtual object ParseParams(JsonValue value)
+        {
+            throw new FormatException("protocol '" + Name + "' takes no parameters");
+        }
+
+        /// <summary>A configured codec. Never throws for a bad configuration: the codec reports it
+        /// through <see cref="FrameCodec.ConfigError"/>.</summary>
+        public abstract FrameCodec Create(CodecSpec spec);
+    }
+
+    /// <summary>
+    /// A protocol with its configuration applied: the decoder, the encoder, the client side (request
+    /// encoding and the matcher) and the server side (the echo session). Programs and the testee use
+    /// only this class; everything protocol-specific lives in the protocol's module.
+    /// Frames are (flag, sequence, payload): standard's header; protocols without one use 0, 0.
+    /// </summary>
+    public abstract class FrameCodec
+    {
+        public readonly CodecSpec Spec;
+        /// <summary>The effective maximum payload (the spec default for 0).</summary>
+        public readonly long MaxPayload;
+
+        protected FrameCodec(CodecSpec spec)
+        {
+            Spec = spec;
+            MaxPayload = Limits.Effective(spec.MaxPayload);
+        }
+
+        public string Protocol { get { return Spec.Protocol; } }
+
+        // ---------------------------------------------------------------- configuration
+
+        /// <summary>Set when the configuration itself is invalid (e.g. LF-FMT-3, offset 0): nothing can
+        /// be decoded or encoded.</summary>
+        public virtual ProtocolError ConfigError { get { return default(ProtocolError); } }
+
+        /// <summary>Why this implementation's encoder cannot serve this (valid) configuration, or null.
+        /// The testee answers <c>skipped</c>; the programs refuse it as a usage error.</summary>
+        public virtual string EncoderUnsupported { get { return null; } }
+
+        // ---------------------------------------------------------------- decoder
+
+        /// <summary>A fresh streaming decoder (the configuration must be valid).</summary>
+        public abstract FrameDecoder NewDecoder();
+
+        // ---------------------------------------------------------------- encoder
+
+        /// <summary>The encoder's checks of a payload length, in the spec's order.</summary>
+        public abstract bool CheckPayload(long payloadLength, out ProtocolError error);
+
+        /// <summary>Bytes needed to encode a frame with a payload of this length.</summary>
+        public abstract int EncodedLength(int payloadLength);
+
+        /// <summary>Writes a frame with this header (written verbatim where the protocol has one)
+        /// into dest (EncodedLength bytes); returns the bytes written. Checked by the caller.</summary>
+        public abstract int Write(byte flag, byte sequence, ReadOnlySpan<byte> payload, Span<byte> dest);
+
+        /// <summary>Why a testee frame header cannot be encoded (e.g. a value above one byte), or null.</summary>
+        public virtual string UnsupportedHeader(uint flag, uint sequence) { return null; }
+
+        /// <summary>Allocating convenience: checks, then encodes; throws <see cref="FrameproofException"/>.</summary>
+        public byte[] Encode(byte flag, byte sequence, ReadOnlySpan<byte> payload)
+        {
+            ProtocolError err;
+            if (!CheckPayload(payload.Length, out err)) throw new FrameproofException(err);
+            var r = new byte[EncodedLength(payload.Length)];
+            Write(flag, sequence, payload, r);
+            return r;
+        }
+
+        // ---------------------------------------------------------------- client
+
+        /// <summary>A matcher for one client connection.</summary>
+        public abstract IRequestMatcher NewMatcher(IMatchObserver observer, long timeoutMs);
+
+        /// <summary>Writes a request frame carrying the sequence the matcher assigned.</summary>
+        public abstract int WriteRequest(byte sequence, ReadOnlySpan<byte> payload, Span<byte> dest);
+
+        /// <summary>Writes a one-way message (no reply expected).</summary>
+        public abstract int WriteOneWay(byte sequence, ReadOnlySpan<byte> payload, Span<byte> dest);
+
+        /// <summary>Most requests one connection may have in flight (load client's pipelined window).</summary>
+        public abstract int MaxInFlight { get; }
+
+        // ---------------------------------------------------------------- server
+
+        /// <summary>A server-side echo session for one connection (the configuration must be valid).
+        /// With <paramref name="sink"/>, frames are decoded and counted, nothing is written.</summary>
+        public abstract ServerSession NewSession(bool sink);
+    }
+
+    /// <summary>
+    /// The server side of one connection, without I/O: bytes in (<see cref="Receive"/>,
+    /// <see cref="EndOfInput"/>), bytes out (<see cref="Output"/>, appended until
+    /// <see cref="ClearOutput"/>), closed or not, and the classified error. The network server is a
+    /// loop around it; the testee's <c>serve</c> request drives it offline. The output buffer is
+    /// rented from <see cref="ArrayPool{T}.Shared"/>; a session allocates nothing per frame.
+    /// </summary>
+    public abstract class ServerSession : IDisposable
+    {
+        const int InitialOutput = 64 * 1024 + 64;
+        byte[] _out = ArrayPool<byte>.Shared.Rent(InitialOutput);
+        int _outLen;
+        ProtocolError _error;
+        bool _closed;
+
+        /// <summary>Frames received and their payload bytes (server counters).</summary>
+        public long Frames, PayloadBytes;
+
+        /// <summary>The session has closed the connection (after the output written so far).</summary>
+        public bool Closed { get { return _closed; } }
+        /// <summary>Why it closed, if the input broke a requirement.</summary>
+        public ProtocolError Error { get { return _error; } }
+
+        /// <summary>Feeds bytes received from the client. Returns false once the session has closed.</summary>
+        public abstract bool Receive(ReadOnlySpan<byte> data);
+
+        /// <summary>The client's EOF (half-close): the session writes what it still owes and closes.</summary>
+        public abstract void EndOfInput();
+
+        public byte[] OutputBuffer { get { return _out; } }
+        public int OutputLength { get { return _outLen; } }
+        public ReadOnlySpan<byte> Output { get { return new ReadOnlySpan<byte>(_out, 0, _outLen); } }
+
+        /// <summary>Forgets the output (it has been sent); gives an oversized buffer back to the pool.</summary>
+        public void ClearOutput()
+        {
+            _outLen = 0;
+            if (_out.Length > 1024 * 1024)
+            {
+                ArrayPool<byte>.Shared.Return(_out);
+                _out = ArrayPool<byte>.Shared.Rent(InitialOutput);
+            }
+        }
+
+        /// <summary>Space for <paramref name="length"/> more output bytes; follow with <see cref="Commit"/>.</summary>
+        protected Span<byte> Reserve(int length)
+        {
+            if (_outLen + length > _out.Length)
+            {
+                byte[] nb = ArrayPool<byte>.Shared.Rent(Math.Max(_out.Length * 2, _outLen + length));
+                Buffer.BlockCopy(_out, 0, nb, 0, _outLen);
+                ArrayPool<byte>.Shared.Return(_out);
+                _out = nb;
+            }
+            return new Span<byte>(_out, _outLen, length);
+        }
+
+        protected void Commit(int written) { _outLen += written; }
+
+        protected void Close(ProtocolError error)
+        {
+            if (_closed) return;
+            _closed = true;
+            _error = error;
+        }
+
+        public virtual void Dispose()
+        {
+            if (_out != null)
+            {
+                ArrayPool<byte>.Shared.Return(_out);
+                _out = null;
+            }
+        }
+    }
+
+    /// <summary>
+    /// Echo session of a protocol whose server answers frame by frame (standard, length-field):
+    /// every complete frame is handed to <see cref="Reply"/> as soon as the bytes that complete it
+    /// arrive; a decoding error closes after the replies to the frames before it; EOF closes, with
+    /// the truncation error if a frame was left unfinished.
+    /// </summary>
+    public abstract class FrameEchoSession : ServerSession, IFrameHandler
+    {
+        readonly FrameDecoder _decoder;
+        readonly bool _sink;
+
+        protected FrameEchoSession(FrameDecoder decoder, bool sink)
+        {
+            _decoder = decoder;
+            _sink = sink;
+        }
+
+        public override bool Receive(ReadOnlySpan<byte> data)
+        {
+            if (Closed) return false;
+            if (!_decoder.Feed(data, this))
+            {
+                Close(_decoder.Error);
+                return false;
+            }
+            return true;
+        }
+
+        public override void EndOfInput()
+        {
+            if (Closed) return;
+            Close(_decoder.Finish() ? default(ProtocolError) : _decoder.Error);
+        }
+
+        public void OnFrame(byte flag, byte sequence, ReadOnlySpan<byte> payload)
+        {
+            Frames++;
+            PayloadBytes += payload.Length;
+            if (!_sink) Reply(flag, sequence, payload);
+        }
+
+        /// <summary>Writes the reply to one frame, if the protocol answers it (use Reserve/Commit).</summary>
+        protected abstract void Reply(byte flag, byte sequence, ReadOnlySpan<byte> payload);
+
+        public override void Dispose()
+        {
+            _decoder.Dispose();
+            base.Dispose();
+        }
+    }
+}
