@@ -1,0 +1,357 @@
+using System;
+using System.Collections.Generic;
+using System.IO;
+using Frameproof.Codec;
+using Frameproof.Testee;
+using NUnit.Framework;
+
+namespace Frameproof.Tests
+{
+    /// <summary>
+    /// The hand-written protobuf codec (src/Testee/TesteeProto.cs) against golden bytes serialized by
+    /// the protobuf runtime: conformance/testee-golden.json, written by tools/gen_testee_golden.py
+    /// (the values below are the ones that script sets). Every entry is parsed and its fields are
+    /// checked; the messages this codec can write are re-encoded and compared byte for byte.
+    /// </summary>
+    [TestFixture]
+    public class TesteeGoldenTests
+    {
+        sealed class Entry { public string Name, Message; public byte[] Bytes; }
+
+        static List<Entry> _entries;
+
+        static string FindGolden()
+        {
+            string dir = Path.GetDirectoryName(typeof(TesteeGoldenTests).Assembly.Location);
+            for (; dir != null; dir = Path.GetDirectoryName(dir))
+            {
+                string p = Path.Combine(dir, "conformance", "testee-golden.json");
+                if (File.Exists(p)) return p;
+            }
+            throw new FileNotFoundException("conformance/testee-golden.json above " + typeof(TesteeGoldenTests).Assembly.Location);
+        }
+
+        static List<Entry> Entries()
+        {
+            if (_entries != null) return _entries;
+            var list = new List<Entry>();
+            JsonValue root = JsonValue.Parse(File.ReadAllText(FindGolden()));
+            foreach (JsonValue e in root.Items)
+            {
+                JsonValue name, message, hex;
+                var m = e.AsObject("entry");
+                bool ok = CodecJson.TryGet(m, "name", out name);
+                ok &= CodecJson.TryGet(m, "message", out message);
+                ok &= CodecJson.TryGet(m, "hex", out hex);
+                Assert.IsTrue(ok, "entry keys");
+                list.Add(new Entry { Name = name.AsString("name"), Message = message.AsString("message"), Bytes = T.Hex(hex.AsString("hex")) });
+            }
+            return _entries = list;
+        }
+
+        static Entry Get(string name)
+        {
+            foreach (Entry e in Entries()) if (e.Name == name) return e;
+            throw new AssertionException("no golden entry '" + name + "'");
+        }
+
+        static TesteeRequestMsg Req(string name)
+        {
+            Entry e = Get(name);
+            Assert.AreEqual("TesteeRequest", e.Message, name);
+            return TesteeRequestMsg.Parse(e.Bytes);
+        }
+
+        static TesteeResponseMsg Resp(string name)
+        {
+            Entry e = Get(name);
+            Assert.AreEqual("TesteeResponse", e.Message, name);
+            return TesteeResponseMsg.Parse(e.Bytes);
+        }
+
+        static void Bytes(byte[] expected, byte[] actual, string what) { Assert.AreEqual(T.ToHex(expected), T.ToHex(actual), what); }
+
+        static void Frame(FrameMsg f, uint flag, uint seq, byte[] payload, string what)
+        {
+            Assert.AreEqual(flag, f.Flag, what + ".flag");
+            Assert.AreEqual(seq, f.Sequence, what + ".sequence");
+            Bytes(payload, f.Payload, what + ".payload");
+        }
+
+        static void Error(ErrorMsg e, string requirement, ulong offset, string message, string what)
+        {
+            Assert.IsNotNull(e, what);
+            Assert.AreEqual(requirement, e.Requirement, what + ".requirement");
+            Assert.AreEqual(offset, e.Offset, what + ".offset");
+            Assert.AreEqual(message, e.Message, what + ".message");
+        }
+
+        /// <summary>Entries with members of other protocols' oneofs: parsed (skipped), not re-encoded.</summary>
+        static readonly string[] ParseOnly =
+        {
+            "decode_request_rpc_params", "decode_request_websocket_params", "encode_request_rpc_header",
+            "encode_request_websocket_header", "decode_response_rpc_detail", "decode_response_websocket_detail",
+            "decode_response_header_frames",
+        };
+
+        static readonly string[] Checked =
+        {
+            "hello_request", "decode_request", "decode_request_rpc_params", "decode_request_websocket_params",
+            "encode_request", "encode_request_rpc_header", "encode_request_websocket_header", "match_request",
+            "serve_request", "hello_response", "decode_response", "decode_response_rpc_detail",
+            "decode_response_websocket_detail", "decode_response_header_frames", "encode_response_encoded",
+            "encode_response_encoded_empty", "encode_response_error", "match_response", "serve_response",
+            "serve_response_open", "skipped", "runtime_error",
+        };
+
+        [Test]
+        public void EveryGoldenEntry_IsCheckedHere()
+        {
+            var names = new List<string>();
+            foreach (Entry e in Entries()) names.Add(e.Name);
+            CollectionAssert.AreEqual(Checked, names, "a new golden entry needs a test below");
+        }
+
+        [Test]
+        public void ReEncoding_GivesTheGoldenBytes()
+        {
+            int n = 0;
+            foreach (Entry e in Entries())
+            {
+                if (Array.IndexOf(ParseOnly, e.Name) >= 0) continue;
+                byte[] again = e.Message == "TesteeRequest" ? TesteeRequestMsg.Parse(e.Bytes).ToBytes() : TesteeResponseMsg.Parse(e.Bytes).ToBytes();
+                Bytes(e.Bytes, again, e.Name);
+                n++;
+            }
+            Assert.AreEqual(Checked.Length - ParseOnly.Length, n);
+        }
+
+        [Test]
+        public void HelloRequest()
+        {
+            TesteeRequestMsg r = Req("hello_request");
+            Assert.AreEqual(RequestKind.Hello, r.Kind);
+            Assert.AreEqual(1, r.HarnessVersion);
+            Assert.AreEqual(258, r.MaxHarnessVersion);
+        }
+
+        [Test]
+        public void DecodeRequest_LengthFieldCodec()
+        {
+            TesteeRequestMsg r = Req("decode_request");
+            Assert.AreEqual(RequestKind.Decode, r.Kind);
+            Assert.AreEqual("length-field", r.Codec.Protocol);
+            Assert.IsTrue(r.Codec.HasLimits);
+            Assert.AreEqual(0x123456789UL, r.Codec.MaxPayload);
+            Assert.IsTrue(r.Codec.HasLengthField);
+            Assert.AreEqual(300, r.Codec.LfOffset);
+            Assert.AreEqual(-1000, r.Codec.LfSize);
+            Assert.AreEqual(0, r.Codec.OtherParams);
+            Assert.AreEqual(3, r.Chunks.Count);
+            Bytes(T.Hex("010203"), r.Chunks[0], "chunk 0");
+            Bytes(new byte[0], r.Chunks[1], "chunk 1");
+            Bytes(T.Pattern(200, 2), r.Chunks[2], "chunk 2");
+            CodecSpec spec = r.Codec.ToSpec();
+            Assert.AreEqual(0x123456789L, spec.MaxPayload);
+            Assert.AreEqual("length_field", spec.ParamsKey);
+        }
+
+        [Test]
+        public void DecodeRequest_OtherProtocolsParams_Skipped()
+        {
+            TesteeRequestMsg r = Req("decode_request_rpc_params");
+            Assert.AreEqual("rpc", r.Codec.Protocol);
+            Assert.AreEqual(1000, r.Codec.MaxPayload);
+            Assert.IsFalse(r.Codec.HasLengthField);
+            Assert.AreEqual(4, r.Codec.OtherParams);
+            Assert.AreEqual(1, r.Chunks.Count);
+            Bytes(T.Hex("AA"), r.Chunks[0], "chunk");
+            Assert.AreEqual(ResponseKind.Skipped, TesteeService.Handle(r).Kind, "unknown protocol");
+
+            r = Req("decode_request_websocket_params");
+            Assert.AreEqual("websocket", r.Codec.Protocol);
+            Assert.IsFalse(r.Codec.HasLimits);
+            Assert.AreEqual(5, r.Codec.OtherParams);
+            Bytes(T.Hex("BBCC"), r.Chunks[0], "chunk");
+        }
+
+        [Test]
+        public void EncodeRequest()
+        {
+            TesteeRequestMsg r = Req("encode_request");
+            Assert.AreEqual(RequestKind.Encode, r.Kind);
+            Assert.AreEqual("standard", r.Codec.Protocol);
+            Assert.AreEqual(70000, r.Codec.MaxPayload);
+            Assert.IsFalse(r.Codec.HasLengthField);
+            Frame(r.Frame, 0xC1, 200, T.Pattern(130, 1), "frame");
+            Assert.AreEqual(0, r.Frame.OtherHeader);
+        }
+
+        [Test]
+        public void EncodeRequest_OtherProtocolsHeaders_Skipped()
+        {
+            TesteeRequestMsg r = Req("encode_request_rpc_header");
+            Assert.AreEqual("rpc", r.Codec.Protocol);
+            Frame(r.Frame, 0x81, 300, T.Ascii("body"), "frame");
+            Assert.AreEqual(4, r.Frame.OtherHeader);
+            r = Req("encode_request_websocket_header");
+            Frame(r.Frame, 0, 0, T.Ascii("hi"), "frame");
+            Assert.AreEqual(5, r.Frame.OtherHeader);
+        }
+
+        [Test]
+        public void MatchRequest_EveryEventKind()
+        {
+            TesteeRequestMsg r = Req("match_request");
+            Assert.AreEqual(RequestKind.Match, r.Kind);
+            Assert.AreEqual("standard", r.Codec.Protocol);
+            Assert.AreEqual(70000, r.TimeoutMs);
+            Assert.AreEqual(7, r.Events.Count);
+            Assert.AreEqual(MatchEventKind.Send, r.Events[0].Kind); Bytes(T.Pattern(3, 3), r.Events[0].Bytes, "send");
+            Assert.AreEqual(MatchEventKind.Send, r.Events[1].Kind); Bytes(new byte[0], r.Events[1].Bytes, "empty send");
+            Assert.AreEqual(MatchEventKind.SendOneWay, r.Events[2].Kind); Bytes(T.Pattern(140, 4), r.Events[2].Bytes, "send_one_way");
+            Assert.AreEqual(MatchEventKind.Receive, r.Events[3].Kind); Bytes(T.Hex("81010300616263"), r.Events[3].Bytes, "receive");
+            Assert.AreEqual(MatchEventKind.AdvanceMs, r.Events[4].Kind); Assert.AreEqual(150000, r.Events[4].AdvanceMs);
+            Assert.AreEqual(MatchEventKind.AdvanceMs, r.Events[5].Kind); Assert.AreEqual(0, r.Events[5].AdvanceMs);
+            Assert.AreEqual(MatchEventKind.SendFrame, r.Events[6].Kind); Frame(r.Events[6].Frame, 0x41, 129, T.Ascii("sf"), "send_frame");
+        }
+
+        [Test]
+        public void ServeRequest()
+        {
+            TesteeRequestMsg r = Req("serve_request");
+            Assert.AreEqual(RequestKind.Serve, r.Kind);
+            Assert.AreEqual("length-field", r.Codec.Protocol);
+            Assert.IsTrue(r.Codec.HasLengthField);
+            Assert.AreEqual(1, r.Codec.LfOffset);
+            Assert.AreEqual(-2, r.Codec.LfSize);
+            Assert.AreEqual("unary", r.Endpoint);
+            Assert.AreEqual(2, r.Chunks.Count);
+            Bytes(T.Pattern(129, 5), r.Chunks[0], "chunk 0");
+            Bytes(new byte[0], r.Chunks[1], "chunk 1");
+            Assert.IsTrue(r.HalfClose);
+        }
+
+        [Test]
+        public void HelloResponse()
+        {
+            TesteeResponseMsg r = Resp("hello_response");
+            Assert.AreEqual(ResponseKind.Hello, r.Kind);
+            Assert.AreEqual(2, r.HarnessVersion);
+            Assert.AreEqual("frameproof-csharp", r.Name);
+            Assert.AreEqual("0.1.0", r.Version);
+            CollectionAssert.AreEqual(new[] { "standard", "length-field" }, r.Protocols);
+            CollectionAssert.AreEqual(new[] { "decode", "encode", "match", "serve" }, r.Features);
+        }
+
+        [Test]
+        public void DecodeResponse()
+        {
+            TesteeResponseMsg r = Resp("decode_response");
+            Assert.AreEqual(ResponseKind.Decode, r.Kind);
+            Assert.AreEqual(3, r.Frames.Count);
+            Frame(r.Frames[0], 0x81, 255, T.Pattern(131, 6), "frame 0");
+            Frame(r.Frames[1], 0, 0, new byte[0], "frame 1");
+            Frame(r.Frames[2], 0x3F, 0, T.Hex("00"), "frame 2");
+            Error(r.Error, "STD-STR-3", 0x100000001UL, "stream ended \u00fcnexpectedly", "error");
+            Assert.AreEqual(0, r.Error.OtherDetail);
+        }
+
+        [Test]
+        public void DecodeResponse_OtherProtocolsDetailAndHeaders_Skipped()
+        {
+            TesteeResponseMsg r = Resp("decode_response_rpc_detail");
+            Assert.AreEqual(0, r.Frames.Count);
+            Error(r.Error, "RPC-HDR-1", 16, "m", "error");
+            Assert.AreEqual(4, r.Error.OtherDetail);
+            r = Resp("decode_response_websocket_detail");
+            Frame(r.Frames[0], 0, 0, T.Ascii("z"), "frame");
+            Error(r.Error, "WS-FRM-1", 2, "", "error");
+            Assert.AreEqual(5, r.Error.OtherDetail);
+            r = Resp("decode_response_header_frames");
+            Assert.AreEqual(2, r.Frames.Count);
+            Frame(r.Frames[0], 1, 0, T.Ascii("r"), "frame 0");
+            Assert.AreEqual(4, r.Frames[0].OtherHeader);
+            Frame(r.Frames[1], 0, 0, T.Ascii("w"), "frame 1");
+            Assert.AreEqual(5, r.Frames[1].OtherHeader);
+            Assert.IsNull(r.Error);
+        }
+
+        [Test]
+        public void EncodeResponses()
+        {
+            TesteeResponseMsg r = Resp("encode_response_encoded");
+            Assert.AreEqual(ResponseKind.Encode, r.Kind);
+            Bytes(T.Pattern(300, 7), r.Encoded, "encoded");
+            Assert.IsNull(r.Error);
+            r = Resp("encode_response_encoded_empty");
+            Assert.IsNotNull(r.Encoded, "an empty oneof member is present");
+            Assert.AreEqual(0, r.Encoded.Length);
+            r = Resp("encode_response_error");
+            Assert.IsNull(r.Encoded);
+            Error(r.Error, "LF-LIM-2", 0, "payload of 70000 bytes exceeds the maximum 65535", "error");
+        }
+
+        [Test]
+        public void MatchResponse_EveryCompletionKind()
+        {
+            TesteeResponseMsg r = Resp("match_response");
+            Assert.AreEqual(ResponseKind.Match, r.Kind);
+            Assert.AreEqual(3, r.Sent.Count);
+            Bytes(T.Pattern(5, 8), r.Sent[0], "sent 0");
+            Bytes(new byte[0], r.Sent[1], "sent 1");
+            Bytes(T.Pattern(150, 9), r.Sent[2], "sent 2");
+            Assert.AreEqual(6, r.Completions.Count);
+            CompletionMsg c = r.Completions[0];
+            Assert.AreEqual(CompletionKindMsg.Reply, c.Kind); Assert.AreEqual(0, c.Request); Frame(c.Frame, 0x81, 1, T.Ascii("abc"), "reply");
+            c = r.Completions[1];
+            Assert.AreEqual(CompletionKindMsg.Timeout, c.Kind); Assert.AreEqual(300, c.Request); Assert.IsNull(c.Frame);
+            c = r.Completions[2];
+            Assert.AreEqual(CompletionKindMsg.Unmatched, c.Kind); Assert.AreEqual(0, c.Request); Frame(c.Frame, 0x82, 130, new byte[0], "unmatched");
+            c = r.Completions[3];
+            Assert.AreEqual(CompletionKindMsg.Failed, c.Kind); Assert.AreEqual(2, c.Request);
+            c = r.Completions[4];
+            Assert.AreEqual(CompletionKindMsg.Refused, c.Kind); Assert.AreEqual(100000, c.Request);
+            c = r.Completions[5];
+            Assert.AreEqual(CompletionKindMsg.Unspecified, c.Kind); Assert.AreEqual(0, c.Request); Assert.IsNull(c.Frame);
+            Error(r.Error, "STD-LEN-3", 129, "non-canonical", "error");
+        }
+
+        [Test]
+        public void ServeResponses()
+        {
+            TesteeResponseMsg r = Resp("serve_response");
+            Assert.AreEqual(ResponseKind.Serve, r.Kind);
+            Assert.AreEqual(3, r.Written.Count);
+            Bytes(T.Pattern(133, 10), r.Written[0], "written 0");
+            Bytes(new byte[0], r.Written[1], "written 1");
+            Bytes(T.Hex("81050000"), r.Written[2], "written 2");
+            Assert.IsTrue(r.Closed);
+            Error(r.Error, "LF-STR-3", 200, "eof", "error");
+            r = Resp("serve_response_open");
+            Assert.AreEqual(1, r.Written.Count);
+            Bytes(T.Ascii("x"), r.Written[0], "written 0");
+            Assert.IsFalse(r.Closed);
+            Assert.IsNull(r.Error);
+        }
+
+        [Test]
+        public void SkippedAndRuntimeError()
+        {
+            TesteeResponseMsg r = Resp("skipped");
+            Assert.AreEqual(ResponseKind.Skipped, r.Kind);
+            Assert.AreEqual("protocol 'rpc' not implemented", r.Text);
+            r = Resp("runtime_error");
+            Assert.AreEqual(ResponseKind.RuntimeError, r.Kind);
+            Assert.AreEqual("InvalidOperationException: \u00e9t\u00e9", r.Text);
+        }
+
+        /// <summary>What the testee itself writes for hello, byte for byte as the protobuf runtime would.</summary>
+        [Test]
+        public void TheTesteesOwnHello_IsTheGoldenOne()
+        {
+            TesteeResponseMsg hello = TesteeService.Handle(Req("hello_request"));
+            Bytes(Get("hello_response").Bytes, hello.ToBytes(), "hello response for max_harness_version 258");
+        }
+    }
+}
