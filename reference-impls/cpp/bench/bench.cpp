@@ -16,7 +16,7 @@
 #include <cstring>
 #include <new>
 
-#include "frameproof/codec.hpp"
+#include "frameproof/registry.hpp"
 
 // Counting allocator: every operator new in this process is counted, so a benchmark can report
 // the heap allocations made while its loop ran (allocs_per_frame, alloc_bytes_per_frame;
@@ -58,57 +58,58 @@ fp::Bytes payload_of(std::size_t n) {
   return p;
 }
 
-fp::CodecConfig config(fp::Protocol proto) {
-  fp::CodecConfig c;
-  c.protocol = proto;
-  c.lf = fp::LfProfile{0, 4};  // 4-byte length: 64 KiB payloads fit
-  return c;
-}
+// The protocols measured: standard, and length-field with a 4-byte length (64 KiB payloads fit).
+fp::AnyProtocol standard() { return fp::Standard(); }
+fp::AnyProtocol length_field() { return fp::LengthField(fp::Limits{}, 0, 4); }
 
-void BM_WriteHeader(benchmark::State& state, fp::Protocol proto) {
+void BM_WriteHeader(benchmark::State& state, fp::AnyProtocol protocol) {
   const auto n = static_cast<std::size_t>(state.range(0));
-  const fp::Bytes p = payload_of(n);
-  const fp::CodecConfig cfg = config(proto);
-  std::uint8_t hdr[16];
-  std::uint8_t seq = 0;
-  for (auto _ : state) {
-    std::size_t h;
-    if (proto == fp::Protocol::Standard) h = fp::write_standard_header(hdr, 0x01, ++seq, p.size());
-    else h = fp::write_lf_header(hdr, cfg.lf, p.size());
-    benchmark::DoNotOptimize(hdr);
-    benchmark::DoNotOptimize(h);
-    benchmark::ClobberMemory();
-  }
+  std::visit(
+      [&](const auto& proto) {
+        std::uint8_t hdr[16];
+        fp::Frame f{0x01, 0, {}};
+        for (auto _ : state) {
+          ++f.sequence;
+          const std::size_t h = proto.write_header(hdr, f, n);
+          benchmark::DoNotOptimize(hdr);
+          benchmark::DoNotOptimize(h);
+          benchmark::ClobberMemory();
+        }
+      },
+      protocol);
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(n));
 }
 
-void BM_EncodeOwned(benchmark::State& state, fp::Protocol proto) {
+void BM_EncodeOwned(benchmark::State& state, fp::AnyProtocol protocol) {
   const auto n = static_cast<std::size_t>(state.range(0));
   const fp::Bytes p = payload_of(n);
-  const fp::CodecConfig cfg = config(proto);
   fp::Bytes out;
   out.reserve(n + 16);
   const AllocProbe probe;
-  for (auto _ : state) {
-    out.clear();
-    auto e = fp::encode(cfg, 0x01, 1, p, out);
-    benchmark::DoNotOptimize(e);
-    benchmark::DoNotOptimize(out.data());
-    benchmark::ClobberMemory();
-  }
+  std::visit(
+      [&](const auto& proto) {
+        for (auto _ : state) {
+          out.clear();
+          auto e = proto.encode(fp::Frame{0x01, 1, p}, out);
+          benchmark::DoNotOptimize(e);
+          benchmark::DoNotOptimize(out.data());
+          benchmark::ClobberMemory();
+        }
+      },
+      protocol);
   probe.report(state, static_cast<double>(state.iterations()));
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(n));
 }
 
-void BM_Decode(benchmark::State& state, fp::Protocol proto) {
+template <class P>
+void decode_loop(benchmark::State& state, const P& proto) {
   const auto n = static_cast<std::size_t>(state.range(0));
-  const fp::CodecConfig cfg = config(proto);
   const fp::Bytes p = payload_of(n);
   // ~256 KiB of back-to-back frames (at least 4), fed in 64 KiB reads like a socket would.
   const std::size_t frames = std::max<std::size_t>(4, (256 * 1024) / (n + 8));
   fp::Bytes stream;
   for (std::size_t i = 0; i < frames; ++i) {
-    if (fp::encode(cfg, 0x01, static_cast<std::uint8_t>(i), p, stream)) {
+    if (proto.encode(fp::Frame{0x01, static_cast<std::uint8_t>(i), p}, stream)) {
       state.SkipWithError("encode failed");
       return;
     }
@@ -117,7 +118,7 @@ void BM_Decode(benchmark::State& state, fp::Protocol proto) {
   std::uint64_t delivered = 0;
   // One decoder for the whole run, like one connection: every iteration ends on a frame
   // boundary, so the decoder is empty again at the start of the next.
-  fp::Decoder dec(cfg, kRead);
+  fp::Decoder<P> dec(proto, kRead);
   const AllocProbe probe;
   for (auto _ : state) {
     std::size_t pos = 0;
@@ -129,12 +130,12 @@ void BM_Decode(benchmark::State& state, fp::Protocol proto) {
       std::memcpy(space.data(), stream.data() + pos, take);
       dec.commit(take);
       pos += take;
-      fp::Decoder::Status st;
-      while ((st = dec.next(f)) == fp::Decoder::Status::Frame) {
+      typename fp::Decoder<P>::Status st;
+      while ((st = dec.next(f)) == fp::Decoder<P>::Status::Frame) {
         sum += f.payload.size() + f.payload[f.payload.size() / 2];
         ++delivered;
       }
-      if (st == fp::Decoder::Status::Error) {
+      if (st == fp::Decoder<P>::Status::Error) {
         state.SkipWithError("decode error");
         return;
       }
@@ -148,15 +149,19 @@ void BM_Decode(benchmark::State& state, fp::Protocol proto) {
   probe.report(state, static_cast<double>(state.iterations() * frames));
 }
 
+void BM_Decode(benchmark::State& state, fp::AnyProtocol protocol) {
+  std::visit([&](const auto& proto) { decode_loop(state, proto); }, protocol);
+}
+
 }  // namespace
 
 #define FP_SIZES Arg(32)->Arg(1024)->Arg(65536)
 
-BENCHMARK_CAPTURE(BM_WriteHeader, standard, fp::Protocol::Standard)->FP_SIZES;
-BENCHMARK_CAPTURE(BM_WriteHeader, length_field, fp::Protocol::LengthField)->FP_SIZES;
-BENCHMARK_CAPTURE(BM_EncodeOwned, standard, fp::Protocol::Standard)->FP_SIZES;
-BENCHMARK_CAPTURE(BM_EncodeOwned, length_field, fp::Protocol::LengthField)->FP_SIZES;
-BENCHMARK_CAPTURE(BM_Decode, standard, fp::Protocol::Standard)->FP_SIZES;
-BENCHMARK_CAPTURE(BM_Decode, length_field, fp::Protocol::LengthField)->FP_SIZES;
+BENCHMARK_CAPTURE(BM_WriteHeader, standard, standard())->FP_SIZES;
+BENCHMARK_CAPTURE(BM_WriteHeader, length_field, length_field())->FP_SIZES;
+BENCHMARK_CAPTURE(BM_EncodeOwned, standard, standard())->FP_SIZES;
+BENCHMARK_CAPTURE(BM_EncodeOwned, length_field, length_field())->FP_SIZES;
+BENCHMARK_CAPTURE(BM_Decode, standard, standard())->FP_SIZES;
+BENCHMARK_CAPTURE(BM_Decode, length_field, length_field())->FP_SIZES;
 
 BENCHMARK_MAIN();

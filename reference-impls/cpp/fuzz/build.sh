@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer target of the C++ reference codec, self-contained (no CMake): clang++ with
-# -fsanitize=fuzzer,address,undefined (+ libstdc++ bounds assertions) over src/codec.cpp and
+# -fsanitize=fuzzer,address,undefined (+ libstdc++ bounds assertions) over the codec sources
+# (src/codec.cpp and the protocol modules src/standard.cpp, src/length_field.cpp) and
 # decode_fuzz.cpp.
-#   build.sh [OUT_DIR] [CODEC_SRC]   (defaults: fuzz/build, ../src/codec.cpp; the tests pass a
-#                                     patched copy of codec.cpp to plant a bug)
-# Needs clang++ (clang-14) and libFuzzer (libclang-rt-14-dev / libfuzzer-14-dev on Debian 12).
+#   build.sh [OUT_DIR] [SOURCES]   defaults: fuzz/build, the sources of this directory.
+#     SOURCES a directory: a copy of this implementation (its include/ and src/) to build from,
+#       e.g. with a planted bug in any of the files above (conformance/tests/test_fuzz.py);
+#     SOURCES a file: used instead of src/codec.cpp (the other sources from here).
+# Needs clang++ (clang-14), libFuzzer (libclang-rt-14-dev / libfuzzer-14-dev on Debian 12) and
+# nlohmann-json3-dev.
 # Prints the path of the binary on the last line.
 #   build.sh --install-toolchain   installs clang-14 and libFuzzer with apt-get if missing, and exits
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 if [ "${1:-}" = "--install-toolchain" ]; then
   missing=()
-  for p in clang-14 libclang-rt-14-dev libfuzzer-14-dev; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  for p in clang-14 libclang-rt-14-dev libfuzzer-14-dev nlohmann-json3-dev; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
   if [ "${#missing[@]}" -gt 0 ]; then
     sudo=()
     [ "$(id -u)" -eq 0 ] || sudo=(sudo -n)
@@ -20,11 +24,18 @@ if [ "${1:-}" = "--install-toolchain" ]; then
   exit 0
 fi
 out=${1:-$here/build}
-src=${2:-$here/../src/codec.cpp}
+root=$here/..
+srcs=("$root/src/codec.cpp" "$root/src/standard.cpp" "$root/src/length_field.cpp")
+if [ -d "${2:-}" ]; then
+  root=$(cd "$2" && pwd)
+  srcs=("$root/src/codec.cpp" "$root/src/standard.cpp" "$root/src/length_field.cpp")
+elif [ -n "${2:-}" ]; then
+  srcs[0]=$2
+fi
 cxx=${CXX_FUZZ:-$(command -v clang++-14 || command -v clang++)}
 mkdir -p "$out"
 bin="$out/decode_fuzz"
-if [ -x "$bin" ] && [ -z "$(find "$src" "$here/decode_fuzz.cpp" "$here/../include" "$here/build.sh" -newer "$bin" -print -quit)" ]; then
+if [ -x "$bin" ] && [ -z "$(find "${srcs[@]}" "$here/decode_fuzz.cpp" "$root/include" "$here/build.sh" -newer "$bin" -print -quit)" ]; then
   echo "$bin"  # up to date
   exit 0
 fi
@@ -33,6 +44,6 @@ lock=()
 command -v flock >/dev/null && lock=(flock /tmp/frameproof-build.lock)
 "${lock[@]}" "$cxx" -std=c++20 -g -O1 -fno-omit-frame-pointer \
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GLIBCXX_ASSERTIONS \
-  -I "$here/../include" "$here/decode_fuzz.cpp" "$src" -o "$bin.tmp" >&2
+  -I "$root/include" "$here/decode_fuzz.cpp" "${srcs[@]}" -o "$bin.tmp" >&2
 mv "$bin.tmp" "$bin"
 echo "$bin"

@@ -1,4 +1,5 @@
-// libFuzzer target for the C++ reference decoder (src/codec.cpp), both protocols.
+// libFuzzer target for the C++ reference decoder (src/codec.cpp with the protocol modules
+// src/standard.cpp, src/length_field.cpp), both protocols.
 //
 // Input layout (shared with reference-impls/rust/fuzz and frameproof.fuzz.corpus_entry):
 //   byte 0: configuration. bit 0: protocol (0 standard, 1 length-field); bits 1-4: length-field
@@ -23,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "frameproof/codec.hpp"
+#include "frameproof/registry.hpp"
 
 namespace {
 
@@ -50,8 +51,9 @@ struct Outcome {
   std::abort();
 }
 
-Outcome run(const fp::CodecConfig& cfg, std::size_t read_chunk, const std::vector<fp::ByteView>& parts) {
-  fp::Decoder d(cfg, read_chunk);
+template <class P>
+Outcome run(const P& proto, std::size_t read_chunk, const std::vector<fp::ByteView>& parts) {
+  fp::Decoder<P> d(proto, read_chunk);
   Outcome out;
   auto collect = [&](const fp::Frame& f) {
     out.frames.push_back({f.flag, f.sequence, fp::Bytes(f.payload.begin(), f.payload.end())});
@@ -64,6 +66,10 @@ Outcome run(const fp::CodecConfig& cfg, std::size_t read_chunk, const std::vecto
   }
   out.error = d.finish();
   return out;
+}
+
+Outcome run(const fp::AnyProtocol& proto, std::size_t read_chunk, const std::vector<fp::ByteView>& parts) {
+  return std::visit([&](const auto& p) { return run(p, read_chunk, parts); }, proto);
 }
 
 std::vector<fp::ByteView> chunks(fp::ByteView data, std::uint8_t ctl) {
@@ -91,38 +97,40 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* input, std::size_t siz
   if (size < 2) return 0;
   const std::uint8_t cfgb = input[0], ctl = input[1];
   const fp::ByteView data{input + 2, size - 2};
-  fp::CodecConfig cfg;
-  cfg.max_payload = kLimits[cfgb >> 5];
   const bool std_ = (cfgb & 1) == 0;
-  if (!std_) {
-    const auto* p = kProfiles[(cfgb >> 1) & 15];
-    cfg.protocol = fp::Protocol::LengthField;
-    cfg.lf.offset = static_cast<std::uint32_t>(p[0]);
-    cfg.lf.size = p[1];
-  }
+  const auto* profile = kProfiles[(cfgb >> 1) & 15];
+  const auto offset = static_cast<std::uint32_t>(profile[0]);
+  const std::int32_t size = profile[1];
+  // the protocol under test, and the same one without a maximum to re-encode with
+  auto make = [&](std::uint64_t max) -> fp::AnyProtocol {
+    if (std_) return fp::Standard(fp::Limits{max});
+    return fp::LengthField(fp::Limits{max}, offset, size);
+  };
+  const fp::AnyProtocol cfg = make(kLimits[cfgb >> 5]);
+  const fp::AnyProtocol enc_cfg = make(0x7FFFFFFF);
   const Outcome whole = run(cfg, 64 * 1024, {data});
   const Outcome chunked = run(cfg, 16 + ctl, chunks(data, ctl));
   if (!(whole.frames == chunked.frames)) fail("chunked decode delivered other frames than whole decode");
   if (err_str(whole.error) != err_str(chunked.error))
     fail("chunked decode reported another error than whole decode:", err_str(whole.error) + " vs " + err_str(chunked.error));
 
-  const std::uint64_t max = cfg.effective_max();
+  const std::uint64_t max = std::visit([](const auto& p) { return p.max_payload(); }, cfg);
   std::size_t pos = 0;
   for (const auto& f : whole.frames) {
     if (f.payload.size() > max) fail("payload above the maximum", std::to_string(f.payload.size()));
     fp::Bytes enc;
-    fp::CodecConfig enc_cfg = cfg;
-    enc_cfg.max_payload = 0x7FFFFFFF;
-    if (auto e = fp::encode(enc_cfg, f.flag, f.sequence, f.payload, enc)) fail("a decoded frame does not encode:", e->requirement);
+    const fp::Frame frame{f.flag, f.sequence, f.payload};
+    if (auto e = std::visit([&](const auto& p) { return p.encode(frame, enc); }, enc_cfg))
+      fail("a decoded frame does not encode:", e->requirement);
     if (std_) {
       if (pos + enc.size() > data.size() || std::memcmp(data.data() + pos, enc.data(), enc.size()) != 0)
         fail("frame does not re-encode to its bytes at", std::to_string(pos));
       pos += enc.size();
       continue;
     }
-    const std::size_t o = cfg.lf.offset;
+    const std::size_t o = offset;
     std::size_t width = enc.size() - o - f.payload.size();
-    if (cfg.lf.size == 0) {  // a non-minimal varint may be accepted (LF-LEN-4)
+    if (size == 0) {  // a non-minimal varint may be accepted (LF-LEN-4)
       width = 0;
       while (pos + o + width < data.size() && (data[pos + o + width] & 0x80)) ++width;
       ++width;

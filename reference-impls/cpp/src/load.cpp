@@ -1,10 +1,10 @@
 // fp-load: load client for fp-server and every other echo server (reference-impls/README.md).
 //
 // One thread per connection, each with a non-blocking socket driven by poll(), so a thread never
-// blocks writing while the server waits for it to read. Every reply is verified: standard by
-// sequence number through the SequenceMatcher (flag must be 0x81), length-field FIFO through the
-// FifoMatcher; the payload must equal the request's, whose bytes 0..7 hold the request's global
-// index (u64 little-endian) and the rest a pattern derived from it.
+// blocks writing while the server waits for it to read. Generic over the registry's protocols:
+// every reply is verified through the protocol's client matcher (P::Client: standard by sequence
+// number, flag 0x81; length-field FIFO); the payload must equal the request's, whose bytes 0..7
+// hold the request's global index (u64 little-endian) and the rest a pattern derived from it.
 #include <fcntl.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -22,9 +22,8 @@
 #include <string>
 #include <thread>
 
-#include "frameproof/codec.hpp"
 #include "frameproof/histogram.hpp"
-#include "frameproof/matcher.hpp"
+#include "frameproof/registry.hpp"
 #include "net_common.hpp"
 
 namespace {
@@ -39,7 +38,7 @@ std::uint64_t now_ns() {
 enum class Mode { PerPacket, Pipelined, Receive };
 
 struct Options {
-  fp::CodecConfig codec;
+  std::string codec_json;  // as given
   sockaddr_storage addr{};
   socklen_t addr_len = 0;
   int connections = 1;
@@ -85,20 +84,20 @@ struct Result {
   fp::Histogram latency;
 };
 
+template <class P>
 class Connection {
  public:
-  Connection(const Options& opt, Shared& shared, int id, std::uint64_t first_index, std::uint64_t count,
-             std::uint64_t start_ns, std::uint64_t end_ns)
-      : opt_(opt),
+  Connection(const P& proto, const Options& opt, Shared& shared, int id, std::uint64_t first_index,
+             std::uint64_t count, std::uint64_t end_ns)
+      : proto_(proto),
+        opt_(opt),
         shared_(shared),
         id_(id),
         next_index_(first_index),
         quota_(count),
         end_ns_(end_ns),
-        start_ns_(start_ns),
-        decoder_(opt.codec),
-        seq_(opt.timeout_ms * 1000000ull),
-        fifo_(opt.timeout_ms * 1000000ull, std::max<std::size_t>(opt.window, 1)),
+        decoder_(proto),
+        client_(opt.timeout_ms * 1000000ull),
         scratch_(opt.payload) {}
 
   Result run() {
@@ -155,10 +154,6 @@ class Connection {
     return now < end_ns_;
   }
 
-  [[nodiscard]] std::size_t in_flight() const {
-    return opt_.codec.protocol == fp::Protocol::Standard ? seq_.pending() : fifo_.pending();
-  }
-
   std::uint64_t take_index() {
     if (opt_.requests) return next_index_++;
     return shared_.next_index.fetch_add(1, std::memory_order_relaxed);
@@ -168,45 +163,25 @@ class Connection {
   // receive-mode batch is full (so the caller must come back as soon as the socket is writable).
   bool fill(std::uint64_t now) {
     const bool receive = opt_.mode == Mode::Receive;
-    const std::size_t window = opt_.mode == Mode::PerPacket ? 1 : opt_.window;
+    const fp::SendKind kind = receive ? fp::SendKind::Untracked : fp::SendKind::Request;
     std::size_t batch = 0;
     while (more_to_send(now)) {
       if (receive) {
-        if (out_.size() - out_off_ > (256u << 10) || batch >= 256) return true;  // write in batches
-      } else if (in_flight() >= window || out_.size() - out_off_ > (256u << 10)) {
+        if (out_.size() - out_off_ > (256u << 10) || batch >= opt_.window) return true;  // write in batches
+      } else if (client_.pending() >= opt_.window || out_.size() - out_off_ > (256u << 10)) {
         break;  // window full, or the server is not reading what is already queued
       }
-      std::uint8_t seq = 0;
-      if (opt_.codec.protocol == fp::Protocol::Standard) {
-        if (receive) {
-          seq = ++counter_;
-        } else {
-          // STD-SEQ-3: if the next number is still pending (its reply was lost), wait.
-          if (seq_.is_pending(seq_.peek_sequence())) break;
-        }
-      }
+      // nullopt: the matcher refuses for now (STD-SEQ-3: the next number is still pending because
+      // its reply was lost): wait.
+      const std::optional<fp::Frame> header = client_.next(kind);
+      if (!header) break;
       const std::uint64_t index = take_index();
-      if (!receive) {
-        if (opt_.codec.protocol == fp::Protocol::Standard) {
-          seq = *seq_.begin_request(index, now);
-          send_time_[seq] = now;
-        } else {
-          fifo_.begin_request(index, now);
-          fifo_times_.push_back(now);
-        }
-      }
+      client_.begin(kind, index, now);
       const std::size_t at = out_.size();
-      if (opt_.codec.protocol == fp::Protocol::Standard) {
-        out_.resize(at + 8 + opt_.payload);
-        const std::size_t h = fp::write_standard_header(out_.data() + at, 0x01, seq, opt_.payload);
-        fill_payload(index, out_.data() + at + h, opt_.payload);
-        out_.resize(at + h + opt_.payload);
-      } else {
-        const std::size_t h = fp::lf_header_len(opt_.codec.lf, opt_.payload);
-        out_.resize(at + h + opt_.payload);
-        fp::write_lf_header(out_.data() + at, opt_.codec.lf, opt_.payload);
-        fill_payload(index, out_.data() + at + h, opt_.payload);
-      }
+      out_.resize(at + proto_.max_header_size() + opt_.payload);
+      const std::size_t h = proto_.write_header(out_.data() + at, *header, opt_.payload);
+      fill_payload(index, out_.data() + at + h, opt_.payload);
+      out_.resize(at + h + opt_.payload);
       ++res_.sent;
       ++batch;
     }
@@ -245,41 +220,32 @@ class Connection {
 
   void on_frame(const fp::Frame& f, std::uint64_t now) {
     ++res_.received;
-    std::optional<std::uint64_t> index;
-    std::uint64_t sent_at = 0;
-    if (opt_.codec.protocol == fp::Protocol::Standard) {
-      if (!(f.flag & 0x80)) {
-        error("received a request (flag 0x" + hex(f.flag) + "), not a reply");
+    const fp::Match m = client_.complete(f);
+    switch (m.kind) {
+      case fp::Match::Kind::Ignored:
+        error("received a frame that is not a reply (flag 0x" + hex(f.flag) + ")");
         return;
-      }
-      index = seq_.complete(f.sequence);
-      if (!index) {
-        error("reply with sequence " + std::to_string(f.sequence) + " matches no pending request");
+      case fp::Match::Kind::Unmatched:
+        error("a reply (flag 0x" + hex(f.flag) + ", sequence " + std::to_string(f.sequence) +
+              ") matches no pending request");
         return;
-      }
-      sent_at = send_time_[f.sequence];
-      if (f.flag != 0x81) {
-        error("request " + std::to_string(*index) + ": reply flag 0x" + hex(f.flag) + ", expected 0x81");
-        return;
-      }
-    } else {
-      index = fifo_.complete();
-      if (!index) {
-        error("a frame arrived while no request was pending");
-        return;
-      }
-      sent_at = fifo_times_.front();
-      fifo_times_.pop_front();
+      case fp::Match::Kind::Reply:
+        break;
     }
-    res_.latency.record(now - sent_at);
-    if (f.payload.size() != opt_.payload) {
-      error("request " + std::to_string(*index) + ": reply payload has " + std::to_string(f.payload.size()) +
-            " bytes, expected " + std::to_string(opt_.payload));
+    const std::string request = "request " + std::to_string(m.id) + ": ";
+    if (auto bad = P::Client::check_echo(f)) {
+      error(request + *bad);
       return;
     }
-    fill_payload(*index, scratch_.data(), scratch_.size());
+    res_.latency.record(now - m.sent_at);
+    if (f.payload.size() != opt_.payload) {
+      error(request + "reply payload has " + std::to_string(f.payload.size()) + " bytes, expected " +
+            std::to_string(opt_.payload));
+      return;
+    }
+    fill_payload(m.id, scratch_.data(), scratch_.size());
     if (!std::equal(f.payload.begin(), f.payload.end(), scratch_.begin())) {
-      error("request " + std::to_string(*index) + ": reply payload differs from the request's");
+      error(request + "reply payload differs from the request's");
       return;
     }
     ++res_.verified;
@@ -300,9 +266,9 @@ class Connection {
       if (n > 0) {
         decoder_.commit(static_cast<std::size_t>(n));
         fp::Frame f;
-        fp::Decoder::Status st;
-        while ((st = decoder_.next(f)) == fp::Decoder::Status::Frame) on_frame(f, now);
-        if (st == fp::Decoder::Status::Error) {
+        typename fp::Decoder<P>::Status st;
+        while ((st = decoder_.next(f)) == fp::Decoder<P>::Status::Frame) on_frame(f, now);
+        if (st == fp::Decoder<P>::Status::Error) {
           error("reply stream rejected: " + decoder_.error()->requirement + " at offset " +
                 std::to_string(decoder_.error()->offset));
           return false;
@@ -325,12 +291,8 @@ class Connection {
   void expire(std::uint64_t now) {
     timed_out_.clear();
     failed_ids_.clear();
-    if (opt_.codec.protocol == fp::Protocol::Standard) {
-      seq_.expire(now, timed_out_);
-    } else if (fifo_.expire(now, timed_out_, failed_ids_)) {
-      failed_ = true;  // LF-MATCH-3: order can no longer be trusted; give up this connection
-      fifo_times_.clear();
-    }
+    // true: the connection has failed (LF-MATCH-3: order can no longer be trusted); give it up
+    if (client_.expire(now, timed_out_, failed_ids_)) failed_ = true;
     if (!timed_out_.empty()) {
       res_.missing += timed_out_.size() + failed_ids_.size();
       shared_.note("connection " + std::to_string(id_) + ": " + std::to_string(timed_out_.size()) +
@@ -341,9 +303,7 @@ class Connection {
 
   void abandon() {
     timed_out_.clear();
-    if (opt_.codec.protocol == fp::Protocol::Standard) seq_.clear(timed_out_);
-    else fifo_.clear(timed_out_);
-    fifo_times_.clear();
+    client_.clear(timed_out_);
     if (!timed_out_.empty()) {
       res_.missing += timed_out_.size();
       shared_.note("connection " + std::to_string(id_) + ": closed with " + std::to_string(timed_out_.size()) +
@@ -382,12 +342,11 @@ class Connection {
         shut = true;
         shut_deadline = now + opt_.timeout_ms * 1000000ull;
       }
-      if (!receive && sending_done && in_flight() == 0) break;
+      if (!receive && sending_done && client_.pending() == 0) break;
       if (failed_) break;
       // Wait for I/O, at most until the next request deadline (and at most 50 ms).
       std::uint64_t wait_ns = 50'000'000;
-      std::optional<std::uint64_t> dl =
-          opt_.codec.protocol == fp::Protocol::Standard ? seq_.next_deadline() : fifo_.next_deadline();
+      std::optional<std::uint64_t> dl = client_.next_deadline();
       if (shut) dl = shut_deadline;
       if (write_stalled_since_) {
         const std::uint64_t give_up = write_stalled_since_ + opt_.timeout_ms * 1000000ull;
@@ -410,9 +369,9 @@ class Connection {
       shared_.note("connection " + std::to_string(id_) + ": could not write every request");
     }
     if (!receive) abandon();
-    (void)start_ns_;
   }
 
+  P proto_;
   const Options& opt_;
   Shared& shared_;
   int id_;
@@ -420,13 +379,8 @@ class Connection {
   std::uint64_t next_index_;
   std::uint64_t quota_;
   std::uint64_t end_ns_;
-  std::uint64_t start_ns_;
-  fp::Decoder decoder_;
-  fp::SequenceMatcher seq_;
-  fp::FifoMatcher fifo_;
-  std::array<std::uint64_t, 256> send_time_{};
-  std::deque<std::uint64_t> fifo_times_;
-  std::uint8_t counter_ = 0;  // receive mode (standard): sequence numbers without matching
+  fp::Decoder<P> decoder_;
+  typename P::Client client_;
   bool failed_ = false;
   std::uint64_t write_stalled_since_ = 0;  // when unsent bytes last stopped draining (0 = none)
   fp::Bytes out_;
@@ -464,57 +418,23 @@ const char* mode_name(Mode m) {
   return "?";
 }
 
-void usage() {
-  std::fprintf(stderr,
-               "usage: fp-load --protocol standard|length-field --connect HOST:PORT\n"
-               "               --connections N (--requests N | --duration SECONDS) --payload BYTES\n"
-               "               --mode per-packet|pipelined|receive [--window W] [--lf-offset N] [--lf-size S]\n"
-               "               [--timeout-ms MS] [--json FILE]\n");
+std::string usage() {
+  return "usage: fp-load (--codec JSON | --protocol " + fp::cli::protocol_choices() + ") --connect HOST:PORT\n"
+         "               [--connections N] (--requests N | --duration SECONDS) [--payload BYTES]\n"
+         "               [--mode per-packet|pipelined|receive] [--window W] [--timeout-ms MS] [--json FILE]\n"
+         "  defaults: --connections 1, --payload 32, --mode per-packet, --timeout-ms 5000;\n"
+         "  --window: 1 per-packet (no other value), 32 pipelined, 256 receive (requests per batch)\n";
 }
 
-}  // namespace
+struct Report {
+  Result total;
+  double secs = 0;
+  std::vector<std::string> details;
+};
 
-int main(int argc, char** argv) {
-  fp::cli::Args args(argc, argv, {},
-                     {"protocol", "connect", "connections", "requests", "duration", "payload", "mode", "window",
-                      "lf-offset", "lf-size", "timeout-ms", "json", "max-payload"});
-  if (args.help()) {
-    usage();
-    return 0;
-  }
-  Options opt;
-  auto proto = fp::parse_protocol(args.str("protocol", "standard"));
-  if (!proto) args.die("--protocol must be standard or length-field");
-  opt.codec.protocol = *proto;
-  opt.codec.lf.offset = args.num<std::uint32_t>("lf-offset", 0);
-  opt.codec.lf.size = args.num<std::int32_t>("lf-size", 2);
-  opt.codec.max_payload = args.num<std::uint64_t>("max-payload", 0);
-  if (auto e = opt.codec.validate()) args.die(e->requirement + ": " + e->message);
-  if (!args.has("connect")) args.die("--connect HOST:PORT is required");
-  auto hp = fp::cli::split_host_port(args.str("connect"));
-  if (!hp || !fp::cli::resolve(*hp, false, opt.addr, opt.addr_len)) args.die("--connect: cannot resolve");
-  opt.connections = args.num<int>("connections", 1);
-  if (opt.connections < 1) args.die("--connections must be at least 1");
-  if (args.has("requests") == args.has("duration")) args.die("give exactly one of --requests and --duration");
-  if (args.has("requests")) opt.requests = args.num<std::uint64_t>("requests", 0);
-  else opt.duration_s = std::stod(args.str("duration"));
-  opt.payload = args.num<std::size_t>("payload", 32);
-  if (opt.payload > opt.codec.effective_max()) args.die("--payload is above what the protocol can carry");
-  const std::string mode = args.str("mode", "per-packet");
-  if (mode == "per-packet") opt.mode = Mode::PerPacket;
-  else if (mode == "pipelined") opt.mode = Mode::Pipelined;
-  else if (mode == "receive") opt.mode = Mode::Receive;
-  else args.die("--mode must be per-packet, pipelined or receive");
-  opt.window = args.num<std::size_t>("window", opt.mode == Mode::Pipelined ? 16 : 1);
-  if (opt.mode == Mode::PerPacket) opt.window = 1;
-  if (opt.window < 1) args.die("--window must be at least 1");
-  if (opt.codec.protocol == fp::Protocol::Standard && opt.window > 255) args.die("--window must be at most 255 for standard");
-  if (opt.codec.protocol == fp::Protocol::LengthField && opt.window > fp::kLfPendingBound)
-    args.die("--window must be at most 256 for length-field (LF-MATCH-4)");
-  opt.timeout_ms = args.num<std::uint64_t>("timeout-ms", 5000);
-  opt.json = args.str("json");
-  signal(SIGPIPE, SIG_IGN);
-
+// Runs every connection of protocol P to the end and sums their results.
+template <class P>
+Report run(const P& proto, const Options& opt) {
   Shared shared;
   std::vector<Result> results(static_cast<std::size_t>(opt.connections));
   std::vector<std::thread> threads;
@@ -528,46 +448,98 @@ int main(int argc, char** argv) {
       count = *opt.requests / c + (static_cast<std::uint64_t>(k) < *opt.requests % c ? 1 : 0);
     }
     threads.emplace_back([&, k, first, count] {
-      Connection conn(opt, shared, k, first, count, start, end);
+      Connection<P> conn(proto, opt, shared, k, first, count, end);
       results[static_cast<std::size_t>(k)] = conn.run();
     });
     first += count;
   }
   for (auto& t : threads) t.join();
-  const double secs = static_cast<double>(now_ns() - start) / 1e9;
-
-  Result total;
+  Report rep;
+  rep.secs = static_cast<double>(now_ns() - start) / 1e9;
   for (auto& r : results) {
-    total.sent += r.sent;
-    total.received += r.received;
-    total.verified += r.verified;
-    total.verified_bytes += r.verified_bytes;
-    total.errors += r.errors;
-    total.missing += r.missing;
-    total.fatal = total.fatal || r.fatal;
-    total.latency.merge(r.latency);
+    rep.total.sent += r.sent;
+    rep.total.received += r.received;
+    rep.total.verified += r.verified;
+    rep.total.verified_bytes += r.verified_bytes;
+    rep.total.errors += r.errors;
+    rep.total.missing += r.missing;
+    rep.total.fatal = rep.total.fatal || r.fatal;
+    rep.total.latency.merge(r.latency);
   }
+  rep.details = std::move(shared.details);
+  return rep;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  fp::cli::Args args(argc, argv, usage(), {},
+                     {"codec", "protocol", "connect", "connections", "requests", "duration", "payload", "mode",
+                      "window", "timeout-ms", "json"});
+  const fp::cli::CodecOption codec = fp::cli::codec_option(args);
+  Options opt;
+  opt.codec_json = codec.json;
+  if (!args.has("connect")) args.die("--connect HOST:PORT is required");
+  auto hp = fp::cli::split_host_port(args.str("connect"));
+  if (!hp || !fp::cli::resolve(*hp, false, opt.addr, opt.addr_len)) args.die("--connect: cannot resolve");
+  opt.connections = args.num<int>("connections", 1);
+  if (opt.connections < 1) args.die("--connections must be at least 1");
+  if (args.has("requests") == args.has("duration")) args.die("give exactly one of --requests and --duration");
+  if (args.has("requests")) opt.requests = args.num<std::uint64_t>("requests", 0);
+  else opt.duration_s = args.seconds("duration");
+  opt.payload = args.num<std::size_t>("payload", 32);
+  const std::string mode = args.str("mode", "per-packet");
+  if (mode == "per-packet") opt.mode = Mode::PerPacket;
+  else if (mode == "pipelined") opt.mode = Mode::Pipelined;
+  else if (mode == "receive") opt.mode = Mode::Receive;
+  else args.die("--mode must be per-packet, pipelined or receive");
+  opt.window = args.num<std::size_t>("window", opt.mode == Mode::PerPacket ? 1 : opt.mode == Mode::Pipelined ? 32 : 256);
+  if (opt.mode == Mode::PerPacket && opt.window != 1) args.die("--window must be 1 in per-packet mode");
+  if (opt.window < 1) args.die("--window must be at least 1");
+  opt.timeout_ms = args.num<std::uint64_t>("timeout-ms", 5000);
+  opt.json = args.str("json");
+  std::visit(
+      [&](const auto& proto) {
+        using P = std::decay_t<decltype(proto)>;
+        if (opt.payload > proto.max_payload()) args.die("--payload is above what the protocol can carry");
+        if (opt.mode == Mode::Pipelined && opt.window > P::Client::kMaxWindow)
+          args.die("--window must be at most " + std::to_string(P::Client::kMaxWindow) + " for " + std::string(P::kName));
+      },
+      codec.protocol);
+  signal(SIGPIPE, SIG_IGN);
+
+  const Report rep = std::visit([&](const auto& proto) { return run(proto, opt); }, codec.protocol);
+  const Result& total = rep.total;
+  const double secs = rep.secs;
   const bool receive = opt.mode == Mode::Receive;
   const std::uint64_t msgs = receive ? total.sent : total.verified;
   const std::uint64_t bytes = receive ? total.sent * opt.payload : total.verified_bytes;
   const double msgs_per_s = secs > 0 ? static_cast<double>(msgs) / secs : 0;
   const double mb_per_s = secs > 0 ? static_cast<double>(bytes) / secs / 1e6 : 0;
-  auto us = [&](double q) { return std::round(total.latency.quantile(q) / 100.0) / 10.0; };
-  const double p50 = us(0.50), p90 = us(0.90), p99 = us(0.99), p999 = us(0.999);
-  const double pmax = std::round(static_cast<double>(total.latency.max()) / 100.0) / 10.0;
+  // latencies in microseconds: one decimal for people, integers in the JSON (the contract)
+  const double lat_ns[5] = {total.latency.quantile(0.50), total.latency.quantile(0.90), total.latency.quantile(0.99),
+                            total.latency.quantile(0.999), static_cast<double>(total.latency.max())};
+  double lat_us[5];
+  long long lat_int[5];
+  for (int i = 0; i < 5; ++i) {
+    lat_us[i] = std::round(lat_ns[i] / 100.0) / 10.0;
+    lat_int[i] = std::llround(lat_ns[i] / 1000.0);
+  }
 
   bool ok = total.errors == 0 && !total.fatal;
   if (!receive) ok = ok && total.verified == total.sent;
   if (opt.requests) ok = ok && total.sent == *opt.requests;
 
-  std::printf("fp-load (cpp) %s %s: %d connection(s), window %zu, payload %zu B\n", fp::protocol_name(opt.codec.protocol),
+  const std::string protocol(fp::name_of(codec.protocol));
+  std::printf("fp-load (cpp) %s %s: %d connection(s), window %zu, payload %zu B\n", protocol.c_str(),
               mode_name(opt.mode), opt.connections, opt.window, opt.payload);
   std::printf("  sent %" PRIu64 ", received %" PRIu64 ", verified %" PRIu64 ", errors %" PRIu64 ", missing %" PRIu64 "\n",
               total.sent, total.received, total.verified, total.errors,
               receive ? std::uint64_t{0} : total.sent - std::min(total.sent, total.received));
   std::printf("  %.3f s, %.1f msg/s, %.2f MB/s\n", secs, msgs_per_s, mb_per_s);
-  std::printf("  latency us: p50 %.1f  p90 %.1f  p99 %.1f  p99.9 %.1f  max %.1f\n", p50, p90, p99, p999, pmax);
-  for (const auto& d : shared.details) std::printf("  error: %s\n", d.c_str());
+  std::printf("  latency us: p50 %.1f  p90 %.1f  p99 %.1f  p99.9 %.1f  max %.1f\n", lat_us[0], lat_us[1], lat_us[2],
+              lat_us[3], lat_us[4]);
+  for (const auto& d : rep.details) std::printf("  error: %s\n", d.c_str());
   std::printf("%s\n", ok ? "OK" : "FAILED");
   std::fflush(stdout);
 
@@ -578,20 +550,20 @@ int main(int argc, char** argv) {
       return 1;
     }
     std::string details = "[";
-    for (std::size_t i = 0; i < shared.details.size(); ++i) {
+    for (std::size_t i = 0; i < rep.details.size(); ++i) {
       if (i) details += ", ";
-      details += "\"" + json_escape(shared.details[i]) + "\"";
+      details += "\"" + json_escape(rep.details[i]) + "\"";
     }
     details += "]";
     std::fprintf(f,
-                 "{\"implementation\": \"cpp\", \"protocol\": \"%s\", \"mode\": \"%s\", \"connections\": %d, "
-                 "\"window\": %zu, \"payload\": %zu, \"requests_sent\": %" PRIu64 ", \"replies_received\": %" PRIu64
-                 ", \"replies_verified\": %" PRIu64 ", \"errors\": %" PRIu64 ", \"error_details\": %s, "
-                 "\"duration_s\": %.6f, \"msgs_per_s\": %.1f, \"mb_per_s\": %.3f, "
-                 "\"latency_us\": {\"p50\": %.1f, \"p90\": %.1f, \"p99\": %.1f, \"p999\": %.1f, \"max\": %.1f}}\n",
-                 fp::protocol_name(opt.codec.protocol), mode_name(opt.mode), opt.connections, opt.window, opt.payload,
-                 total.sent, total.received, total.verified, total.errors, details.c_str(), secs, msgs_per_s, mb_per_s,
-                 p50, p90, p99, p999, pmax);
+                 "{\"implementation\": \"cpp\", \"protocol\": \"%s\", \"codec\": %s, \"mode\": \"%s\", "
+                 "\"connections\": %d, \"window\": %zu, \"payload\": %zu, \"requests_sent\": %" PRIu64
+                 ", \"replies_received\": %" PRIu64 ", \"replies_verified\": %" PRIu64 ", \"errors\": %" PRIu64
+                 ", \"error_details\": %s, \"duration_s\": %.6f, \"msgs_per_s\": %.1f, \"mb_per_s\": %.3f, "
+                 "\"latency_us\": {\"p50\": %lld, \"p90\": %lld, \"p99\": %lld, \"p999\": %lld, \"max\": %lld}}\n",
+                 protocol.c_str(), opt.codec_json.c_str(), mode_name(opt.mode), opt.connections, opt.window,
+                 opt.payload, total.sent, total.received, total.verified, total.errors, details.c_str(), secs,
+                 msgs_per_s, mb_per_s, lat_int[0], lat_int[1], lat_int[2], lat_int[3], lat_int[4]);
     std::fclose(f);
   }
   return ok ? 0 : 1;

@@ -1,4 +1,5 @@
-// Small helpers shared by fp-server and fp-load: option parsing and address resolution.
+// Small helpers shared by fp-server and fp-load: option parsing (usage errors exit 2, the
+// --codec / --protocol pair) and address resolution.
 #pragma once
 
 #include <netdb.h>
@@ -10,23 +11,35 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "frameproof/registry.hpp"
+
 namespace fp::cli {
 
-// --name value / --name=value / --flag options; anything else is an error.
+// "standard|length-field": the registered protocol names, for usage texts.
+inline std::string protocol_choices() {
+  std::string s;
+  for (std::string_view n : protocol_names()) s += (s.empty() ? "" : "|") + std::string(n);
+  return s;
+}
+
+// --name value / --name=value / --flag options; anything else is a usage error: one line
+// "usage error: ..." and the usage on stderr, exit status 2. --help / -h: the usage on stdout,
+// exit 0.
 class Args {
  public:
-  Args(int argc, char** argv, std::vector<std::string> flags, std::vector<std::string> valued)
-      : prog_(argc > 0 ? argv[0] : "?") {
+  Args(int argc, char** argv, std::string usage, std::vector<std::string> flags, std::vector<std::string> valued)
+      : usage_(std::move(usage)) {
     for (int i = 1; i < argc; ++i) {
       std::string a = argv[i];
       if (a == "-h" || a == "--help") {
-        help_ = true;
-        continue;
+        std::fputs(usage_.c_str(), stdout);
+        std::exit(0);
       }
       if (a.rfind("--", 0) != 0) die("unexpected argument '" + a + "'");
       std::string name = a.substr(2);
@@ -50,7 +63,6 @@ class Args {
     }
   }
 
-  [[nodiscard]] bool help() const { return help_; }
   [[nodiscard]] bool has(const std::string& name) const { return values_.count(name) != 0; }
   [[nodiscard]] std::string str(const std::string& name, const std::string& def = "") const {
     auto it = values_.find(name);
@@ -66,8 +78,16 @@ class Args {
     if (ec != std::errc() || p != s.data() + s.size()) die("--" + name + ": not a number: '" + s + "'");
     return v;
   }
+  // A number >= 0 with a fraction (seconds).
+  double seconds(const std::string& name) const {
+    const std::string s = str(name);
+    double v = -1;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || p != s.data() + s.size() || !(v >= 0) || v > 1e9) die("--" + name + ": not a number of seconds: '" + s + "'");
+    return v;
+  }
   [[noreturn]] void die(const std::string& msg) const {
-    std::fprintf(stderr, "%s: %s\n", prog_.c_str(), msg.c_str());
+    std::fprintf(stderr, "usage error: %s\n%s", msg.c_str(), usage_.c_str());
     std::exit(2);
   }
 
@@ -77,10 +97,41 @@ class Args {
       if (x == s) return true;
     return false;
   }
-  std::string prog_;
-  bool help_ = false;
+  std::string usage_;
   std::map<std::string, std::string> values_;
 };
+
+// The protocol of a program: --codec JSON or --protocol NAME (short for {"protocol": NAME}),
+// exactly one. The configuration must be valid and supported.
+struct CodecOption {
+  AnyProtocol protocol;
+  std::string json;  // the codec object as given (key order kept), compact
+};
+
+inline CodecOption codec_option(const Args& args) {
+  if (args.has("codec") == args.has("protocol")) args.die("give exactly one of --codec JSON and --protocol NAME");
+  const std::string flag = args.has("codec") ? "--codec" : "--protocol";
+  try {
+    nlohmann::ordered_json j;
+    if (args.has("codec")) {
+      try {
+        j = nlohmann::ordered_json::parse(args.str("codec"));
+      } catch (const nlohmann::json::parse_error& e) {
+        args.die("--codec: not JSON: " + std::string(e.what()));
+      }
+    } else {
+      j["protocol"] = args.str("protocol");
+    }
+    CodecOption c{parse_codec(j), j.dump()};
+    if (auto e = validate(c.protocol)) args.die(flag + ": " + e->requirement + ": " + e->message);
+    if (auto why = unsupported(c.protocol)) args.die(flag + ": " + *why);
+    return c;
+  } catch (const UnknownProtocol& e) {
+    args.die(flag + ": " + e.what() + " (registered: " + protocol_choices() + ")");
+  } catch (const CodecError& e) {
+    args.die(flag + ": " + e.what());
+  }
+}
 
 struct HostPort {
   std::string host;

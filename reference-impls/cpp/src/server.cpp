@@ -1,11 +1,14 @@
-// fp-server: the conformance echo server (STD-ECHO-*, LF-ECHO-*), see reference-impls/README.md.
+// fp-server: the conformance echo server, see reference-impls/README.md. Generic over the
+// registry's protocols: the echo behaviour is each protocol's server session (P::Session,
+// session.hpp); this file is the socket loop around it.
 //
 // One epoll event loop per thread; every thread has its own SO_REUSEPORT listener on the same
 // port, so the kernel spreads connections over the loops and a connection never changes thread.
-// Each connection owns one bounded Decoder buffer and one output buffer; reading stops while the
-// unsent output is above a high-water mark (a client that does not read cannot make the server
-// buffer without bound). Replies of 16 KiB and more go out with one gather write (pending output,
-// header, payload view) instead of being copied into the output buffer first.
+// Each connection owns one session (with its bounded decoder buffer) and one output buffer;
+// reading stops while the unsent output is above a high-water mark (a client that does not read
+// cannot make the server buffer without bound). Replies of 16 KiB and more go out with one gather
+// write (pending output, header, payload view) instead of being copied into the output buffer
+// first.
 #include <arpa/inet.h>
 #include <netinet/tcp.h>
 #include <signal.h>
@@ -22,7 +25,7 @@
 #include <thread>
 #include <unordered_map>
 
-#include "frameproof/codec.hpp"
+#include "frameproof/registry.hpp"
 #include "net_common.hpp"
 
 namespace {
@@ -35,10 +38,8 @@ constexpr std::size_t kDrainBytes = 1 << 20;  // input discarded after an error 
 constexpr auto kDrainTime = std::chrono::seconds(2);     // after shutdown(SHUT_WR)
 constexpr auto kClosingTime = std::chrono::seconds(30);  // to deliver the replies before an error
 constexpr std::size_t kGatherMin = 16 << 10;   // payloads this big are echoed by gather write
-constexpr std::size_t kGatherMaxOffset = 64;   // (length-field headers up to this offset)
 
 struct Options {
-  fp::CodecConfig codec;
   bool sink = false;
   int threads = 1;
 };
@@ -50,6 +51,7 @@ struct Counters {
   std::uint64_t protocol_errors = 0;
 };
 
+template <class P>
 struct Conn {
   enum class State {
     Open,      // reading and echoing
@@ -57,9 +59,9 @@ struct Conn {
     Draining,  // after shutdown(SHUT_WR): discard input until EOF, a budget or a deadline
     Finishing  // peer EOF: flush the replies, then close
   };
-  Conn(int f, const fp::CodecConfig& cfg) : fd(f), dec(cfg) {}
+  Conn(int f, const P& proto) : fd(f), session(proto) {}
   int fd;
-  fp::Decoder dec;
+  typename P::Session session;
   fp::Bytes out;
   std::size_t out_off = 0;
   State state = State::Open;
@@ -71,9 +73,12 @@ struct Conn {
   [[nodiscard]] std::size_t unsent() const { return out.size() - out_off; }
 };
 
+template <class P>
 class Worker {
  public:
-  Worker(const Options& opt, int listen_fd) : opt_(opt), listen_fd_(listen_fd) {
+  using Conn = ::Conn<P>;
+
+  Worker(const P& proto, const Options& opt, int listen_fd) : proto_(proto), opt_(opt), listen_fd_(listen_fd) {
     ep_ = epoll_create1(EPOLL_CLOEXEC);
     stop_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (ep_ < 0 || stop_fd_ < 0) {
@@ -155,7 +160,7 @@ class Worker {
       }
       int one = 1;
       setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // STD-ECHO-6, LF-ECHO-4
-      auto c = std::make_unique<Conn>(fd, opt_.codec);
+      auto c = std::make_unique<Conn>(fd, proto_);
       c->events = EPOLLIN;
       add(fd, EPOLLIN, c.get());
       conns_.emplace(fd, std::move(c));
@@ -196,14 +201,15 @@ class Worker {
         c->paused = true;
         break;
       }
-      auto space = c->dec.prepare();
+      auto space = c->session.prepare();
       const ssize_t n = ::recv(c->fd, space.data(), space.size(), MSG_DONTWAIT);
       if (n > 0) {
-        c->dec.commit(static_cast<std::size_t>(n));
+        c->session.commit(static_cast<std::size_t>(n));
         process(c);
         if (static_cast<std::size_t>(n) < space.size()) break;  // the socket is (probably) empty
       } else if (n == 0) {
-        c->state = Conn::State::Finishing;  // STD-ECHO-5 / LF-ECHO-3: a partial frame is dropped
+        c->session.end_of_input();  // STD-ECHO-5 / LF-ECHO-3: a partial frame is dropped
+        c->state = Conn::State::Finishing;
       } else if (errno == EINTR) {
         continue;
       } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -216,31 +222,28 @@ class Worker {
     return true;
   }
 
-  void process(Conn* c) {
-    fp::Frame f;
-    fp::Decoder::Status st;
-    while ((st = c->dec.next(f)) == fp::Decoder::Status::Frame) {
-      ++counters_.frames;
-      counters_.bytes += f.payload.size();
-      if (opt_.sink) continue;
-      if (opt_.codec.protocol == fp::Protocol::Standard && (f.flag & 0xC0)) continue;  // STD-ECHO-2
-      if (f.payload.size() >= kGatherMin && (opt_.codec.protocol == fp::Protocol::Standard ||
-                                             opt_.codec.lf.offset <= kGatherMaxOffset)) {
-        gather_reply(c, f);
-        continue;
-      }
-      const std::size_t at = c->out.size();
-      if (opt_.codec.protocol == fp::Protocol::Standard) {
-        c->out.resize(at + 8);
-        c->out.resize(at + fp::write_standard_header(c->out.data() + at, static_cast<std::uint8_t>(0x80 | f.flag),
-                                                     f.sequence, f.payload.size()));
-      } else {
-        c->out.resize(at + fp::lf_header_len(opt_.codec.lf, f.payload.size()));
-        fp::write_lf_header(c->out.data() + at, opt_.codec.lf, f.payload.size());
-      }
-      c->out.insert(c->out.end(), f.payload.begin(), f.payload.end());
+  // The session's output: counters for every frame, and the replies (none in --sink mode).
+  struct Out {
+    Worker* w;
+    Conn* c;
+    void frame(const fp::Frame& f) {
+      ++w->counters_.frames;
+      w->counters_.bytes += f.payload.size();
     }
-    if (st == fp::Decoder::Status::Error) {
+    void reply(fp::ByteView header, fp::ByteView payload) {
+      if (w->opt_.sink) return;
+      if (payload.size() >= kGatherMin) {
+        gather_reply(c, header, payload);
+        return;
+      }
+      c->out.insert(c->out.end(), header.begin(), header.end());
+      c->out.insert(c->out.end(), payload.begin(), payload.end());
+    }
+  };
+
+  void process(Conn* c) {
+    Out out{this, c};
+    if (!c->session.process(out)) {
       ++counters_.protocol_errors;
       c->state = Conn::State::Closing;  // STD-ECHO-4 / LF-ECHO-2: replies first, then close
       // A peer that never reads its replies must not keep the connection forever.
@@ -250,22 +253,16 @@ class Worker {
   }
 
   // Echoes a big frame without copying its payload first: one gather write of the unsent
-  // output, the reply header (built on the stack) and the payload view into the decoder's
-  // buffer. Whatever the socket does not take is appended to the output buffer (the view is only
-  // valid until the next read). A send error is left for flush() to find and close on.
-  void gather_reply(Conn* c, const fp::Frame& f) {
-    std::uint8_t hdr[8 + kGatherMaxOffset + 8];
-    std::size_t hl;
-    if (opt_.codec.protocol == fp::Protocol::Standard)
-      hl = fp::write_standard_header(hdr, static_cast<std::uint8_t>(0x80 | f.flag), f.sequence, f.payload.size());
-    else
-      hl = fp::write_lf_header(hdr, opt_.codec.lf, f.payload.size());
+  // output, the reply header and the payload view into the session's buffer. Whatever the
+  // socket does not take is appended to the output buffer (the views are only valid until the
+  // next read). A send error is left for flush() to find and close on.
+  static void gather_reply(Conn* c, fp::ByteView header, fp::ByteView payload) {
     iovec iov[3];
     int n = 0;
     const std::size_t pending = c->unsent();
     if (pending) iov[n++] = {c->out.data() + c->out_off, pending};
-    iov[n++] = {hdr, hl};
-    iov[n++] = {const_cast<std::uint8_t*>(f.payload.data()), f.payload.size()};
+    iov[n++] = {const_cast<std::uint8_t*>(header.data()), header.size()};
+    iov[n++] = {const_cast<std::uint8_t*>(payload.data()), payload.size()};
     msghdr msg{};
     msg.msg_iov = iov;
     msg.msg_iovlen = static_cast<std::size_t>(n);
@@ -281,9 +278,10 @@ class Worker {
       c->out.clear();
       c->out_off = 0;
     }
-    if (sent < hl) c->out.insert(c->out.end(), hdr + sent, hdr + hl);
+    const std::size_t hl = header.size();
+    if (sent < hl) c->out.insert(c->out.end(), header.begin() + static_cast<std::ptrdiff_t>(sent), header.end());
     const std::size_t payload_sent = sent > hl ? sent - hl : 0;
-    c->out.insert(c->out.end(), f.payload.begin() + static_cast<std::ptrdiff_t>(payload_sent), f.payload.end());
+    c->out.insert(c->out.end(), payload.begin() + static_cast<std::ptrdiff_t>(payload_sent), payload.end());
   }
 
   void after_io(Conn* c) {
@@ -368,6 +366,7 @@ class Worker {
     for (Conn* c : expired) close_conn(c);
   }
 
+  P proto_;
   const Options& opt_;
   int listen_fd_;
   int ep_ = -1;
@@ -396,28 +395,43 @@ int make_listener(const sockaddr_storage& addr, socklen_t len) {
   return fd;
 }
 
-void usage() {
-  std::fprintf(stderr,
-               "usage: fp-server --protocol standard|length-field --listen HOST:PORT\n"
-               "                 [--lf-offset N] [--lf-size S] [--max-payload BYTES] [--sink] [--threads N]\n");
+std::string usage() {
+  return "usage: fp-server (--codec JSON | --protocol " + fp::cli::protocol_choices() + ") --listen HOST:PORT\n"
+         "                 [--sink] [--threads N]\n"
+         "  --codec JSON   e.g. '{\"protocol\": \"length-field\", \"length_field\": {\"offset\": 2, \"size\": -4}}'\n"
+         "  --threads N    event loops (default: the number of online CPUs)\n"
+         "  --sink         decode and count frames, send nothing\n";
+}
+
+// Runs one worker per listener until SIGINT/SIGTERM (blocked in `sigs`), then returns the sum of
+// their counters.
+template <class P>
+Counters serve(const P& proto, const Options& opt, const std::vector<int>& listeners, const sigset_t& sigs) {
+  std::vector<std::unique_ptr<Worker<P>>> workers;
+  for (int fd : listeners) workers.push_back(std::make_unique<Worker<P>>(proto, opt, fd));
+  std::vector<std::thread> threads;
+  for (auto& w : workers) threads.emplace_back([&w] { w->run(); });
+
+  int sig = 0;
+  sigwait(&sigs, &sig);
+  for (auto& w : workers) w->stop();
+  for (auto& t : threads) t.join();
+  Counters total;
+  for (auto& w : workers) {
+    total.connections += w->counters().connections;
+    total.frames += w->counters().frames;
+    total.bytes += w->counters().bytes;
+    total.protocol_errors += w->counters().protocol_errors;
+  }
+  return total;  // the workers close every connection and listener
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  fp::cli::Args args(argc, argv, {"sink"}, {"protocol", "listen", "lf-offset", "lf-size", "max-payload", "threads"});
-  if (args.help()) {
-    usage();
-    return 0;
-  }
+  fp::cli::Args args(argc, argv, usage(), {"sink"}, {"codec", "protocol", "listen", "threads"});
+  const fp::cli::CodecOption codec = fp::cli::codec_option(args);
   Options opt;
-  auto proto = fp::parse_protocol(args.str("protocol", "standard"));
-  if (!proto) args.die("--protocol must be standard or length-field");
-  opt.codec.protocol = *proto;
-  opt.codec.lf.offset = args.num<std::uint32_t>("lf-offset", 0);
-  opt.codec.lf.size = args.num<std::int32_t>("lf-size", 2);
-  opt.codec.max_payload = args.num<std::uint64_t>("max-payload", 0);
-  if (auto e = opt.codec.validate()) args.die(e->requirement + ": " + e->message);
   opt.sink = args.has("sink");
   const unsigned hw = std::thread::hardware_concurrency();
   opt.threads = args.num<int>("threads", hw ? static_cast<int>(hw) : 1);
@@ -458,23 +472,8 @@ int main(int argc, char** argv) {
   std::printf("LISTENING %s%s%s:%d\n", v6 ? "[" : "", hp->host.c_str(), v6 ? "]" : "", fp::cli::port_of(addr));
   std::fflush(stdout);
 
-  std::vector<std::unique_ptr<Worker>> workers;
-  for (int fd : listeners) workers.push_back(std::make_unique<Worker>(opt, fd));
-  std::vector<std::thread> threads;
-  for (auto& w : workers) threads.emplace_back([&w] { w->run(); });
-
-  int sig = 0;
-  sigwait(&sigs, &sig);
-  for (auto& w : workers) w->stop();
-  for (auto& t : threads) t.join();
-  Counters total;
-  for (auto& w : workers) {
-    total.connections += w->counters().connections;
-    total.frames += w->counters().frames;
-    total.bytes += w->counters().bytes;
-    total.protocol_errors += w->counters().protocol_errors;
-  }
-  workers.clear();  // closes every connection and listener
+  const Counters total =
+      std::visit([&](const auto& proto) { return serve(proto, opt, listeners, sigs); }, codec.protocol);
   std::printf("{\"connections\": %" PRIu64 ", \"frames\": %" PRIu64 ", \"bytes\": %" PRIu64
               ", \"protocol_errors\": %" PRIu64 "}\n",
               total.connections, total.frames, total.bytes, total.protocol_errors);

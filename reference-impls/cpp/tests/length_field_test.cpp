@@ -1,5 +1,6 @@
-// Unit tests of the `length-field` codec against spec/length-field.md: §8 worked examples in every
-// profile, every error class of §7a with precedence and offsets, limits and truncation.
+// Unit tests of the `length-field` module against spec/length-field.md: §8 worked examples in
+// every profile, every error class of §7a with precedence and offsets, limits and truncation.
+// Matching: matcher_test.cpp; the echo session: session_test.cpp.
 #include <gtest/gtest.h>
 
 #include <stdexcept>
@@ -19,7 +20,7 @@ namespace {
 
 std::optional<fp::ProtocolError> enc(std::uint32_t offset, std::int32_t size, const fp::Bytes& payload,
                                      fp::Bytes& out, std::uint64_t max = 0) {
-  return fp::encode_length_field(fp::LfProfile{offset, size}, payload, max, out);
+  return lf(offset, size, max).encode(fp::Frame{0, 0, payload}, out);
 }
 
 fp::Bytes enc_ok(std::uint32_t offset, std::int32_t size, const fp::Bytes& payload) {
@@ -61,12 +62,12 @@ TEST(LengthFieldCodec, WorkedExamplesEveryProfile) {
 
 // LF-FMT-2: the default profile is offset 0, size 2.
 TEST(LengthFieldCodec, DefaultProfile) {
-  fp::CodecConfig c;
-  c.protocol = fp::Protocol::LengthField;
-  EXPECT_EQ(c.lf.offset, 0u);
-  EXPECT_EQ(c.lf.size, 2);
+  const fp::LengthField c;
+  EXPECT_EQ(c.offset(), 0u);
+  EXPECT_EQ(c.size(), 2);
   fp::Bytes out;
-  EXPECT_FALSE(fp::encode(c, 0, 0, bytes("abc"), out));
+  const fp::Bytes abc = bytes("abc");
+  EXPECT_FALSE(c.encode(fp::Frame{0, 0, abc}, out));
   EXPECT_EQ(out, hex("03 00 61 62 63"));
 }
 
@@ -228,9 +229,9 @@ TEST(LengthFieldErrors, OversizeAtHeaderTime) {
   auto exact = decode_all(lf(0, 2, 16), cat(hex("10 00"), pattern(16)));
   EXPECT_FALSE(exact.error);
   // a maximum above the field capacity is capped by the capacity (never an error for size 1)
-  EXPECT_EQ(lf(0, 1, 1000).effective_max(), 255u);
-  EXPECT_EQ(lf(0, 2).effective_max(), 65535u);
-  EXPECT_EQ(lf(0, 4).effective_max(), fp::kDefaultMaxPayload);
+  EXPECT_EQ(lf(0, 1, 1000).max_payload(), 255u);
+  EXPECT_EQ(lf(0, 2).max_payload(), 65535u);
+  EXPECT_EQ(lf(0, 4).max_payload(), fp::kDefaultMaxPayload);
 }
 
 // LF-STR-3: truncation inside the header bytes, the length field, a varint, the payload.
@@ -269,12 +270,41 @@ TEST(LengthFieldErrors, ErrorIsFatal) {
 TEST(LengthFieldCodec, HeaderWriter) {
   for (std::int32_t size : {1, 2, 4, -2, -4, 0}) {
     for (std::size_t n : {0u, 1u, 127u, 128u, 255u}) {
-      const fp::LfProfile p{2, size};
       std::uint8_t h[16];
-      const std::size_t hl = fp::write_lf_header(h, p, n);
-      EXPECT_EQ(hl, fp::lf_header_len(p, n));
+      const std::size_t hl = lf(2, size).write_header(h, fp::Frame{}, n);
+      EXPECT_LE(hl, lf(2, size).max_header_size());
       const fp::Bytes full = enc_ok(2, size, pattern(n));
+      EXPECT_EQ(hl, full.size() - n);
       EXPECT_EQ(fp::Bytes(h, h + hl), fp::Bytes(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(hl)));
     }
   }
+}
+
+// LF-FMT-1..3, LF-STR-2: every profile, with and without header bytes, payloads around the
+// varint and one-byte boundaries, followed by a second frame in the same read.
+TEST(LengthFieldDecode, RoundTripEveryProfile) {
+  for (std::int32_t size : {1, 2, 4, -2, -4, 0}) {
+    for (std::uint32_t offset : {0u, 3u}) {
+      for (std::size_t n : {0u, 1u, 127u, 128u, 255u}) {
+        const fp::Bytes payload(n, static_cast<std::uint8_t>(n));
+        const auto d = decode_all(lf(offset, size), cat(enc_ok(offset, size, payload), enc_ok(offset, size, bytes("next"))));
+        ASSERT_FALSE(d.error) << size << " " << offset << " " << n;
+        ASSERT_EQ(d.frames.size(), 2u);
+        EXPECT_EQ(d.frames[0], frame(payload));
+        EXPECT_EQ(d.frames[1], frame(bytes("next")));
+      }
+    }
+  }
+}
+
+// §7a precedence: LF-LEN-3 before LF-LIM-1 (bit 31 set is above any maximum too), and LF-LIM-1
+// before LF-STR-3 (the payload of a frame above the maximum is cut short).
+TEST(LengthFieldErrors, PrecedenceLenBeforeLimBeforeTruncation) {
+  auto len3 = decode_all(lf(0, 4, 10), hex("00 00 00 80"));
+  ASSERT_TRUE(len3.error);
+  EXPECT_EQ(len3.error->requirement, "LF-LEN-3");
+  auto lim1 = decode_all(lf(0, 2, 10), hex("FF 00 61"));
+  ASSERT_TRUE(lim1.error);
+  EXPECT_EQ(lim1.error->requirement, "LF-LIM-1");
+  EXPECT_EQ(lim1.error->offset, 0u);
 }

@@ -1,8 +1,8 @@
 // Client-side matching (STD-SEQ-*, STD-MATCH-*, LF-MATCH-*) through the ClientConnection model
-// the testee's `match` request uses, and the bare matchers fp-load uses.
+// the testee's `match` request uses, and the bare matchers (each protocol's P::Client) fp-load
+// uses.
 #include <gtest/gtest.h>
 
-#include "frameproof/matcher.hpp"
 #include "test_util.hpp"
 
 using fp::Completion;
@@ -13,20 +13,16 @@ using Kind = fp::Completion::Kind;
 
 namespace {
 
-fp::Bytes reply(std::uint8_t flag, std::uint8_t seq, const fp::Bytes& p) {
-  fp::Bytes out;
-  EXPECT_FALSE(fp::encode_standard(flag, seq, p, 0, out));
-  return out;
-}
+fp::Bytes reply(std::uint8_t flag, std::uint8_t seq, const fp::Bytes& p) { return fpt::enc_std(flag, seq, p); }
 
 fp::Bytes lf_frame(const fp::Bytes& p) {
   fp::Bytes out;
-  EXPECT_FALSE(fp::encode_length_field({}, p, 0, out));
+  EXPECT_FALSE(fp::LengthField().encode(fp::Frame{0, 0, p}, out));
   return out;
 }
 
 struct Std {
-  fp::ClientConnection c{fpt::standard(), 0};
+  fp::ClientConnection<fp::Standard> c{fpt::standard(), 0};
   std::vector<Completion> done;
   fp::Bytes send(const fp::Bytes& p) { return c.send(p, false, done); }
   fp::Bytes one_way(const fp::Bytes& p) { return c.send(p, true, done); }
@@ -34,7 +30,7 @@ struct Std {
 };
 
 struct Lf {
-  fp::ClientConnection c{fpt::lf(0, 2), 0};
+  fp::ClientConnection<fp::LengthField> c{fpt::lf(0, 2), 0};
   std::vector<Completion> done;
   fp::Bytes send(const fp::Bytes& p) { return c.send(p, false, done); }
   void recv(const fp::Bytes& b) { c.receive(b, done); }
@@ -261,35 +257,70 @@ TEST(LengthFieldMatch, DecodeErrorFailsConnection) {
 
 // The bare matchers with a nanosecond clock, as fp-load drives them.
 TEST(Matchers, SequenceMatcherDeadlines) {
+  using fp::SendKind;
   fp::SequenceMatcher m(5'000'000'000ull);
-  auto s1 = m.begin_request(0, 1'000);
-  auto s2 = m.begin_request(1, 2'000);
-  ASSERT_TRUE(s1 && s2);
-  EXPECT_EQ(*s1, 1);
-  EXPECT_EQ(*s2, 2);
+  auto h1 = m.next(SendKind::Request);
+  ASSERT_TRUE(h1);
+  EXPECT_EQ(h1->flag, 0x01);
+  EXPECT_EQ(h1->sequence, 1);
+  m.begin(SendKind::Request, 0, 1'000);
+  auto h2 = m.next(SendKind::Request);
+  ASSERT_TRUE(h2);
+  EXPECT_EQ(h2->sequence, 2);
+  m.begin(SendKind::Request, 1, 2'000);
   EXPECT_EQ(m.next_deadline(), 5'000'001'000ull);
-  EXPECT_EQ(m.complete(2), 1u);
-  EXPECT_FALSE(m.complete(2));
-  std::vector<std::uint64_t> expired;
-  m.expire(5'000'000'999ull, expired);
+  auto r = m.complete(fp::Frame{0x81, 2, {}});
+  EXPECT_EQ(r.kind, fp::Match::Kind::Reply);
+  EXPECT_EQ(r.id, 1u);
+  EXPECT_EQ(r.sent_at, 2'000u);  // fp-load's latency starts here
+  EXPECT_EQ(m.complete(fp::Frame{0x81, 2, {}}).kind, fp::Match::Kind::Unmatched);
+  EXPECT_EQ(m.complete(fp::Frame{0x01, 1, {}}).kind, fp::Match::Kind::Ignored);  // STD-MATCH-5
+  std::vector<std::uint64_t> expired, failed;
+  EXPECT_FALSE(m.expire(5'000'000'999ull, expired, failed));
   EXPECT_TRUE(expired.empty());
-  m.expire(5'000'001'000ull, expired);
+  EXPECT_FALSE(m.expire(5'000'001'000ull, expired, failed));  // a timeout does not fail the connection
   EXPECT_EQ(expired, std::vector<std::uint64_t>{0});
+  EXPECT_TRUE(failed.empty());
   EXPECT_EQ(m.pending(), 0u);
   EXPECT_FALSE(m.next_deadline());
+  EXPECT_FALSE(fp::SequenceMatcher::check_echo(fp::Frame{0x81, 1, {}}));
+  EXPECT_EQ(*fp::SequenceMatcher::check_echo(fp::Frame{0xC1, 1, {}}), "reply flag 0xC1, expected 0x81");
+}
+
+// fp-load's receive mode: untracked requests take sequence numbers (flag 0x01) but are never
+// pending, so they never block a number.
+TEST(Matchers, SequenceMatcherUntracked) {
+  fp::SequenceMatcher m(1000);
+  for (int i = 1; i <= 600; ++i) {
+    auto h = m.next(fp::SendKind::Untracked);
+    ASSERT_TRUE(h);
+    EXPECT_EQ(h->flag, 0x01);
+    EXPECT_EQ(h->sequence, static_cast<std::uint8_t>(i));
+    m.begin(fp::SendKind::Untracked, static_cast<std::uint64_t>(i), 0);
+  }
+  EXPECT_EQ(m.pending(), 0u);
 }
 
 TEST(Matchers, FifoMatcherBoundAndExpiry) {
-  fp::FifoMatcher m(100, 3);
-  EXPECT_TRUE(m.begin_request(0, 0));
-  EXPECT_TRUE(m.begin_request(1, 50));
-  EXPECT_TRUE(m.begin_request(2, 60));
-  EXPECT_FALSE(m.begin_request(3, 60));
-  EXPECT_EQ(m.complete(), 0u);
+  using fp::SendKind;
+  fp::FifoMatcher m(100);
+  EXPECT_FALSE(m.next(SendKind::OneWay));  // length-field has no one-way messages
+  for (std::uint64_t id = 0; id < fp::kLfPendingBound; ++id) {
+    ASSERT_TRUE(m.next(SendKind::Request));
+    m.begin(SendKind::Request, id, id < 1 ? 0 : id < 2 ? 50 : 60);
+  }
+  EXPECT_FALSE(m.next(SendKind::Request));  // LF-MATCH-4
+  EXPECT_TRUE(m.next(SendKind::Untracked));
+  auto r = m.complete(fp::Frame{});
+  EXPECT_EQ(r.kind, fp::Match::Kind::Reply);
+  EXPECT_EQ(r.id, 0u);
+  EXPECT_TRUE(m.next(SendKind::Request));
   std::vector<std::uint64_t> to, failed;
   EXPECT_FALSE(m.expire(149, to, failed));
   EXPECT_TRUE(m.expire(150, to, failed));
   EXPECT_EQ(to, std::vector<std::uint64_t>{1});
-  EXPECT_EQ(failed, std::vector<std::uint64_t>{2});
+  ASSERT_EQ(failed.size(), fp::kLfPendingBound - 2);
+  EXPECT_EQ(failed.front(), 2u);
   EXPECT_EQ(m.pending(), 0u);
+  EXPECT_EQ(m.complete(fp::Frame{}).kind, fp::Match::Kind::Unmatched);
 }

@@ -18,10 +18,18 @@ namespace {
 
 constexpr std::int32_t kSizes[] = {1, 2, 4, -2, -4, 0};
 
-fp::CodecConfig random_config(std::mt19937_64& rng) {
-  if (rng() % 3 == 0) return fpt::standard(rng() % 2 ? 0 : 1 + rng() % 70000);
-  return fpt::lf(static_cast<std::uint32_t>(rng() % 4 == 0 ? rng() % 9 : 0), kSizes[rng() % 6],
-                 rng() % 2 ? 0 : 1 + rng() % 70000);
+// A random protocol and profile; `small_limit`: a maximum of 1..64 bytes, so that LIM errors are
+// likely.
+fp::AnyProtocol random_config(std::mt19937_64& rng, bool small_limit = false) {
+  auto limit = [&](std::uint64_t drawn) { return small_limit ? 1 + rng() % 64 : drawn; };
+  if (rng() % 3 == 0) return fpt::standard(limit(rng() % 2 ? 0 : 1 + rng() % 70000));
+  const auto offset = static_cast<std::uint32_t>(rng() % 4 == 0 ? rng() % 9 : 0);
+  const std::int32_t size = kSizes[rng() % 6];
+  return fpt::lf(offset, size, limit(rng() % 2 ? 0 : 1 + rng() % 70000));
+}
+
+std::uint64_t max_payload(const fp::AnyProtocol& p) {
+  return std::visit([](const auto& proto) { return proto.max_payload(); }, p);
 }
 
 std::size_t random_len(std::mt19937_64& rng, std::uint64_t max) {
@@ -57,19 +65,19 @@ std::vector<fp::Bytes> random_split(std::mt19937_64& rng, const fp::Bytes& s) {
 TEST(Property, RoundTripAnySplit) {
   std::mt19937_64 rng(0xF4A3E5u);
   for (int iter = 0; iter < 300; ++iter) {
-    const fp::CodecConfig cfg = random_config(rng);
-    const std::uint64_t max = cfg.effective_max();
+    const fp::AnyProtocol cfg = random_config(rng);
+    const std::uint64_t max = max_payload(cfg);
     fp::Bytes stream;
     std::vector<OwnedFrame> want;
     const int n = 1 + static_cast<int>(rng() % 6);
     for (int i = 0; i < n; ++i) {
       OwnedFrame f;
-      if (cfg.protocol == fp::Protocol::Standard) {
+      if (std::holds_alternative<fp::Standard>(cfg)) {  // the only protocol with header fields
         f.flag = static_cast<std::uint8_t>(rng());
         f.sequence = static_cast<std::uint8_t>(rng());
       }
       f.payload = fpt::pattern(random_len(rng, max), static_cast<std::uint8_t>(rng()));
-      ASSERT_FALSE(fp::encode(cfg, f.flag, f.sequence, f.payload, stream)) << iter;
+      ASSERT_FALSE(fpt::encode(cfg, f, stream)) << iter;
       want.push_back(std::move(f));
     }
     const std::size_t chunk = rng() % 2 ? 64 * 1024 : 16 + rng() % 100;
@@ -84,8 +92,7 @@ TEST(Property, GarbageSplitIndependence) {
   std::mt19937_64 rng(0xBADC0DEu);
   int errors = 0;
   for (int iter = 0; iter < 3000; ++iter) {
-    fp::CodecConfig cfg = random_config(rng);
-    if (rng() % 2) cfg.max_payload = 1 + rng() % 64;  // small limits make LIM errors likely
+    const fp::AnyProtocol cfg = random_config(rng, rng() % 2);
     fp::Bytes s(rng() % 48);
     for (auto& b : s) {
       // bias towards bytes that make interesting headers
@@ -106,8 +113,8 @@ TEST(Property, GarbageSplitIndependence) {
       EXPECT_EQ(whole.error->offset, split.error->offset) << iter;
       // the offset is a frame boundary: the sum of the delivered frames' wire sizes
       fp::Bytes re;
-      for (const auto& f : whole.frames) ASSERT_FALSE(fp::encode(cfg, f.flag, f.sequence, f.payload, re));
-      if (cfg.protocol == fp::Protocol::Standard || cfg.lf.size != 0) {
+      for (const auto& f : whole.frames) ASSERT_FALSE(fpt::encode(cfg, f, re));
+      if (!std::holds_alternative<fp::LengthField>(cfg) || std::get<fp::LengthField>(cfg).size() != 0) {
         // fixed-width fields re-encode byte for byte (up to ignored header bytes)
         EXPECT_EQ(whole.error->offset, re.size()) << iter;
       } else {
@@ -121,20 +128,24 @@ TEST(Property, GarbageSplitIndependence) {
 TEST(Property, BoundedBuffer) {
   std::mt19937_64 rng(42);
   for (int iter = 0; iter < 200; ++iter) {
-    const fp::CodecConfig cfg = random_config(rng);
+    const fp::AnyProtocol cfg = random_config(rng);
     const std::size_t chunk = 1024;
-    fp::Decoder dec(cfg, chunk);
-    const std::uint64_t bound = cfg.max_frame_size() + chunk;
     fp::Bytes garbage(200000);
     for (auto& b : garbage) b = static_cast<std::uint8_t>(rng() % 3 == 0 ? 0xFF : rng());
-    std::size_t pos = 0;
-    while (pos < garbage.size()) {
-      const std::size_t n = std::min<std::size_t>(1 + rng() % 5000, garbage.size() - pos);
-      auto e = dec.feed(fp::ByteView(garbage).subspan(pos, n), [](const fp::Frame&) {});
-      ASSERT_LE(dec.capacity(), bound) << iter;
-      if (e) break;
-      pos += n;
-    }
+    std::visit(
+        [&](const auto& proto) {
+          fp::Decoder dec(proto, chunk);
+          const std::uint64_t bound = proto.max_header_size() + proto.max_payload() + chunk;
+          std::size_t pos = 0;
+          while (pos < garbage.size()) {
+            const std::size_t n = std::min<std::size_t>(1 + rng() % 5000, garbage.size() - pos);
+            auto e = dec.feed(fp::ByteView(garbage).subspan(pos, n), [](const fp::Frame&) {});
+            ASSERT_LE(dec.capacity(), bound) << iter;
+            if (e) break;
+            pos += n;
+          }
+        },
+        cfg);
   }
 }
 

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <map>
 
-#include "frameproof/matcher.hpp"
 #include "test_util.hpp"
 
 using fpt::OwnedFrame;
@@ -18,19 +17,15 @@ namespace {
 
 constexpr std::int32_t kSizes[] = {1, 2, 4, -2, -4, 0};
 
-rc::Gen<fp::CodecConfig> gen_config() {
-  return rc::gen::exec([] {
-    fp::CodecConfig c;
-    if (*rc::gen::arbitrary<bool>()) {
-      c.protocol = fp::Protocol::Standard;
-    } else {
-      c.protocol = fp::Protocol::LengthField;
-      c.lf.offset = *rc::gen::inRange<std::uint32_t>(0, 9);
-      c.lf.size = *rc::gen::elementOf(std::vector<std::int32_t>(std::begin(kSizes), std::end(kSizes)));
-    }
-    c.max_payload = *rc::gen::weightedOneOf<std::uint64_t>(
+rc::Gen<fp::AnyProtocol> gen_config() {
+  return rc::gen::exec([]() -> fp::AnyProtocol {
+    const bool standard = *rc::gen::arbitrary<bool>();
+    const auto offset = *rc::gen::inRange<std::uint32_t>(0, 9);
+    const auto size = *rc::gen::elementOf(std::vector<std::int32_t>(std::begin(kSizes), std::end(kSizes)));
+    const auto max = *rc::gen::weightedOneOf<std::uint64_t>(
         {{3, rc::gen::just<std::uint64_t>(0)}, {1, rc::gen::inRange<std::uint64_t>(1, 300)}});
-    return c;
+    if (standard) return fpt::standard(max);
+    return fpt::lf(offset, size, max);
   });
 }
 
@@ -48,20 +43,20 @@ std::vector<fp::Bytes> split(const fp::Bytes& s, std::vector<std::size_t> cuts) 
 // STD-STR-1/2, LF-STR-1/2, STD-HDR-5, LF-FMT-5: encode any frames, split the stream anywhere,
 // decode: the same frames, no error.
 RC_GTEST_PROP(RapidCheck, RoundTripAnySplit, ()) {
-  const fp::CodecConfig cfg = *gen_config();
-  const std::uint64_t max = cfg.effective_max();
+  const fp::AnyProtocol cfg = *gen_config();
+  const std::uint64_t max = std::visit([](const auto& p) { return p.max_payload(); }, cfg);
   const auto n = *rc::gen::inRange(0, 8);
   fp::Bytes stream;
   std::vector<OwnedFrame> want;
   for (int i = 0; i < n; ++i) {
     OwnedFrame f;
-    if (cfg.protocol == fp::Protocol::Standard) {
+    if (std::holds_alternative<fp::Standard>(cfg)) {  // the only protocol with header fields
       f.flag = *rc::gen::arbitrary<std::uint8_t>();
       f.sequence = *rc::gen::arbitrary<std::uint8_t>();
     }
     const auto len = *rc::gen::inRange<std::size_t>(0, static_cast<std::size_t>(std::min<std::uint64_t>(max, 600)) + 1);
     f.payload = *rc::gen::container<fp::Bytes>(len, rc::gen::arbitrary<std::uint8_t>());
-    RC_ASSERT(!fp::encode(cfg, f.flag, f.sequence, f.payload, stream));
+    RC_ASSERT(!fpt::encode(cfg, f, stream));
     want.push_back(std::move(f));
   }
   const auto cuts = *rc::gen::container<std::vector<std::size_t>>(rc::gen::arbitrary<std::size_t>());
@@ -74,7 +69,7 @@ RC_GTEST_PROP(RapidCheck, RoundTripAnySplit, ()) {
 // Any input, any split: the same frames and the same error (ID and offset) as one read; the
 // buffer stays within the largest legal frame plus one read chunk (STD-LIM-3, LF-LIM-3).
 RC_GTEST_PROP(RapidCheck, ArbitraryInputSplitIndependent, ()) {
-  const fp::CodecConfig cfg = *gen_config();
+  const fp::AnyProtocol cfg = *gen_config();
   const auto s = *rc::gen::container<fp::Bytes>(rc::gen::weightedOneOf<std::uint8_t>(
       {{2, rc::gen::arbitrary<std::uint8_t>()},
        {1, rc::gen::element<std::uint8_t>(0x00, 0x01, 0x7F, 0x80, 0xFE, 0xFF)}}));
@@ -134,8 +129,7 @@ RC_GTEST_PROP(RapidCheck, StandardMatchingModel, ()) {
       const std::uint8_t seq = *rc::gen::weightedOneOf<std::uint8_t>(
           {{3, rc::gen::just(counter)}, {1, rc::gen::arbitrary<std::uint8_t>()}});
       const std::uint8_t flag = *rc::gen::element<std::uint8_t>(0x81, 0xC1, 0x83, 0x01, 0x41);
-      fp::Bytes f;
-      RC_ASSERT(!fp::encode_standard(flag, seq, fpt::bytes("r"), 0, f));
+      const fp::Bytes f = fpt::enc_std(flag, seq, fpt::bytes("r"));
       RC_ASSERT(!conn.receive(f, got).has_value());
       if (flag & 0x80) {
         auto it = pending.find(seq);

@@ -1,6 +1,6 @@
-// Unit tests of the `standard` codec against spec/standard.md: the worked examples of §8, every
-// error class of §8a with its offset, limits and truncation. (Suites StandardWire/StandardErrors;
-// codec_first_helper_test.cpp covers the same ground independently.)
+// Unit tests of the `standard` module against spec/standard.md: the worked examples of §8, every
+// error class of §8a with its offset and precedence, limits and truncation (suites
+// StandardWire/StandardErrors). Matching: matcher_test.cpp; the echo session: session_test.cpp.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
@@ -10,17 +10,17 @@ using fpt::bytes;
 using fpt::cat;
 using fpt::decode_all;
 using fpt::decode_chunks;
+using fpt::enc_std;
 using fpt::hex;
 using fpt::OwnedFrame;
 using fpt::pattern;
 
 namespace {
 
-fp::Bytes enc_std(std::uint8_t flag, std::uint8_t seq, const fp::Bytes& payload, std::uint64_t max = 0) {
-  fp::Bytes out;
-  auto e = fp::encode_standard(flag, seq, payload, max, out);
-  EXPECT_FALSE(e.has_value()) << (e ? e->requirement : "");
-  return out;
+// The standard encoder with a maximum (0: the default), for the refusal tests.
+std::optional<fp::ProtocolError> encode(std::uint8_t flag, std::uint8_t seq, fp::ByteView payload, std::uint64_t max,
+                                        fp::Bytes& out) {
+  return fpt::standard(max).encode(fp::Frame{flag, seq, payload}, out);
 }
 
 struct Vector {
@@ -162,7 +162,12 @@ TEST(StandardErrors, OversizeRejectedAtHeaderTime) {
   ASSERT_TRUE(e);
   EXPECT_EQ(e->requirement, "STD-LIM-1");
   EXPECT_EQ(e->offset, 5u);
-  EXPECT_LT(dec.capacity(), 1u << 20);
+  EXPECT_LE(dec.capacity(), fp::kReadChunk);  // nothing grown for the promised 10 MiB
+  // the header of a 2^31-1 byte frame alone: STD-LIM-1 at once
+  auto d = decode_all(fpt::standard(), hex("01 09 FF FF FF FF FF 7F"));
+  ASSERT_TRUE(d.error);
+  EXPECT_EQ(d.error->requirement, "STD-LIM-1");
+  EXPECT_EQ(d.error->offset, 0u);
   // exactly the maximum is accepted: the header alone is no error
   fp::Decoder ok(fpt::standard());
   EXPECT_FALSE(ok.feed(hex("01 01 FF FF 00 00 A0 00"), [](const fp::Frame&) {}));
@@ -177,6 +182,10 @@ TEST(StandardErrors, ConfiguredMaximum) {
   ASSERT_TRUE(over.error);
   EXPECT_EQ(over.error->requirement, "STD-LIM-1");
   EXPECT_EQ(over.error->offset, 0u);
+  // §8a: above the maximum with the payload cut short is STD-LIM-1, not STD-STR-3
+  auto cut = decode_all(fpt::standard(10), hex("01 01 0B 00 61"));
+  ASSERT_TRUE(cut.error);
+  EXPECT_EQ(cut.error->requirement, "STD-LIM-1");
 }
 
 // STD-STR-3: truncation inside the header, the extended length, the payload; offset = partial frame.
@@ -209,24 +218,24 @@ TEST(StandardErrors, ErrorIsFatal) {
   EXPECT_EQ(again->requirement, "STD-LIM-1");
   EXPECT_EQ(frames, 1);
   fp::Frame f;
-  EXPECT_EQ(dec.next(f), fp::Decoder::Status::Error);
+  EXPECT_EQ(dec.next(f), fp::Decoder<fp::Standard>::Status::Error);
 }
 
 // STD-LIM-2: the encoder refuses above its maximum and writes nothing; STD-LEN-1 boundary.
 TEST(StandardErrors, EncoderRefusesAboveMaximum) {
   fp::Bytes out = hex("AA");
-  auto e = fp::encode_standard(0x01, 1, pattern(11), 10, out);
+  auto e = encode(0x01, 1, pattern(11), 10, out);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->requirement, "STD-LIM-2");
   EXPECT_EQ(out, hex("AA"));
-  EXPECT_FALSE(fp::encode_standard(0x01, 1, pattern(10), 10, out));
+  EXPECT_FALSE(encode(0x01, 1, pattern(10), 10, out));
   EXPECT_EQ(out.size(), 1u + 4u + 10u);
   // default maximum: 10 MiB accepted, one more refused
   fp::Bytes big;
-  EXPECT_FALSE(fp::encode_standard(0x01, 1, fp::Bytes(fp::kDefaultMaxPayload), 0, big));
+  EXPECT_FALSE(encode(0x01, 1, fp::Bytes(fp::kDefaultMaxPayload), 0, big));
   EXPECT_EQ(big.size(), fp::kDefaultMaxPayload + 8);
   fp::Bytes over;
-  auto e2 = fp::encode_standard(0x01, 1, fp::Bytes(fp::kDefaultMaxPayload + 1), 0, over);
+  auto e2 = encode(0x01, 1, fp::Bytes(fp::kDefaultMaxPayload + 1), 0, over);
   ASSERT_TRUE(e2);
   EXPECT_EQ(e2->requirement, "STD-LIM-2");
   EXPECT_TRUE(over.empty());
@@ -242,11 +251,11 @@ TEST(StandardErrors, EncoderLen4BeforeLim2) {
   const auto* p = static_cast<const std::uint8_t*>(m);
   fp::Bytes out;
   for (std::uint64_t max : {std::uint64_t{0}, std::uint64_t{1} << 40}) {
-    auto e = fp::encode_standard(0x01, 1, fp::ByteView(p, big), max, out);
+    auto e = encode(0x01, 1, fp::ByteView(p, big), max, out);
     ASSERT_TRUE(e);
     EXPECT_EQ(e->requirement, "STD-LEN-4") << max;
   }
-  auto lim = fp::encode_standard(0x01, 1, fp::ByteView(p, big - 1), 0, out);
+  auto lim = encode(0x01, 1, fp::ByteView(p, big - 1), 0, out);
   ASSERT_TRUE(lim);
   EXPECT_EQ(lim->requirement, "STD-LIM-2");
   EXPECT_TRUE(out.empty());
@@ -277,9 +286,9 @@ TEST(StandardWire, PrepareCommitViewsStayValidUntilNextPrepare) {
     step = step * 3 % 4099 + 1;
     std::vector<fp::Frame> views;
     fp::Frame f;
-    fp::Decoder::Status st;
-    while ((st = dec.next(f)) == fp::Decoder::Status::Frame) views.push_back(f);
-    ASSERT_EQ(st, fp::Decoder::Status::NeedMore);
+    fp::Decoder<fp::Standard>::Status st;
+    while ((st = dec.next(f)) == fp::Decoder<fp::Standard>::Status::Frame) views.push_back(f);
+    ASSERT_EQ(st, fp::Decoder<fp::Standard>::Status::NeedMore);
     for (const auto& v : views)  // all still intact: nothing was prepared since
       got.push_back({v.flag, v.sequence, fp::Bytes(v.payload.begin(), v.payload.end())});
   }
@@ -291,15 +300,23 @@ TEST(StandardWire, PrepareCommitViewsStayValidUntilNextPrepare) {
 // The header writer used on the hot path agrees with the encoder.
 TEST(StandardWire, HeaderWriter) {
   std::uint8_t h[8];
-  EXPECT_EQ(fp::write_standard_header(h, 0x81, 9, 65534), 4u);
+  const fp::Frame reply{0x81, 9, {}};
+  EXPECT_EQ(fpt::standard().write_header(h, reply, 65534), 4u);
   EXPECT_EQ(fp::Bytes(h, h + 4), hex("81 09 FE FF"));
-  EXPECT_EQ(fp::write_standard_header(h, 0x81, 9, 65535), 8u);
+  EXPECT_EQ(fpt::standard().write_header(h, reply, 65535), 8u);
   EXPECT_EQ(fp::Bytes(h, h + 8), hex("81 09 FF FF FF FF 00 00"));
 }
 
-TEST(Config, ParseProtocol) {
-  EXPECT_EQ(fp::parse_protocol("standard"), fp::Protocol::Standard);
-  EXPECT_EQ(fp::parse_protocol("length-field"), fp::Protocol::LengthField);
-  EXPECT_FALSE(fp::parse_protocol("Standard"));
-  EXPECT_FALSE(fp::parse_protocol(""));
+// STD-ECHO-1..3: the echo rule of the server session: requests only, flag | 0x80.
+TEST(StandardWire, EchoRule) {
+  for (int flag = 0; flag < 256; ++flag) {
+    const auto r = fpt::standard().echo(fp::Frame{static_cast<std::uint8_t>(flag), 7, {}});
+    if (flag & 0xC0) {
+      EXPECT_FALSE(r) << flag;
+    } else {
+      ASSERT_TRUE(r) << flag;
+      EXPECT_EQ(r->flag, flag | 0x80);
+      EXPECT_EQ(r->sequence, 7);
+    }
+  }
 }

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "frameproof/codec.hpp"
+#include "frameproof/registry.hpp"
 
 namespace fpt {
 
@@ -60,10 +60,10 @@ struct Decoded {
 };
 
 // Feeds `chunks` one by one into a fresh decoder, then ends the stream (like the testee's decode).
-inline Decoded decode_chunks(const fp::CodecConfig& cfg, const std::vector<fp::Bytes>& chunks,
-                             std::size_t read_chunk = 64 * 1024) {
+template <class P>
+Decoded decode_chunks(const P& proto, const std::vector<fp::Bytes>& chunks, std::size_t read_chunk = 64 * 1024) {
   Decoded d;
-  fp::Decoder dec(cfg, read_chunk);
+  fp::Decoder<P> dec(proto, read_chunk);
   auto on = [&](const fp::Frame& f) {
     d.frames.push_back({f.flag, f.sequence, fp::Bytes(f.payload.begin(), f.payload.end())});
   };
@@ -77,8 +77,21 @@ inline Decoded decode_chunks(const fp::CodecConfig& cfg, const std::vector<fp::B
   return d;
 }
 
-inline Decoded decode_all(const fp::CodecConfig& cfg, const fp::Bytes& stream) {
-  return decode_chunks(cfg, {stream});
+template <class P>
+Decoded decode_all(const P& proto, const fp::Bytes& stream) {
+  return decode_chunks(proto, {stream});
+}
+
+// The same for a protocol from the registry.
+inline Decoded decode_chunks(const fp::AnyProtocol& proto, const std::vector<fp::Bytes>& chunks,
+                             std::size_t read_chunk = 64 * 1024) {
+  return std::visit([&](const auto& p) { return decode_chunks(p, chunks, read_chunk); }, proto);
+}
+inline Decoded decode_all(const fp::AnyProtocol& proto, const fp::Bytes& stream) { return decode_chunks(proto, {stream}); }
+
+// Appends `f` encoded with a protocol from the registry.
+inline std::optional<fp::ProtocolError> encode(const fp::AnyProtocol& proto, const OwnedFrame& f, fp::Bytes& out) {
+  return std::visit([&](const auto& p) { return p.encode(fp::Frame{f.flag, f.sequence, f.payload}, out); }, proto);
 }
 
 // Splits `stream` at the given cut points (sorted, within bounds).
@@ -99,20 +112,18 @@ inline std::vector<fp::Bytes> bytewise(const fp::Bytes& stream) {
   return out;
 }
 
-inline fp::CodecConfig standard(std::uint64_t max = 0) {
-  fp::CodecConfig c;
-  c.protocol = fp::Protocol::Standard;
-  c.max_payload = max;
-  return c;
+inline fp::Standard standard(std::uint64_t max = 0) { return fp::Standard(fp::Limits{max}); }
+
+inline fp::LengthField lf(std::uint32_t offset, std::int32_t size, std::uint64_t max = 0) {
+  return fp::LengthField(fp::Limits{max}, offset, size);
 }
 
-inline fp::CodecConfig lf(std::uint32_t offset, std::int32_t size, std::uint64_t max = 0) {
-  fp::CodecConfig c;
-  c.protocol = fp::Protocol::LengthField;
-  c.lf.offset = offset;
-  c.lf.size = size;
-  c.max_payload = max;
-  return c;
+// Encodes a standard frame (EXPECTs success).
+inline fp::Bytes enc_std(std::uint8_t flag, std::uint8_t seq, const fp::Bytes& payload, std::uint64_t max = 0) {
+  fp::Bytes out;
+  auto e = standard(max).encode(fp::Frame{flag, seq, payload}, out);
+  if (e) throw std::runtime_error("enc_std: " + e->requirement);
+  return out;
 }
 
 }  // namespace fpt

@@ -1,11 +1,29 @@
-// frameproof C++ reference codec: the `standard` (spec/standard.md) and `length-field`
-// (spec/length-field.md) framings.
+// frameproof C++ reference codec: what every protocol shares.
 //
-// Decoding is streaming: a Decoder owns one bounded buffer per connection, bytes are written
-// into it (prepare/commit, or feed), and complete frames are handed out as std::span views into
-// that buffer. A view stays valid until the next prepare()/feed() call, which may compact the
-// buffer. The buffer never grows beyond the largest legal frame (header + max payload), so a
-// hostile header cannot make it allocate the size it promises (STD-LIM-3, LF-LIM-3).
+// This header knows no protocol. Each protocol is one module (standard.hpp, length_field.hpp, ...)
+// that provides a configured protocol type P: header parsing and encoding, the client matcher and
+// the echo rule of its server session; registry.hpp lists the modules. The generic pieces here:
+//  - bytes, frames, classified protocol errors, limits;
+//  - FrameBuffer: the bounded per-connection input buffer (prepare/commit for socket reads);
+//  - Decoder<P>: the streaming decoder over a FrameBuffer, handing out frames as std::span views
+//    into it. A view stays valid until the next prepare()/feed() call, which may compact the
+//    buffer. The buffer never grows beyond the largest legal frame (header + max payload), so a
+//    hostile header cannot make it allocate the size it promises (STD-LIM-3, LF-LIM-3);
+//  - CodecError and JsonParams: reading the `--codec` JSON object (reference-impls/README.md).
+//
+// A protocol type P provides (see standard.hpp for the reference):
+//   static constexpr std::string_view kName;                 registered name
+//   static P configure(Limits, JsonParams& params);          from the codec JSON (its own keys)
+//   std::optional<ProtocolError> validate() const;           configuration error (e.g. LF-FMT-3)
+//   std::optional<std::string> unsupported() const;          valid, but not supported here
+//   std::uint64_t max_payload() const;                        effective receive/send limit
+//   std::size_t max_header_size() const;
+//   HeaderInfo parse_header(ByteView) const;                 the spec's error precedence
+//   const char* truncation_requirement() const;              STD-STR-3, LF-STR-3
+//   std::optional<ProtocolError> encode(const Frame&, Bytes& out) const;
+//   std::size_t write_header(std::uint8_t* dst, const Frame& header, std::uint64_t len) const;
+//   std::optional<Frame> echo(const Frame& request) const;   reply header of the echo service
+//   using Client = ...;                                       client matcher (matcher.hpp)
 #pragma once
 
 #include <algorithm>
@@ -13,20 +31,23 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 namespace fp {
 
 inline constexpr std::uint64_t kDefaultMaxPayload = 10u * 1024u * 1024u;  // STD-LIM-1, LF-LIM-1
 inline constexpr std::uint64_t kInt31Max = 0x7FFFFFFFu;
+inline constexpr std::size_t kReadChunk = 64 * 1024;
 
 using Bytes = std::vector<std::uint8_t>;
 using ByteView = std::span<const std::uint8_t>;
-
-enum class Protocol { Standard, LengthField };
 
 // A classified protocol error: the requirement the input breaks and the stream offset where the
 // offending frame starts (0 for encoder and configuration errors).
@@ -36,35 +57,14 @@ struct ProtocolError {
   std::string message;
 };
 
-// Length-field profile (LF-FMT-1..3). size: 1, 2, 4 little-endian; -2, -4 big-endian;
-// 0 = unsigned LEB128. Anything else is rejected with LF-FMT-3.
-struct LfProfile {
-  std::uint32_t offset = 0;
-  std::int32_t size = 2;
+// Limits shared by every protocol's codec JSON ("limits"). 0 = the spec's default.
+struct Limits {
+  std::uint64_t max_payload = 0;
+  [[nodiscard]] std::uint64_t payload_or_default() const { return max_payload ? max_payload : kDefaultMaxPayload; }
 };
 
-struct CodecConfig {
-  Protocol protocol = Protocol::Standard;
-  std::uint64_t max_payload = 0;  // 0 = the spec default (10 MiB)
-  LfProfile lf{};
-
-  // LF-FMT-3 for an unsupported length-field size; nullopt if the configuration is usable.
-  [[nodiscard]] std::optional<ProtocolError> validate() const;
-  // The effective receive/send limit: max_payload (or the default), capped by what the
-  // length field can represent (LF-LIM-1).
-  [[nodiscard]] std::uint64_t effective_max() const;
-  // Largest possible frame on the wire: header + effective_max().
-  [[nodiscard]] std::uint64_t max_frame_size() const;
-};
-
-// Parses "standard" / "length-field"; nullopt otherwise.
-std::optional<Protocol> parse_protocol(std::string_view name);
-const char* protocol_name(Protocol p);
-
-// Capacity of a length field of the given size (255, 65535 or 2^31-1); 0 for an invalid size.
-std::uint64_t lf_capacity(std::int32_t size);
-
-// One decoded frame. For length-field, flag and sequence are 0.
+// One frame. Protocols whose header is more than a payload length carry it in flag/sequence
+// (standard); the others leave them 0.
 struct Frame {
   std::uint8_t flag = 0;
   std::uint8_t sequence = 0;
@@ -78,28 +78,90 @@ struct HeaderInfo {
   std::size_t header_len = 0;    // bytes before the payload (Header)
   std::uint64_t payload_len = 0; // (Header)
   std::uint64_t needed = 0;      // NeedMore: bytes needed to read the header; Header: whole frame
+  std::uint8_t flag = 0;         // (Header) the frame's header fields, see Frame
+  std::uint8_t sequence = 0;
   const char* requirement = nullptr;  // (Error)
   const char* message = nullptr;      // (Error)
+
+  static HeaderInfo need(std::uint64_t n) {
+    HeaderInfo h;
+    h.needed = n;
+    return h;
+  }
+  static HeaderInfo fail(const char* req, const char* msg) {
+    HeaderInfo h;
+    h.status = Status::Error;
+    h.requirement = req;
+    h.message = msg;
+    return h;
+  }
+  static HeaderInfo header(std::size_t header_len, std::uint64_t payload_len) {
+    HeaderInfo h;
+    h.status = Status::Header;
+    h.header_len = header_len;
+    h.payload_len = payload_len;
+    h.needed = header_len + payload_len;
+    return h;
+  }
 };
 
-// Inspects the frame header at the start of `avail`, applying the spec's error precedence
-// (STD 8a, LF 7a). Does not require the payload to be present.
-HeaderInfo parse_header(const CodecConfig& cfg, std::uint64_t max_payload, ByteView avail);
+// The input buffer of one connection: bytes are written at the end (prepare/commit), frames are
+// consumed at the front. Grows only to what the pending frame needs (at most the largest legal
+// frame), compacts instead of growing, and gives a big buffer back once kShrinkAfter reads in a
+// row needed no big frame.
+class FrameBuffer {
+ public:
+  FrameBuffer(std::size_t read_chunk, std::size_t max_frame) : chunk_(read_chunk), max_frame_(max_frame) {}
 
-// Streaming decoder for one connection.
+  // Writable space at the end of the buffered bytes. Invalidates views into the buffer.
+  std::span<std::uint8_t> prepare();
+  void commit(std::size_t n) { end_ += n; }
+
+  [[nodiscard]] ByteView data() const { return {buf_.get() + start_, end_ - start_}; }
+  // The frame at the front needs `n` bytes in all (0 = unknown).
+  void need(std::uint64_t n) { needed_ = n; }
+  // Takes `n` bytes off the front.
+  void consume(std::size_t n) {
+    start_ += n;
+    base_ += n;
+    needed_ = 0;
+  }
+  [[nodiscard]] std::size_t buffered() const { return end_ - start_; }
+  [[nodiscard]] std::size_t capacity() const { return cap_; }
+  // Stream offset of the first buffered byte.
+  [[nodiscard]] std::uint64_t position() const { return base_; }
+
+ private:
+  static constexpr unsigned kShrinkAfter = 16;  // reads without a big frame before shrinking
+  std::size_t chunk_;
+  std::size_t max_frame_;
+  std::unique_ptr<std::uint8_t[]> buf_;
+  std::size_t cap_ = 0;
+  std::size_t start_ = 0;     // first unconsumed byte
+  std::size_t end_ = 0;       // end of buffered bytes
+  std::uint64_t base_ = 0;    // stream offset of buf_[start_]
+  std::uint64_t needed_ = 0;  // bytes the frame at start_ needs (0 = unknown)
+  unsigned small_reads_ = 0;
+};
+
+// Streaming decoder of protocol P for one connection.
+template <class P>
 class Decoder {
  public:
-  // The configuration must be valid (cfg.validate() == nullopt); throws std::invalid_argument
+  // The configuration must be valid (proto.validate() == nullopt); throws std::invalid_argument
   // otherwise.
-  explicit Decoder(const CodecConfig& cfg, std::size_t read_chunk = 64 * 1024);
+  explicit Decoder(const P& proto, std::size_t read_chunk = kReadChunk)
+      : proto_(checked(proto)),
+        // the read chunk holds any header, so a full buffer always has a parsed header
+        buf_(std::max(read_chunk, proto.max_header_size() + 8), proto.max_header_size() + proto.max_payload()) {}
 
   enum class Status { Frame, NeedMore, Error };
 
   // Low-level interface for a socket reader: prepare() returns writable space at the end of the
   // buffered bytes (compacting, or growing up to the largest legal frame when the pending frame
   // needs it), commit(n) makes n written bytes part of the stream. Invalidates frame views.
-  std::span<std::uint8_t> prepare();
-  void commit(std::size_t n);
+  std::span<std::uint8_t> prepare() { return buf_.prepare(); }
+  void commit(std::size_t n) { buf_.commit(n); }
 
   // Takes the next complete frame out of the buffer. After Error, error() holds the error and
   // every later call returns Error again (STD-STR-4, LF-STR-4).
@@ -125,49 +187,100 @@ class Decoder {
     }
   }
 
-  // End of stream: STD-STR-3 / LF-STR-3 if it ended inside a frame, else nullopt. Call after
-  // draining next() until NeedMore.
-  std::optional<ProtocolError> finish();
+  // End of stream: the truncation error (STD-STR-3 / LF-STR-3) if it ended inside a frame, else
+  // nullopt. Call after draining next() until NeedMore.
+  std::optional<ProtocolError> finish() {
+    if (!error_ && buf_.buffered() > 0)
+      error_ = ProtocolError{proto_.truncation_requirement(), buf_.position(), "stream ended inside a frame"};
+    return error_;
+  }
 
   [[nodiscard]] const std::optional<ProtocolError>& error() const { return error_; }
-  [[nodiscard]] std::size_t buffered() const { return end_ - start_; }
-  [[nodiscard]] std::size_t capacity() const { return cap_; }
+  [[nodiscard]] std::size_t buffered() const { return buf_.buffered(); }
+  [[nodiscard]] std::size_t capacity() const { return buf_.capacity(); }
   // Stream offset of the first byte not yet consumed as a frame.
-  [[nodiscard]] std::uint64_t position() const { return base_; }
-  [[nodiscard]] const CodecConfig& config() const { return cfg_; }
+  [[nodiscard]] std::uint64_t position() const { return buf_.position(); }
+  [[nodiscard]] const P& protocol() const { return proto_; }
 
  private:
-  CodecConfig cfg_;
-  std::uint64_t max_;
-  std::size_t chunk_;
-  std::size_t max_frame_;
-  std::unique_ptr<std::uint8_t[]> buf_;
-  std::size_t cap_ = 0;
-  std::size_t start_ = 0;   // first unconsumed byte
-  std::size_t end_ = 0;     // end of buffered bytes
-  std::uint64_t base_ = 0;  // stream offset of buf_[start_]
-  std::uint64_t needed_ = 0;  // bytes the frame at start_ needs (0 = unknown)
-  static constexpr unsigned kShrinkAfter = 16;  // reads without a big frame before shrinking
-  unsigned small_reads_ = 0;
+  static const P& checked(const P& proto) {
+    if (auto e = proto.validate()) throw std::invalid_argument(e->message);
+    return proto;
+  }
+  P proto_;
+  FrameBuffer buf_;
   std::optional<ProtocolError> error_;
 };
 
-// Encoders append one frame to `out`, or return the error and leave `out` unchanged.
-// standard: flag and sequence verbatim; STD-LIM-2 above the maximum, STD-LEN-4 at 2^31 or more.
-std::optional<ProtocolError> encode_standard(std::uint8_t flag, std::uint8_t sequence, ByteView payload,
-                                             std::uint64_t max_payload, Bytes& out);
-// length-field: LF-FMT-3, then LF-LEN-1, then LF-LIM-2.
-std::optional<ProtocolError> encode_length_field(const LfProfile& profile, ByteView payload,
-                                                 std::uint64_t max_payload, Bytes& out);
-// Writes a frame header for a payload of `len` bytes that is already known to be encodable;
-// returns the header length (at most 8 for standard, offset + 5 for length-field).
-std::size_t write_standard_header(std::uint8_t* dst, std::uint8_t flag, std::uint8_t sequence, std::uint64_t len);
-std::size_t write_lf_header(std::uint8_t* dst, const LfProfile& profile, std::uint64_t len);
-// Header length a length-field frame of `len` bytes needs.
-std::size_t lf_header_len(const LfProfile& profile, std::uint64_t len);
+// Out of line: each protocol module instantiates it once (extern template), next to its
+// parse_header, so that the header parser is inlined into the loop.
+template <class P>
+typename Decoder<P>::Status Decoder<P>::next(Frame& out) {
+  if (error_) return Status::Error;
+  const ByteView avail = buf_.data();
+  if (avail.empty()) {
+    buf_.need(0);
+    return Status::NeedMore;
+  }
+  const HeaderInfo h = proto_.parse_header(avail);
+  switch (h.status) {
+    case HeaderInfo::Status::Error:
+      error_ = ProtocolError{h.requirement, buf_.position(), h.message};
+      return Status::Error;
+    case HeaderInfo::Status::NeedMore:
+      buf_.need(h.needed);
+      return Status::NeedMore;
+    case HeaderInfo::Status::Header:
+      break;
+  }
+  if (avail.size() < h.needed) {
+    buf_.need(h.needed);
+    return Status::NeedMore;
+  }
+  out.flag = h.flag;
+  out.sequence = h.sequence;
+  out.payload = avail.subspan(h.header_len, static_cast<std::size_t>(h.payload_len));
+  buf_.consume(static_cast<std::size_t>(h.needed));
+  return Status::Frame;
+}
 
-// Generic encode by configuration (standard uses flag/sequence; length-field ignores them).
-std::optional<ProtocolError> encode(const CodecConfig& cfg, std::uint8_t flag, std::uint8_t sequence,
-                                    ByteView payload, Bytes& out);
+// ---------------------------------------------------------------------------------------------
+// The codec JSON (`--codec`, the vectors' "codec", the testee's Codec message)
+
+// A codec JSON the implementation cannot use: not an object, a missing or unknown key, a value of
+// the wrong type or range. Programs report it as a usage error.
+class CodecError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+// A protocol name that is not in the registry (the testee answers `skipped`).
+class UnknownProtocol : public CodecError {
+ public:
+  using CodecError::CodecError;
+};
+
+// One JSON object of a codec being read: the parser takes the keys it knows, then finish()
+// rejects any other key (strict) or ignores them (lenient: the testee, whose runner may send
+// fields of a newer schema).
+class JsonParams {
+ public:
+  JsonParams(const nlohmann::ordered_json& obj, std::string where, bool strict);
+  [[nodiscard]] bool strict() const { return strict_; }
+  std::optional<std::string> take_string(const std::string& key);
+  std::optional<std::uint64_t> take_uint(const std::string& key, std::uint64_t max);
+  std::optional<std::int64_t> take_int(const std::string& key, std::int64_t min, std::int64_t max);
+  std::optional<JsonParams> take_object(const std::string& key);
+  // Throws CodecError for a key nobody took (strict only).
+  void finish() const;
+
+ private:
+  const nlohmann::ordered_json* find(const std::string& key);
+  [[noreturn]] void bad(const std::string& key, const std::string& what) const;
+  const nlohmann::ordered_json* obj_;
+  std::string where_;
+  bool strict_;
+  std::set<std::string> taken_;
+};
 
 }  // namespace fp

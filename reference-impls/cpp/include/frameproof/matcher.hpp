@@ -1,12 +1,28 @@
-// Client-side request/reply matching (STD-SEQ-*, STD-MATCH-*, LF-MATCH-*).
+// Client-side request/reply matching: the interface every protocol's client matcher has
+// (SequenceMatcher in standard.hpp, FifoMatcher in length_field.hpp) and ClientConnection<P>,
+// the client connection model of the testee's `match` request (spec/testee.md).
 //
 // The clock is a plain number passed in by the caller (milliseconds in the testee's virtual
 // clock, nanoseconds in fp-load): matchers never read a real clock.
+//
+// A matcher (P::Client) provides:
+//   explicit Client(std::uint64_t timeout);
+//   std::optional<Frame> next(SendKind) const;   header fields of the next message of that kind,
+//                                                nullopt if it must be refused now
+//   void begin(SendKind, std::uint64_t id, std::uint64_t now);   commits what next() returned
+//   Match complete(const Frame& received);
+//   bool expire(std::uint64_t now, std::vector<std::uint64_t>& timed_out,
+//               std::vector<std::uint64_t>& failed);   appends ids, oldest first; true if the
+//                                                      connection has failed
+//   void clear(std::vector<std::uint64_t>& ids);      removes every pending request, oldest first
+//   std::optional<std::uint64_t> next_deadline() const;
+//   std::size_t pending() const;
+//   static constexpr std::size_t kMaxWindow;          requests one connection may keep in flight
+//   static std::optional<std::string> check_echo(const Frame& reply);   why a reply that matched
+//                                                      is not the echo of its request (fp-load)
 #pragma once
 
-#include <array>
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <vector>
 
@@ -15,71 +31,23 @@
 namespace fp {
 
 inline constexpr std::uint64_t kDefaultTimeoutMs = 3000;  // STD-MATCH-3, LF-MATCH-3
-inline constexpr std::size_t kLfPendingBound = 256;       // LF-MATCH-4
 
-// Sequence-number table of one `standard` connection.
-class SequenceMatcher {
- public:
-  explicit SequenceMatcher(std::uint64_t timeout) : timeout_(timeout) {}
-
-  // The sequence number the next message would carry (STD-SEQ-1: 1, 2, ... 255, 0, 1 ...).
-  [[nodiscard]] std::uint8_t peek_sequence() const { return static_cast<std::uint8_t>(counter_ + 1); }
-  // Starts request `id`: allocates the next sequence number, pending until now + timeout.
-  // nullopt if that number is held by a pending request (STD-SEQ-3): nothing changes.
-  std::optional<std::uint8_t> begin_request(std::uint64_t id, std::uint64_t now);
-  // A one-way message takes the next number without any check and is never pending (STD-MATCH-4).
-  std::uint8_t begin_one_way();
-  // A reply frame (bit 7 set) with this sequence: the id of the pending request it completes
-  // (STD-MATCH-1), or nullopt if it matches none (STD-MATCH-2).
-  std::optional<std::uint64_t> complete(std::uint8_t sequence);
-  // Completes every request whose deadline is <= now as timed out, oldest first (STD-MATCH-3);
-  // appends their ids.
-  void expire(std::uint64_t now, std::vector<std::uint64_t>& timed_out);
-  // Removes every pending request, oldest first, appending their ids.
-  void clear(std::vector<std::uint64_t>& ids);
-  // Earliest deadline of a pending request.
-  [[nodiscard]] std::optional<std::uint64_t> next_deadline() const;
-  [[nodiscard]] std::size_t pending() const { return pending_; }
-  [[nodiscard]] bool is_pending(std::uint8_t sequence) const { return slots_[sequence].active; }
-
- private:
-  struct Slot {
-    bool active = false;
-    std::uint64_t id = 0;
-    std::uint64_t deadline = 0;
-  };
-  std::uint64_t timeout_;
-  std::uint8_t counter_ = 0;  // last number used
-  std::size_t pending_ = 0;
-  std::array<Slot, 256> slots_{};
+// What the application sends.
+enum class SendKind {
+  Request,   // expects a reply, pending until then or its deadline
+  OneWay,    // a message that is never answered (where the protocol has them)
+  Untracked  // a request whose reply is not awaited (fp-load's receive mode)
 };
 
-// FIFO matcher of one `length-field` connection.
-class FifoMatcher {
- public:
-  explicit FifoMatcher(std::uint64_t timeout, std::size_t bound = kLfPendingBound)
-      : timeout_(timeout), bound_(bound) {}
-
-  // false if `bound` requests are already pending (LF-MATCH-4).
-  bool begin_request(std::uint64_t id, std::uint64_t now);
-  // Any received frame completes the oldest pending request (LF-MATCH-1), or none (LF-MATCH-2).
-  std::optional<std::uint64_t> complete();
-  // Expired requests (oldest first) into timed_out; if any expired, every other pending request
-  // goes to failed and the caller must treat the connection as failed (LF-MATCH-3). Returns
-  // whether anything expired.
-  bool expire(std::uint64_t now, std::vector<std::uint64_t>& timed_out, std::vector<std::uint64_t>& failed);
-  void clear(std::vector<std::uint64_t>& ids);
-  [[nodiscard]] std::optional<std::uint64_t> next_deadline() const;
-  [[nodiscard]] std::size_t pending() const { return queue_.size(); }
-
- private:
-  struct Pending {
-    std::uint64_t id;
-    std::uint64_t deadline;
-  };
-  std::uint64_t timeout_;
-  std::size_t bound_;
-  std::deque<Pending> queue_;
+// What a received frame did.
+struct Match {
+  enum class Kind {
+    Reply,      // completed request `id`, sent at `sent_at`
+    Unmatched,  // a reply that matches no pending request
+    Ignored     // not a reply at all (e.g. a request from the peer): completes nothing
+  } kind = Kind::Unmatched;
+  std::uint64_t id = 0;
+  std::uint64_t sent_at = 0;
 };
 
 // One completion of the client-connection model (spec/testee.md, "match").
@@ -95,36 +63,84 @@ struct Completion {
 // A whole client connection: encoder, decoder, matcher and the failed state, with the exact
 // event semantics the testee's `match` request specifies. Messages are numbered 0, 1, 2 ... in
 // send order (refused ones included).
+template <class P>
 class ClientConnection {
  public:
-  // cfg must be valid; timeout 0 = the default (3000).
-  ClientConnection(const CodecConfig& cfg, std::uint64_t timeout);
+  // proto must be valid; timeout 0 = the default (3000).
+  ClientConnection(const P& proto, std::uint64_t timeout)
+      : proto_(proto), decoder_(proto), client_(timeout ? timeout : kDefaultTimeoutMs) {}
 
-  // Sends a request (or a one-way message, standard only). Returns the bytes written, empty if
-  // the send was refused (a Refused completion is appended).
-  Bytes send(ByteView payload, bool one_way, std::vector<Completion>& out);
+  // Sends a request (or a one-way message). Returns the bytes written, empty if the send was
+  // refused (a Refused completion is appended).
+  Bytes send(ByteView payload, bool one_way, std::vector<Completion>& out) {
+    const std::uint64_t id = next_id_++;
+    const SendKind kind = one_way ? SendKind::OneWay : SendKind::Request;
+    std::optional<Frame> header;
+    if (!failed_) header = client_.next(kind);
+    Bytes bytes;
+    if (header) {
+      header->payload = payload;
+      if (!proto_.encode(*header, bytes)) {
+        client_.begin(kind, id, now_);
+        return bytes;
+      }
+    }
+    out.push_back({Completion::Kind::Refused, id, 0, 0, {}});
+    return {};
+  }
+
   // Bytes from the peer. Returns the decode error if the stream was rejected (the connection
   // then fails: pending requests complete Failed).
-  std::optional<ProtocolError> receive(ByteView data, std::vector<Completion>& out);
+  std::optional<ProtocolError> receive(ByteView data, std::vector<Completion>& out) {
+    if (failed_) return std::nullopt;
+    auto err = decoder_.feed(data, [&](const Frame& f) { deliver(f, out); });
+    if (err) {
+      ids_.clear();
+      client_.clear(ids_);
+      complete_all(Completion::Kind::Failed, ids_, out);
+      failed_ = true;
+    }
+    return err;
+  }
+
   // Moves the clock forward by `ms`.
-  void advance(std::uint64_t ms, std::vector<Completion>& out);
+  void advance(std::uint64_t ms, std::vector<Completion>& out) {
+    now_ += ms;
+    if (failed_) return;
+    ids_.clear();
+    failed_ids_.clear();
+    failed_ = client_.expire(now_, ids_, failed_ids_);
+    complete_all(Completion::Kind::Timeout, ids_, out);
+    complete_all(Completion::Kind::Failed, failed_ids_, out);
+  }
 
   [[nodiscard]] bool failed() const { return failed_; }
   [[nodiscard]] std::uint64_t now() const { return now_; }
 
  private:
-  void deliver(const Frame& f, std::vector<Completion>& out);
-  void fail_all(std::vector<Completion>& out);
+  void deliver(const Frame& f, std::vector<Completion>& out) {
+    const Match m = client_.complete(f);
+    if (m.kind == Match::Kind::Ignored) return;
+    Completion c{Completion::Kind::Unmatched, std::nullopt, f.flag, f.sequence, Bytes(f.payload.begin(), f.payload.end())};
+    if (m.kind == Match::Kind::Reply) {
+      c.kind = Completion::Kind::Reply;
+      c.request = m.id;
+    }
+    out.push_back(std::move(c));
+  }
 
-  CodecConfig cfg_;
-  Decoder decoder_;
-  SequenceMatcher seq_;
-  FifoMatcher fifo_;
+  static void complete_all(Completion::Kind kind, const std::vector<std::uint64_t>& ids, std::vector<Completion>& out) {
+    for (std::uint64_t id : ids) out.push_back({kind, id, 0, 0, {}});
+  }
+
+  P proto_;
+  Decoder<P> decoder_;
+  typename P::Client client_;
   std::uint64_t now_ = 0;
   std::uint64_t next_id_ = 0;
   bool failed_ = false;
-  std::vector<std::uint64_t> scratch_;
-  std::vector<std::uint64_t> scratch2_;
+  std::vector<std::uint64_t> ids_;
+  std::vector<std::uint64_t> failed_ids_;
 };
 
 }  // namespace fp

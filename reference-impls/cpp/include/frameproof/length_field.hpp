@@ -1,0 +1,102 @@
+// The `length-field` protocol (spec/length-field.md): header parsing and encoding in every profile
+// (LF-FMT-*), the client matcher (FIFO, LF-MATCH-*) and the echo rule of its server session
+// (LF-ECHO-*).
+#pragma once
+
+#include <deque>
+#include <string_view>
+
+#include "frameproof/codec.hpp"
+#include "frameproof/matcher.hpp"
+#include "frameproof/session.hpp"
+
+namespace fp {
+
+inline constexpr std::size_t kLfPendingBound = 256;  // LF-MATCH-4
+
+// FIFO matcher of one `length-field` connection (its client matcher).
+class FifoMatcher {
+ public:
+  static constexpr std::size_t kMaxWindow = kLfPendingBound;
+
+  explicit FifoMatcher(std::uint64_t timeout) : timeout_(timeout) {}
+
+  // A request, or an untracked one; nullopt if 256 requests are already pending (LF-MATCH-4) or
+  // for a one-way message (length-field has none).
+  [[nodiscard]] std::optional<Frame> next(SendKind kind) const;
+  void begin(SendKind kind, std::uint64_t id, std::uint64_t now);
+  // Any received frame completes the oldest pending request (LF-MATCH-1), or none (LF-MATCH-2).
+  Match complete(const Frame& f);
+  // Expired requests (oldest first) into timed_out; if any expired, every other pending request
+  // goes to failed and the connection has failed (LF-MATCH-3): returns true.
+  bool expire(std::uint64_t now, std::vector<std::uint64_t>& timed_out, std::vector<std::uint64_t>& failed);
+  void clear(std::vector<std::uint64_t>& ids);
+  [[nodiscard]] std::optional<std::uint64_t> next_deadline() const;
+  [[nodiscard]] std::size_t pending() const { return queue_.size(); }
+  // The order of replies is the only check there is.
+  static std::optional<std::string> check_echo(const Frame&) { return std::nullopt; }
+
+ private:
+  struct Pending {
+    std::uint64_t id;
+    std::uint64_t sent;
+  };
+  std::uint64_t timeout_;
+  std::deque<Pending> queue_;
+};
+
+class LengthField {
+ public:
+  static constexpr std::string_view kName = "length-field";
+  static constexpr std::uint32_t kMaxOffset = 1u << 24;  // 16 MiB: larger offsets are not supported
+  using Client = FifoMatcher;
+  using Session = EchoSession<LengthField>;
+
+  // offset: bytes before the length field (zeros on send, ignored on receive). size: 1, 2, 4
+  // little-endian; -2, -4 big-endian; 0 = unsigned LEB128. Anything else is invalid (LF-FMT-3).
+  // The default profile is offset 0, size 2 (LF-FMT-2).
+  explicit LengthField(Limits limits = {}, std::uint32_t offset = 0, std::int32_t size = 2)
+      : limits_(limits), offset_(offset), size_(size) {}
+  // The codec JSON: {"protocol": "length-field", "limits": {...},
+  //                  "length_field": {"offset": 2, "size": -4}}; absent keys: offset 0, size 2.
+  static LengthField configure(Limits limits, JsonParams& params);
+
+  // LF-FMT-3 for an unsupported size.
+  [[nodiscard]] std::optional<ProtocolError> validate() const;
+  // An offset above kMaxOffset (every frame would carry that many header bytes).
+  [[nodiscard]] std::optional<std::string> unsupported() const;
+  [[nodiscard]] const Limits& limits() const { return limits_; }
+  [[nodiscard]] std::uint32_t offset() const { return offset_; }
+  [[nodiscard]] std::int32_t size() const { return size_; }
+  // Largest length the field can carry (255, 65535 or 2^31-1); 0 for an invalid size.
+  [[nodiscard]] std::uint64_t capacity() const;
+  // The effective receive/send limit: max_payload (or the default), capped by the capacity
+  // (LF-LIM-1).
+  [[nodiscard]] std::uint64_t max_payload() const { return std::min(limits_.payload_or_default(), capacity()); }
+  [[nodiscard]] std::size_t max_header_size() const { return offset_ + field_width(); }
+  [[nodiscard]] const char* truncation_requirement() const { return "LF-STR-3"; }
+
+  // The header at the start of `b`, in the order of §7a: LF-LEN-2, LF-LEN-3, LF-LIM-1.
+  [[nodiscard]] HeaderInfo parse_header(ByteView b) const;
+  // LF-FMT-3, then LF-LEN-1, then LF-LIM-2. Appends to `out`, or leaves it unchanged on error.
+  std::optional<ProtocolError> encode(const Frame& f, Bytes& out) const;
+  // Writes the header (zero header bytes, then the minimal length field) of a frame of `len`
+  // payload bytes already known to be encodable; returns its length.
+  std::size_t write_header(std::uint8_t* dst, const Frame& header, std::uint64_t len) const;
+  // LF-ECHO-1: every frame is answered with the same payload.
+  [[nodiscard]] std::optional<Frame> echo(const Frame&) const { return Frame{}; }
+
+ private:
+  // Bytes of the length field (5 at most for a varint).
+  [[nodiscard]] std::size_t field_width() const {
+    const std::int64_t s = size_;
+    return s == 0 ? 5 : static_cast<std::size_t>(s < 0 ? -s : s);
+  }
+  Limits limits_;
+  std::uint32_t offset_;
+  std::int32_t size_;
+};
+
+extern template class Decoder<LengthField>;
+
+}  // namespace fp

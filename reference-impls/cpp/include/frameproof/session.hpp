@@ -1,0 +1,78 @@
+// The server side of one connection: bytes in, bytes out, closed or not, and the classified
+// error (reference-impls/README.md, "server session"). fp-server is a socket loop around it; the
+// testee's `serve` request drives the same session offline.
+//
+// EchoSession<P> is the echo service of a protocol whose spec defines it frame by frame (the
+// reply to a frame is P::echo(frame), or nothing): standard (STD-ECHO-*) and length-field
+// (LF-ECHO-*). Each module names its session type as P::Session.
+//
+// Output goes to a sink `out` with two calls:
+//   out.frame(const Frame&)                      every decoded frame (counters)
+//   out.reply(ByteView header, ByteView payload)  one reply, header then payload; both views
+//                                                 are valid until the next prepare()/feed()
+#pragma once
+
+#include "frameproof/codec.hpp"
+
+namespace fp {
+
+template <class P>
+class EchoSession {
+ public:
+  // proto must be valid (throws std::invalid_argument otherwise).
+  explicit EchoSession(const P& proto, std::size_t read_chunk = kReadChunk)
+      : dec_(proto, read_chunk), header_(proto.max_header_size()) {}
+
+  // Input side for a socket reader (see Decoder::prepare/commit); then call process().
+  std::span<std::uint8_t> prepare() { return dec_.prepare(); }
+  void commit(std::size_t n) { dec_.commit(n); }
+
+  // Replies to every complete frame buffered. Returns false once the session has closed: a
+  // decoding error (error() says which) closes it after the replies to the frames before it.
+  template <class Out>
+  bool process(Out& out) {
+    if (closed_) return false;
+    Frame f;
+    typename Decoder<P>::Status st;
+    while ((st = dec_.next(f)) == Decoder<P>::Status::Frame) {
+      out.frame(static_cast<const Frame&>(f));
+      if (const std::optional<Frame> reply = dec_.protocol().echo(f)) {
+        const std::size_t h = dec_.protocol().write_header(header_.data(), *reply, f.payload.size());
+        out.reply(ByteView(header_.data(), h), f.payload);
+      }
+    }
+    if (st == Decoder<P>::Status::Error) closed_ = true;
+    return !closed_;
+  }
+
+  // Offline use: feeds `data` (any size) and replies as process() does.
+  template <class Out>
+  bool feed(ByteView data, Out& out) {
+    while (process(out) && !data.empty()) {
+      auto space = prepare();
+      const std::size_t n = std::min(space.size(), data.size());
+      std::copy_n(data.data(), n, space.data());
+      commit(n);
+      data = data.subspan(n);
+    }
+    return !closed_;
+  }
+
+  // The peer's EOF: the session closes, with the truncation error (STD-STR-3, LF-STR-3) if a
+  // frame was left unfinished (STD-ECHO-5, LF-ECHO-3: it gets no reply).
+  void end_of_input() {
+    if (closed_) return;
+    closed_ = true;
+    dec_.finish();
+  }
+
+  [[nodiscard]] bool closed() const { return closed_; }
+  [[nodiscard]] const std::optional<ProtocolError>& error() const { return dec_.error(); }
+
+ private:
+  Decoder<P> dec_;
+  Bytes header_;
+  bool closed_ = false;
+};
+
+}  // namespace fp
