@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Dict, List
 
 from . import spec, vectors as V
-from .paths import PROTOCOLS
+from .protocols import names as protocol_names
 
 
 def tests() -> List[dict]:
@@ -14,7 +14,7 @@ def tests() -> List[dict]:
     from . import clientsuite, netsuite, plugin
     from .properties import properties
     out = []
-    for protocol in PROTOCOLS:
+    for protocol in protocol_names():
         for vec in V.load(protocol):
             for variant in plugin._variants(vec):
                 out.append({"name": f"{protocol}/{vec.requirements[0]}/{vec.id}/{variant}", "suite": "run",

@@ -34,18 +34,29 @@ def decode_diff(expected: DecodeResult, actual: DecodeResult) -> Optional[str]:
     return None
 
 
-def check_decode(outcomes: List[DecodeResult], actual: DecodeResult, context: str = ""):
+def check_decode(outcomes: List[DecodeResult], actual: DecodeResult, context: str = "", stop: str = ""):
+    """``stop``: the protocol's stop-at-the-first-error requirement (STD-STR-4, LF-STR-4), the
+    requirement broken when the decoder went past an error it should have stopped at."""
     diffs = [decode_diff(o, actual) for o in outcomes]
     if any(d is None for d in diffs):
         return
     if len(outcomes) == 1:
-        exp = outcomes[0]
-        # the frames before the error were right and the error differs: the broken requirement is the error's
-        broken = [exp.error.requirement] if exp.error and exp.frames == actual.frames[:len(exp.frames)] \
-            and actual.error != exp.error else []
-        raise CheckFailure(f"{context}{diffs[0]}", broken)
+        raise CheckFailure(f"{context}{diffs[0]}", broken_by(outcomes[0], actual, stop))
     raise CheckFailure(f"{context}matches none of the {len(outcomes)} allowed outcomes:\n" +
                        "\n".join(f" outcome {i}: {d}" for i, d in enumerate(diffs)))
+
+
+def broken_by(exp: DecodeResult, actual: DecodeResult, stop: str = "") -> List[str]:
+    """The requirement the observed difference breaks, when the difference tells (else [])."""
+    n = len(exp.frames)
+    if not exp.error or exp.frames != actual.frames[:n]:
+        return []
+    went_past = len(actual.frames) > n or (actual.error is not None and actual.error.offset > exp.error.offset)
+    if went_past and stop:
+        return [stop]  # frames or an error beyond the point where the stream had to stop
+    if actual.error != exp.error:
+        return [exp.error.requirement]  # not detected, or classified otherwise
+    return []
 
 
 def check_encode(expected, actual, context: str = ""):
@@ -92,3 +103,26 @@ def chunk_every(data: bytes, n: int) -> List[bytes]:
     if not data:
         return [b""]
     return [data[i:i + n] for i in range(0, len(data), n)]
+
+
+def check_serve(expected, actual, context: str = ""):
+    """Compares two ServeResults (spec/testee.md, serve): what was written after each chunk,
+    whether the endpoint closed, and the error it closed with."""
+    ew, aw = expected.written, actual.written
+    for i in range(min(len(ew), len(aw))):
+        if ew[i] != aw[i]:
+            j = next((k for k in range(min(len(ew[i]), len(aw[i]))) if ew[i][k] != aw[i][k]),
+                     min(len(ew[i]), len(aw[i])))
+            raise CheckFailure(f"{context}bytes written after input step {i} differ at offset {j}:\n"
+                               f"  expected {len(ew[i])} bytes {ew[i][j:j + 24].hex(' ')}\n"
+                               f"  actual   {len(aw[i])} bytes {aw[i][j:j + 24].hex(' ')}")
+    if len(ew) != len(aw):
+        raise CheckFailure(f"{context}expected the endpoint to take {len(ew)} input step(s) before "
+                           f"{'closing' if expected.closed else 'the end'}, actual {len(aw)}"
+                           f"{' (it closed early)' if len(aw) < len(ew) and actual.closed else ''}",
+                           [expected.error.requirement] if expected.error else [])
+    if expected.closed != actual.closed:
+        raise CheckFailure(f"{context}connection closed:\n  expected {expected.closed}\n  actual   {actual.closed}")
+    if expected.error != actual.error:
+        raise CheckFailure(f"{context}close reason:\n  expected {_err(expected.error)}\n  actual   {_err(actual.error)}",
+                           [expected.error.requirement] if expected.error else [])

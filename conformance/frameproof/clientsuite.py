@@ -37,11 +37,13 @@ CONTRACT_KEYS = {
 @dataclass
 class ClientTarget:
     command: str
-    protocol: str
-    lf_offset: int = 0
-    lf_size: int = 2
+    codec: object  # oracle.Codec of the client under test
     sink: bool = False
     cwd: Optional[str] = None
+
+    @property
+    def protocol(self) -> str:
+        return self.codec.protocol
 
 
 @dataclass
@@ -96,8 +98,7 @@ def _sockets_nodelay(pid: int, server_port: int, seen: dict):
 
 
 def run_client(t: ClientTarget, corrupt_every=0, drop_every=0) -> ClientRun:
-    srv = EchoServer(t.protocol, t.lf_offset, t.lf_size, 0, t.sink, check=True,
-                     corrupt_every=corrupt_every, drop_every=drop_every)
+    srv = EchoServer(t.codec, t.sink, check=True, corrupt_every=corrupt_every, drop_every=drop_every)
     th = ServerThread(srv)
     host, port = th.addr
     fd, jpath = tempfile.mkstemp(suffix=".json", prefix="fp-client-")

@@ -29,13 +29,16 @@ from typing import Dict, List, Optional, Sequence
 
 from hypothesis import HealthCheck, Phase, given, seed as hseed, settings, strategies as st
 
-from . import oracle, properties
+from . import oracle, properties, protocols as registry
 from .checks import CheckFailure, check_decode, chunk
 from .oracle import Codec, DecodeResult, Error, Frame
 from .testee import Skipped, Testee, TesteeFailure
 from .vectors import compact_bytes
 
-PROTOCOLS = ("standard", "length-field")
+
+def registry_requirements(protocol: str):
+    from .spec import requirements
+    return [r.id for r in requirements().values() if r.protocol == protocol]
 
 
 class _BudgetExhausted(BaseException):
@@ -113,13 +116,13 @@ class Finding:
         for a in self.answers:
             reqs += [r for r in a.broken if r not in reqs]
         exp = self.expected
-        P = "STD" if self.codec.protocol == "standard" else "LF"
+        P = self.codec.spec.id_prefix
         if exp.error and exp.error.requirement not in reqs:
             reqs.append(exp.error.requirement)
         if len(self.chunks) > 1 and f"{P}-STR-1" not in reqs:
             reqs.append(f"{P}-STR-1")
-        if not reqs:
-            reqs.append("STD-HDR-1" if P == "STD" else "LF-FMT-1")
+        if not reqs:  # the protocol's first requirement: its frame layout
+            reqs.append(next(r for r in registry_requirements(self.codec.protocol)))
         return reqs
 
     def description(self) -> str:
@@ -137,11 +140,7 @@ class Finding:
 
     def vector(self) -> dict:
         """The vector exactly as tools/gen_vectors.py's add_decode writes it."""
-        std = self.codec.protocol == "standard"
-
-        def fj(f: Frame) -> dict:
-            d = {"payload": compact_bytes(f.payload)}
-            return {"flag": f.flag, "sequence": f.sequence, **d} if std else d
+        fj = self.codec.spec.frame_to_json
 
         def ej(e: Error) -> dict:
             return {"requirement": e.requirement, "offset": e.offset}
@@ -164,16 +163,13 @@ class Finding:
 
     def gen_vectors_line(self) -> str:
         """The add_decode(...) call to paste into tools/gen_vectors.py."""
-        std = self.codec.protocol == "standard"
-        P = "S" if std else "L"
         exp = self.expected
 
         def fr(f: Frame) -> str:
-            return f"F({f.flag:#04x}, {f.sequence}, {_pybytes(f.payload)})" if std else f"F(0, 0, {_pybytes(f.payload)})"
+            return f"F({f.flag:#04x}, {f.sequence}, {_pybytes(f.payload)})"
 
-        c = self.codec
-        codec = f"Codec({P}, {c.max_payload}" + (f", {c.lf_offset}, {c.lf_size})" if not std else ")")
-        args = [P, repr(self.vector_id()), repr(self.description()), repr(self.requirements()),
+        codec = self.codec.spec.gen_vectors_codec(self.codec)
+        args = [repr(self.codec.protocol), repr(self.vector_id()), repr(self.description()), repr(self.requirements()),
                 f"bytes.fromhex({self.data.hex()!r})" if len(self.data) <= 256 else _pybytes(self.data)]
         if exp.alternatives:
             outs = ", ".join(f"([{', '.join(fr(f) for f in o.frames)}], "
@@ -233,22 +229,17 @@ def _pybytes(b: bytes) -> str:
 
 @st.composite
 def wild_codecs(draw, protocol: str):
-    """Codecs beyond the suite's table: any small limit, any header offset up to 9, and invalid
-    length-field sizes (the configuration must be refused with LF-FMT-3)."""
-    limit = draw(st.one_of(st.just(0), st.integers(1, 300), st.integers(65530, 65540)))
-    if protocol == "standard":
-        return Codec("standard", limit)
-    size = draw(st.sampled_from([1, 2, 4, -2, -4, 0, 0, 3, -1, 8]))
-    return Codec("length-field", limit, draw(st.integers(0, 9)), size)
+    """Codecs beyond the suite's table (the protocol's ``wild_codecs``), invalid ones included."""
+    return registry.get(protocol).wild_codecs(draw)
 
 
 @st.composite
 def wild_streams(draw, protocol: str):
     """A wild codec, frames encoded with it (or random bytes), then maybe one mutation."""
     codec = draw(wild_codecs(protocol))
-    if codec.protocol == "length-field" and codec.lf_size not in oracle.LF_VALID_SIZES:
+    if codec.spec.invalid_config(codec):
         return codec, draw(st.binary(max_size=24))
-    frames = draw(st.lists(properties.frames_for(codec), max_size=5))
+    frames = draw(st.lists(codec.spec.strategies.frames_for(codec), max_size=5))
     b = bytearray(b"".join(oracle.encode(codec, f) for f in frames))
     how = draw(st.sampled_from(["none", "flip", "truncate", "append", "random", "edge", "edge"]))
     if how == "edge":  # a frame header declaring a boundary length (a fuzzing dictionary)
@@ -265,28 +256,9 @@ def wild_streams(draw, protocol: str):
     return codec, bytes(b)
 
 
-VARINT_EDGES = [b"\xff\xff\xff\xff\x07", b"\xff\xff\xff\xff\x7f", b"\x80\x80\x80\x80\x08", b"\x80\x80\x80\x80\x80\x01",
-                b"\x80\x80\x80\x80\x80", b"\x80\x00", b"\xff\x7f", b"\x80\x80\x01", b"\xff\xff\x03", b"\x80"]
-
-
 def _edge_header(codec: Codec, pick: int) -> bytes:
-    """The header of a frame declaring a length at a boundary: the limit, limit + 1, the field's
-    capacity, the extended-form switch (65534/65535), bit 31; or a raw edge-case varint."""
-    lim = codec.limit
-    if codec.protocol == "standard":
-        n = [lim, lim + 1, 0, 65534, 65535, 0xFFFE, 2 ** 31 - 1, 2 ** 31, 2 ** 32 - 1, 70000][pick % 10]
-        if n >= 0xFFFF or pick % 3 == 0 and n > 0xFFFF - 2:
-            return bytes([pick, pick]) + b"\xff\xff" + (n & 0xFFFFFFFF).to_bytes(4, "little")
-        return bytes([pick, pick]) + n.to_bytes(2, "little")
-    head = bytes(codec.lf_offset)
-    if codec.lf_size == 0 and pick % 2:
-        return head + VARINT_EDGES[(pick // 2) % len(VARINT_EDGES)]
-    cap = {1: 0xFF, 2: 0xFFFF, -2: 0xFFFF}.get(codec.lf_size, 0xFFFFFFFF)
-    n = [lim, lim + 1, cap, 2 ** 31 - 1, 2 ** 31, 0][pick % 6] & cap
-    if codec.lf_size == 0:
-        return head + oracle.encode_length(codec, min(n, 2 ** 35 - 1))
-    w = abs(codec.lf_size)
-    return head + n.to_bytes(w, "little" if codec.lf_size > 0 else "big")
+    """The header of a frame declaring a length at a boundary (the protocol's fuzzing dictionary)."""
+    return codec.spec.edge_header(codec, pick)
 
 
 @st.composite
@@ -295,14 +267,15 @@ def fuzz_cases(draw, protocols: Sequence[str]):
     with the suite's codecs, and mutated streams with wild codecs."""
     protocol = draw(st.sampled_from(list(protocols)))
     kind = draw(st.sampled_from(["arbitrary", "arbitrary", "invalid", "valid", "wild"]))
+    S = registry.get(protocol).strategies
     if kind == "wild":
         codec, data = draw(wild_streams(protocol))
     elif kind == "valid":
-        codec, _frames, data = draw(properties.valid_streams(protocol))
+        codec, _frames, data = draw(S.valid_streams())
     elif kind == "invalid":
-        codec, data, _frames, _err = draw(properties.invalid_streams(protocol))
+        codec, data, _frames, _err = draw(S.invalid_streams())
     else:
-        codec, data = draw(properties.arbitrary_streams(protocol))
+        codec, data = draw(S.arbitrary_streams())
     chunks = draw(properties.splits_of(data))
     return _Case(codec, data, chunks)
 
@@ -364,7 +337,7 @@ def compare(testees: Dict[str, Testee], codec: Codec, data: bytes, chunks: List[
 
 
 def fuzz(commands: Sequence[str], seconds: Optional[float] = 10.0, examples: Optional[int] = None,
-         seed: int = 0, protocols: Sequence[str] = PROTOCOLS, out_dir: Optional[Path] = None,
+         seed: int = 0, protocols: Sequence[str] = (), out_dir: Optional[Path] = None,
          keep_going: bool = False, timeout: float = 5.0, cwd: Optional[str] = None,
          shrink_seconds: Optional[float] = None, until_found: Optional[Sequence[str]] = None,
          log=None) -> FuzzReport:
@@ -381,7 +354,7 @@ def fuzz(commands: Sequence[str], seconds: Optional[float] = 10.0, examples: Opt
         elif "decode" not in feats:
             report.skipped_testees[name] = "no decode feature"
         supported[name] = protos if "decode" in feats else set()
-    protocols = [p for p in protocols if any(p in s for s in supported.values())]
+    protocols = [p for p in (protocols or registry.names()) if any(p in s for s in supported.values())]
     start = time.monotonic()
     deadline = start + seconds if seconds else None
     shrink_seconds = shrink_seconds if shrink_seconds is not None else max(10.0, (seconds or 30.0))
@@ -558,34 +531,26 @@ def reduce_finding(f: Finding, testees: Dict[str, Testee], supported: Dict[str, 
 
 # ---------------------------------------------------------------- coverage-guided input layout
 
-# Shared with reference-impls/rust/fuzz/fuzz_targets/decode.rs and reference-impls/cpp/fuzz/.
+# Shared with reference-impls/rust/fuzz/fuzz_targets/decode.rs and reference-impls/cpp/fuzz/:
+# config byte = limit index << 5 | protocol bits << 1 | corpus_id (bit 0); the protocol's
+# corpus_config gives its 4 bits (length-field: the profile index).
 LIMITS = [0, 16, 64, 100, 1024, 65535, 70000, 1]
-PROFILES = [(0, 2), (0, -2), (0, 4), (0, -4), (0, 1), (0, 0), (2, 2), (4, -4),
-            (1, 1), (3, 0), (1, -4), (5, 0), (1, 2), (2, -2), (7, 4), (0, 0)]
 
 
 def corpus_entry(codec: Codec, data: bytes, chunking: int = 0) -> Optional[bytes]:
     """The libFuzzer input for ``codec`` and ``data`` (None if the table has no such codec)."""
-    if codec.max_payload not in LIMITS:
+    bits = codec.spec.corpus_config(codec)
+    if codec.max_payload not in LIMITS or bits is None or codec.spec.corpus_id is None:
         return None
-    cfg = LIMITS.index(codec.max_payload) << 5
-    if codec.protocol == "length-field":
-        prof = (codec.lf_offset, codec.lf_size)
-        if prof not in PROFILES:
-            return None
-        cfg |= 1 | (PROFILES.index(prof) << 1)
+    cfg = LIMITS.index(codec.max_payload) << 5 | bits << 1 | codec.spec.corpus_id
     return bytes([cfg, chunking & 0xFF]) + data
 
 
 def decode_corpus_input(entry: bytes):
     """Inverse of ``corpus_entry``: (codec, data, chunks) exactly as the native targets split it."""
     cfg, ctl, data = entry[0], entry[1], entry[2:]
-    limit = LIMITS[cfg >> 5]
-    if cfg & 1:
-        o, s = PROFILES[(cfg >> 1) & 15]
-        codec = Codec("length-field", limit, o, s)
-    else:
-        codec = Codec("standard", limit)
+    proto = next(p for p in registry.all_protocols() if p.corpus_id == cfg & 1)
+    codec = proto.corpus_codec((cfg >> 1) & 15, LIMITS[cfg >> 5])
     return codec, data, native_chunks(data, ctl)
 
 
@@ -611,7 +576,7 @@ def write_corpus(out_dir: Path, max_len: int = 4096, verdicts: Sequence[str] = (
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     n = 0
-    for proto in PROTOCOLS:
+    for proto in registry.names():
         for v in load(proto):
             if v.kind != "decode" or v.verdict not in verdicts:
                 continue

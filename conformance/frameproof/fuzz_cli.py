@@ -15,7 +15,7 @@ def add_parsers(sub):
     f.add_argument("--seconds", type=float, default=10.0, help="time budget (default 10; 0 = no time limit)")
     f.add_argument("--examples", type=int, help="example budget (fixed count: reproducible whatever the speed)")
     f.add_argument("--seed", type=int, default=0, help="Hypothesis seed (default 0): same seed, same examples")
-    f.add_argument("--protocol", action="append", choices=["standard", "length-field"], help="only this protocol")
+    f.add_argument("--protocol", action="append", help="only this protocol (repeatable; default: every registered one)")
     f.add_argument("--out", default="reports/fuzz", help="where reproducer vectors are written (default reports/fuzz)")
     f.add_argument("--keep-going", action="store_true",
                    help="after a disagreement, drop the testees that disagreed and go on (one reproducer per testee)")
@@ -45,7 +45,7 @@ def cmd_fuzz(args):
         print("frameproof fuzz: give --seconds or --examples", file=sys.stderr)
         return 2
     report = fuzz(args.testee, seconds=args.seconds or None, examples=args.examples, seed=args.seed,
-                  protocols=args.protocol or ("standard", "length-field"), out_dir=Path(args.out),
+                  protocols=args.protocol or (), out_dir=Path(args.out),
                   keep_going=args.keep_going, timeout=args.timeout, cwd=args.cwd,
                   shrink_seconds=args.shrink_seconds, log=lambda s: print(s + "\n", flush=True))
     for name, why in report.skipped_testees.items():

@@ -16,14 +16,15 @@ import time
 from pathlib import Path
 from typing import Dict, List
 
+from . import protocols as registry
 from .paths import IMPL_DIR, ROOT
 from .servers import start_server
 
-NET_PROFILES = [
-    ("standard", 0, 2, "standard"),
-    ("length-field", 0, 2, "length-field"),
-    ("length-field", 3, 0, "length-field o3 varint"),
-]
+
+
+def codec_args(codec) -> str:
+    """The ``--codec JSON`` argument every reference program takes (reference-impls/README.md)."""
+    return "--codec " + shlex.quote(json.dumps(codec.to_json(), separators=(",", ":")))
 
 
 def load_impls(names=None) -> List[dict]:
@@ -143,25 +144,24 @@ def run_matrix(names=None, build=True, profile="ci", out_dir=None, readme=False)
             if rc != 0:
                 print(f"[{name}] build FAILED (exit {rc}); see {log}", flush=True)
                 continue
-        for proto in ("standard", "length-field"):
+        for proto in registry.names():
             print(f"[{name}] codec suite, {proto} …", flush=True)
             r["codec"][proto] = _cell(*_fp(["run", "--testee", _cmd(impl, "testee"), "--protocol", proto,
                                             "--profile", profile], log))
-        for proto, off, size, label in NET_PROFILES:
-            print(f"[{name}] network suite, {label} …", flush=True)
-            server = f"{_cmd(impl, 'server')} --protocol {proto} --listen 127.0.0.1:0"
-            if proto == "length-field":
-                server += f" --lf-offset {off} --lf-size {size}"
-            r["net"][label] = _cell(*_fp(["net", "--protocol", proto, "--server-cmd", server, "--name", name,
-                                          "--lf-offset", str(off), "--lf-size", str(size)], log))
-        for proto in ("standard", "length-field"):
+        for proto in registry.names():
+            for label, codec in registry.get(proto).net_profiles():
+                print(f"[{name}] network suite, {label} …", flush=True)
+                server = f"{_cmd(impl, 'server')} {codec_args(codec)} --listen 127.0.0.1:0"
+                r["net"][label] = _cell(*_fp(["net", "--codec", json.dumps(codec.to_json()), "--server-cmd", server,
+                                              "--name", name], log))
+        for proto in registry.names():
             print(f"[{name}] load client checks, {proto} …", flush=True)
             client = (f"{_cmd(impl, 'load')} --protocol {proto} --connect {{host}}:{{port}} --connections 4 "
                       f"--requests 4000 --payload 32 --mode pipelined --window 16 --timeout-ms 2000 --json {{json}}")
             r["client"][proto] = _cell(*_fp(["net", "--protocol", proto, "--client", client], log))
     ok_impls = [i for i in impls if results[i["name"]]["build"] in (None, 0)]
     inter = {}
-    for proto in ("standard", "length-field"):
+    for proto in registry.names():
         for c in ok_impls:
             for s in ok_impls:
                 print(f"[interop] {c['name']} load client → {s['name']} server, {proto} …", flush=True)
@@ -218,7 +218,7 @@ def render(doc) -> str:
     lines += rows
     out = "\n".join(lines) + "\n"
     built = [n for n in names if doc["results"][n]["build"] in (None, 0)]
-    for proto in ("standard", "length-field"):
+    for proto in registry.names():
         out += f"\nInterop, {proto} (rows: load client, columns: server; 4 connections × 20000 verified requests, window 32)\n\n"
         out += f"| client \\ server | {' | '.join(built)} |\n|---|" + "---|" * len(built) + "\n"
         for c in built:

@@ -7,7 +7,9 @@ import sys
 def add_parsers(sub):
     n = sub.add_parser("net", help="network conformance: test a live echo server (--server/--server-cmd) "
                                    "or a load client (--client)")
-    n.add_argument("--protocol", required=True, choices=["standard", "length-field"])
+    n.add_argument("--protocol", help="the protocol (default parameters); or give --codec")
+    n.add_argument("--codec", help='codec JSON of the server / client under test (as the vectors write it), e.g. '
+                                   '\'{"protocol": "length-field", "length_field": {"offset": 3, "size": 0}}\' (e.g.)')
     g = n.add_mutually_exclusive_group(required=True)
     g.add_argument("--server", help="HOST:PORT of a running echo server (127.0.0.1 or ::1)")
     g.add_argument("--server-cmd", help='start this server (it must print "LISTENING host:port"), test it, stop it')
@@ -16,9 +18,6 @@ def add_parsers(sub):
     n.add_argument("--server-pid", type=int, help="pid of the server under test (RSS checks)")
     n.add_argument("--sink", action="store_true", help="with --client: the checking server only counts (receive mode)")
     n.add_argument("--cwd", help="working directory for --server-cmd / --client")
-    n.add_argument("--lf-offset", type=int, default=0)
-    n.add_argument("--lf-size", type=int, default=2)
-    n.add_argument("--max-payload", type=int, default=0, help="the server's maximum payload (default: spec default)")
     n.add_argument("--name", help="name shown in the report")
     n.add_argument("--select", action="append")
     n.add_argument("--xfail")
@@ -32,11 +31,21 @@ def cmd_net(args):
     import pytest
     from .cli import _pytest_args
     from .servers import start_server
-    args.protocol_list = args.protocol
-    proto = args.protocol
-    args.protocol = [proto]
-    extra = ["--fp-lf-offset", str(args.lf_offset), "--fp-lf-size", str(args.lf_size),
-             "--fp-max-payload", str(args.max_payload)]
+    import json
+    from .oracle import Codec
+    try:
+        codec = Codec.from_json(json.loads(args.codec)) if args.codec else None
+    except (ValueError, KeyError, TypeError) as e:
+        print(f"frameproof net: --codec: {e}", file=sys.stderr)
+        return 2
+    if codec and args.protocol and args.protocol != codec.protocol:
+        print(f"frameproof net: --protocol {args.protocol} but --codec names {codec.protocol}", file=sys.stderr)
+        return 2
+    if not codec and not args.protocol:
+        print("frameproof net: give --protocol or --codec", file=sys.stderr)
+        return 2
+    args.protocol = [codec.protocol if codec else args.protocol]
+    extra = ["--fp-codec", json.dumps(codec.to_json())] if codec else []
     for opt, val in (("--fp-xfail", args.xfail), ("--fp-json", args.json), ("--fp-cwd", args.cwd),
                      ("--fp-net-name", args.name)):
         if val:

@@ -18,6 +18,10 @@ from . import oracle
 from .checks import CheckFailure
 from .oracle import Codec, Frame
 
+class SkipCase(Exception):
+    pass
+
+
 READ_TIMEOUT = float(os.environ.get("FRAMEPROOF_NET_TIMEOUT", "5"))
 
 
@@ -31,14 +35,16 @@ class NetTarget:
 
     @property
     def limit(self):
-        cap = oracle._lf_capacity(self.codec.lf_size) if self.codec.protocol == "length-field" else 2 ** 31 - 1
-        return min(self.max_payload or oracle.DEFAULT_MAX_PAYLOAD, cap)
+        return min(self.max_payload or self.codec.DEFAULT_MAX, self.codec.capacity)
+
+    @property
+    def spec(self):
+        return self.codec.spec
 
 
 @dataclass
 class NetCase:
     name: str
-    protocols: tuple
     requirements: List[str]
     description: str
     run: Callable  # run(target)
@@ -67,7 +73,7 @@ class Conn:
         self.s.sendall(data)
 
     def frame(self, f: Frame) -> bytes:
-        b = oracle.encode(Codec(self.t.codec.protocol, 2 ** 31 - 1, self.t.codec.lf_offset, self.t.codec.lf_size), f)
+        b = oracle.encode(self.t.codec.with_limit(2 ** 31 - 1), f)
         assert isinstance(b, bytes), b
         return b
 
@@ -85,7 +91,7 @@ class Conn:
         """Reads exactly n frames (fails on timeout, EOF or a malformed reply)."""
         out: List[Frame] = []
         deadline = time.monotonic() + timeout
-        codec = Codec(self.t.codec.protocol, 2 ** 31 - 1, self.t.codec.lf_offset, self.t.codec.lf_size)
+        codec = self.t.codec.with_limit(2 ** 31 - 1)
         while len(out) < n:
             res = oracle.decode(codec, self.buf)
             if res.frames:
@@ -98,7 +104,7 @@ class Conn:
                 out += take
                 self.buf = self.buf[used:]
                 continue
-            if res.error and res.error.requirement not in ("STD-STR-3", "LF-STR-3"):
+            if res.error and not oracle.is_truncation(codec, res.error):
                 raise CheckFailure(f"server sent a malformed frame ({res.error.requirement}): {self.buf[:24].hex(' ')}")
             if self.eof:
                 raise CheckFailure(f"expected {n} {what}, got {len(out)} before the server closed the connection")
@@ -122,8 +128,7 @@ class Conn:
                 raise CheckFailure(f"expected the server to close the connection{what}; still open after {timeout:g} s")
             except (ConnectionResetError, BrokenPipeError):
                 return
-        codec = Codec(self.t.codec.protocol, 2 ** 31 - 1, self.t.codec.lf_offset, self.t.codec.lf_size)
-        extra = oracle.decode(codec, self.buf).frames
+        extra = oracle.decode(self.t.codec.with_limit(2 ** 31 - 1), self.buf).frames
         if extra:
             raise CheckFailure(f"expected no more replies{what}, got {len(extra)} (first {extra[0].short()})")
 
@@ -146,16 +151,13 @@ class Conn:
             pass
 
 
-def request(t: NetTarget, seq: int, payload: bytes, kind: int = 1) -> Frame:
-    if t.codec.protocol == "standard":
-        return Frame(kind & 0x3F, seq & 0xFF, payload)
-    return Frame(0, 0, payload)
+def request(t: NetTarget, seq: int, payload: bytes) -> Frame:
+    """The protocol's echo request carrying ``payload`` (``seq``: its id, where it has one)."""
+    return t.spec.net_request(seq, payload)
 
 
 def expected_reply(t: NetTarget, req: Frame) -> Frame:
-    if t.codec.protocol == "standard":
-        return Frame(0x80 | (req.flag & 0x3F), req.sequence, req.payload)
-    return Frame(0, 0, req.payload)
+    return t.spec.echo_reply(req)
 
 
 def check_replies(t, reqs: List[Frame], got: List[Frame], ctx=""):
@@ -281,52 +283,6 @@ def c_many_connections(t, n=64, per=20):
         raise CheckFailure(f"{len(errors)} of {n} concurrent connections failed; first: {errors[0]}")
 
 
-def c_wraparound(t):
-    c = Conn(t)
-    try:
-        window = 200
-        reqs = [request(t, (i + 1) & 0xFF, payload_for(i, 12)) for i in range(600)]
-        sent = 0
-        got: List[Frame] = []
-        while len(got) < len(reqs):
-            hi = min(len(reqs), len(got) + window)
-            if sent < hi:
-                c.send(b"".join(c.frame(r) for r in reqs[sent:hi]))
-                sent = hi
-            got += c.read_frames(min(window // 2, sent - len(got)))
-        # the server answers in order; match each reply to its request by sequence
-        by_seq = {}
-        for i, rp in enumerate(got):
-            rq = reqs[i]
-            if rp.sequence != rq.sequence:
-                raise CheckFailure(f"reply {i}: expected sequence {rq.sequence}, actual {rp.sequence}")
-            by_seq[rp.sequence] = by_seq.get(rp.sequence, 0) + 1
-        check_replies(t, reqs, got, "600 requests with sequences 1..255, 0, 1.. (3 wraps): ")
-        if by_seq.get(0, 0) != 2:
-            raise CheckFailure(f"expected 2 replies with sequence 0, got {by_seq.get(0, 0)}")
-    finally:
-        c.close()
-
-
-def c_one_way_and_replies_get_nothing(t):
-    c = Conn(t)
-    try:
-        c.send(c.frame(Frame(0x41, 1, b"one-way")) + c.frame(Frame(0x81, 2, b"a reply")) +
-               c.frame(Frame(0xC1, 3, b"an error reply")) + c.frame(Frame(0x01, 4, b"request")))
-        got = c.read_frames(1)
-        check_replies(t, [Frame(1, 4, b"request")], got, "one-way, reply and error-reply frames must get no reply: ")
-        extra = c.idle(0.3)
-        if extra:
-            raise CheckFailure(f"expected nothing more, got {len(extra)} bytes: {extra[:16].hex(' ')}")
-    finally:
-        c.close()
-
-
-def c_kinds(t):
-    reqs = [request(t, i, b"kind%d" % k, kind=k) for i, k in enumerate((0, 1, 2, 3, 17, 63), 1)]
-    roundtrip(t, reqs, "data kinds 0..63 are echoed in the reply flag (0x80|kind): ")
-
-
 def c_order_distinct(t):
     c = Conn(t)
     try:
@@ -360,47 +316,6 @@ def _hostile(t, build, ctx, expect_replies=1, rss_bound_kib=64 * 1024):
     after = rss_kib(t.pid)
     if before is not None and after is not None and after - before > rss_bound_kib:
         raise CheckFailure(f"{ctx}: server RSS grew from {before} KiB to {after} KiB (bound {rss_bound_kib} KiB)")
-
-
-def _oversize_header(t):
-    n = t.limit + 1
-    if t.codec.protocol == "standard":
-        return bytes([1, 9]) + (n.to_bytes(2, "little") if n < 0xFFFF else b"\xff\xff" + n.to_bytes(4, "little"))
-    return bytes(t.codec.lf_offset) + oracle.encode_length(t.codec, n)
-
-
-def c_oversize(t):
-    if t.codec.protocol == "length-field" and t.limit >= oracle._lf_capacity(t.codec.lf_size):
-        raise SkipCase("the profile's length field cannot exceed the server's limit")
-    _hostile(t, lambda c: _oversize_header(t) + b"x" * 16, "a header declaring max+1 bytes")
-
-
-def c_gigabytes(t):
-    if t.codec.protocol == "standard":
-        hdr = bytes.fromhex("0109ffffffffff7f")  # 2^31-1 bytes
-        _hostile(t, lambda c: hdr, "a header promising 2 GiB")
-    elif abs(t.codec.lf_size) == 4 or t.codec.lf_size == 0:
-        _hostile(t, lambda c: bytes(t.codec.lf_offset) + oracle.encode_length(t.codec, 2 ** 31 - 1), "a length promising 2 GiB")
-    else:
-        # a 16-bit field cannot promise gigabytes: promise the maximum on many connections and stall;
-        # the server must not grow beyond those buffers and must keep serving
-        side = Alongside(t)
-        before = rss_kib(t.pid)
-        conns = []
-        try:
-            for _ in range(32):
-                c = Conn(t)
-                c.send(bytes(t.codec.lf_offset) + oracle.encode_length(t.codec, oracle._lf_capacity(t.codec.lf_size)) + b"p" * 100)
-                conns.append(c)
-            time.sleep(0.3)
-            healthy(t, "while 32 connections hold partial maximum-size frames: ")
-        finally:
-            for c in conns:
-                c.close()
-        side.check()
-        after = rss_kib(t.pid)
-        if before is not None and after is not None and after - before > 64 * 1024:
-            raise CheckFailure(f"server RSS grew from {before} KiB to {after} KiB with 32 stalled frames")
 
 
 def c_garbage(t):
@@ -458,23 +373,6 @@ def c_half_close(t):
         c.close()
 
 
-def c_noncanonical(t):
-    _hostile(t, lambda c: bytes.fromhex("0109ffff05000000") + b"12345", "a non-canonical extended header", 2)
-
-
-def c_bit31(t):
-    _hostile(t, lambda c: bytes.fromhex("0109ffff00000080"), "an extended length with bit 31 set")
-
-
-def c_lf_bad_length(t):
-    if t.codec.lf_size == 0:
-        _hostile(t, lambda c: bytes(t.codec.lf_offset) + b"\xff\xff\xff\xff\xff\x01", "a 6-byte varint")
-    elif abs(t.codec.lf_size) == 4:
-        _hostile(t, lambda c: bytes(t.codec.lf_offset) + b"\xff\xff\xff\xff", "a length with bit 31 set")
-    else:
-        raise SkipCase("the profile's length field has no invalid values")
-
-
 def c_nodelay(t):
     """SHOULD: with Nagle on, the second of two small replies written back to back waits for the
     client's delayed ACK (~40 ms on Linux). Measure several rounds; fail only if most rounds stall."""
@@ -500,43 +398,44 @@ def c_nodelay(t):
         c.close()
 
 
-class SkipCase(Exception):
-    pass
+def oversize(t):
+    """A header declaring one byte more than the server allows (skipped where the framing cannot)."""
+    if t.limit >= t.codec.capacity:
+        raise SkipCase("the profile's length field cannot exceed the server's limit")
+    _hostile(t, lambda c: t.spec.oversize_header(t.codec, t.limit + 1) + b"x" * 16, "a header declaring max+1 bytes")
 
 
-def all_cases() -> List[NetCase]:
-    S, L = ("standard",), ("length-field",)
-    B = S + L
-    return [
-        NetCase("one_request_one_reply", B, ["STD-ECHO-1", "LF-ECHO-1"], "One request, one reply; an empty payload too", c_one),
-        NetCase("pipelined_one_write", B, ["STD-ECHO-3", "STD-STR-2", "LF-STR-2", "LF-ECHO-1"],
-                "200 requests in one write are answered in order", c_pipelined),
-        NetCase("dribbled_byte_by_byte", B, ["STD-STR-1", "LF-STR-1"], "Frames written one byte per write", c_dribble),
-        NetCase("split_at_every_offset", B, ["STD-STR-1", "LF-STR-1"], "A frame split in two writes at every offset", c_split_every_offset),
-        NetCase("largest_allowed_frame", B, ["STD-LIM-1", "STD-LEN-2", "LF-LIM-1"], "The largest payload the server allows", c_largest),
-        NetCase("many_connections", B, ["STD-ECHO-3", "LF-ECHO-1"], "64 concurrent connections each check their own replies", c_many_connections),
-        NetCase("sequence_wraparound", S, ["STD-SEQ-2", "STD-SEQ-1", "STD-ECHO-1"], "600 pipelined requests wrap the sequence twice", c_wraparound),
-        NetCase("one_way_and_replies_unanswered", S, ["STD-ECHO-2"], "One-way, reply and error-reply frames get no reply", c_one_way_and_replies_get_nothing),
-        NetCase("kinds_echoed", S, ["STD-ECHO-1", "STD-HDR-4"], "The data kind of a request is kept in its reply", c_kinds),
-        NetCase("fifo_order", B, ["LF-ECHO-1", "STD-ECHO-3"], "256 pipelined distinct payloads come back in order (FIFO, not newest-first)", c_order_distinct),
-        NetCase("oversize_closes_connection", B, ["STD-ECHO-4", "STD-LIM-1", "LF-ECHO-2", "LF-LIM-1"],
-                "A header over the limit: earlier replies arrive, this connection closes, others keep working", c_oversize),
-        NetCase("header_promises_gigabytes", B, ["STD-LIM-3", "LF-LIM-3"], "A header promising 2 GiB: no allocation, server keeps serving", c_gigabytes),
-        NetCase("garbage_bytes", B, ["STD-LIM-3", "STD-STR-5", "LF-LIM-3"], "64 KiB of random bytes: the server stays up and bounded", c_garbage),
-        NetCase("stops_mid_frame", B, ["STD-STR-3", "LF-STR-3"], "Connections closed or reset mid-frame do not disturb others", c_stops_mid_frame),
-        NetCase("half_close_gets_replies", B, ["STD-ECHO-5", "LF-ECHO-3"], "After a half-close, all complete frames are answered, then the server closes", c_half_close),
-        NetCase("noncanonical_extended_closes", S, ["STD-ECHO-4", "STD-LEN-3"], "A non-canonical extended header closes the connection", c_noncanonical),
-        NetCase("extended_bit31_closes", S, ["STD-ECHO-4", "STD-LEN-4"], "An extended length with bit 31 closes the connection", c_bit31),
-        NetCase("bad_length_field_closes", L, ["LF-ECHO-2", "LF-LEN-2", "LF-LEN-3"], "An invalid length field closes the connection", c_lf_bad_length),
-        NetCase("tcp_nodelay", B, ["STD-ECHO-6", "LF-ECHO-4"], "Back-to-back small replies are not delayed by Nagle (SHOULD)", c_nodelay),
-    ]
+def stalled_maximal_frames(t, count=32):
+    """Many connections each hold an unfinished frame of the largest size the framing can declare:
+    the server must not grow beyond those buffers and must keep serving."""
+    side = Alongside(t)
+    before = rss_kib(t.pid)
+    conns = []
+    try:
+        for _ in range(count):
+            c = Conn(t)
+            c.send(t.spec.oversize_header(t.codec, t.codec.capacity) + b"p" * 100)
+            conns.append(c)
+        time.sleep(0.3)
+        healthy(t, f"while {count} connections hold partial maximum-size frames: ")
+    finally:
+        for c in conns:
+            c.close()
+    side.check()
+    after = rss_kib(t.pid)
+    if before is not None and after is not None and after - before > 64 * 1024:
+        raise CheckFailure(f"server RSS grew from {before} KiB to {after} KiB with {count} stalled frames")
+
+
+def hostile(t, data: bytes, ctx: str, expect_replies: int = 1):
+    """``data`` breaks the protocol: earlier replies arrive, this connection closes, others work."""
+    _hostile(t, lambda c: data, ctx, expect_replies)
 
 
 def cases(protocol: str) -> List[NetCase]:
-    return [c for c in all_cases() if protocol in c.protocols]
+    from .protocols import get
+    return get(protocol).net_cases()
 
 
 def requirements_for(case: NetCase, protocol: str) -> List[str]:
-    pre = "STD-" if protocol == "standard" else "LF-"
-    reqs = [r for r in case.requirements if r.startswith(pre)]
-    return reqs or case.requirements
+    return list(case.requirements)

@@ -7,6 +7,5 @@ SPEC_DIR = ROOT / "spec"
 VECTOR_DIR = ROOT / "conformance" / "vectors"
 IMPL_DIR = ROOT / "reference-impls"
 
-PROTOCOLS = ("standard", "length-field")
-SPEC_FILES = {"standard": SPEC_DIR / "standard.md", "length-field": SPEC_DIR / "length-field.md",
-              "harness": SPEC_DIR / "harness.md"}
+# Specs that belong to no protocol (the protocols' own specs come from frameproof.protocols).
+HARNESS_SPEC = SPEC_DIR / "harness.md"

@@ -17,7 +17,7 @@ import pytest
 
 from . import oracle, spec, vectors as V
 from .checks import CheckFailure, check_decode, check_encode, check_match, chunk, chunk_every
-from .paths import PROTOCOLS
+from . import protocols as registry
 from .testee import Skipped, Testee, TesteeFailure
 
 SUITE_ANCHOR = Path(__file__).with_name("run.fpsuite")
@@ -39,9 +39,7 @@ def pytest_addoption(parser):
     g.addoption("--fp-net", default=None, help="HOST:PORT of a live echo server (network suite)")
     g.addoption("--fp-net-pid", type=int, default=None)
     g.addoption("--fp-net-name", default=None)
-    g.addoption("--fp-max-payload", type=int, default=0)
-    g.addoption("--fp-lf-offset", type=int, default=0)
-    g.addoption("--fp-lf-size", type=int, default=2)
+    g.addoption("--fp-codec", default=None, help="codec JSON of the server / client under test")
     g.addoption("--fp-client", default=None, help="load client command ({host} {port} {json})")
     g.addoption("--fp-client-sink", action="store_true")
 
@@ -62,15 +60,15 @@ def pytest_collect_file(file_path, parent):
 class SuiteFile(pytest.File):
     def collect(self):
         cfg = self.config
-        protocols = cfg.getoption("--fp-protocol") or list(PROTOCOLS)
+        protocols = cfg.getoption("--fp-protocol") or list(registry.names())
         for p in protocols:
-            if p not in PROTOCOLS:
-                raise pytest.UsageError(f"unknown protocol {p!r} (known: {', '.join(PROTOCOLS)})")
+            if p not in registry.names():
+                raise pytest.UsageError(f"unknown protocol {p!r} (known: {', '.join(registry.names())})")
         if cfg.getoption("--fp-client"):
             from .clientsuite import ClientTarget, all_cases
             protocol = protocols[0]
-            target = ClientTarget(cfg.getoption("--fp-client"), protocol, cfg.getoption("--fp-lf-offset"),
-                                  cfg.getoption("--fp-lf-size"), cfg.getoption("--fp-client-sink"), cfg.getoption("--fp-cwd"))
+            target = ClientTarget(cfg.getoption("--fp-client"), _codec(cfg, protocol), cfg.getoption("--fp-client-sink"),
+                                  cfg.getoption("--fp-cwd"))
             for case in all_cases():
                 yield ClientItem.from_parent(self, name=f"{protocol}/{case.requirements[0]}/client/{case.name}",
                                              case=case, protocol=protocol, target=target)
@@ -91,6 +89,12 @@ class SuiteFile(pytest.File):
             from .properties import properties
             for prop in properties(protocol):
                 yield PropertyItem.from_parent(self, name=f"{protocol}/{prop.requirements[0]}/{prop.name}", prop=prop)
+
+
+def _codec(cfg, protocol):
+    """The codec of the server / client under test: --fp-codec JSON, else the protocol's defaults."""
+    js = cfg.getoption("--fp-codec")
+    return oracle.Codec.from_json(json.loads(js)) if js else registry.get(protocol).codec()
 
 
 def _variants(vec):
@@ -121,13 +125,12 @@ class FrameproofItem(pytest.Item):
 
     def _needs(self):
         t = _testee(self.config)
-        protocols, features = t.capabilities()
+        t.capabilities()
         if t.hello_error is not None:
             raise t.hello_error
-        if self.protocol not in protocols:
-            pytest.skip(f"testee does not implement {self.protocol}")
-        if self.feature not in features:
-            pytest.skip(f"testee does not support the '{self.feature}' feature")
+        why = t.why_not(self.protocol, self.feature)
+        if why:
+            pytest.skip(why)
         return t
 
     def runtest(self):
@@ -188,7 +191,7 @@ class VectorItem(FrameproofItem):
                 chunks = chunk_every(data, int(self.variant.split("-")[1]))
             got = t.decode(v.codec, chunks)
             exp = [oracle.DecodeResult(o.frames, o.error) for o in v.outcomes()]
-            check_decode(exp, got)
+            check_decode(exp, got, stop=v.codec.spec.stop_requirement)
         elif v.kind == "encode":
             check_encode(v.expect, t.encode(v.codec, v.frame))
         elif v.kind == "match":
@@ -222,8 +225,8 @@ class NetItem(FrameproofItem):
         from .netsuite import NetTarget, SkipCase
         cfg = self.config
         host, _, port = cfg.getoption("--fp-net").rpartition(":")
-        codec = oracle.Codec(self.protocol, 0, cfg.getoption("--fp-lf-offset"), cfg.getoption("--fp-lf-size"))
-        t = NetTarget(host.strip("[]"), int(port), codec, cfg.getoption("--fp-net-pid"), cfg.getoption("--fp-max-payload"))
+        codec = _codec(cfg, self.protocol)
+        t = NetTarget(host.strip("[]"), int(port), codec, cfg.getoption("--fp-net-pid"), codec.max_payload)
         try:
             self.case.run(t)
         except SkipCase as e:
@@ -312,8 +315,9 @@ def pytest_runtest_makereport(item, call):
             exc = call.excinfo.value if call.excinfo else None
             while exc is not None and not isinstance(exc, CheckFailure):
                 exc = exc.__cause__ or exc.__context__
-            if exc is not None:
-                broken = [r for r in exc.requirements if r in item.requirements] or []
+            if exc is not None:  # narrowed to what the observed behaviour breaks (any requirement of the spec)
+                known = spec.requirements()
+                broken = [r for r in exc.requirements if r in known] or []
         elif status == "skipped" and isinstance(rep.longrepr, tuple):
             msg = rep.longrepr[2]
         res[item.name] = {"name": item.name, "protocol": item.protocol, "requirements": item.requirements,
@@ -323,14 +327,25 @@ def pytest_runtest_makereport(item, call):
 
 
 def _summarize(results):
+    """Counts per requirement: a failure counts under the requirement(s) it breaks (which may be
+    one the test does not name: a decoder that goes on after an error breaks the stop rule
+    whatever the vector is about), every other status under the test's requirements."""
     reqs = spec.requirements()
     per_req = {}
+
+    def bump(rid, status):
+        d = per_req.setdefault(rid, {"passed": 0, "failed": 0, "skipped": 0, "xfailed": 0, "xpassed": 0})
+        d[status] += 1
+
     for r in results.values():
-        for rid in r["requirements"]:
-            d = per_req.setdefault(rid, {"passed": 0, "failed": 0, "skipped": 0, "xfailed": 0, "xpassed": 0})
-            if r["status"] == "failed" and rid not in r.get("broken", r["requirements"]):
-                continue  # the failure was narrowed to another of the test's requirements
-            d[r["status"]] += 1
+        if r["status"] == "failed":
+            for rid in r.get("broken") or r["requirements"]:
+                bump(rid, "failed")
+            for rid in r["requirements"]:
+                per_req.setdefault(rid, {"passed": 0, "failed": 0, "skipped": 0, "xfailed": 0, "xpassed": 0})
+        else:
+            for rid in r["requirements"]:
+                bump(rid, r["status"])
     by_level = {}
     for r in results.values():
         d = by_level.setdefault(r["level"], {"passed": 0, "failed": 0, "skipped": 0, "xfailed": 0, "xpassed": 0})

@@ -13,7 +13,8 @@ import socket
 import sys
 import time
 
-from .pytestee import codec as C
+from .pyserver import add_codec_args, codec_arg
+from .reference import CodecError
 
 FAULTS = {"miscount": "HAR-COUNT-1", "no-verify": "HAR-VERIFY-1", "hangs-on-missing": "HAR-VERIFY-2",
           "bad-sequence": "HAR-CLI-1", "no-json-keys": "HAR-JSON-1", "nagle": "HAR-NODELAY-1"}
@@ -47,29 +48,29 @@ async def connection(args, k, count, stats, index0, deadline):
     reader, writer = await asyncio.open_connection(sock=raw)
     sock = writer.get_extra_info("socket")
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 0 if args.fault == "nagle" else 1)
-    std = args.protocol == "standard"
-    dec = C.StandardDecoder(0) if std else C.LengthFieldDecoder(args.lf_offset, args.lf_size, 0)
-    pending = {} if std else []
-    seq = 0
-    window = 1 if args.mode == "per-packet" else max(1, min(args.window, 255 if std else 256))
+    codec = args.codec_obj
+    ref = codec.spec.reference
+    dec = ref.decoder(codec.with_limit(0))
+    m = ref.ClientMatcher(codec)
+    window = 1 if args.mode == "per-packet" else max(1, min(args.window, m.bound))
     sent = 0
     done = asyncio.Event()
 
     def encode(i):
-        nonlocal seq
-        seq = (seq + 1) & 0xFF
-        s = seq if args.fault != "bad-sequence" else 7
+        """(key, payload, bytes) of request i; the bad-sequence fault breaks the protocol's allocation."""
         p = payload_for(i, args.payload)
-        if std:
-            return s, p, C.encode_standard(0x01, s, p)
-        return s, p, C.encode_length_field(p, args.lf_offset, args.lf_size)
+        key, frame = m.next_request(p, check_pending=False)
+        if args.fault == "bad-sequence":
+            frame = codec.spec.net_request(7, p)
+        return key, p, ref.encode(codec, frame)
 
     if args.mode == "receive":
         while sent < count and time.monotonic() < deadline:
             n = min(256, count - sent)
             buf = bytearray()
             for j in range(n):
-                _, _, b = encode(index0 + sent + j)
+                key, _, b = encode(index0 + sent + j)
+                m.sent(key, None, one_way=True)
                 buf += b
             writer.write(bytes(buf))
             await writer.drain()
@@ -88,26 +89,23 @@ async def connection(args, k, count, stats, index0, deadline):
                 return
             try:
                 frames = dec.feed(data)
-            except C.CodecError as e:
+            except CodecError as e:
                 stats.error(f"connection {k}: malformed reply ({e.requirement})")
                 return
             now = time.monotonic()
-            for flag, s, p in frames:
+            for frame in frames:
                 stats.received += 1
-                if std:
-                    ent = pending.pop(s, None)
-                else:
-                    ent = pending.pop(0) if pending else None
-                if ent is None:
+                ent = m.take(frame)
+                if not ent:
                     stats.error(f"connection {k}: unmatched reply")
                     continue
                 t0, expect = ent
                 stats.lat.append((now - t0) * 1e6)
-                if args.fault == "no-verify" or (p == expect and (not std or flag == 0x81)):
+                if args.fault == "no-verify" or (frame.payload == expect and m.reply_ok(frame)):
                     stats.verified += 1
                 else:
                     stats.error(f"connection {k}: reply payload differs from its request")
-                if not pending and sent >= count:
+                if not m.entries() and sent >= count:
                     done.set()
                     return
                 refill.set()
@@ -115,25 +113,22 @@ async def connection(args, k, count, stats, index0, deadline):
     refill = asyncio.Event()
     rt = asyncio.ensure_future(reader_task())
     while sent < count and time.monotonic() < deadline and not rt.done():
-        while len(pending) < window and sent < count:
-            s, p, b = encode(index0 + sent)
-            if std:
-                pending[s] = (time.monotonic(), p)
-            else:
-                pending.append((time.monotonic(), p))
+        while len(m.entries()) < window and sent < count:
+            key, p, b = encode(index0 + sent)
+            m.sent(key, (time.monotonic(), p))
             writer.write(b)
             sent += 1
             stats.sent += 1
         await writer.drain()
         refill.clear()
-        if len(pending) >= window:
+        if len(m.entries()) >= window:
             try:
                 await asyncio.wait_for(refill.wait(), timeout=args.timeout_ms / 1000)
             except asyncio.TimeoutError:
                 if args.fault == "hangs-on-missing":
                     await asyncio.sleep(3600)
                 break
-    if pending and not rt.done():
+    if m.entries() and not rt.done():
         try:
             await asyncio.wait_for(done.wait(), timeout=args.timeout_ms / 1000)
         except asyncio.TimeoutError:
@@ -156,7 +151,7 @@ async def run(args):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m frameproof.pyload")
-    ap.add_argument("--protocol", required=True, choices=["standard", "length-field"])
+    add_codec_args(ap)
     ap.add_argument("--connect", required=True)
     ap.add_argument("--connections", type=int, default=1)
     ap.add_argument("--requests", type=int, default=0)
@@ -164,12 +159,11 @@ def main(argv=None):
     ap.add_argument("--payload", type=int, default=32)
     ap.add_argument("--mode", choices=["per-packet", "pipelined", "receive"], default="per-packet")
     ap.add_argument("--window", type=int, default=1)
-    ap.add_argument("--lf-offset", type=int, default=0)
-    ap.add_argument("--lf-size", type=int, default=2)
     ap.add_argument("--timeout-ms", type=int, default=2000)
     ap.add_argument("--json")
     ap.add_argument("--fault", choices=sorted(FAULTS), default="")
     args = ap.parse_args(argv)
+    args.codec_obj = codec_arg(args, ap)
     if not args.requests and not args.duration:
         ap.error("--requests or --duration is required")
     stats, dur = asyncio.run(run(args))
@@ -178,17 +172,18 @@ def main(argv=None):
     def pct(q):
         return round(lat[min(len(lat) - 1, int(len(lat) * q))], 1) if lat else 0
 
-    rep = {"implementation": "python", "protocol": args.protocol, "mode": args.mode,
+    rep = {"implementation": "python", "protocol": args.codec_obj.protocol, "codec": args.codec_obj.to_json(),
+           "mode": args.mode,
            "connections": args.connections, "window": args.window, "payload": args.payload,
            "requests_sent": stats.sent + (1 if args.fault == "miscount" else 0),
            "replies_received": stats.received, "replies_verified": stats.verified,
-           "errors": stats.errors, "error_details": stats.details, "duration_s": round(dur, 4),
+           "errors": stats.errors, "error_details": stats.details, "duration_s": round(dur, 6),
            "msgs_per_s": round((stats.verified if args.mode != "receive" else stats.sent) / dur, 1) if dur else 0,
            "mb_per_s": round(stats.verified * args.payload / dur / 1e6, 3) if dur else 0,
            "latency_us": {"p50": pct(0.5), "p90": pct(0.9), "p99": pct(0.99), "p999": pct(0.999), "max": round(lat[-1], 1) if lat else 0}}
     if args.fault == "no-json-keys":
         del rep["latency_us"], rep["replies_verified"]
-    print(f"{args.protocol} {args.mode}: sent {rep['requests_sent']}, received {stats.received}, "
+    print(f"{args.codec_obj.protocol} {args.mode}: sent {rep['requests_sent']}, received {stats.received}, "
           f"verified {stats.verified}, errors {stats.errors}, {rep['msgs_per_s']} msg/s")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:

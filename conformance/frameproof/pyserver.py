@@ -1,12 +1,12 @@
-"""A small asyncio echo server for both protocols, used three ways:
+"""A small asyncio echo server for every registered protocol, used three ways:
 
 * the *checking server* behind ``frameproof net --client``: it validates every frame a
-  client sends (HAR-*), counts what it saw, and can corrupt or drop replies on purpose
-  to prove that a load client verifies them;
+  client sends (HAR-*, with the protocol's ``client_request_check``), counts what it saw,
+  and can corrupt or drop replies on purpose to prove that a load client verifies them;
 * a correct Python echo server for the project's own tests of ``frameproof net``;
 * with ``--fault``, deliberately broken servers that ``frameproof net`` must catch.
 
-Run: python -m frameproof.pyserver --protocol standard --listen 127.0.0.1:0 [--fault NAME]
+Run: python -m frameproof.pyserver (--protocol NAME | --codec JSON) --listen 127.0.0.1:0 [--fault NAME]
 It prints ``LISTENING host:port`` and, on SIGTERM/SIGINT, one JSON line of counters.
 """
 from __future__ import annotations
@@ -14,24 +14,23 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import signal
 import socket
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Optional
 
-from .pytestee import codec as C
+from . import protocols
+from .oracle import Codec
+from .reference import CodecError
 
-FAULTS = {
-    # name: requirement a correct server keeps and this one breaks
-    "drop-every-100th": "STD-ECHO-1",
-    "crash-on-oversize": "STD-ECHO-4",
-    "reverse-order": "LF-ECHO-1",
-    "keep-open-on-error": "STD-ECHO-4",
-    "ignore-half-close": "STD-ECHO-5",
-    "reply-to-one-way": "STD-ECHO-2",
-    "allocate-declared": "STD-LIM-3",
-}
+def faults() -> dict:
+    """Every protocol's deliberately broken servers: name -> the requirement it breaks."""
+    out = {}
+    for p in protocols.all_protocols():
+        out.update(p.server_faults)
+    return out
 
 
 @dataclass
@@ -53,11 +52,10 @@ class Stats:
 
 
 class EchoServer:
-    def __init__(self, protocol, lf_offset=0, lf_size=2, max_payload=0, sink=False, fault="",
-                 check=False, corrupt_every=0, drop_every=0):
-        self.protocol = protocol
-        self.lf = (lf_offset, lf_size)
-        self.max_payload = max_payload
+    def __init__(self, codec: Codec, sink=False, fault="", check=False, corrupt_every=0, drop_every=0):
+        self.codec = codec
+        self.proto = codec.spec
+        self.ref = self.proto.reference
         self.sink = sink
         self.fault = fault
         self.check = check
@@ -69,86 +67,70 @@ class EchoServer:
         self._tasks = set()
 
     def decoder(self):
-        if self.protocol == "standard":
-            return C.StandardDecoder(self.max_payload)
-        return C.LengthFieldDecoder(self.lf[0], self.lf[1], self.max_payload)
-
-    def encode_reply(self, flag, seq, payload):
-        if self.protocol == "standard":
-            return C.encode_standard(0x80 | (flag & 0x3F), seq, payload, 2 ** 31 - 1)
-        return C.encode_length_field(payload, self.lf[0], self.lf[1], 2 ** 31 - 1)
+        return self.ref.decoder(self.codec)
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
         self._tasks.add(asyncio.current_task())
         st = self.stats
         st.connections += 1
+        conn_no = st.connections
         sock = writer.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         dec = self.decoder()
-        expect_seq = 1
-        n_conn = 0
+        check = self.proto.client_request_check()
         try:
             while True:
                 data = await reader.read(65536)
                 if not data:
                     try:
                         dec.finish()
-                    except C.CodecError:
-                        pass  # a partial frame at EOF is discarded (STD-STR-3)
+                    except CodecError:
+                        pass  # a partial frame at EOF is discarded (truncation)
                     if self.fault == "ignore-half-close":
                         await asyncio.sleep(3600)
                     break
-                at = data.find(b"\xff\xff", 2)
-                if self.fault == "allocate-declared" and self.protocol == "standard" and 0 < at <= len(data) - 6:
-                    declared = int.from_bytes(data[at + 2:at + 6], "little") & 0x7FFFFFFF
-                    self._hog = bytearray(min(declared, 512 * 1024 * 1024))  # the bug: trusts the header
-                    for i in range(0, len(self._hog), 4096):
-                        self._hog[i] = 1
+                if self.fault == "allocate-declared":
+                    hog = self.proto.reference.allocate_declared(data)  # the bug: trusts the header
+                    self._hog = hog if hog is not None else getattr(self, "_hog", None)
                 err = None
                 try:
                     frames = dec.feed(data)
-                except C.CodecError as e:
+                except CodecError as e:
                     frames, err = e.frames, e
-                out = bytearray()
                 batch = []
-                for flag, seq, payload in frames:
+                for frame in frames:
                     st.frames += 1
-                    st.bytes += len(payload)
-                    n_conn += 1
-                    if self.check and self.protocol == "standard":
-                        if flag & 0x80:
-                            st.note(f"connection {st.connections}: frame {n_conn} has the reply bit set (flag 0x{flag:02X})")
-                        elif seq != expect_seq:
-                            st.note(f"connection {st.connections}: request {n_conn} has sequence {seq}, "
-                                    f"STD-SEQ-1 expects {expect_seq}")
-                        expect_seq = (seq + 1) & 0xFF
+                    st.bytes += len(frame.payload)
+                    if self.check:
+                        bad = check(frame)
+                        if bad:
+                            st.note(f"connection {conn_no}: {bad}")
                     if self.sink:
                         continue
-                    if self.protocol == "standard" and flag & 0xC0 and self.fault != "reply-to-one-way":
-                        continue  # one-way or reply: no answer (STD-ECHO-2)
+                    reply = self.ref.echo_reply(frame, self.fault)
+                    if reply is None:
+                        continue  # the protocol answers nothing to this frame
                     self._seen += 1
                     if self.fault == "drop-every-100th" and self._seen % 100 == 0:
                         continue
                     if self.drop_every and self._seen % self.drop_every == 0:
                         st.dropped += 1
                         continue
-                    if self.corrupt_every and self._seen % self.corrupt_every == 0 and payload:
-                        payload = bytes([payload[0] ^ 0xFF]) + payload[1:]
+                    if self.corrupt_every and self._seen % self.corrupt_every == 0 and reply.payload:
+                        from dataclasses import replace
+                        reply = replace(reply, payload=bytes([reply.payload[0] ^ 0xFF]) + reply.payload[1:])
                         st.corrupted += 1
-                    batch.append(self.encode_reply(flag, seq, payload))
+                    batch.append(self.ref.encode(self.codec, reply, 2 ** 31 - 1))
                 if self.fault == "reverse-order":
                     batch.reverse()
-                for b in batch:
-                    out += b
                 st.replies += len(batch)
-                if out:
-                    writer.write(bytes(out))
+                if batch:
+                    writer.write(b"".join(batch))
                     await writer.drain()
                 if err is not None:
                     st.protocol_errors += 1
                     if self.fault == "crash-on-oversize" and err.requirement.endswith("LIM-1"):
-                        import os
                         os._exit(70)
                     if self.fault == "keep-open-on-error":
                         dec = self.decoder()  # the bug: resynchronise and carry on
@@ -205,18 +187,36 @@ class ServerThread:
         self.thread.join(5)
 
 
+def codec_arg(args, parser) -> Codec:
+    """--codec JSON or --protocol NAME (exactly one), as every program of the contract takes it."""
+    if bool(args.codec) == bool(args.protocol):
+        parser.error("give exactly one of --codec JSON and --protocol NAME")
+    if args.protocol:
+        try:
+            return protocols.get(args.protocol).codec()
+        except KeyError as e:
+            parser.error(str(e))
+    try:
+        return Codec.from_json(json.loads(args.codec))
+    except (ValueError, KeyError, TypeError) as e:
+        parser.error(f"--codec: {e}")
+
+
+def add_codec_args(ap):
+    ap.add_argument("--protocol", help=f"one of: {', '.join(protocols.names())} (default parameters)")
+    ap.add_argument("--codec", help='codec JSON, e.g. \'{"protocol": "length-field", "length_field": {"size": 4}}\'')
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m frameproof.pyserver")
-    ap.add_argument("--protocol", required=True, choices=["standard", "length-field"])
+    add_codec_args(ap)
     ap.add_argument("--listen", default="127.0.0.1:0")
-    ap.add_argument("--lf-offset", type=int, default=0)
-    ap.add_argument("--lf-size", type=int, default=2)
-    ap.add_argument("--max-payload", type=int, default=0)
     ap.add_argument("--sink", action="store_true")
-    ap.add_argument("--fault", choices=sorted(FAULTS), default="")
+    ap.add_argument("--fault", choices=sorted(faults()), default="")
     args = ap.parse_args(argv)
+    codec = codec_arg(args, ap)
     host, _, port = args.listen.rpartition(":")
-    srv = EchoServer(args.protocol, args.lf_offset, args.lf_size, args.max_payload, args.sink, args.fault)
+    srv = EchoServer(codec, args.sink, args.fault)
 
     async def run():
         h, p = await srv.start(host.strip("[]"), int(port))

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .paths import SPEC_FILES
+from .paths import HARNESS_SPEC
 
 _REQ = re.compile(r"^\*\*(?P<id>[A-Z]{2,6}(?:-[A-Z0-9]{1,8})+-\d+)\*\* \((?P<level>MUST|SHOULD|MAY)\): (?P<text>.*)")
 
@@ -26,10 +26,18 @@ class Requirement:
         return {"MUST": "required", "SHOULD": "recommended", "MAY": "optional"}[self.level]
 
 
+def spec_files() -> dict:
+    """name -> spec file: every registered protocol's, then the harness spec."""
+    from . import protocols
+    out = {p.name: p.spec_file for p in protocols.all_protocols()}
+    out["harness"] = HARNESS_SPEC
+    return out
+
+
 @lru_cache(maxsize=None)
 def requirements() -> dict:
     out = {}
-    for protocol, path in SPEC_FILES.items():
+    for protocol, path in spec_files().items():
         section = ""
         lines = path.read_text(encoding="utf-8").splitlines()
         i = 0

@@ -21,8 +21,9 @@ from google.protobuf.message import DecodeError
 
 from ._generated import testee_pb2 as pb
 from .oracle import Codec, Completion, DecodeResult, Error, Frame, MatchResult
+from .protocols.base import ServeResult
 
-HARNESS_VERSION = 1
+HARNESS_VERSION = 2  # the highest version this runner speaks (spec/testee.md, "Versions")
 MAX_RESPONSE = 256 * 1024 * 1024
 STDERR_TAIL = 4096
 
@@ -67,7 +68,7 @@ class Testee:
         except OSError as e:
             self.proc = None
             raise TesteeFailure("crash", f"cannot start {self.command!r}: {e}")
-        req = pb.TesteeRequest(hello=pb.HelloRequest(harness_version=HARNESS_VERSION))
+        req = pb.TesteeRequest(hello=pb.HelloRequest(harness_version=1, max_harness_version=HARNESS_VERSION))
         resp = self._roundtrip(req)
         if resp.WhichOneof("result") != "hello":
             self.stop()
@@ -179,8 +180,13 @@ class Testee:
         return resp
 
     # -- capabilities
+    @property
+    def harness_version(self) -> int:
+        return self.hello.harness_version if self.hello else 0
+
     def capabilities(self):
-        """(protocols, features) from hello; a testee that cannot start has none."""
+        """(protocols, features) from hello; a testee that cannot start has none. A version-1
+        testee is asked only about the version-1 protocols and features."""
         if self.hello is None and self.hello_error is None:
             try:
                 self.ensure_started()
@@ -188,7 +194,23 @@ class Testee:
                 self.hello_error = e
         if self.hello is None:
             return set(), set()
-        return set(self.hello.protocols), set(self.hello.features)
+        from . import protocols as registry
+        v = self.hello.harness_version
+        protocols = {p for p in self.hello.protocols if p in registry.names() and registry.get(p).since_harness <= v}
+        features = set(self.hello.features) if v >= 2 else set(self.hello.features) & {"decode", "encode", "match"}
+        return protocols, features
+
+    def why_not(self, protocol: str, feature: str) -> Optional[str]:
+        """Why a test of ``protocol``/``feature`` is skipped for this testee (None: it runs)."""
+        from . import protocols as registry
+        protocols, features = self.capabilities()
+        if self.hello and self.hello.harness_version < 2 and (registry.get(protocol).since_harness > 1 or feature == "serve"):
+            return "testee speaks harness v1"
+        if protocol not in protocols:
+            return f"testee does not implement {protocol}"
+        if feature not in features:
+            return f"testee does not support the '{feature}' feature"
+        return None
 
     # -- typed requests
     def decode(self, codec: Codec, chunks: List[bytes]) -> DecodeResult:
@@ -197,22 +219,27 @@ class Testee:
         if resp.WhichOneof("result") != "decode":
             raise TesteeFailure("protocol", f"expected decode response, got {resp.WhichOneof('result')}")
         d = resp.decode
-        return DecodeResult([frame_py(f) for f in d.frames], error_py(d) if d.HasField("error") else None)
+        return DecodeResult([frame_py(codec, f) for f in d.frames], error_py(d.error) if d.HasField("error") else None)
 
     def encode(self, codec: Codec, frame: Frame):
-        req = pb.TesteeRequest(encode=pb.EncodeRequest(codec=codec_pb(codec), frame=frame_pb(frame)))
+        req = pb.TesteeRequest(encode=pb.EncodeRequest(codec=codec_pb(codec), frame=frame_pb(codec, frame)))
         resp = self.call(req)
         if resp.WhichOneof("result") != "encode":
             raise TesteeFailure("protocol", f"expected encode response, got {resp.WhichOneof('result')}")
         e = resp.encode
         if e.WhichOneof("result") == "error":
-            return Error(e.error.requirement, e.error.offset)
+            return error_py(e.error)
         return bytes(e.encoded)
 
     def match(self, codec: Codec, events: list, timeout_ms: int = 0) -> MatchResult:
         evs = []
         for ev, arg in events:
-            evs.append(pb.MatchEvent(**{ev: arg}))
+            if ev == "send_frame":
+                m = pb.MatchEvent()
+                frame_pb(codec, arg, m.send_frame)
+                evs.append(m)
+            else:
+                evs.append(pb.MatchEvent(**{ev: arg}))
         req = pb.TesteeRequest(match=pb.MatchRequest(codec=codec_pb(codec), timeout_ms=timeout_ms, events=evs))
         resp = self.call(req)
         if resp.WhichOneof("result") != "match":
@@ -225,25 +252,36 @@ class Testee:
         for c in m.completions:
             kind = kinds.get(c.kind, f"KIND_{c.kind}")
             comps.append(Completion(kind, None if kind == "UNMATCHED" else c.request,
-                                    frame_py(c.frame) if kind in ("REPLY", "UNMATCHED") else None))
-        return MatchResult([bytes(s) for s in m.sent], comps,
-                           Error(m.error.requirement, m.error.offset) if m.HasField("error") else None)
+                                    frame_py(codec, c.frame) if kind in ("REPLY", "UNMATCHED") else None))
+        return MatchResult([bytes(s) for s in m.sent], comps, error_py(m.error) if m.HasField("error") else None)
+
+    def serve(self, codec: Codec, endpoint: str, chunks: List[bytes], half_close: bool) -> ServeResult:
+        req = pb.TesteeRequest(serve=pb.ServeRequest(codec=codec_pb(codec), endpoint=endpoint, chunks=chunks,
+                                                     half_close=half_close))
+        resp = self.call(req)
+        if resp.WhichOneof("result") != "serve":
+            raise TesteeFailure("protocol", f"expected serve response, got {resp.WhichOneof('result')}")
+        r = resp.serve
+        return ServeResult([bytes(w) for w in r.written], r.closed, error_py(r.error) if r.HasField("error") else None)
 
 
 def codec_pb(c: Codec) -> pb.Codec:
     msg = pb.Codec(protocol=c.protocol, limits=pb.Limits(max_payload=c.max_payload))
-    if c.protocol == "length-field":
-        msg.length_field.CopyFrom(pb.LengthFieldParams(offset=c.lf_offset, size=c.lf_size))
+    c.spec.codec_to_pb(c, msg)
     return msg
 
 
-def frame_pb(f: Frame) -> pb.Frame:
-    return pb.Frame(flag=f.flag, sequence=f.sequence, payload=f.payload)
+def frame_pb(codec: Codec, f: Frame, msg=None) -> pb.Frame:
+    msg = pb.Frame() if msg is None else msg
+    codec.spec.frame_to_pb(f, msg)
+    return msg
 
 
-def frame_py(f: pb.Frame) -> Frame:
-    return Frame(f.flag, f.sequence, bytes(f.payload))
+def frame_py(codec: Codec, f: pb.Frame) -> Frame:
+    return codec.spec.frame_from_pb(f)
 
 
-def error_py(d) -> Error:
-    return Error(d.error.requirement, d.error.offset)
+def error_py(e: pb.ProtocolError) -> Error:
+    """The requirement and offset; the protocol-specific detail only where the testee set one."""
+    which = e.WhichOneof("detail")
+    return Error(e.requirement, e.offset, getattr(e, which) if which else None)

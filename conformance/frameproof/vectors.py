@@ -71,7 +71,10 @@ def compact_bytes(b: bytes, threshold: int = 64):
     return parts[0] if len(parts) == 1 and isinstance(parts[0], str) else parts
 
 
-def parse_frame(d: dict) -> Frame:
+def parse_frame(d: dict, codec: Optional[Codec] = None) -> Frame:
+    """A frame's JSON, read by its protocol (``codec``); without one, the flag/sequence/payload form."""
+    if codec is not None:
+        return codec.spec.frame_from_json(d)
     return Frame(int(d.get("flag", 0)), int(d.get("sequence", 0)), parse_bytes(d.get("payload", "")))
 
 
@@ -111,9 +114,9 @@ class Vector:
 
     def outcomes(self) -> List[Outcome]:
         if "outcomes" in self.raw:
-            return [Outcome([parse_frame(f) for f in o.get("frames", [])], parse_error(o.get("error")))
+            return [Outcome([parse_frame(f, self.codec) for f in o.get("frames", [])], parse_error(o.get("error")))
                     for o in self.raw["outcomes"]]
-        return [Outcome([parse_frame(f) for f in self.raw.get("frames", [])], parse_error(self.raw.get("error")))]
+        return [Outcome([parse_frame(f, self.codec) for f in self.raw.get("frames", [])], parse_error(self.raw.get("error")))]
 
     @property
     def check_encode(self) -> bool:
@@ -122,7 +125,7 @@ class Vector:
     # encode
     @property
     def frame(self) -> Frame:
-        return parse_frame(self.raw["frame"])
+        return parse_frame(self.raw["frame"], self.codec)
 
     @property
     def expect(self):
@@ -142,7 +145,7 @@ class Vector:
     def expected_match(self) -> MatchResult:
         comps = []
         for c in self.raw.get("completions", []):
-            comps.append(Completion(c["kind"], c.get("request"), parse_frame(c["frame"]) if "frame" in c else None))
+            comps.append(Completion(c["kind"], c.get("request"), parse_frame(c["frame"], self.codec) if "frame" in c else None))
         return MatchResult([parse_bytes(s) for s in self.raw.get("sent", [])], comps, parse_error(self.raw.get("error")))
 
 

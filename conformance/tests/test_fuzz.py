@@ -25,7 +25,10 @@ import pytest
 
 from frameproof import fuzz, oracle
 from frameproof.checks import check_decode
-from frameproof.pytestee.__main__ import MUTANTS
+from frameproof.protocols import names as protocol_names
+from frameproof.pytestee.__main__ import mutants
+
+MUTANTS = mutants()
 from frameproof.testee import Testee as _Testee
 from frameproof.vectors import Vector, load
 
@@ -180,9 +183,10 @@ def _run_gen_line(gen, line: str) -> dict:
 def test_seed_corpus_layout_round_trips(tmp_path):
     n = fuzz.write_corpus(tmp_path)
     assert n > 200
-    vecs = {(p, v.id): v for p in fuzz.PROTOCOLS for v in load(p) if v.kind == "decode"}
+    vecs = {(p, v.id): v for p in protocol_names() for v in load(p) if v.kind == "decode"}
     for f in tmp_path.iterdir():
-        proto, rest = f.name.split("-", 1) if f.name.startswith("standard") else ("length-field", f.name[13:])
+        proto = next(p for p in protocol_names() if f.name.startswith(p + "-"))
+        rest = f.name[len(proto) + 1:]
         vid, ctl = rest.rsplit("-", 1)
         codec, data, chunks = fuzz.decode_corpus_input(f.read_bytes())
         v = vecs[(proto, vid)]
@@ -230,8 +234,8 @@ def tiny_seeds(tmp_path_factory):
     with the full vector corpus, 4 of the 6 are hit while the seeds load (n_over_limit_by_one,
     y_split_in_length_field_* in chunks ...), which would show nothing about the search itself."""
     d = tmp_path_factory.mktemp("tiny-seeds")
-    (d / "standard").write_bytes(fuzz.corpus_entry(oracle.Codec("standard"), bytes.fromhex("010104004f70656e")))
-    (d / "length-field").write_bytes(fuzz.corpus_entry(oracle.Codec("length-field"), bytes.fromhex("0300616263")))
+    (d / "standard").write_bytes(fuzz.corpus_entry(registry.get("standard").codec(), bytes.fromhex("010104004f70656e")))
+    (d / "length-field").write_bytes(fuzz.corpus_entry(registry.get("length-field").codec(), bytes.fromhex("0300616263")))
     return d
 
 

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from frameproof.pyserver import FAULTS
+from frameproof import protocols as registry
 from frameproof.pyload import FAULTS as CLIENT_FAULTS
 
 from conftest import PY
@@ -19,26 +19,27 @@ def failed(doc):
     return {rid for rid, v in doc["requirements"].items() if v["failed"]}
 
 
-@pytest.mark.parametrize("protocol,extra", [("standard", ""), ("length-field", ""),
-                                            ("length-field", "--lf-offset 2 --lf-size 0")])
-def test_correct_server_passes(frameproof, protocol, extra):
-    args = ["net", "--protocol", protocol, "--server-cmd", f"{SERVER} --protocol {protocol} {extra}"]
-    if extra:
-        args += extra.split()
+@pytest.mark.parametrize("protocol,codec", [("standard", ""), ("length-field", ""),
+                                            ("length-field", '{"protocol":"length-field","length_field":{"offset":2,"size":0}}')])
+def test_correct_server_passes(frameproof, protocol, codec):
+    if codec:
+        args = ["net", "--codec", codec, "--server-cmd", f"{SERVER} --codec '{codec}'"]
+    else:
+        args = ["net", "--protocol", protocol, "--server-cmd", f"{SERVER} --protocol {protocol}"]
     rc, out, doc = frameproof(*args, timeout=300)
     assert rc == 0, out[-3000:]
     assert doc["totals"]["failed"] == 0 and doc["totals"]["passed"] >= 12
     assert "server stopped with status 0" in out
 
 
-@pytest.mark.parametrize("fault", sorted(FAULTS))
-def test_broken_server_is_caught(frameproof, fault, monkeypatch):
+@pytest.mark.parametrize("protocol,fault,broken", [(p.name, f, r) for p in registry.all_protocols()
+                                                   for f, r in sorted(p.server_faults.items())])
+def test_broken_server_is_caught(frameproof, protocol, fault, broken, monkeypatch):
     monkeypatch.setenv("FRAMEPROOF_NET_TIMEOUT", "2")
-    protocol = "length-field" if FAULTS[fault].startswith("LF") else "standard"
     rc, out, doc = frameproof("net", "--protocol", protocol, "--server-cmd", f"{SERVER} --protocol {protocol} --fault {fault}",
                               timeout=300)
     assert rc == 1, out[-2000:]
-    assert FAULTS[fault] in failed(doc), sorted(failed(doc))
+    assert broken in failed(doc), sorted(failed(doc))
 
 
 def test_server_that_does_not_start(frameproof):

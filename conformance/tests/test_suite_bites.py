@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from frameproof.pytestee.__main__ import MUTANTS
+from frameproof import protocols as registry
 
 from conftest import PYTESTEE
 
@@ -25,10 +25,9 @@ def test_correct_testee_passes_everything(frameproof):
     assert "frameproof: " in out and "required (MUST)" in out
 
 
-@pytest.mark.parametrize("mutant", sorted(MUTANTS))
-def test_mutant_is_caught_by_its_requirement(frameproof, mutant):
-    broken = MUTANTS[mutant]
-    protocol = "standard" if broken.startswith("STD") else "length-field"
+@pytest.mark.parametrize("protocol,mutant,broken", [(p.name, m, r) for p in registry.all_protocols()
+                                                  for m, r in sorted(p.mutants.items())])
+def test_mutant_is_caught_by_its_requirement(frameproof, protocol, mutant, broken):
     rc, out, doc = frameproof("run", "--testee", f"{PYTESTEE} --mutant {mutant}", "--protocol", protocol,
                               "--profile", "smoke")
     assert rc == 1, out[-2000:]

@@ -38,10 +38,14 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "conformance"))
 
 from frameproof import catalog, oracle, spec as fspec, vectors as V  # noqa: E402
-from frameproof.paths import PROTOCOLS  # noqa: E402
+from frameproof import protocols as registry  # noqa: E402
+
+PROTOCOLS = registry.names()
 
 HERE = Path(__file__).resolve().parent
-ID_RE = re.compile(r"\b(?:STD|LF|HAR)-[A-Z]+-\d+\b")
+# requirement-ID prefixes come from the specs (STD, LF, HAR, ...), never typed here
+_PREFIXES = "|".join(sorted({r.split("-", 1)[0] for r in fspec.requirements()}))
+ID_RE = re.compile(rf"\b(?:{_PREFIXES})-[A-Z]+-\d+\b")
 SUITES = {"run": "codec", "net": "network (server)", "client": "load client"}
 VERDICTS = {"y": "accept (y_)", "n": "reject (n_)", "i": "implementation-defined (i_)"}
 
@@ -132,7 +136,7 @@ def rewrite_spec_links(text: str, src: Path) -> str:
     return re.sub(r"(?<!!)\[([^\]]+)\]\(([^)\s]+)\)", sub, text)
 
 
-_PROSE_ID = re.compile(r"(?<![\w\[*#/`-])((?:STD|LF|HAR)-[A-Z]+-\d+)(?![\w\]*`-])")
+_PROSE_ID = re.compile(rf"(?<![\w\[*#/`-])((?:{_PREFIXES})-[A-Z]+-\d+)(?![\w\]*`-])")
 
 
 def link_prose_ids(line: str, page: str) -> str:
@@ -423,15 +427,13 @@ def load_debug_parsers(compiled: Path):
     return mods
 
 
-ANNOTATED = ("standard", "length-field")  # protocols whose frames Annotator can walk
 
 
 class Annotator:
     def __init__(self, parsers):
         import kaitaistruct
         self.ks = kaitaistruct
-        self.std = parsers["standard_frame"].StandardFrame
-        self.lf = parsers["length_field_frame"].LengthFieldFrame
+        self.parsers = parsers
 
     def _small_int_struct(self, obj) -> bool:
         vals = [getattr(obj, n, None) for n in obj.SEQ_FIELDS]
@@ -477,10 +479,8 @@ class Annotator:
     def _parse(self, codec, data, pos):
         io = self.ks.KaitaiStream(self.ks.BytesIO(data))
         io.seek(pos)
-        if codec.protocol == "standard":
-            obj = self.std(io)
-        else:
-            obj = self.lf(codec.lf_offset, codec.lf_size, io)
+        module, cls, params = codec.spec.kaitai_frame(codec)
+        obj = getattr(self.parsers[module], cls)(*params, io)
         err = None
         try:
             obj._read()
@@ -504,7 +504,7 @@ class Annotator:
         if res.error:
             if res.error.offset != pos:
                 raise SystemExit(f"oracle error offset {res.error.offset} != annotation position {pos}")
-            if not (codec.protocol == "length-field" and codec.lf_size not in oracle.LF_VALID_SIZES):
+            if not codec.spec.invalid_config(codec):
                 obj, _err, _end = self._parse(codec, data, pos)
                 for s, e, name, text in self._walk(obj):
                     if name != "payload" and e <= len(data):
@@ -609,9 +609,8 @@ def field_table(segs, max_rows=24) -> list:
 def frame_text(f: oracle.Frame, protocol: str) -> str:
     p = f.payload
     shown = p[:16].hex(" ") + (" …" if len(p) > 16 else "")
-    if protocol == "standard":
-        return f"flag `0x{f.flag:02X}`, sequence {f.sequence}, payload {len(p)} bytes `{shown}`"
-    return f"payload {len(p)} bytes `{shown}`"
+    head = registry.get(protocol).describe_header(f)
+    return (f"{head}, " if head else "") + f"payload {len(p)} bytes `{shown}`"
 
 
 def expected_lines(frames, error, protocol, prefix) -> list:
@@ -636,17 +635,18 @@ def codec_text(c: oracle.Codec) -> str:
     parts = []
     if c.max_payload:
         parts.append(f"max_payload {c.max_payload}")
-    if c.protocol == "length-field":
-        parts.append(f"length field offset {c.lf_offset}, size {c.lf_size}")
+    for k, v in c.params_json().items():
+        parts.append(f"{k} {json.dumps(v)}")
     return ", ".join(parts) or "defaults"
 
 
 def annotated(ann, codec, data, title) -> list:
     note = ""
-    if codec.protocol not in ANNOTATED:
+    if codec.spec.kaitai_frame(codec) is None:
         segs, note = [], "(no field annotation for this protocol yet)"
-    elif codec.protocol == "length-field" and codec.lf_size not in oracle.LF_VALID_SIZES:
-        segs = [[0, len(data), 0, "rejected", "LF-FMT-3 (invalid length-field size)"]] if data else []
+    elif codec.spec.invalid_config(codec):
+        err = oracle.decode(codec, data).error
+        segs = [[0, len(data), 0, "rejected", f"{err.requirement} (invalid configuration)"]] if data else []
     else:
         _res, segs = ann.segments(codec, data)
     out = [f"**{title}** ({len(data)} bytes){' ' + note if note else ''}:", ""]

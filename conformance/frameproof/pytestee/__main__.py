@@ -1,4 +1,6 @@
-"""The Python testee: speaks the testee protocol (spec/testee.md) on stdin/stdout."""
+"""The Python testee: speaks the testee protocol (spec/testee.md, harness v1 and v2) on
+stdin/stdout, over the Python reference codecs of every registered protocol
+(frameproof.protocols.<name>.reference). Generic: every protocol is reached through the registry."""
 from __future__ import annotations
 
 import argparse
@@ -7,33 +9,23 @@ import struct
 import sys
 import time
 
-from .. import __version__
+from .. import __version__, protocols
+from .. import reference as R
 from .._generated import testee_pb2 as pb
-from . import codec as C
+from ..reference import CodecError
 
-MUTANTS = {
-    # name: the requirement it breaks
-    "wrong-byte-order": "STD-HDR-1",
-    "off-by-one-length": "STD-HDR-1",
-    "ignores-chunk-boundaries": "STD-STR-1",
-    "accepts-oversize": "STD-LIM-1",
-    "accepts-noncanonical-ext": "STD-LEN-3",
-    "drops-kind-bits": "STD-HDR-4",
-    "no-truncation-error": "STD-STR-3",
-    "continues-after-error": "STD-STR-4",
-    "seq-starts-at-zero": "STD-SEQ-1",
-    "mismatched-sequence": "STD-MATCH-1",
-    "reuses-pending-sequence": "STD-SEQ-3",
-    "no-timeout": "STD-MATCH-3",
-    "lf-big-endian-default": "LF-FMT-2",
-    "lf-split-length-throws": "LF-STR-1",
-    "lf-varint-overlong-accepted": "LF-LEN-2",
-    "lf-truncates-length": "LF-LEN-1",
-    "lf-lifo": "LF-MATCH-1",
-    "lf-no-fail-on-timeout": "LF-MATCH-3",
-}
+HARNESS_VERSION = 2
+
 # Robustness probes for the runner itself: they misbehave on purpose.
 FAULTS = ("crash-on-decode", "hang-on-decode", "garbage-on-decode")
+
+
+def mutants() -> dict:
+    """Every protocol's deliberate bugs: name -> the requirement it breaks."""
+    out = {}
+    for p in protocols.all_protocols():
+        out.update(p.mutants)
+    return out
 
 
 def read_msg(stream):
@@ -50,17 +42,11 @@ def write_msg(stream, msg):
     stream.flush()
 
 
-def make_decoder(codec):
-    mp = codec.limits.max_payload
-    if codec.protocol == "standard":
-        return C.StandardDecoder(mp)
-    if codec.protocol == "length-field":
-        lf = codec.length_field if codec.HasField("length_field") else pb.LengthFieldParams(offset=0, size=2)
-        return C.LengthFieldDecoder(lf.offset, lf.size, mp)
-    raise LookupError(codec.protocol)
+def _error(e: CodecError, offset=None) -> pb.ProtocolError:
+    return pb.ProtocolError(requirement=e.requirement, offset=e.offset if offset is None else offset, message=e.message)
 
 
-def do_decode(req, fault):
+def do_decode(proto, req, fault):
     if fault == "crash-on-decode" and len(req.chunks) > 1:
         os._exit(3)
     if fault == "hang-on-decode" and len(req.chunks) > 1:
@@ -70,55 +56,48 @@ def do_decode(req, fault):
         sys.stdout.buffer.flush()
         time.sleep(3600)
     out = pb.DecodeResponse()
+
+    def add(frames):
+        for f in frames:
+            proto.frame_to_pb(f, out.frames.add())
+
     try:
-        dec = make_decoder(req.codec)
+        dec = proto.reference.decoder(proto.codec_from_pb(req.codec))
         for ch in req.chunks:
             try:
                 frames = dec.feed(ch)
-            except C.CodecError as e:
-                for flag, seq, payload in e.frames:
-                    out.frames.add(flag=flag, sequence=seq, payload=payload)
-                if C.MUTANT == "continues-after-error":
-                    # bug: skip the bad byte and keep going
-                    del dec.buf[:1]
-                    dec.base += 1
+            except CodecError as e:
+                add(e.frames)
+                if R.MUTANT == "continues-after-error":
+                    dec.skip(1)  # bug: skip the bad byte and keep going
                     continue
                 raise
-            for flag, seq, payload in frames:
-                out.frames.add(flag=flag, sequence=seq, payload=payload)
+            add(frames)
         dec.finish()
-    except C.CodecError as e:
-        out.error.CopyFrom(pb.ProtocolError(requirement=e.requirement, offset=e.offset, message=e.message))
+    except CodecError as e:
+        out.error.CopyFrom(_error(e))
     return pb.TesteeResponse(decode=out)
 
 
-def do_encode(req):
-    c, f = req.codec, req.frame
+def do_encode(proto, req):
     try:
-        if c.protocol == "standard":
-            data = C.encode_standard(f.flag, f.sequence, f.payload, c.limits.max_payload)
-        else:
-            lf = c.length_field if c.HasField("length_field") else pb.LengthFieldParams(offset=0, size=2)
-            data = C.encode_length_field(f.payload, lf.offset, lf.size, c.limits.max_payload)
-    except C.CodecError as e:
-        return pb.TesteeResponse(encode=pb.EncodeResponse(error=pb.ProtocolError(requirement=e.requirement, offset=0)))
+        data = proto.reference.encode(proto.codec_from_pb(req.codec), proto.frame_from_pb(req.frame))
+    except CodecError as e:
+        return pb.TesteeResponse(encode=pb.EncodeResponse(error=_error(e, 0)))
     return pb.TesteeResponse(encode=pb.EncodeResponse(encoded=data))
 
 
-def do_match(req):
-    c = req.codec
-    std = c.protocol == "standard"
-    timeout = req.timeout_ms or 3000
+def do_match(proto, req):
     out = pb.MatchResponse()
     try:
-        dec = make_decoder(c)
-    except C.CodecError as e:
-        out.error.CopyFrom(pb.ProtocolError(requirement=e.requirement, offset=0))
+        codec = proto.codec_from_pb(req.codec)
+        dec = proto.reference.decoder(codec)
+    except CodecError as e:
+        out.error.CopyFrom(_error(e, 0))
         return pb.TesteeResponse(match=out)
-    lf = c.length_field if c.HasField("length_field") else pb.LengthFieldParams(offset=0, size=2)
+    m = proto.reference.ClientMatcher(codec)
+    timeout = req.timeout_ms or 3000
     now = 0
-    counter = -1 if C.MUTANT == "seq-starts-at-zero" else 0
-    pending = []  # [index, seq, deadline] in send order
     failed = False
     index = 0
 
@@ -127,100 +106,96 @@ def do_match(req):
         if request is not None:
             cp.request = request
         if frame is not None:
-            cp.frame.CopyFrom(pb.Frame(flag=frame[0], sequence=frame[1], payload=frame[2]))
+            proto.frame_to_pb(frame, cp.frame)
 
     def fail_all():
-        for p in pending:
-            complete(pb.Completion.FAILED, p[0])
-        pending.clear()
+        for e in m.entries():
+            m.expire(e)
+            complete(pb.Completion.FAILED, e[0])
 
     def deliver(frames):
         for fr in frames:
-            if std:
-                if not fr[0] & 0x80:
-                    continue
-                if C.MUTANT == "mismatched-sequence":
-                    hit = pending[0] if pending else None
-                else:
-                    hit = next((p for p in pending if p[1] == fr[1]), None)
-                if hit:
-                    pending.remove(hit)
-                    complete(pb.Completion.REPLY, hit[0], fr)
-                else:
-                    complete(pb.Completion.UNMATCHED, None, fr)
+            entry = m.take(fr)
+            if entry is False:
+                continue
+            if entry is None:
+                complete(pb.Completion.UNMATCHED, None, fr)
             else:
-                if pending:
-                    p = pending.pop(-1 if C.MUTANT == "lf-lifo" else 0)
-                    complete(pb.Completion.REPLY, p[0], fr)
-                else:
-                    complete(pb.Completion.UNMATCHED, None, fr)
+                complete(pb.Completion.REPLY, entry[0], fr)
 
     for ev in req.events:
         kind = ev.WhichOneof("event")
-        if kind in ("send", "send_one_way"):
-            payload = getattr(ev, kind)
+        if kind in ("send", "send_one_way", "send_frame"):
             i = index
             index += 1
-            if failed:
-                out.sent.append(b"")
-                complete(pb.Completion.REFUSED, i)
-                continue
-            try:
-                if std:
-                    seq = (counter + 1) & 0xFF
-                    if kind == "send" and C.MUTANT != "reuses-pending-sequence" and any(p[1] == seq for p in pending):
-                        out.sent.append(b"")
-                        complete(pb.Completion.REFUSED, i)
-                        continue
-                    data = C.encode_standard(0x01 if kind == "send" else 0x41, seq, payload, c.limits.max_payload)
-                    counter = seq
-                else:
-                    if len(pending) >= 256:
-                        out.sent.append(b"")
-                        complete(pb.Completion.REFUSED, i)
-                        continue
-                    seq = 0
-                    data = C.encode_length_field(payload, lf.offset, lf.size, c.limits.max_payload)
-            except C.CodecError:
+            one_way = kind == "send_one_way"
+            r = None if failed else m.next_request(proto.frame_from_pb(ev.send_frame) if kind == "send_frame"
+                                                   else getattr(ev, kind), one_way)
+            data = None
+            if r is not None:
+                try:
+                    data = proto.reference.encode(codec, r[1])
+                except CodecError:
+                    data = None
+            if data is None:
                 out.sent.append(b"")
                 complete(pb.Completion.REFUSED, i)
                 continue
             out.sent.append(data)
-            if kind == "send":
-                pending.append([i, seq, now + timeout])
+            m.sent(r[0], [i, now + timeout], one_way)
         elif kind == "receive":
             if failed:
                 continue
             try:
-                frames = dec.feed(ev.receive)
-            except C.CodecError as e:
-                frames = e.frames
-                deliver(frames)
-                out.error.CopyFrom(pb.ProtocolError(requirement=e.requirement, offset=e.offset))
+                deliver(dec.feed(ev.receive))
+            except CodecError as e:
+                deliver(e.frames)
+                out.error.CopyFrom(_error(e))
                 fail_all()
                 failed = True
-                continue
-            deliver(frames)
         elif kind == "advance_ms":
             now += ev.advance_ms
-            if failed or C.MUTANT == "no-timeout":
+            if failed or R.MUTANT == "no-timeout":
                 continue
-            expired = [p for p in pending if p[2] <= now]
-            for p in expired:
-                pending.remove(p)
-                complete(pb.Completion.TIMEOUT, p[0])
-            if expired and not std and C.MUTANT != "lf-no-fail-on-timeout":
+            expired = [e for e in m.entries() if e[1] <= now]
+            for e in expired:
+                m.expire(e)
+                complete(pb.Completion.TIMEOUT, e[0])
+            if expired and m.fails_on_timeout:
                 fail_all()
                 failed = True
     return pb.TesteeResponse(match=out)
 
 
+def do_serve(proto, req):
+    out = pb.ServeResponse()
+    codec = proto.codec_from_pb(req.codec)
+    session = R.EchoSession(proto.reference, codec)
+    for ch in req.chunks:
+        out.written.append(session.feed(ch))
+        if session.closed:
+            break
+    else:
+        if req.half_close:
+            out.written.append(session.eof())
+    out.closed = session.closed
+    if session.error is not None:
+        out.error.CopyFrom(_error(session.error))
+    return pb.TesteeResponse(serve=out)
+
+
+HANDLERS = {"decode": do_decode, "encode": do_encode, "match": do_match, "serve": do_serve}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m frameproof.pytestee")
-    ap.add_argument("--mutant", choices=sorted(MUTANTS) + list(FAULTS), default="")
+    ap.add_argument("--mutant", choices=sorted(mutants()) + list(FAULTS), default="")
+    ap.add_argument("--harness", type=int, default=HARNESS_VERSION, choices=[1, 2],
+                    help="the highest harness version to speak (1: behave as a version-1 testee)")
     args = ap.parse_args(argv)
     fault = args.mutant if args.mutant in FAULTS else ""
-    C.MUTANT = "" if fault else args.mutant
+    R.MUTANT = "" if fault else args.mutant
+    version = 1
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while True:
         data = read_msg(stdin)
@@ -231,19 +206,20 @@ def main(argv=None):
         kind = req.WhichOneof("request")
         try:
             if kind == "hello":
+                version = min(args.harness, max(1, req.hello.max_harness_version))
                 name = "frameproof-python" + (f"+{args.mutant}" if args.mutant else "")
+                features = ["decode", "encode", "match"] + (["serve"] if version >= 2 else [])
                 resp = pb.TesteeResponse(hello=pb.HelloResponse(
-                    harness_version=1, name=name, version=__version__,
-                    protocols=["standard", "length-field"], features=["decode", "encode", "match"]))
-            elif req.WhichOneof("request") in ("decode", "encode", "match") and \
-                    getattr(req, kind).codec.protocol not in ("standard", "length-field"):
-                resp = pb.TesteeResponse(skipped=f"protocol {getattr(req, kind).codec.protocol!r} not implemented")
-            elif kind == "decode":
-                resp = do_decode(req.decode, fault)
-            elif kind == "encode":
-                resp = do_encode(req.encode)
-            elif kind == "match":
-                resp = do_match(req.match)
+                    harness_version=version, name=name, version=__version__,
+                    protocols=list(protocols.names()), features=features))
+            elif kind in HANDLERS and (version >= 2 or kind != "serve"):
+                r = getattr(req, kind)
+                try:
+                    proto = protocols.get(r.codec.protocol)
+                except KeyError:
+                    resp = pb.TesteeResponse(skipped=f"protocol {r.codec.protocol!r} not implemented")
+                else:
+                    resp = HANDLERS[kind](proto, r, fault) if kind == "decode" else HANDLERS[kind](proto, r)
             else:
                 resp = pb.TesteeResponse(skipped=f"unknown request {kind!r}")
         except Exception as e:  # a bug in this testee is reported, not fatal

@@ -1,0 +1,198 @@
+"""What a protocol package provides (the plug-in interface). Every hook is documented here;
+``frameproof.protocols.<name>.PROTOCOL`` is an instance of a subclass.
+
+A protocol that does not have a layer (for example no client-side matching) leaves the hook at
+its default, which says so explicitly (an empty list, or ``NotImplementedError`` with the reason);
+the project's own tests (conformance/tests/test_protocol_layout.py) fail when a registered
+protocol lacks a part it must have.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+from ..paths import ROOT, SPEC_DIR, VECTOR_DIR
+
+
+class Protocol:
+    #: the name used on the command line, in test names and in codec JSON ("length-field")
+    name: str = ""
+    #: spec/<spec_name>.md and schemas/<schema>.ksy
+    spec_name: str = ""
+    schema: str = ""
+    #: the Codec subclass of this protocol (its configuration)
+    codec_type: type = None
+    #: the testee harness version that introduced this protocol (spec/testee.md, "Versions")
+    since_harness: int = 2
+    #: testee features the suite uses for this protocol
+    features: Tuple[str, ...] = ("decode", "encode", "match", "serve")
+    #: the requirement that a stream ending inside a frame breaks (end-of-stream truncation)
+    truncation_requirement: str = ""
+    #: the requirement a decoder breaks by going on after an error (stop at the first error)
+    stop_requirement: str = ""
+    #: Python reference codec module (used by the Python testee, server and load client)
+    reference = None
+    #: deliberate bugs of the Python testee: name -> the requirement it breaks
+    mutants: Dict[str, str] = {}
+    #: deliberate bugs of the Python echo server: name -> the requirement it breaks
+    server_faults: Dict[str, str] = {}
+
+    # ------------------------------------------------------------ files
+    @property
+    def spec_file(self) -> Path:
+        return SPEC_DIR / f"{self.spec_name}.md"
+
+    @property
+    def schema_file(self) -> Path:
+        return ROOT / "schemas" / f"{self.schema}.ksy"
+
+    @property
+    def vector_dir(self) -> Path:
+        return VECTOR_DIR / self.name
+
+    @property
+    def id_prefix(self) -> str:
+        """The requirement-ID prefix, read from the spec ("STD" for STD-HDR-1)."""
+        from ..spec import requirements
+        prefixes = {r.id.split("-", 1)[0] for r in requirements().values() if r.protocol == self.name}
+        if len(prefixes) != 1:
+            raise ValueError(f"{self.spec_file}: requirement IDs with prefixes {sorted(prefixes)}; expected one")
+        return prefixes.pop()
+
+    # ------------------------------------------------------------ configuration
+    def codec(self, **kw):
+        """This protocol's codec with the given parameters (defaults otherwise)."""
+        return self.codec_type(self.name, **kw)
+
+    def codec_from_json(self, d: dict):
+        """The codec JSON (vectors, --codec) to a Codec; unknown keys are an error."""
+        raise NotImplementedError
+
+    def codec_to_pb(self, codec, msg) -> None:
+        """Fills the protocol's parameters into a testee ``Codec`` message (``params`` oneof)."""
+
+    #: network-suite profiles the matrix runs: (label, codec)
+    def net_profiles(self) -> List[Tuple[str, object]]:
+        return [(self.name, self.codec())]
+
+    # ------------------------------------------------------------ frames
+    def frame_to_json(self, f) -> dict:
+        raise NotImplementedError
+
+    def frame_from_json(self, d: dict):
+        raise NotImplementedError
+
+    def frame_to_pb(self, f, msg) -> None:
+        msg.payload = f.payload
+
+    def frame_from_pb(self, msg):
+        from ..oracle import Frame
+        return Frame(0, 0, bytes(msg.payload))
+
+    # ------------------------------------------------------------ the oracle
+    def decode(self, codec, data: bytes):
+        """The whole stream ``data`` (its end is the end of the stream) -> DecodeResult."""
+        raise NotImplementedError
+
+    def encode(self, codec, frame):
+        """Canonical bytes of ``frame``, or the ``Error`` an encoder must report."""
+        raise NotImplementedError
+
+    def match(self, codec, events: list, timeout_ms: int = 0):
+        """The client-side matching model (spec/testee.md, ``match``) -> MatchResult."""
+        raise NotImplementedError(f"{self.name} has no client-side matching")
+
+    def serve(self, codec, endpoint: str, chunks: List[bytes], half_close: bool):
+        """The server-side endpoint model (spec/testee.md, ``serve``) -> ServeResult."""
+        raise NotImplementedError(f"{self.name} has no server model")
+
+    # ------------------------------------------------------------ suites
+    def properties(self) -> list:
+        """Hypothesis properties (frameproof.properties.Property), in a stable order."""
+        return []
+
+    def net_cases(self) -> list:
+        """Network cases (frameproof.netsuite.NetCase), in a stable order."""
+        return []
+
+    def client_request_check(self):
+        """A fresh per-connection checker the checking server calls as ``check(frame) -> str|None``
+        (the HAR-CLI-1 violation, if any) on every request a load client sends."""
+        return lambda frame: None
+
+    # ------------------------------------------------------------ docs
+    def kaitai_frame(self, codec):
+        """(generated module, class, parameters) of the Kaitai parser of one frame, for the docs'
+        annotated hex dumps; None where there is none."""
+        return None
+
+    def describe_header(self, frame) -> str:
+        """The header of ``frame`` in words for the docs ("" when the frame is only a payload)."""
+        return ""
+
+    # ------------------------------------------------------------ fuzzing
+    def wild_codecs(self, draw):
+        """Codecs beyond the suite's table (Hypothesis ``draw``), including invalid ones."""
+        return self.codec()
+
+    def edge_header(self, codec, pick: int) -> bytes:
+        """A frame header declaring a boundary length (a fuzzing dictionary entry)."""
+        return b""
+
+    def invalid_config(self, codec) -> bool:
+        """True if the codec configuration itself must be refused."""
+        return False
+
+    #: bit 0 of the native fuzz targets' config byte (reference-impls/*/fuzz): which protocol
+    corpus_id: Optional[int] = None
+
+    def corpus_config(self, codec) -> Optional[int]:
+        """Bits 1..4 of the native targets' config byte for ``codec`` (None: not in their table)."""
+        return None
+
+    def corpus_codec(self, bits: int, limit: int):
+        return self.codec(max_payload=limit)
+
+    def gen_vectors_codec(self, codec) -> str:
+        """Python source that builds ``codec`` in tools/gen_vectors (for reproducers)."""
+        return f"{self.name!r}"
+
+
+@dataclass
+class ServeResult:
+    """What a server endpoint did with one connection's input (spec/testee.md, ``serve``)."""
+    written: List[bytes] = field(default_factory=list)
+    closed: bool = False
+    error: Optional[object] = None  # oracle.Error
+
+
+def echo_serve(codec, chunks: List[bytes], half_close: bool, reply) -> ServeResult:
+    """The server model of an echo service over a stateless framing: every complete frame is
+    answered (``reply(frame)`` -> reply Frame or None) as soon as the chunk that completes it has
+    been fed; a decoding error writes the replies to the frames before it, then closes with that
+    error; at EOF the endpoint closes, with the truncation error if a frame was left unfinished."""
+    from ..oracle import decode, encode
+    out = ServeResult()
+    data = b""
+    answered = 0
+    res = decode(codec, b"")
+    for ch in chunks:
+        data += ch
+        res = decode(codec, data)
+        written = b""
+        for f in res.frames[answered:]:
+            r = reply(f)
+            if r is not None:
+                written += encode(codec, r)
+        answered = len(res.frames)
+        out.written.append(written)
+        if res.error and res.error.requirement != codec.spec.truncation_requirement:
+            out.closed, out.error = True, res.error
+            return out
+    if half_close:
+        out.written.append(b"")
+        out.closed = True
+        if res.error:  # only a truncation can be left here
+            out.error = res.error
+    return out

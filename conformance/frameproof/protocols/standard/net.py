@@ -1,0 +1,104 @@
+"""`frameproof net --protocol standard`: the network cases (STD-ECHO-*), generic ones from
+frameproof.netsuite with this protocol's requirement IDs, and the standard-only ones."""
+from __future__ import annotations
+
+from typing import List
+
+from ... import netsuite as N
+from ...checks import CheckFailure
+from ...netsuite import Conn, NetCase, check_replies, payload_for, roundtrip
+from ...oracle import Frame
+
+
+def c_wraparound(t):
+    c = Conn(t)
+    try:
+        window = 200
+        reqs = [Frame(1, (i + 1) & 0xFF, payload_for(i, 12)) for i in range(600)]
+        sent = 0
+        got: List[Frame] = []
+        while len(got) < len(reqs):
+            hi = min(len(reqs), len(got) + window)
+            if sent < hi:
+                c.send(b"".join(c.frame(r) for r in reqs[sent:hi]))
+                sent = hi
+            got += c.read_frames(min(window // 2, sent - len(got)))
+        # the server answers in order; match each reply to its request by sequence
+        by_seq = {}
+        for i, rp in enumerate(got):
+            rq = reqs[i]
+            if rp.sequence != rq.sequence:
+                raise CheckFailure(f"reply {i}: expected sequence {rq.sequence}, actual {rp.sequence}")
+            by_seq[rp.sequence] = by_seq.get(rp.sequence, 0) + 1
+        check_replies(t, reqs, got, "600 requests with sequences 1..255, 0, 1.. (3 wraps): ")
+        if by_seq.get(0, 0) != 2:
+            raise CheckFailure(f"expected 2 replies with sequence 0, got {by_seq.get(0, 0)}")
+    finally:
+        c.close()
+
+
+def c_one_way_and_replies_get_nothing(t):
+    c = Conn(t)
+    try:
+        c.send(c.frame(Frame(0x41, 1, b"one-way")) + c.frame(Frame(0x81, 2, b"a reply")) +
+               c.frame(Frame(0xC1, 3, b"an error reply")) + c.frame(Frame(0x01, 4, b"request")))
+        got = c.read_frames(1)
+        check_replies(t, [Frame(1, 4, b"request")], got, "one-way, reply and error-reply frames must get no reply: ")
+        extra = c.idle(0.3)
+        if extra:
+            raise CheckFailure(f"expected nothing more, got {len(extra)} bytes: {extra[:16].hex(' ')}")
+    finally:
+        c.close()
+
+
+def c_kinds(t):
+    reqs = [Frame(k & 0x3F, i, b"kind%d" % k) for i, k in enumerate((0, 1, 2, 3, 17, 63), 1)]
+    roundtrip(t, reqs, "data kinds 0..63 are echoed in the reply flag (0x80|kind): ")
+
+
+def c_gigabytes(t):
+    N.hostile(t, bytes.fromhex("0109ffffffffff7f"), "a header promising 2 GiB")  # 2^31-1 bytes
+
+
+def c_noncanonical(t):
+    N.hostile(t, bytes.fromhex("0109ffff05000000") + b"12345", "a non-canonical extended header", 2)
+
+
+def c_bit31(t):
+    N.hostile(t, bytes.fromhex("0109ffff00000080"), "an extended length with bit 31 set")
+
+
+def cases() -> List[NetCase]:
+    return [
+        NetCase("one_request_one_reply", ["STD-ECHO-1"], "One request, one reply; an empty payload too", N.c_one),
+        NetCase("pipelined_one_write", ["STD-ECHO-3", "STD-STR-2"], "200 requests in one write are answered in order",
+                N.c_pipelined),
+        NetCase("dribbled_byte_by_byte", ["STD-STR-1"], "Frames written one byte per write", N.c_dribble),
+        NetCase("split_at_every_offset", ["STD-STR-1"], "A frame split in two writes at every offset",
+                N.c_split_every_offset),
+        NetCase("largest_allowed_frame", ["STD-LIM-1", "STD-LEN-2"], "The largest payload the server allows", N.c_largest),
+        NetCase("many_connections", ["STD-ECHO-3"], "64 concurrent connections each check their own replies",
+                N.c_many_connections),
+        NetCase("sequence_wraparound", ["STD-SEQ-2", "STD-SEQ-1", "STD-ECHO-1"],
+                "600 pipelined requests wrap the sequence twice", c_wraparound),
+        NetCase("one_way_and_replies_unanswered", ["STD-ECHO-2"], "One-way, reply and error-reply frames get no reply",
+                c_one_way_and_replies_get_nothing),
+        NetCase("kinds_echoed", ["STD-ECHO-1", "STD-HDR-4"], "The data kind of a request is kept in its reply", c_kinds),
+        NetCase("fifo_order", ["STD-ECHO-3"], "256 pipelined distinct payloads come back in order (FIFO, not newest-first)",
+                N.c_order_distinct),
+        NetCase("oversize_closes_connection", ["STD-ECHO-4", "STD-LIM-1"],
+                "A header over the limit: earlier replies arrive, this connection closes, others keep working", N.oversize),
+        NetCase("header_promises_gigabytes", ["STD-LIM-3"], "A header promising 2 GiB: no allocation, server keeps serving",
+                c_gigabytes),
+        NetCase("garbage_bytes", ["STD-LIM-3", "STD-STR-5"], "64 KiB of random bytes: the server stays up and bounded",
+                N.c_garbage),
+        NetCase("stops_mid_frame", ["STD-STR-3"], "Connections closed or reset mid-frame do not disturb others",
+                N.c_stops_mid_frame),
+        NetCase("half_close_gets_replies", ["STD-ECHO-5"],
+                "After a half-close, all complete frames are answered, then the server closes", N.c_half_close),
+        NetCase("noncanonical_extended_closes", ["STD-ECHO-4", "STD-LEN-3"],
+                "A non-canonical extended header closes the connection", c_noncanonical),
+        NetCase("extended_bit31_closes", ["STD-ECHO-4", "STD-LEN-4"], "An extended length with bit 31 closes the connection",
+                c_bit31),
+        NetCase("tcp_nodelay", ["STD-ECHO-6"], "Back-to-back small replies are not delayed by Nagle (SHOULD)", N.c_nodelay),
+    ]
