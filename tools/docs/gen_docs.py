@@ -913,7 +913,7 @@ def gen_pages(out: Path, rmap, spec_pages):
         "{{tests}}": str(len(tests)),
         "{{untested}}": str(sum(1 for r in reqs if not rmap.get(r))),
     }
-    for src in sorted((HERE / "pages").glob("*.md")):
+    for src in hand_written_pages():
         text = src.read_text(encoding="utf-8")
         for k, v in subst.items():
             text = text.replace(k, v)
@@ -927,6 +927,11 @@ def gen_pages(out: Path, rmap, spec_pages):
 
 
 SPEC_TITLES = {"harness": "Load-client harness", "testee": "Testee protocol"}
+
+
+def hand_written_pages():
+    """tools/docs/pages/*.md (landing page, implementers' guide) and the maintainers' docs/*.md."""
+    return sorted((HERE / "pages").glob("*.md")) + sorted((ROOT / "docs").glob("*.md"))
 
 
 def _h1(path: Path) -> str:
@@ -946,7 +951,7 @@ def gen_config(out: Path, config: Path, spec_pages, schema_pages, vector_pages):
     spec, schema or protocol shows up without editing mkdocs.yml."""
     order = sorted(spec_pages, key=_protocol_first)
     spec_nav = [{SPEC_TITLES.get(p, p): f"{p}.md"} for p in order] + [{"All requirements": "requirements.md"}]
-    extra = [{_h1(p).split(":")[0]: p.name} for p in sorted((HERE / "pages").glob("*.md")) if p.name != "index.md"]
+    extra = [{_h1(p).split(":")[0]: p.name} for p in hand_written_pages() if p.name != "index.md"]
     schema_nav = ["schemas/index.md"] + [{next(f.name for f in (ROOT / "schemas").iterdir() if f.stem == st
                                                 and f.suffix in (".ksy", ".proto")): f"schemas/{st}.md"}
                                           for st in sorted(schema_pages, key=_protocol_first)]
