@@ -251,6 +251,19 @@ namespace Frameproof.Tests
             return ok;
         }
 
+        /// <summary>count requests of len bytes, window in flight, against a server: all verified.</summary>
+        static void PipelineAllVerified(int port, FrameCodec codec, int count, int len, int window, bool inline)
+        {
+            var v = new Verifier { Len = len };
+            var c = new RequestClient(Connect(port), codec, 5000, v, inline);
+            Task<int> t = Pipeline(c, count, len, window);
+            Assert.IsTrue(t.Wait(60000));
+            Assert.AreEqual(count, t.Result);
+            Assert.AreEqual(count, c.FramesReceived);
+            Assert.AreEqual(0, v.Unmatched);
+            c.Dispose();
+        }
+
         [TestCase("standard", 0, 2)]
         [TestCase("length-field", 0, 2)]
         [TestCase("length-field", 1, -4)]
@@ -260,14 +273,7 @@ namespace Frameproof.Tests
                 : "{\"protocol\": \"length-field\", \"length_field\": {\"offset\": " + offset + ", \"size\": " + size + "}}";
             using (var srv = new ServerProcess("--codec " + Q(json) + " --listen 127.0.0.1:0"))
             {
-                var v = new Verifier { Len = 100 };
-                var c = new RequestClient(Connect(srv.Port), Registry.Create(CodecJson.Parse(json)), 5000, v);
-                Task<int> t = Pipeline(c, 3000, 100, 200);
-                Assert.IsTrue(t.Wait(60000));
-                Assert.AreEqual(3000, t.Result);
-                Assert.AreEqual(3000, c.FramesReceived);
-                Assert.AreEqual(0, v.Unmatched);
-                c.Dispose();
+                PipelineAllVerified(srv.Port, Registry.Create(CodecJson.Parse(json)), 3000, 100, 200, false);
                 srv.Stop();
             }
         }
@@ -316,13 +322,8 @@ namespace Frameproof.Tests
         {
             using (var srv = new ServerProcess("--protocol standard --listen 127.0.0.1:0"))
             {
-                var v = new Verifier { Len = 8 };
-                var c = new RequestClient(Connect(srv.Port), Registry.Create(CodecSpec.Named("standard")), 5000, v, true);
-                Task<int> t = Pipeline(c, 600, 8, 1); // window 1: seq wraps past 255 twice
-                Assert.IsTrue(t.Wait(60000));
-                Assert.AreEqual(600, t.Result);
-                Assert.AreEqual(0, v.Unmatched);
-                c.Dispose();
+                // window 1: seq wraps past 255 twice
+                PipelineAllVerified(srv.Port, Registry.Create(CodecSpec.Named("standard")), 600, 8, 1, true);
                 srv.Stop();
             }
         }

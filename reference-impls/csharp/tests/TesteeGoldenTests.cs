@@ -71,6 +71,12 @@ namespace Frameproof.Tests
 
         static void Bytes(byte[] expected, byte[] actual, string what) { Assert.AreEqual(T.ToHex(expected), T.ToHex(actual), what); }
 
+        static void BytesList(List<byte[]> actual, string what, params byte[][] expected)
+        {
+            Assert.AreEqual(expected.Length, actual.Count, what + " count");
+            for (int i = 0; i < expected.Length; i++) Bytes(expected[i], actual[i], what + " " + i);
+        }
+
         static void Frame(FrameMsg f, uint flag, uint seq, byte[] payload, string what)
         {
             Assert.AreEqual(flag, f.Flag, what + ".flag");
@@ -147,10 +153,7 @@ namespace Frameproof.Tests
             Assert.AreEqual(300, r.Codec.LfOffset);
             Assert.AreEqual(-1000, r.Codec.LfSize);
             Assert.AreEqual(0, r.Codec.OtherParams);
-            Assert.AreEqual(3, r.Chunks.Count);
-            Bytes(T.Hex("010203"), r.Chunks[0], "chunk 0");
-            Bytes(new byte[0], r.Chunks[1], "chunk 1");
-            Bytes(T.Pattern(200, 2), r.Chunks[2], "chunk 2");
+            BytesList(r.Chunks, "chunk", T.Hex("010203"), new byte[0], T.Pattern(200, 2));
             CodecSpec spec = r.Codec.ToSpec();
             Assert.AreEqual(0x123456789L, spec.MaxPayload);
             Assert.AreEqual("length_field", spec.ParamsKey);
@@ -226,9 +229,7 @@ namespace Frameproof.Tests
             Assert.AreEqual(1, r.Codec.LfOffset);
             Assert.AreEqual(-2, r.Codec.LfSize);
             Assert.AreEqual("unary", r.Endpoint);
-            Assert.AreEqual(2, r.Chunks.Count);
-            Bytes(T.Pattern(129, 5), r.Chunks[0], "chunk 0");
-            Bytes(new byte[0], r.Chunks[1], "chunk 1");
+            BytesList(r.Chunks, "chunk", T.Pattern(129, 5), new byte[0]);
             Assert.IsTrue(r.HalfClose);
         }
 
@@ -297,10 +298,7 @@ namespace Frameproof.Tests
         {
             TesteeResponseMsg r = Resp("match_response");
             Assert.AreEqual(ResponseKind.Match, r.Kind);
-            Assert.AreEqual(3, r.Sent.Count);
-            Bytes(T.Pattern(5, 8), r.Sent[0], "sent 0");
-            Bytes(new byte[0], r.Sent[1], "sent 1");
-            Bytes(T.Pattern(150, 9), r.Sent[2], "sent 2");
+            BytesList(r.Sent, "sent", T.Pattern(5, 8), new byte[0], T.Pattern(150, 9));
             Assert.AreEqual(6, r.Completions.Count);
             CompletionMsg c = r.Completions[0];
             Assert.AreEqual(CompletionKindMsg.Reply, c.Kind); Assert.AreEqual(0, c.Request); Frame(c.Frame, 0x81, 1, T.Ascii("abc"), "reply");
@@ -322,15 +320,11 @@ namespace Frameproof.Tests
         {
             TesteeResponseMsg r = Resp("serve_response");
             Assert.AreEqual(ResponseKind.Serve, r.Kind);
-            Assert.AreEqual(3, r.Written.Count);
-            Bytes(T.Pattern(133, 10), r.Written[0], "written 0");
-            Bytes(new byte[0], r.Written[1], "written 1");
-            Bytes(T.Hex("81050000"), r.Written[2], "written 2");
+            BytesList(r.Written, "written", T.Pattern(133, 10), new byte[0], T.Hex("81050000"));
             Assert.IsTrue(r.Closed);
             Error(r.Error, "LF-STR-3", 200, "eof", "error");
             r = Resp("serve_response_open");
-            Assert.AreEqual(1, r.Written.Count);
-            Bytes(T.Ascii("x"), r.Written[0], "written 0");
+            BytesList(r.Written, "written", T.Ascii("x"));
             Assert.IsFalse(r.Closed);
             Assert.IsNull(r.Error);
         }

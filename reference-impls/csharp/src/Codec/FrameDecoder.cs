@@ -53,6 +53,22 @@ namespace Frameproof.Codec
         protected abstract HeaderStatus ParseHeader(ReadOnlySpan<byte> h, out int headerLength, out int payloadLength,
             out byte flag, out byte sequence, out string requirement, out string message);
 
+        /// <summary>The common end of <see cref="ParseHeader"/>: the declared payload length against the
+        /// limit, decided at header time (STD-LIM-1 / LF-LIM-1, before any payload byte is buffered).</summary>
+        protected static HeaderStatus Declared(long length, long limit, string limitRequirement, out int payloadLength,
+            out string requirement, out string message)
+        {
+            payloadLength = 0; requirement = null; message = null;
+            if (length > limit)
+            {
+                requirement = limitRequirement;
+                message = "declared payload " + length + " exceeds the maximum " + limit;
+                return HeaderStatus.Error;
+            }
+            payloadLength = (int)length;
+            return HeaderStatus.Complete;
+        }
+
         public bool Failed { get { return _failed; } }
         public ProtocolError Error { get { return _error; } }
         /// <summary>Total stream bytes consumed.</summary>

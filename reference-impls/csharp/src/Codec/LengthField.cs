@@ -136,14 +136,7 @@ namespace Frameproof.Codec
                         break;
                     }
             }
-            if (len > _limit)
-            {
-                requirement = "LF-LIM-1";
-                message = "declared payload " + len + " exceeds the maximum " + _limit;
-                return HeaderStatus.Error;
-            }
-            payloadLength = (int)len;
-            return HeaderStatus.Complete;
+            return Declared(len, _limit, "LF-LIM-1", out payloadLength, out requirement, out message);
         }
     }
 
@@ -217,11 +210,8 @@ namespace Frameproof.Codec
         /// <summary>Allocating convenience: checks then encodes; throws <see cref="FrameproofException"/>.</summary>
         public static byte[] Encode(LengthFieldProfile profile, ReadOnlySpan<byte> payload, long maxPayload = 0)
         {
-            ProtocolError err;
-            if (!Check(profile, payload.Length, maxPayload, out err)) throw new FrameproofException(err);
-            var result = new byte[EncodedLength(profile, payload.Length)];
-            Write(profile, payload, result);
-            return result;
+            var spec = new CodecSpec { Protocol = LengthFieldProtocol.Module.Name, MaxPayload = maxPayload, Params = profile };
+            return new LengthFieldCodec(spec).Encode(0, 0, payload);
         }
     }
 

@@ -91,23 +91,20 @@ namespace Frameproof.Codec
             return v;
         }
 
-        public long GetLong(string name, long def)
+        delegate bool Parser<TValue>(string s, NumberStyles style, IFormatProvider provider, out TValue value);
+
+        TValue GetNumber<TValue>(string name, TValue def, Parser<TValue> parse, NumberStyles style, string what)
         {
             string v;
             if (!_values.TryGetValue(name, out v)) return def;
-            long r;
-            if (!long.TryParse(v, NumberStyles.Integer, CultureInfo.InvariantCulture, out r)) throw new UsageException("option --" + name + ": not an integer: " + v);
+            TValue r;
+            if (!parse(v, style, CultureInfo.InvariantCulture, out r)) throw new UsageException("option --" + name + ": not " + what + ": " + v);
             return r;
         }
 
-        public double GetDouble(string name, double def)
-        {
-            string v;
-            if (!_values.TryGetValue(name, out v)) return def;
-            double r;
-            if (!double.TryParse(v, NumberStyles.Float, CultureInfo.InvariantCulture, out r)) throw new UsageException("option --" + name + ": not a number: " + v);
-            return r;
-        }
+        public long GetLong(string name, long def) { return GetNumber<long>(name, def, long.TryParse, NumberStyles.Integer, "an integer"); }
+
+        public double GetDouble(string name, double def) { return GetNumber<double>(name, def, double.TryParse, NumberStyles.Float, "a number"); }
 
         /// <summary>Parses HOST:PORT ([v6]:port accepted).</summary>
         public static IPEndPoint ParseEndPoint(string s)

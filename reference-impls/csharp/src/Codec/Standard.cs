@@ -56,14 +56,7 @@ namespace Frameproof.Codec
                     return HeaderStatus.Error;
                 }
             }
-            if (len > MaxPayload)
-            {
-                requirement = "STD-LIM-1";
-                message = "declared payload " + len + " exceeds the maximum " + MaxPayload;
-                return HeaderStatus.Error;
-            }
-            payloadLength = (int)len;
-            return HeaderStatus.Complete;
+            return Declared(len, MaxPayload, "STD-LIM-1", out payloadLength, out requirement, out message);
         }
     }
 
@@ -122,11 +115,7 @@ namespace Frameproof.Codec
         /// <summary>Allocating convenience: checks then encodes; throws <see cref="FrameproofException"/>.</summary>
         public static byte[] Encode(byte flag, byte sequence, ReadOnlySpan<byte> payload, long maxPayload = 0)
         {
-            ProtocolError err;
-            if (!Check(payload.Length, maxPayload, out err)) throw new FrameproofException(err);
-            var result = new byte[EncodedLength(payload.Length)];
-            Write(flag, sequence, payload, result);
-            return result;
+            return new StandardCodec(new CodecSpec { Protocol = StandardProtocol.Module.Name, MaxPayload = maxPayload }).Encode(flag, sequence, payload);
         }
     }
 
