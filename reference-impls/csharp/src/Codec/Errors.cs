@@ -47,9 +47,6 @@ namespace Frameproof.Codec
         /// <summary>STD-MATCH-3 / LF-MATCH-3 default request timeout.</summary>
         public const long DefaultTimeoutMs = 3000;
 
-        /// <summary>LF-MATCH-4: pending bound per connection (upstream 256).</summary>
-        public const int DefaultFifoPendingBound = 256;
-
         /// <summary>0 means "the spec default".</summary>
         public static long Effective(long maxPayload)
         {

@@ -230,11 +230,14 @@ namespace Frameproof.Codec
         int _head, _count;
         bool _failed;
 
-        public FifoMatcher(IMatchObserver observer, long timeoutMs = 0, int bound = Limits.DefaultFifoPendingBound)
+        /// <summary>LF-MATCH-4: pending bound per connection (upstream 256).</summary>
+        public const int DefaultPendingBound = 256;
+
+        public FifoMatcher(IMatchObserver observer, long timeoutMs = 0, int bound = DefaultPendingBound)
         {
             _observer = observer;
             _timeoutMs = timeoutMs <= 0 ? Limits.DefaultTimeoutMs : timeoutMs;
-            if (bound <= 0) bound = Limits.DefaultFifoPendingBound;
+            if (bound <= 0) bound = DefaultPendingBound;
             _ids = new long[bound];
             _states = new object[bound];
             _deadlines = new long[bound];
@@ -386,7 +389,7 @@ namespace Frameproof.Codec
         }
 
         /// <summary>LF-MATCH-4: the pending bound.</summary>
-        public override int MaxInFlight { get { return Limits.DefaultFifoPendingBound; } }
+        public override int MaxInFlight { get { return FifoMatcher.DefaultPendingBound; } }
 
         public override ServerSession NewSession(bool sink) { return new LengthFieldEchoSession(Profile, MaxPayload, sink); }
     }
