@@ -2,13 +2,23 @@
 //! field (u8, u16/u32 in either byte order, or an unsigned LEB128 varint), then the payload.
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
+use serde_json::Map;
 
+use crate::config::{CodecConfig, ConfigError};
+use crate::matcher::{Expired, FifoMatcher, Received, SendError};
+use crate::protocol::{
+    put_payload, ClientMatcher, Echo, EchoSession, FrameFields, HeaderStep, HeaderWalker, Protocol,
+    WalkState,
+};
 use crate::{effective_max, FrameDecoder, ProtocolError, Violation};
 
 /// Largest length a 4-byte or varint field may carry (bit 31 clear; `LF-LEN-2`, `LF-LEN-3`).
 pub const MAX_SIGNED: u64 = 0x7FFF_FFFF;
 /// Pending-request bound of the FIFO matcher (`LF-MATCH-4`).
 pub const DEFAULT_PENDING_BOUND: usize = 256;
+/// Largest header offset this implementation accepts: the decoder needs no bound (header
+/// bytes are dropped as they arrive), but the encoder writes that many zero bytes per frame.
+pub const MAX_OFFSET: u32 = 1 << 24;
 
 /// The length field of a profile (`LF-FMT-3`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -365,6 +375,213 @@ impl FrameDecoder for LengthFieldDecoder {
     }
 }
 
+/// The `length-field` protocol in one profile, with its limits: the registry's entry point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LengthField {
+    pub profile: Profile,
+    /// Maximum payload as configured (0 = the 10 MiB default; the decoder also caps it at the
+    /// field's capacity, `LF-LIM-1`).
+    pub max_payload: u64,
+}
+
+impl Protocol for LengthField {
+    const NAME: &'static str = "length-field";
+    type Frame = Bytes;
+    type Decoder = LengthFieldDecoder;
+    type Session = EchoSession<LengthField>;
+    type Client<T: Send + 'static> = LengthFieldClient<T>;
+
+    /// Section `length_field`: `offset` (default 0) and `size` (default 2, `LF-FMT-2`); an
+    /// unsupported size is `LF-FMT-3`.
+    fn from_config(cfg: &CodecConfig) -> Result<Self, ConfigError> {
+        let mut s = cfg.section(Some("length_field"))?;
+        let offset = s.u32("offset", 0)?;
+        let size = s.i32("size", 2)?;
+        s.done()?;
+        let profile = Profile::new(offset, size as i64)?;
+        if offset > MAX_OFFSET {
+            return Err(ConfigError::Unsupported(format!(
+                "length-field offset above {MAX_OFFSET} bytes is not supported"
+            )));
+        }
+        Ok(LengthField {
+            profile,
+            max_payload: cfg.max_payload,
+        })
+    }
+
+    fn decoder(&self) -> LengthFieldDecoder {
+        LengthFieldDecoder::new(self.profile, self.max_payload)
+    }
+
+    fn encode(&self, payload: &Bytes, out: &mut BytesMut) -> Result<(), ProtocolError> {
+        self.profile.encode(out, payload, self.max_payload)
+    }
+
+    fn session(&self, endpoint: &str, sink: bool) -> Result<Self::Session, ConfigError> {
+        match endpoint {
+            "" => Ok(EchoSession::new(*self, sink)),
+            other => Err(ConfigError::Unsupported(format!(
+                "length-field has no endpoint {other:?}"
+            ))),
+        }
+    }
+
+    fn client<T: Send + 'static>(&self, timeout: u64) -> LengthFieldClient<T> {
+        LengthFieldClient {
+            m: FifoMatcher::new(timeout, DEFAULT_PENDING_BOUND),
+            proto: *self,
+        }
+    }
+
+    /// Only the payload: a length-field frame has no other field.
+    fn describe(payload: &Bytes) -> FrameFields {
+        FrameFields {
+            payload: payload.clone(),
+            header: Map::new(),
+        }
+    }
+
+    /// The payload; other fields (a `standard` flag or sequence) are not part of the frame.
+    fn frame(&self, fields: FrameFields) -> Result<Bytes, String> {
+        Ok(fields.payload)
+    }
+
+    fn payload(payload: &Bytes) -> &[u8] {
+        payload
+    }
+
+    fn check_request(&self, len: usize) -> Result<(), ProtocolError> {
+        self.profile.check_encode(len, self.max_payload)
+    }
+
+    fn max_in_flight(&self) -> (usize, &'static str) {
+        (DEFAULT_PENDING_BOUND, "LF-MATCH-4")
+    }
+
+    /// Profiles at offset 0 with a 1, 2 or 4-byte little-endian length (an echo needs no
+    /// rewriting: the reply is the request).
+    fn walker(&self, _reply: bool) -> Option<Box<dyn HeaderWalker>> {
+        let width = match (self.profile.offset, self.profile.size) {
+            (0, LengthSize::U8) => 1,
+            (0, LengthSize::U16Le) => 2,
+            (0, LengthSize::U32Le) => 4,
+            _ => return None,
+        };
+        Some(Box::new(LengthFieldWalker {
+            state: WalkState::default(),
+            width,
+        }))
+    }
+}
+
+/// The `length-field` [`HeaderWalker`] for little-endian fixed-size fields at offset 0.
+#[derive(Debug)]
+pub struct LengthFieldWalker {
+    state: WalkState,
+    width: usize,
+}
+
+impl HeaderWalker for LengthFieldWalker {
+    fn walk(&mut self, buf: &mut [u8]) {
+        self.state.walk(
+            buf,
+            self.width,
+            |h| {
+                let mut b = [0u8; 8];
+                b[..h.len()].copy_from_slice(h);
+                HeaderStep::Payload(u64::from_le_bytes(b))
+            },
+            |_| {},
+        );
+    }
+    fn frames(&self) -> u64 {
+        self.state.frames
+    }
+    fn payload_bytes(&self) -> u64 {
+        self.state.payload_bytes
+    }
+}
+
+impl Echo for LengthField {
+    /// LF-ECHO-1: every frame is answered with the same payload, framed in the same profile.
+    fn reply(&self, payload: &Bytes, out: &mut BytesMut) {
+        self.profile.put_header(out, payload.len());
+        out.put_slice(payload);
+    }
+}
+
+/// The client side of a `length-field` connection: FIFO matching ([`FifoMatcher`]).
+#[derive(Debug)]
+pub struct LengthFieldClient<T> {
+    m: FifoMatcher<T>,
+    proto: LengthField,
+}
+
+impl LengthField {
+    /// Writes one frame of `len` payload bytes (after the checks of [`Profile::check_encode`]).
+    fn write(
+        &self,
+        out: &mut BytesMut,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Result<(), ProtocolError> {
+        self.profile.check_encode(len, self.max_payload)?;
+        out.reserve(self.profile.header_len(len) + len);
+        self.profile.put_header(out, len);
+        put_payload(out, len, fill);
+        Ok(())
+    }
+}
+
+impl<T> ClientMatcher<T> for LengthFieldClient<T> {
+    type Frame = Bytes;
+
+    fn send_request(
+        &mut self,
+        now: u64,
+        tag: T,
+        len: usize,
+        out: &mut BytesMut,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Result<(), SendError<ProtocolError>> {
+        let p = self.proto;
+        self.m.send_request(now, tag, || p.write(out, len, fill))
+    }
+
+    fn send_unanswered(
+        &mut self,
+        len: usize,
+        out: &mut BytesMut,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Result<(), SendError<ProtocolError>> {
+        if self.m.is_failed() {
+            return Err(SendError::ConnectionFailed);
+        }
+        self.proto.write(out, len, fill).map_err(SendError::Encode)
+    }
+
+    fn receive(&mut self, _frame: &Bytes) -> Received<T> {
+        self.m.receive()
+    }
+
+    fn expire(&mut self, now: u64) -> Expired<T> {
+        self.m.expire(now)
+    }
+
+    fn fail(&mut self) -> Vec<T> {
+        self.m.fail()
+    }
+
+    fn pending(&self) -> usize {
+        self.m.pending()
+    }
+
+    fn is_failed(&self) -> bool {
+        self.m.is_failed()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -574,5 +791,37 @@ mod tests {
             assert_eq!(varint_len(n as u64), want);
         }
         assert_eq!(varint_len(MAX_SIGNED), 5);
+    }
+
+    #[test]
+    fn walker_counts_little_endian_profiles_only() {
+        let data = hex("02 00 09 09 00 00 01 00 05");
+        for cut in 0..data.len() {
+            let mut w = LengthField {
+                profile: Profile::default(),
+                max_payload: 0,
+            }
+            .walker(true)
+            .unwrap();
+            let mut d = data.clone();
+            let (a, b) = d.split_at_mut(cut);
+            w.walk(a);
+            w.walk(b);
+            assert_eq!((w.frames(), w.payload_bytes()), (3, 3), "cut {cut}");
+            assert_eq!(d, data, "an echo rewrites nothing");
+        }
+        for (offset, size, has) in [
+            (0, 1, true),
+            (0, 4, true),
+            (1, 2, false),
+            (0, -2, false),
+            (0, 0, false),
+        ] {
+            let p = LengthField {
+                profile: Profile::new(offset, size).unwrap(),
+                max_payload: 0,
+            };
+            assert_eq!(p.walker(false).is_some(), has, "{offset},{size}");
+        }
     }
 }

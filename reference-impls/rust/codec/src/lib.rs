@@ -1,10 +1,15 @@
-//! Streaming codecs and request/reply matching for the frameproof protocols.
+//! Streaming codecs, request/reply matching and server sessions for the frameproof protocols.
 //!
-//! * [`standard`]: the 4-byte-header request/reply framing (`spec/standard.md`, `STD-*`).
-//! * [`length_field`]: length-prefixed framing in every profile (`spec/length-field.md`, `LF-*`).
-//! * [`matcher`]: client-side request/reply matching (sequence table for `standard`, FIFO for
-//!   `length-field`), driven by a caller-supplied clock so that it works with a virtual clock
-//!   (the testee's `match` request) as well as a real one (the load client).
+//! * [`protocol`]: the abstraction every protocol implements ([`protocol::Protocol`]: decoder,
+//!   encoder, client matcher, server session) and the programs are generic over.
+//! * [`registry`]: protocol name -> module, the only list of the protocols.
+//! * [`config`]: the codec configuration (`--codec` JSON, the vectors' `"codec"`).
+//! * One module per protocol: [`standard`], the 4-byte-header request/reply framing
+//!   (`spec/standard.md`, `STD-*`); [`length_field`], length-prefixed framing in every profile
+//!   (`spec/length-field.md`, `LF-*`).
+//! * [`matcher`]: the bookkeeping of client-side matching (sequence table for `standard`, FIFO
+//!   for `length-field`), driven by a caller-supplied clock so that it works with a virtual
+//!   clock (the testee's `match` request) as well as a real one (the load client).
 //!
 //! Decoders are streaming and zero-copy: bytes are appended to an internal [`bytes::BytesMut`]
 //! in any split (or read straight into it with [`standard::StandardDecoder::buffer_mut`]), and
@@ -15,8 +20,11 @@
 //! Every error is a [`ProtocolError`] naming the requirement it enforces and the stream offset
 //! of the offending frame's start.
 
+pub mod config;
 pub mod length_field;
 pub mod matcher;
+pub mod protocol;
+pub mod registry;
 pub mod standard;
 
 use std::fmt;

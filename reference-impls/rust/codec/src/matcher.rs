@@ -25,6 +25,20 @@ pub enum SendError<E> {
     ConnectionFailed,
     /// The write callback (the encoder) refused the frame.
     Encode(E),
+    /// The protocol has no such message (e.g. a one-way message in `length-field`).
+    Unsupported,
+}
+
+impl<E: std::fmt::Display> std::fmt::Display for SendError<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SendError::SequenceBusy(s) => write!(f, "sequence {s} still pending (STD-SEQ-3)"),
+            SendError::TooManyPending(b) => write!(f, "{b} requests pending (LF-MATCH-4)"),
+            SendError::ConnectionFailed => f.write_str("connection failed"),
+            SendError::Encode(e) => write!(f, "{e}"),
+            SendError::Unsupported => f.write_str("not supported by the protocol"),
+        }
+    }
 }
 
 /// What a received frame did.
@@ -190,13 +204,26 @@ pub struct FifoMatcher<T> {
     failed: bool,
 }
 
-/// The outcome of [`FifoMatcher::expire`].
+/// The outcome of an expiry ([`FifoMatcher::expire`], `ClientMatcher::expire`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Expired<T> {
     /// Requests that timed out, oldest first.
     pub timed_out: Vec<T>,
     /// Other pending requests failed with the connection (`LF-MATCH-3`), oldest first.
     pub failed: Vec<T>,
+}
+
+impl<T> Expired<T> {
+    pub fn none() -> Self {
+        Expired {
+            timed_out: Vec::new(),
+            failed: Vec::new(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.timed_out.is_empty() && self.failed.is_empty()
+    }
 }
 
 impl<T> FifoMatcher<T> {
@@ -259,10 +286,7 @@ impl<T> FifoMatcher<T> {
     /// Completes expired requests as timed out; if there was any, fails every other pending
     /// request and the connection (`LF-MATCH-3`).
     pub fn expire(&mut self, now: u64) -> Expired<T> {
-        let mut out = Expired {
-            timed_out: Vec::new(),
-            failed: Vec::new(),
-        };
+        let mut out = Expired::none();
         if self.failed || !self.queue.iter().any(|p| p.deadline <= now) {
             return out;
         }

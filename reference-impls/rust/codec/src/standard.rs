@@ -2,7 +2,14 @@
 //! length), or 8 bytes when the length field is `FF FF` and a u32 LE extended length follows.
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
+use serde_json::{Map, Value};
 
+use crate::config::{CodecConfig, ConfigError};
+use crate::matcher::{Expired, Received, SendError, SequenceMatcher};
+use crate::protocol::{
+    put_payload, ClientMatcher, Echo, EchoSession, FrameFields, HeaderStep, HeaderWalker, Protocol,
+    WalkState,
+};
 use crate::{effective_max, FrameDecoder, ProtocolError, Violation};
 
 /// Reply bit of the flag byte (`STD-HDR-2`).
@@ -253,6 +260,239 @@ impl FrameDecoder for StandardDecoder {
     }
 }
 
+/// The `standard` protocol with its limits: the registry's entry point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Standard {
+    /// Maximum payload (the configured one, or the 10 MiB default).
+    pub max_payload: u64,
+}
+
+/// Flag of a request (kind 1) and of a one-way message (kind 1).
+const REQUEST: u8 = 0x01;
+const ONE_WAY: u8 = FLAG_ERROR_OR_ONE_WAY | 0x01;
+
+impl Protocol for Standard {
+    const NAME: &'static str = "standard";
+    type Frame = StdFrame;
+    type Decoder = StandardDecoder;
+    type Session = EchoSession<Standard>;
+    type Client<T: Send + 'static> = StandardClient<T>;
+
+    fn from_config(cfg: &CodecConfig) -> Result<Self, ConfigError> {
+        cfg.section(None)?.done()?;
+        Ok(Standard {
+            max_payload: effective_max(cfg.max_payload),
+        })
+    }
+
+    fn decoder(&self) -> StandardDecoder {
+        StandardDecoder::new(self.max_payload)
+    }
+
+    fn encode(&self, f: &StdFrame, out: &mut BytesMut) -> Result<(), ProtocolError> {
+        encode(out, f.flag, f.sequence, &f.payload, self.max_payload)
+    }
+
+    fn session(&self, endpoint: &str, sink: bool) -> Result<Self::Session, ConfigError> {
+        match endpoint {
+            "" => Ok(EchoSession::new(*self, sink)),
+            other => Err(ConfigError::Unsupported(format!(
+                "standard has no endpoint {other:?}"
+            ))),
+        }
+    }
+
+    fn client<T: Send + 'static>(&self, timeout: u64) -> StandardClient<T> {
+        StandardClient {
+            m: SequenceMatcher::new(timeout),
+            proto: *self,
+        }
+    }
+
+    fn describe(f: &StdFrame) -> FrameFields {
+        let mut header = Map::new();
+        header.insert("flag".into(), Value::from(f.flag));
+        header.insert("sequence".into(), Value::from(f.sequence));
+        FrameFields {
+            payload: f.payload.clone(),
+            header,
+        }
+    }
+
+    fn frame(&self, fields: FrameFields) -> Result<StdFrame, String> {
+        Ok(StdFrame {
+            flag: fields.uint("flag", 0xFF)? as u8,
+            sequence: fields.uint("sequence", 0xFF)? as u8,
+            payload: fields.payload,
+        })
+    }
+
+    fn payload(f: &StdFrame) -> &[u8] {
+        &f.payload
+    }
+
+    fn check_request(&self, len: usize) -> Result<(), ProtocolError> {
+        check_encode(len, self.max_payload)
+    }
+
+    fn max_in_flight(&self) -> (usize, &'static str) {
+        (255, "STD-SEQ-3")
+    }
+
+    fn check_reply(f: &StdFrame) -> Result<(), String> {
+        if f.flag == FLAG_REPLY | REQUEST {
+            Ok(())
+        } else {
+            Err(format!("reply flag 0x{:02X}, expected 0x81", f.flag))
+        }
+    }
+
+    fn walker(&self, reply: bool) -> Option<Box<dyn HeaderWalker>> {
+        Some(Box::new(StandardWalker {
+            state: WalkState::default(),
+            reply,
+        }))
+    }
+}
+
+/// The `standard` [`HeaderWalker`]: with `reply`, sets bit 7 of each flag byte (request 0x01
+/// becomes the reply 0x81), which is all an echo of a well-formed request stream needs.
+#[derive(Debug)]
+pub struct StandardWalker {
+    state: WalkState,
+    reply: bool,
+}
+
+impl HeaderWalker for StandardWalker {
+    fn walk(&mut self, buf: &mut [u8]) {
+        let reply = self.reply;
+        self.state.walk(
+            buf,
+            4,
+            |h| match u16::from_le_bytes([h[2], h[3]]) {
+                EXTENDED if h.len() < 8 => HeaderStep::Need(8),
+                EXTENDED => {
+                    HeaderStep::Payload(u32::from_le_bytes([h[4], h[5], h[6], h[7]]) as u64)
+                }
+                short => HeaderStep::Payload(short as u64),
+            },
+            |flag| {
+                if reply {
+                    *flag |= FLAG_REPLY
+                }
+            },
+        );
+    }
+    fn frames(&self) -> u64 {
+        self.state.frames
+    }
+    fn payload_bytes(&self) -> u64 {
+        self.state.payload_bytes
+    }
+}
+
+impl Echo for Standard {
+    /// STD-ECHO-1: only requests (bits 7 and 6 clear) are answered, with the reply bit set and
+    /// the same kind, sequence and payload; STD-ECHO-2: nothing for one-way messages or replies.
+    fn reply(&self, f: &StdFrame, out: &mut BytesMut) {
+        if f.flag & (FLAG_REPLY | FLAG_ERROR_OR_ONE_WAY) == 0 {
+            put_header(out, FLAG_REPLY | f.kind(), f.sequence, f.payload.len());
+            out.put_slice(&f.payload);
+        }
+    }
+}
+
+/// The client side of a `standard` connection: sequence-number matching ([`SequenceMatcher`]).
+#[derive(Debug)]
+pub struct StandardClient<T> {
+    m: SequenceMatcher<T>,
+    proto: Standard,
+}
+
+impl Standard {
+    /// Writes one frame of `len` payload bytes (after the checks of [`check_encode`]).
+    fn write(
+        &self,
+        out: &mut BytesMut,
+        flag: u8,
+        seq: u8,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Result<(), ProtocolError> {
+        check_encode(len, self.max_payload)?;
+        out.reserve(header_len(len) + len);
+        put_header(out, flag, seq, len);
+        put_payload(out, len, fill);
+        Ok(())
+    }
+}
+
+impl<T> ClientMatcher<T> for StandardClient<T> {
+    type Frame = StdFrame;
+
+    fn send_request(
+        &mut self,
+        now: u64,
+        tag: T,
+        len: usize,
+        out: &mut BytesMut,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Result<(), SendError<ProtocolError>> {
+        let p = self.proto;
+        self.m
+            .send_request(now, tag, |seq| p.write(out, REQUEST, seq, len, fill))
+            .map(|_| ())
+    }
+
+    fn send_one_way(
+        &mut self,
+        len: usize,
+        out: &mut BytesMut,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Result<(), SendError<ProtocolError>> {
+        let p = self.proto;
+        self.m
+            .send_one_way(|seq| p.write(out, ONE_WAY, seq, len, fill))
+            .map(|_| ())
+    }
+
+    /// A request numbered like a one-way message (STD-SEQ-1 order, no pending check).
+    fn send_unanswered(
+        &mut self,
+        len: usize,
+        out: &mut BytesMut,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Result<(), SendError<ProtocolError>> {
+        let p = self.proto;
+        self.m
+            .send_one_way(|seq| p.write(out, REQUEST, seq, len, fill))
+            .map(|_| ())
+    }
+
+    fn receive(&mut self, f: &StdFrame) -> Received<T> {
+        self.m.receive(f.flag, f.sequence)
+    }
+
+    fn expire(&mut self, now: u64) -> Expired<T> {
+        Expired {
+            timed_out: self.m.expire(now),
+            failed: Vec::new(),
+        }
+    }
+
+    fn fail(&mut self) -> Vec<T> {
+        self.m.fail()
+    }
+
+    fn pending(&self) -> usize {
+        self.m.pending()
+    }
+
+    fn is_failed(&self) -> bool {
+        self.m.is_failed()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -464,4 +704,55 @@ mod tests {
     }
 
     use crate::DEFAULT_MAX_PAYLOAD as DEFAULT_MAX;
+
+    #[test]
+    fn walker_flips_and_counts_across_splits() {
+        let lens = [0usize, 5, 65535, 70000, 3];
+        let wire = |flag: u8| {
+            let mut b = BytesMut::new();
+            for (i, len) in lens.iter().enumerate() {
+                encode(&mut b, flag, i as u8 + 1, &vec![7u8; *len], 1 << 24).unwrap();
+            }
+            b.to_vec()
+        };
+        let (requests, replies) = (wire(0x01), wire(0x81));
+        let p = Standard {
+            max_payload: 1 << 24,
+        };
+        for split in [1usize, 2, 3, 5, 7, 4096] {
+            let mut w = p.walker(true).unwrap();
+            let mut data = requests.clone();
+            for c in data.chunks_mut(split) {
+                w.walk(c);
+            }
+            assert_eq!(w.frames(), 5);
+            assert_eq!(w.payload_bytes(), 65535 + 70000 + 8);
+            assert_eq!(data, replies, "split {split}");
+        }
+        let mut w = p.walker(false).unwrap();
+        let mut data = requests.clone();
+        w.walk(&mut data);
+        assert_eq!((w.frames(), data), (5, requests));
+    }
+
+    #[test]
+    fn echo_session_answers_requests_only() {
+        use crate::protocol::ServerSession;
+        let p = Standard {
+            max_payload: DEFAULT_MAX,
+        };
+        let mut s = p.session("", false).unwrap();
+        let mut out = BytesMut::new();
+        // request kind 5, one-way, reply, error reply: only the first is answered.
+        s.extend(&hex("05 09 01 00 41 41 02 00 00 81 03 00 00 C1 04 00 00"));
+        let served = s.process(&mut out);
+        assert_eq!((served.frames, served.bytes, served.closed), (4, 1, false));
+        assert_eq!(&out[..], &hex("85 09 01 00 41")[..]);
+        let mut sink = p.session("", true).unwrap();
+        let mut out = BytesMut::new();
+        sink.extend(&hex("01 01 00 00"));
+        assert_eq!(sink.finish(&mut out).frames, 1);
+        assert!(out.is_empty());
+        assert!(p.session("stream", false).is_err());
+    }
 }

@@ -1,25 +1,17 @@
-//! Shared pieces of `fp-server` and `fp-load`: option parsing, protocol selection, the load
-//! payload pattern and a small JSON writer.
+//! Shared pieces of the network programs (fp-server, fp-load and the baselines of tools/bench):
+//! the command line (options, `--codec`/`--protocol`, usage errors), the start-up of a server
+//! (runtime, listener, signals, `LISTENING` line), the load payload pattern and a small JSON
+//! writer.
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::io::Write;
+use std::time::Duration;
 
-use frameproof_codec::length_field::Profile;
-
-/// Which protocol a program speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Protocol {
-    Standard,
-    LengthField(Profile),
-}
-
-impl Protocol {
-    pub fn name(&self) -> &'static str {
-        match self {
-            Protocol::Standard => "standard",
-            Protocol::LengthField(_) => "length-field",
-        }
-    }
-}
+use frameproof_codec::config::CodecConfig;
+use frameproof_codec::registry;
+use tokio::net::TcpListener;
+use tokio::signal::unix::{signal, Signal, SignalKind};
 
 /// Parsed `--key value` options and `--flag` switches.
 #[derive(Debug, Default)]
@@ -84,20 +76,137 @@ impl Options {
         }
     }
 
-    /// `--protocol` with `--lf-offset` / `--lf-size` (defaults 0 and 2).
-    pub fn protocol(&self) -> Result<Protocol, String> {
-        match self.required("protocol")? {
-            "standard" => Ok(Protocol::Standard),
-            "length-field" => {
-                let offset: u32 = self.num("lf-offset", 0)?;
-                let size: i64 = self.num("lf-size", 2)?;
-                Profile::new(offset, size)
-                    .map(Protocol::LengthField)
-                    .map_err(|e| format!("--lf-size: {e}"))
-            }
-            other => Err(format!("--protocol: unknown protocol {other:?}")),
+    /// The codec: `--codec JSON` or `--protocol NAME` (exactly one), checked against the
+    /// registry (unknown protocol, unknown key, unsupported profile: an error).
+    pub fn codec(&self) -> Result<CodecConfig, String> {
+        let cfg = match (self.get("codec"), self.get("protocol")) {
+            (Some(_), Some(_)) => return Err("give one of --codec and --protocol, not both".into()),
+            (None, None) => return Err("--codec or --protocol is required".into()),
+            (Some(json), None) => CodecConfig::parse(json).map_err(|e| format!("--codec: {e}"))?,
+            (None, Some(name)) => CodecConfig::named(name),
+        };
+        registry::check(&cfg).map_err(|e| format!("--codec {}: {e}", cfg.to_json()))?;
+        Ok(cfg)
+    }
+
+    /// `--threads N` (at least 1); default: the number of online CPUs.
+    pub fn threads(&self) -> Result<usize, String> {
+        Ok(self.num("threads", online_cpus())?.max(1))
+    }
+}
+
+/// The number of online CPUs (2 if unknown).
+pub fn online_cpus() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
+/// A program's command line conventions (reference-impls/README.md, "Common rules"): a usage
+/// error prints `usage error: ...` and the usage to stderr and exits 2; `--help` prints the
+/// usage to stdout and exits 0.
+#[derive(Debug, Clone, Copy)]
+pub struct Cli {
+    pub program: &'static str,
+    pub usage: &'static str,
+}
+
+impl Cli {
+    /// Parses the process arguments; `--help` is always a switch.
+    pub fn parse(&self, with_value: &[&str], switches: &[&str]) -> Options {
+        let mut switches = switches.to_vec();
+        switches.push("help");
+        let o = self.or_die(Options::parse(
+            std::env::args().skip(1),
+            with_value,
+            &switches,
+        ));
+        if o.has("help") {
+            println!("{}", self.usage);
+            std::process::exit(0);
+        }
+        o
+    }
+
+    pub fn die(&self, msg: &str) -> ! {
+        eprintln!("usage error: {}: {msg}\n{}", self.program, self.usage);
+        std::process::exit(2);
+    }
+
+    pub fn or_die<T>(&self, r: Result<T, String>) -> T {
+        r.unwrap_or_else(|e| self.die(&e))
+    }
+
+    /// Runs `main` on a multi-threaded runtime of `threads` workers and exits with the status
+    /// it returns (without waiting for tasks still blocked in reads or writes).
+    pub fn run<F: Future<Output = i32>>(&self, threads: usize, main: F) -> ! {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .enable_all()
+            .build()
+            .unwrap_or_else(|e| {
+                eprintln!("{}: cannot start the runtime: {e}", self.program);
+                std::process::exit(1)
+            });
+        let code = rt.block_on(main);
+        rt.shutdown_timeout(Duration::from_millis(100));
+        std::process::exit(code);
+    }
+}
+
+/// A started server: its listener, and the SIGINT/SIGTERM that stop it.
+pub struct Server {
+    pub listener: TcpListener,
+    pub signals: Signals,
+}
+
+/// SIGINT and SIGTERM.
+pub struct Signals {
+    sigint: Signal,
+    sigterm: Signal,
+}
+
+impl Server {
+    /// Binds `listen` ([`bind`]), installs the signal handlers, then prints exactly one line
+    /// `LISTENING host:port` to stdout. On failure, says why on stderr and returns `Err(1)`,
+    /// the exit status.
+    pub async fn start(program: &str, listen: &str) -> Result<Server, i32> {
+        let fail = |what: String| {
+            eprintln!("{program}: {what}");
+            1
+        };
+        let listener = bind(listen)
+            .await
+            .map_err(|e| fail(format!("cannot listen on {listen}: {e}")))?;
+        let (sigint, sigterm) = match (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) {
+            (Ok(a), Ok(b)) => (a, b),
+            _ => return Err(fail("cannot install signal handlers".into())),
+        };
+        let addr = listener.local_addr().map_err(|e| fail(e.to_string()))?;
+        print_line(&format!("LISTENING {addr}"));
+        Ok(Server {
+            listener,
+            signals: Signals { sigint, sigterm },
+        })
+    }
+}
+
+impl Signals {
+    /// Waits for SIGINT or SIGTERM.
+    pub async fn stopped(&mut self) {
+        tokio::select! {
+            _ = self.sigint.recv() => {}
+            _ = self.sigterm.recv() => {}
         }
     }
+}
+
+/// Prints one line to stdout and flushes it.
+pub fn print_line(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
 }
 
 /// Fills a load payload for request `index`: bytes 0..8 hold the index (u64 LE) when the
@@ -207,41 +316,64 @@ mod tests {
         }
     }
 
-    #[test]
-    fn options() {
-        let args = [
-            "--protocol",
-            "length-field",
-            "--lf-size=-4",
-            "--sink",
-            "--lf-offset",
-            "3",
-        ];
-        let o = Options::parse(
+    fn opts(args: &[&str]) -> Options {
+        Options::parse(
             args.iter().map(|s| s.to_string()),
-            &["protocol", "lf-size", "lf-offset"],
+            &["codec", "protocol"],
             &["sink"],
         )
-        .unwrap();
+        .unwrap()
+    }
+
+    #[test]
+    fn options() {
+        let o = opts(&["--protocol", "standard", "--sink"]);
         assert!(o.has("sink"));
-        assert_eq!(
-            o.protocol().unwrap(),
-            Protocol::LengthField(Profile::new(3, -4).unwrap())
-        );
-        let bad = Options::parse(["--nope".to_string()], &[], &[]);
-        assert!(bad.is_err());
-        let o = Options::parse(
-            [
-                "--protocol".to_string(),
-                "length-field".into(),
-                "--lf-size".into(),
-                "3".into(),
-            ],
-            &["protocol", "lf-size"],
-            &[],
-        )
-        .unwrap();
-        assert!(o.protocol().unwrap_err().contains("LF-FMT-3"));
+        assert_eq!(o.codec().unwrap(), CodecConfig::named("standard"));
+        assert!(Options::parse(["--nope".to_string()], &[], &[]).is_err());
+        assert!(Options::parse(["--codec".to_string()], &["codec"], &[])
+            .unwrap_err()
+            .contains("needs a value"));
+        assert!(Options::parse(["x".to_string()], &[], &[]).is_err());
+        // Removed per-protocol flags are unknown options now.
+        for old in ["--lf-offset", "--lf-size", "--max-payload"] {
+            let r = Options::parse(
+                [old.to_string(), "1".into()],
+                &["codec", "protocol", "threads"],
+                &[],
+            );
+            assert!(r.unwrap_err().contains("unknown option"), "{old}");
+        }
+    }
+
+    #[test]
+    fn codec_option() {
+        let json = r#"{"protocol": "length-field", "length_field": {"offset": 3, "size": -4}}"#;
+        let c = opts(&["--codec", json]).codec().unwrap();
+        assert_eq!(c.protocol, "length-field");
+        assert_eq!(c.to_json(), json);
+        // --codec=JSON form.
+        let c = opts(&[&format!("--codec={json}")]).codec().unwrap();
+        assert_eq!(c.to_json(), json);
+        let err = |args: &[&str]| opts(args).codec().unwrap_err();
+        assert!(err(&[]).contains("required"));
+        assert!(err(&["--protocol", "standard", "--codec", json]).contains("not both"));
+        assert!(err(&["--codec", "{\"protocol\": "]).contains("not valid JSON"));
+        assert!(err(&["--codec", "[]"]).contains("object"));
+        assert!(err(&["--codec", r#"{"protocol": "standard", "extra": 1}"#]).contains("\"extra\""));
+        assert!(err(&[
+            "--codec",
+            r#"{"protocol": "length-field", "length_field": {"offset": 1, "sizes": 2}}"#
+        ])
+        .contains("\"sizes\""));
+        assert!(err(&[
+            "--codec",
+            r#"{"protocol": "length-field", "length_field": {"size": 3}}"#
+        ])
+        .contains("LF-FMT-3"));
+        assert!(err(&["--protocol", "websocket"]).contains("not implemented"));
+        assert!(err(&["--codec", r#"{"limits": {"max_payload": 10}}"#])
+            .contains("protocol is required"));
     }
 
     #[test]
@@ -251,4 +383,3 @@ mod tests {
         assert_eq!(json_f64(f64::NAN, 2), "0");
     }
 }
-

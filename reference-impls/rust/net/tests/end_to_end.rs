@@ -65,7 +65,8 @@ fn load(addr: &str, args: &[&str]) -> (i32, String) {
     let json = std::env::temp_dir().join(format!(
         "fp-load-test-{}-{}.json",
         std::process::id(),
-        args.join("_").replace(['/', ' '], "")
+        args.join("_")
+            .replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "")
     ));
     let status = Command::new(env!("CARGO_BIN_EXE_fp-load"))
         .args(["--connect", addr])
@@ -93,6 +94,9 @@ fn num(json: &str, key: &str) -> f64 {
     json[at..end].parse().unwrap()
 }
 
+const LF_BE4: &str = r#"{"protocol": "length-field", "length_field": {"size": -4}}"#;
+const LF_1: &str = r#"{"protocol":"length-field","length_field":{"size":1}}"#;
+
 #[test]
 fn standard_pipelined_counts_agree() {
     let s = Server::start(&["--protocol", "standard"]);
@@ -117,6 +121,7 @@ fn standard_pipelined_counts_agree() {
     for key in [
         "implementation",
         "protocol",
+        "codec",
         "mode",
         "connections",
         "window",
@@ -139,6 +144,10 @@ fn standard_pipelined_counts_agree() {
         assert!(r.contains(&format!("\"{key}\": ")), "{key} missing: {r}");
     }
     assert!(r.contains("\"implementation\": \"rust\""));
+    assert!(
+        r.contains("\"protocol\": \"standard\", \"codec\": {\"protocol\": \"standard\"}, "),
+        "{r}"
+    );
     assert_eq!(num(&r, "requests_sent"), 5000.0);
     assert_eq!(num(&r, "replies_verified"), 5000.0);
     assert_eq!(num(&r, "errors"), 0.0);
@@ -153,12 +162,8 @@ fn standard_pipelined_counts_agree() {
 #[test]
 fn length_field_varint_offset_per_packet() {
     let prof = [
-        "--protocol",
-        "length-field",
-        "--lf-offset",
-        "3",
-        "--lf-size",
-        "0",
+        "--codec",
+        r#"{"protocol": "length-field", "length_field": {"offset": 3, "size": 0}}"#,
     ];
     let s = Server::start(&prof);
     let mut args = prof.to_vec();
@@ -182,14 +187,12 @@ fn length_field_varint_offset_per_packet() {
 
 #[test]
 fn receive_mode_against_sink() {
-    let s = Server::start(&["--protocol", "length-field", "--lf-size", "-4", "--sink"]);
+    let s = Server::start(&["--codec", LF_BE4, "--sink"]);
     let (rc, r) = load(
         &s.addr,
         &[
-            "--protocol",
-            "length-field",
-            "--lf-size",
-            "-4",
+            "--codec",
+            LF_BE4,
             "--connections",
             "3",
             "--requests",
@@ -250,14 +253,12 @@ fn missing_replies_are_errors_and_bounded() {
 fn profile_mismatch_is_detected() {
     // The server frames replies with u32 big-endian lengths, the client expects u32
     // little-endian: the client must report errors rather than accept the replies.
-    let s = Server::start(&["--protocol", "length-field", "--lf-size", "-4"]);
+    let s = Server::start(&["--codec", LF_BE4]);
     let (rc, r) = load(
         &s.addr,
         &[
-            "--protocol",
-            "length-field",
-            "--lf-size",
-            "4",
+            "--codec",
+            r#"{"protocol": "length-field", "length_field": {"size": 4}}"#,
             "--connections",
             "1",
             "--requests",
@@ -318,12 +319,8 @@ fn decode_error_closes_only_that_connection() {
 #[test]
 fn oversize_header_rejected_without_payload() {
     let s = Server::start(&[
-        "--protocol",
-        "length-field",
-        "--lf-size",
-        "4",
-        "--max-payload",
-        "1000",
+        "--codec",
+        r#"{"protocol": "length-field", "limits": {"max_payload": 1000}, "length_field": {"size": 4}}"#,
     ]);
     let mut c = TcpStream::connect(&s.addr).unwrap();
     // 1001 bytes declared, none sent: the server must close from the header alone.
@@ -337,31 +334,28 @@ fn oversize_header_rejected_without_payload() {
 #[test]
 fn duration_mode_counts_agree() {
     for mode in ["per-packet", "pipelined", "receive"] {
-        let mut sargs = vec!["--protocol", "length-field", "--lf-size", "1"];
+        let mut sargs = vec!["--codec", LF_1];
         if mode == "receive" {
             sargs.push("--sink");
         }
         let s = Server::start(&sargs);
         let t = Instant::now();
-        let (rc, r) = load(
-            &s.addr,
-            &[
-                "--protocol",
-                "length-field",
-                "--lf-size",
-                "1",
-                "--connections",
-                "3",
-                "--duration",
-                "0.3",
-                "--payload",
-                "255",
-                "--mode",
-                mode,
-                "--window",
-                "50",
-            ],
-        );
+        let mut args = vec![
+            "--codec",
+            LF_1,
+            "--connections",
+            "3",
+            "--duration",
+            "0.3",
+            "--payload",
+            "255",
+            "--mode",
+            mode,
+        ];
+        if mode != "per-packet" {
+            args.extend(["--window", "50"]);
+        }
+        let (rc, r) = load(&s.addr, &args);
         assert!(t.elapsed() < Duration::from_secs(5), "{mode}");
         assert_eq!(rc, 0, "{mode}: {r}");
         let sent = num(&r, "requests_sent");
@@ -403,4 +397,223 @@ fn refused_connection_still_reports() {
     assert_eq!(num(&r, "errors"), 1.0);
     assert_eq!(num(&r, "requests_sent"), 0.0);
     assert!(r.contains("\"error_details\": [\"connection 0"), "{r}");
+}
+
+#[test]
+fn length_field_codec_is_reported_as_given() {
+    let s = Server::start(&["--codec", LF_1]);
+    let (rc, r) = load(
+        &s.addr,
+        &["--codec", LF_1, "--requests", "3", "--payload", "8"],
+    );
+    assert_eq!(rc, 0, "{r}");
+    assert!(
+        r.contains(r#""protocol": "length-field", "codec": {"protocol": "length-field", "length_field": {"size": 1}}, "mode": "per-packet""#),
+        "{r}"
+    );
+    assert_eq!(num(&r, "window"), 1.0);
+    assert_eq!(num(&r, "connections"), 1.0);
+    assert_eq!(num(&r, "payload"), 8.0);
+}
+
+/// Runs a program with `args`; returns its exit code, stdout and stderr.
+fn run_program(bin: &str, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(bin).args(args).output().expect("run");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+#[test]
+fn usage_errors_exit_2_and_help_exits_0() {
+    let server = env!("CARGO_BIN_EXE_fp-server");
+    let load = env!("CARGO_BIN_EXE_fp-load");
+    let std_codec = r#"{"protocol": "standard"}"#;
+    let cases: Vec<(&str, Vec<&str>, &str)> = vec![
+        (
+            server,
+            vec!["--listen", "127.0.0.1:0"],
+            "--codec or --protocol is required",
+        ),
+        (
+            server,
+            vec![
+                "--protocol",
+                "standard",
+                "--codec",
+                std_codec,
+                "--listen",
+                "127.0.0.1:0",
+            ],
+            "not both",
+        ),
+        (
+            server,
+            vec!["--codec", "{\"protocol\"", "--listen", "127.0.0.1:0"],
+            "not valid JSON",
+        ),
+        (
+            server,
+            vec![
+                "--codec",
+                r#"{"protocol": "standard", "sise": 1}"#,
+                "--listen",
+                "127.0.0.1:0",
+            ],
+            "\"sise\"",
+        ),
+        (
+            server,
+            vec![
+                "--codec",
+                r#"{"protocol": "length-field", "length_field": {"size": 3}}"#,
+                "--listen",
+                "127.0.0.1:0",
+            ],
+            "LF-FMT-3",
+        ),
+        (
+            server,
+            vec!["--protocol", "websocket", "--listen", "127.0.0.1:0"],
+            "not implemented",
+        ),
+        (
+            server,
+            vec![
+                "--protocol",
+                "length-field",
+                "--lf-size",
+                "4",
+                "--listen",
+                "127.0.0.1:0",
+            ],
+            "unknown option --lf-size",
+        ),
+        (
+            server,
+            vec![
+                "--protocol",
+                "standard",
+                "--max-payload",
+                "9",
+                "--listen",
+                "127.0.0.1:0",
+            ],
+            "unknown option --max-payload",
+        ),
+        (
+            server,
+            vec!["--protocol", "standard"],
+            "--listen is required",
+        ),
+        (
+            load,
+            vec![
+                "--protocol",
+                "standard",
+                "--connect",
+                "127.0.0.1:9",
+                "--requests",
+                "1",
+                "--lf-offset",
+                "2",
+            ],
+            "unknown option --lf-offset",
+        ),
+        (
+            load,
+            vec![
+                "--protocol",
+                "standard",
+                "--connect",
+                "127.0.0.1:9",
+                "--requests",
+                "1",
+                "--window",
+                "2",
+            ],
+            "per-packet",
+        ),
+        (
+            load,
+            vec![
+                "--protocol",
+                "standard",
+                "--connect",
+                "127.0.0.1:9",
+                "--requests",
+                "1",
+                "--mode",
+                "pipelined",
+                "--window",
+                "256",
+            ],
+            "STD-SEQ-3",
+        ),
+        (
+            load,
+            vec![
+                "--protocol",
+                "length-field",
+                "--connect",
+                "127.0.0.1:9",
+                "--requests",
+                "1",
+                "--mode",
+                "pipelined",
+                "--window",
+                "257",
+            ],
+            "LF-MATCH-4",
+        ),
+        (
+            load,
+            vec![
+                "--codec",
+                r#"{"protocol": "length-field", "length_field": {"size": 1}}"#,
+                "--connect",
+                "127.0.0.1:9",
+                "--requests",
+                "1",
+                "--payload",
+                "256",
+            ],
+            "LF-LEN-1",
+        ),
+        (
+            load,
+            vec![
+                "--codec",
+                r#"{"protocol": "standard", "limits": {"max_payload": 10}}"#,
+                "--connect",
+                "127.0.0.1:9",
+                "--requests",
+                "1",
+            ],
+            "STD-LIM-2",
+        ),
+        (
+            load,
+            vec!["--connect", "127.0.0.1:9", "--requests", "1"],
+            "--codec or --protocol is required",
+        ),
+    ];
+    for (bin, args, want) in cases {
+        let (rc, stdout, stderr) = run_program(bin, &args);
+        assert_eq!(rc, 2, "{args:?}: {stderr}");
+        assert!(stdout.is_empty(), "{args:?}: stdout {stdout:?}");
+        assert!(stderr.starts_with("usage error: "), "{args:?}: {stderr}");
+        assert!(
+            stderr.lines().next().unwrap().contains(want),
+            "{args:?}: {stderr}"
+        );
+        assert!(stderr.contains("usage: "), "{args:?}: {stderr}");
+    }
+    for bin in [server, load] {
+        let (rc, stdout, _) = run_program(bin, &["--help"]);
+        assert_eq!(rc, 0);
+        assert!(stdout.starts_with("usage: ") && stdout.contains("--codec JSON | --protocol NAME"));
+    }
 }

@@ -6,11 +6,13 @@
 use std::io::{self, BufReader, BufWriter, Read, Write};
 
 use bytes::{Bytes, BytesMut};
-use frameproof_codec::length_field::{LengthFieldDecoder, Profile, DEFAULT_PENDING_BOUND};
-use frameproof_codec::matcher::{FifoMatcher, Received, SendError, SequenceMatcher};
-use frameproof_codec::standard::{self, StandardDecoder};
+use frameproof_codec::config::{CodecConfig, ConfigError};
+use frameproof_codec::matcher::{Received, SendError};
+use frameproof_codec::protocol::{ClientMatcher, FrameFields, Protocol, ServerSession};
+use frameproof_codec::registry::{self, Visitor};
 use frameproof_codec::{FrameDecoder, ProtocolError, DEFAULT_TIMEOUT_MS};
 use prost::Message;
+use serde_json::Value;
 
 #[allow(clippy::all)]
 mod pb {
@@ -21,12 +23,10 @@ use pb::completion::Kind;
 use pb::testee_request::Request;
 use pb::testee_response::Result as Resp;
 
-const HARNESS_VERSION: u32 = 1;
+/// The highest harness version this testee speaks (spec/testee.md, "Versions").
+const MAX_HARNESS_VERSION: u32 = 2;
 /// Largest request accepted from the runner (a sanity bound, far above any test).
 const MAX_MESSAGE: usize = 1 << 30;
-/// Largest length-field header offset the testee accepts (the decoder itself needs no bound;
-/// the encoder writes that many zero bytes).
-const MAX_OFFSET: u32 = 1 << 24;
 
 fn main() {
     let stdin = io::stdin();
@@ -98,73 +98,99 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<bool> {
 }
 
 fn handle(req: pb::TesteeRequest) -> Resp {
-    match req.request {
-        Some(Request::Hello(h)) => {
-            if h.harness_version != HARNESS_VERSION {
-                eprintln!(
-                    "fp-testee: runner speaks harness version {}, this testee {}",
-                    h.harness_version, HARNESS_VERSION
-                );
-            }
-            Resp::Hello(pb::HelloResponse {
-                harness_version: HARNESS_VERSION,
-                name: "frameproof-rust".into(),
-                version: env!("CARGO_PKG_VERSION").into(),
-                protocols: vec!["standard".into(), "length-field".into()],
-                features: vec!["decode".into(), "encode".into(), "match".into()],
-            })
-        }
-        Some(Request::Decode(d)) => {
-            with_codec(d.codec.as_ref(), |c| Resp::Decode(decode(c, &d.chunks)))
-        }
-        Some(Request::Encode(e)) => with_codec(e.codec.as_ref(), |c| {
-            let frame = e.frame.clone().unwrap_or_default();
-            if frame.flag > 0xFF || frame.sequence > 0xFF {
-                return Resp::Skipped(format!(
-                    "flag {} / sequence {} do not fit a byte",
-                    frame.flag, frame.sequence
-                ));
-            }
-            Resp::Encode(encode(c, &frame))
-        }),
-        Some(Request::Match(m)) => with_codec(m.codec.as_ref(), |c| Resp::Match(run_match(c, &m))),
-        None => Resp::Skipped("empty or unknown request".into()),
+    let (codec, job) = match req.request {
+        Some(Request::Hello(h)) => return Resp::Hello(hello(&h)),
+        Some(Request::Decode(mut d)) => (d.codec.take(), Job::Decode(d)),
+        Some(Request::Encode(mut e)) => (e.codec.take(), Job::Encode(e)),
+        Some(Request::Match(mut m)) => (m.codec.take(), Job::Match(m)),
+        Some(Request::Serve(mut s)) => (s.codec.take(), Job::Serve(s)),
+        None => return Resp::Skipped("empty or unknown request".into()),
+    };
+    let cfg = match codec_config(codec.unwrap_or_default()) {
+        Ok(c) => c,
+        Err(e) => return Resp::Skipped(format!("codec not supported: {e}")),
+    };
+    match registry::with_protocol(&cfg, &job) {
+        Ok(resp) => resp,
+        Err(ConfigError::Protocol(e)) => job.refused(&e),
+        Err(e) => Resp::Skipped(e.to_string()),
     }
 }
 
-/// A codec configuration as requested; `Lf` holds the profile or the `LF-FMT-3` refusal.
-enum Codec {
-    Std {
-        max: u64,
-    },
-    Lf {
-        profile: Result<Profile, ProtocolError>,
-        max: u64,
-    },
+/// Answers with the highest version both sides speak (the runner always sends
+/// `harness_version = 1` and, from v2, its highest version in `max_harness_version`).
+fn hello(h: &pb::HelloRequest) -> pb::HelloResponse {
+    let version = h.max_harness_version.clamp(1, MAX_HARNESS_VERSION);
+    if h.harness_version != 1 {
+        eprintln!(
+            "fp-testee: runner sent harness_version {}, expected 1",
+            h.harness_version
+        );
+    }
+    let mut features = vec!["decode".to_string(), "encode".into(), "match".into()];
+    if version >= 2 {
+        features.push("serve".into());
+    }
+    pb::HelloResponse {
+        harness_version: version,
+        name: "frameproof-rust".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        protocols: registry::PROTOCOLS.iter().map(|p| p.to_string()).collect(),
+        features,
+    }
 }
 
-fn with_codec(codec: Option<&pb::Codec>, f: impl FnOnce(&Codec) -> Resp) -> Resp {
-    let default = pb::Codec::default();
-    let c = codec.unwrap_or(&default);
-    let max = c.limits.as_ref().map_or(0, |l| l.max_payload);
-    let codec = match c.protocol.as_str() {
-        "standard" => Codec::Std { max },
-        "length-field" => {
-            let profile = match &c.length_field {
-                None => Ok(Profile::default()),
-                Some(p) => Profile::new(p.offset, p.size as i64),
-            };
-            // Encoding writes `offset` zero bytes per frame; refuse to allocate absurd amounts.
-            if profile.as_ref().is_ok_and(|p| p.offset > MAX_OFFSET) {
-                return Resp::Skipped(format!(
-                    "length-field offset above {MAX_OFFSET} bytes is not supported by this testee"
-                ));
-            }
-            Codec::Lf { profile, max }
+/// The request's `Codec` as the codec JSON (the generated types serialize to it, build.rs).
+fn codec_config(codec: pb::Codec) -> Result<CodecConfig, ConfigError> {
+    let json = serde_json::to_value(&codec)
+        .map_err(|e| ConfigError::Invalid(format!("codec does not serialize: {e}")))?;
+    CodecConfig::from_value(json)
+}
+
+/// A request about one codec, run by [`registry::with_protocol`] with the codec's protocol.
+enum Job {
+    Decode(pb::DecodeRequest),
+    Encode(pb::EncodeRequest),
+    Match(pb::MatchRequest),
+    Serve(pb::ServeRequest),
+}
+
+impl Visitor for &Job {
+    type Output = Resp;
+    fn visit<P: Protocol>(self, p: P) -> Resp {
+        match self {
+            Job::Decode(d) => Resp::Decode(decode(&p, &d.chunks)),
+            Job::Encode(e) => encode(&p, e.frame.clone().unwrap_or_default()),
+            Job::Match(m) => run_match(&p, m),
+            Job::Serve(s) => serve(&p, s),
         }
-        other => return Resp::Skipped(format!("protocol {other:?} not implemented")),
-    };
-    f(&codec)
+    }
+}
+
+impl Job {
+    /// The answer when the configuration itself is an error of the protocol (`LF-FMT-3`):
+    /// no frames, no bytes, that error.
+    fn refused(&self, e: &ProtocolError) -> Resp {
+        let error = Some(perr(e));
+        match self {
+            Job::Decode(_) => Resp::Decode(pb::DecodeResponse {
+                frames: vec![],
+                error,
+            }),
+            Job::Encode(_) => Resp::Encode(pb::EncodeResponse {
+                result: Some(pb::encode_response::Result::Error(perr(e))),
+            }),
+            Job::Match(_) => Resp::Match(pb::MatchResponse {
+                error,
+                ..Default::default()
+            }),
+            Job::Serve(_) => Resp::Serve(pb::ServeResponse {
+                written: vec![],
+                closed: true,
+                error,
+            }),
+        }
+    }
 }
 
 fn perr(e: &ProtocolError) -> pb::ProtocolError {
@@ -172,35 +198,39 @@ fn perr(e: &ProtocolError) -> pb::ProtocolError {
         requirement: e.requirement.to_string(),
         offset: e.offset,
         message: e.message.clone(),
+        detail: None,
     }
 }
 
-fn std_frame(f: &standard::StdFrame) -> pb::Frame {
-    pb::Frame {
-        flag: f.flag as u32,
-        sequence: f.sequence as u32,
-        payload: f.payload.clone(),
-    }
+/// A decoded frame as the testee protocol's `Frame`.
+fn pb_frame<P: Protocol>(f: &P::Frame) -> pb::Frame {
+    let fields = P::describe(f);
+    let mut frame: pb::Frame = serde_json::from_value(Value::Object(fields.header))
+        .expect("a protocol describes its frames with the fields of schemas/testee.proto");
+    frame.payload = fields.payload;
+    frame
 }
 
-fn lf_frame(p: &Bytes) -> pb::Frame {
-    pb::Frame {
-        flag: 0,
-        sequence: 0,
-        payload: p.clone(),
-    }
+/// A requested frame as the codec's [`FrameFields`].
+fn frame_fields(mut f: pb::Frame) -> FrameFields {
+    let payload = std::mem::take(&mut f.payload);
+    let header = match serde_json::to_value(&f) {
+        Ok(Value::Object(mut h)) => {
+            h.remove("payload");
+            h
+        }
+        _ => serde_json::Map::new(),
+    };
+    FrameFields { payload, header }
 }
 
 /// Feeds every chunk, then ends the stream; stops at the first error.
-fn run_decoder<D: FrameDecoder>(
-    mut d: D,
-    chunks: &[Bytes],
-    conv: impl Fn(&D::Frame) -> pb::Frame,
-) -> pb::DecodeResponse {
+fn decode<P: Protocol>(p: &P, chunks: &[Bytes]) -> pb::DecodeResponse {
+    let mut d = p.decoder();
     let mut resp = pb::DecodeResponse::default();
     for chunk in chunks {
         let (frames, err) = d.feed(chunk);
-        resp.frames.extend(frames.iter().map(&conv));
+        resp.frames.extend(frames.iter().map(pb_frame::<P>));
         if let Some(e) = err {
             resp.error = Some(perr(&e));
             return resp;
@@ -212,40 +242,24 @@ fn run_decoder<D: FrameDecoder>(
     resp
 }
 
-fn decode(c: &Codec, chunks: &[Bytes]) -> pb::DecodeResponse {
-    match c {
-        Codec::Std { max } => run_decoder(StandardDecoder::new(*max), chunks, std_frame),
-        Codec::Lf { profile, max } => match profile {
-            Ok(p) => run_decoder(LengthFieldDecoder::new(*p, *max), chunks, lf_frame),
-            Err(e) => pb::DecodeResponse {
-                frames: vec![],
-                error: Some(perr(e)),
-            },
-        },
-    }
-}
-
-fn encode(c: &Codec, f: &pb::Frame) -> pb::EncodeResponse {
+fn encode<P: Protocol>(p: &P, f: pb::Frame) -> Resp {
     use pb::encode_response::Result as E;
-    let mut buf = BytesMut::new();
-    let r = match c {
-        Codec::Std { max } => {
-            standard::encode(&mut buf, f.flag as u8, f.sequence as u8, &f.payload, *max)
-        }
-        Codec::Lf { profile, max } => match profile {
-            Ok(p) => p.encode(&mut buf, &f.payload, *max),
-            Err(e) => Err(e.clone()),
-        },
+    let frame = match p.frame(frame_fields(f)) {
+        Ok(f) => f,
+        Err(why) => return Resp::Skipped(why),
     };
-    pb::EncodeResponse {
-        result: Some(match r {
-            Ok(()) => E::Encoded(buf.freeze()),
-            Err(e) => E::Error(perr(&e)),
-        }),
-    }
+    let mut buf = BytesMut::new();
+    let result = match p.encode(&frame, &mut buf) {
+        Ok(()) => E::Encoded(buf.freeze()),
+        Err(e) => E::Error(perr(&e)),
+    };
+    Resp::Encode(pb::EncodeResponse {
+        result: Some(result),
+    })
 }
 
 /// Collects the `match` response.
+#[derive(Default)]
 struct Script {
     resp: pb::MatchResponse,
 }
@@ -258,145 +272,72 @@ impl Script {
             frame,
         });
     }
-    fn sent(&mut self, bytes: Bytes) {
-        self.resp.sent.push(bytes);
-    }
 }
 
-fn run_match(c: &Codec, m: &pb::MatchRequest) -> pb::MatchResponse {
-    let timeout = if m.timeout_ms == 0 {
-        DEFAULT_TIMEOUT_MS
-    } else {
-        m.timeout_ms as u64
-    };
-    match c {
-        Codec::Std { max } => match_standard(*max, timeout, &m.events),
-        Codec::Lf { profile, max } => match profile {
-            Ok(p) => match_length_field(*p, *max, timeout, &m.events),
-            Err(e) => pb::MatchResponse {
-                error: Some(perr(e)),
-                ..Default::default()
-            },
-        },
-    }
-}
-
-fn match_standard(max: u64, timeout: u64, events: &[pb::MatchEvent]) -> pb::MatchResponse {
+/// One client connection with a virtual millisecond clock (spec/testee.md, "match").
+fn run_match<P: Protocol>(p: &P, m: &pb::MatchRequest) -> Resp {
     use pb::match_event::Event;
-    let mut s = Script {
-        resp: pb::MatchResponse::default(),
+    let timeout = match m.timeout_ms {
+        0 => DEFAULT_TIMEOUT_MS,
+        t => t as u64,
     };
-    let mut m: SequenceMatcher<u32> = SequenceMatcher::new(timeout);
-    let mut dec = StandardDecoder::new(max);
+    let mut s = Script::default();
+    let mut client = p.client::<u32>(timeout);
+    let mut dec = p.decoder();
     let mut now: u64 = 0;
     let mut index: u32 = 0;
-    for ev in events {
+    for ev in &m.events {
         match &ev.event {
-            Some(Event::Send(p)) | Some(Event::SendOneWay(p)) => {
-                let one_way = matches!(ev.event, Some(Event::SendOneWay(_)));
+            Some(Event::Send(payload)) | Some(Event::SendOneWay(payload)) => {
                 let i = index;
                 index += 1;
                 let mut buf = BytesMut::new();
-                let r = if one_way {
-                    m.send_one_way(|seq| standard::encode(&mut buf, 0x41, seq, p, max))
+                let fill = |dst: &mut [u8]| dst.copy_from_slice(payload);
+                let r = if matches!(ev.event, Some(Event::SendOneWay(_))) {
+                    client.send_one_way(payload.len(), &mut buf, fill)
                 } else {
-                    m.send_request(now, i, |seq| standard::encode(&mut buf, 0x01, seq, p, max))
+                    client.send_request(now, i, payload.len(), &mut buf, fill)
                 };
                 match r {
-                    Ok(_) => s.sent(buf.freeze()),
+                    Ok(()) => s.resp.sent.push(buf.freeze()),
+                    Err(SendError::Unsupported) => {
+                        return Resp::Skipped(format!("{} has no one-way messages", P::NAME))
+                    }
                     Err(_) => {
-                        s.sent(Bytes::new());
+                        s.resp.sent.push(Bytes::new());
                         s.complete(Kind::Refused, Some(i), None);
                     }
                 }
             }
+            Some(Event::SendFrame(_)) => {
+                return Resp::Skipped(format!("send_frame is not used with {}", P::NAME))
+            }
             Some(Event::Receive(bytes)) => {
-                if m.is_failed() {
+                if client.is_failed() {
                     continue;
                 }
                 let (frames, err) = dec.feed(bytes);
                 for f in &frames {
-                    match m.receive(f.flag, f.sequence) {
-                        Received::Reply(i) => s.complete(Kind::Reply, Some(i), Some(std_frame(f))),
+                    match client.receive(f) {
+                        Received::Reply(i) => {
+                            s.complete(Kind::Reply, Some(i), Some(pb_frame::<P>(f)))
+                        }
                         Received::Unmatched => {
-                            s.complete(Kind::Unmatched, None, Some(std_frame(f)))
+                            s.complete(Kind::Unmatched, None, Some(pb_frame::<P>(f)))
                         }
                         Received::PeerRequest | Received::Ignored => {}
                     }
                 }
                 if let Some(e) = err {
                     s.resp.error = Some(perr(&e));
-                    for i in m.fail() {
+                    for i in client.fail() {
                         s.complete(Kind::Failed, Some(i), None);
                     }
                 }
             }
             Some(Event::AdvanceMs(t)) => {
                 now += *t as u64;
-                for i in m.expire(now) {
-                    s.complete(Kind::Timeout, Some(i), None);
-                }
-            }
-            None => {}
-        }
-    }
-    s.resp
-}
-
-fn match_length_field(
-    profile: Profile,
-    max: u64,
-    timeout: u64,
-    events: &[pb::MatchEvent],
-) -> pb::MatchResponse {
-    use pb::match_event::Event;
-    let mut s = Script {
-        resp: pb::MatchResponse::default(),
-    };
-    let mut m: FifoMatcher<u32> = FifoMatcher::new(timeout, DEFAULT_PENDING_BOUND);
-    let mut dec = LengthFieldDecoder::new(profile, max);
-    let mut now: u64 = 0;
-    let mut index: u32 = 0;
-    for ev in events {
-        match &ev.event {
-            Some(Event::Send(p)) | Some(Event::SendOneWay(p)) => {
-                // A one-way message does not exist in length-field; it is sent like a request
-                // (the runner does not use it).
-                let i = index;
-                index += 1;
-                let mut buf = BytesMut::new();
-                let r: Result<(), SendError<ProtocolError>> =
-                    m.send_request(now, i, || profile.encode(&mut buf, p, max));
-                match r {
-                    Ok(()) => s.sent(buf.freeze()),
-                    Err(_) => {
-                        s.sent(Bytes::new());
-                        s.complete(Kind::Refused, Some(i), None);
-                    }
-                }
-            }
-            Some(Event::Receive(bytes)) => {
-                if m.is_failed() {
-                    continue;
-                }
-                let (frames, err) = dec.feed(bytes);
-                for f in &frames {
-                    match m.receive() {
-                        Received::Reply(i) => s.complete(Kind::Reply, Some(i), Some(lf_frame(f))),
-                        Received::Unmatched => s.complete(Kind::Unmatched, None, Some(lf_frame(f))),
-                        Received::PeerRequest | Received::Ignored => {}
-                    }
-                }
-                if let Some(e) = err {
-                    s.resp.error = Some(perr(&e));
-                    for i in m.fail() {
-                        s.complete(Kind::Failed, Some(i), None);
-                    }
-                }
-            }
-            Some(Event::AdvanceMs(t)) => {
-                now += *t as u64;
-                let ex = m.expire(now);
+                let ex = client.expire(now);
                 for i in ex.timed_out {
                     s.complete(Kind::Timeout, Some(i), None);
                 }
@@ -407,7 +348,38 @@ fn match_length_field(
             None => {}
         }
     }
-    s.resp
+    Resp::Match(s.resp)
+}
+
+/// One connection to the server side, offline (spec/testee.md, "serve (version 2)").
+fn serve<P: Protocol>(p: &P, r: &pb::ServeRequest) -> Resp {
+    let mut session = match p.session(&r.endpoint, false) {
+        Ok(s) => s,
+        Err(ConfigError::Protocol(e)) => return Job::Serve(r.clone()).refused(&e),
+        Err(e) => return Resp::Skipped(e.to_string()),
+    };
+    let mut resp = pb::ServeResponse::default();
+    let mut out = BytesMut::new();
+    let mut inputs = r.chunks.iter().map(Some).collect::<Vec<_>>();
+    if r.half_close {
+        inputs.push(None); // the peer's EOF
+    }
+    for input in inputs {
+        let served = match input {
+            Some(chunk) => {
+                session.extend(chunk);
+                session.process(&mut out)
+            }
+            None => session.finish(&mut out),
+        };
+        resp.written.push(out.split().freeze());
+        if served.closed {
+            resp.closed = true;
+            resp.error = served.error.as_ref().map(perr);
+            break;
+        }
+    }
+    Resp::Serve(resp)
 }
 
 #[cfg(test)]
@@ -419,7 +391,9 @@ mod tests {
         Some(pb::Codec {
             protocol: protocol.into(),
             limits: Some(pb::Limits { max_payload: max }),
-            length_field: lf.map(|(offset, size)| pb::LengthFieldParams { offset, size }),
+            params: lf.map(|(offset, size)| {
+                pb::codec::Params::LengthField(pb::LengthFieldParams { offset, size })
+            }),
         })
     }
 
@@ -458,14 +432,87 @@ mod tests {
             .collect()
     }
 
+    fn hello(max_harness_version: u32) -> pb::HelloResponse {
+        match req(Request::Hello(pb::HelloRequest {
+            harness_version: 1,
+            max_harness_version,
+        })) {
+            Resp::Hello(h) => h,
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
-    fn hello_lists_protocols_and_features() {
-        let Resp::Hello(h) = req(Request::Hello(pb::HelloRequest { harness_version: 1 })) else {
-            panic!()
-        };
+    fn hello_negotiates_the_version() {
+        // A v1 runner (no max_harness_version): version 1, v1 features.
+        let h = hello(0);
         assert_eq!(h.harness_version, 1);
         assert_eq!(h.protocols, vec!["standard", "length-field"]);
         assert_eq!(h.features, vec!["decode", "encode", "match"]);
+        assert_eq!(hello(1).harness_version, 1);
+        // A v2 runner: version 2 with serve; a later runner still gets 2.
+        for max in [2, 3, 100] {
+            let h = hello(max);
+            assert_eq!(h.harness_version, 2, "max {max}");
+            assert_eq!(h.features, vec!["decode", "encode", "match", "serve"]);
+        }
+    }
+
+    #[test]
+    fn codec_serializes_to_the_vector_json() {
+        let json = |c: Option<pb::Codec>| serde_json::to_string(&c.unwrap()).unwrap();
+        assert_eq!(
+            json(codec("length-field", Some((2, -4)), 16)),
+            r#"{"protocol":"length-field","limits":{"max_payload":16},"length_field":{"offset":2,"size":-4}}"#
+        );
+        let bare = pb::Codec {
+            protocol: "standard".into(),
+            ..Default::default()
+        };
+        assert_eq!(json(Some(bare.clone())), r#"{"protocol":"standard"}"#);
+        assert_eq!(codec_config(bare).unwrap(), CodecConfig::named("standard"));
+        // Frames: the header fields by name, the oneof flattened under its field name.
+        let f = pb::Frame {
+            flag: 0x81,
+            sequence: 3,
+            payload: Bytes::from_static(b"xy"),
+            header: Some(pb::frame::Header::Rpc(pb::RpcHeader {
+                id: 7,
+                ..Default::default()
+            })),
+        };
+        let fields = frame_fields(f.clone());
+        assert_eq!(&fields.payload[..], b"xy");
+        assert_eq!(fields.header["flag"], 0x81);
+        assert_eq!(fields.header["rpc"]["id"], 7);
+        assert!(!fields.header.contains_key("payload"));
+        let back: pb::Frame = serde_json::from_value(Value::Object(fields.header)).unwrap();
+        assert_eq!(back.header, f.header);
+    }
+
+    #[test]
+    fn other_protocols_parameters_are_skipped() {
+        let mut c = codec("standard", Some((0, 2)), 0);
+        let r = req(Request::Decode(pb::DecodeRequest {
+            codec: c.clone(),
+            chunks: vec![],
+        }));
+        assert!(
+            matches!(&r, Resp::Skipped(m) if m.contains("length_field")),
+            "{r:?}"
+        );
+        c.as_mut().unwrap().protocol = "length-field".into();
+        c.as_mut().unwrap().params = Some(pb::codec::Params::Rpc(pb::RpcParams::default()));
+        let r = req(Request::Decode(pb::DecodeRequest {
+            codec: c,
+            chunks: vec![],
+        }));
+        assert!(matches!(&r, Resp::Skipped(m) if m.contains("rpc")), "{r:?}");
+        let r = req(Request::Decode(pb::DecodeRequest {
+            codec: None,
+            chunks: vec![],
+        }));
+        assert!(matches!(r, Resp::Skipped(_)));
     }
 
     #[test]
@@ -514,6 +561,7 @@ mod tests {
                 flag: 0xC1,
                 sequence: 7,
                 payload: Bytes::from_static(payload),
+                header: None,
             }),
         })) {
             Resp::Encode(pb::EncodeResponse { result: Some(r) }) => r,
@@ -617,5 +665,108 @@ mod tests {
         );
         let e = m.error.unwrap();
         assert_eq!((e.requirement.as_str(), e.offset), ("LF-LIM-1", 3));
+    }
+
+    fn serve_req(
+        c: Option<pb::Codec>,
+        chunks: &[&'static [u8]],
+        half_close: bool,
+    ) -> pb::ServeResponse {
+        match req(Request::Serve(pb::ServeRequest {
+            codec: c,
+            endpoint: String::new(),
+            chunks: chunks.iter().map(|c| Bytes::from_static(c)).collect(),
+            half_close,
+        })) {
+            Resp::Serve(s) => s,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn written(s: &pb::ServeResponse) -> Vec<Vec<u8>> {
+        s.written.iter().map(|w| w.to_vec()).collect()
+    }
+
+    #[test]
+    fn serve_writes_after_each_chunk_and_closes_on_eof() {
+        // A request split over two chunks, a one-way message (no reply), a request.
+        let s = serve_req(
+            codec("standard", None, 0),
+            &[
+                &[0x01, 0x05, 0x02],
+                &[0x00, b'h', b'i', 0x41, 1, 0, 0],
+                &[0x02, 9, 0, 0],
+            ],
+            true,
+        );
+        assert_eq!(
+            written(&s),
+            vec![
+                vec![],
+                vec![0x81, 0x05, 0x02, 0x00, b'h', b'i'],
+                vec![0x82, 9, 0, 0],
+                vec![],
+            ]
+        );
+        assert!(s.closed);
+        assert_eq!(s.error, None);
+        // Without half_close the connection stays open.
+        let s = serve_req(codec("length-field", None, 0), &[&[1, 0, b'a', 1]], false);
+        assert_eq!(written(&s), vec![vec![1, 0, b'a']]);
+        assert!(!s.closed);
+    }
+
+    #[test]
+    fn serve_error_closes_after_the_earlier_replies() {
+        // Two frames, then a 0xFFFF length above max 10 (LF-LIM-1 at offset 6); the last chunk
+        // is never fed.
+        let s = serve_req(
+            codec("length-field", None, 10),
+            &[&[1, 0, b'a', 1, 0, b'b', 0xFF, 0xFF], &[0, 0]],
+            true,
+        );
+        assert_eq!(written(&s), vec![vec![1, 0, b'a', 1, 0, b'b']]);
+        assert!(s.closed);
+        let e = s.error.unwrap();
+        assert_eq!((e.requirement.as_str(), e.offset), ("LF-LIM-1", 6));
+    }
+
+    #[test]
+    fn serve_eof_inside_a_frame_is_truncation() {
+        let s = serve_req(
+            codec("standard", None, 0),
+            &[&[0x01, 1, 0, 0, 0x01, 2, 5]],
+            true,
+        );
+        assert_eq!(written(&s), vec![vec![0x81, 1, 0, 0], vec![]]);
+        assert!(s.closed);
+        let e = s.error.unwrap();
+        assert_eq!((e.requirement.as_str(), e.offset), ("STD-STR-3", 4));
+    }
+
+    #[test]
+    fn serve_refusals() {
+        let s = serve_req(codec("length-field", Some((0, 3)), 0), &[&[1]], true);
+        assert!(s.written.is_empty());
+        assert!(s.closed);
+        assert_eq!(s.error.unwrap().requirement, "LF-FMT-3");
+        let r = req(Request::Serve(pb::ServeRequest {
+            codec: codec("standard", None, 0),
+            endpoint: "unary".into(),
+            chunks: vec![],
+            half_close: true,
+        }));
+        assert!(matches!(r, Resp::Skipped(_)), "{r:?}");
+    }
+
+    #[test]
+    fn one_way_in_length_field_is_skipped() {
+        let events = vec![ev(Event::SendOneWay(Bytes::from_static(b"x")))];
+        let r = req(Request::Match(pb::MatchRequest {
+            codec: codec("length-field", None, 0),
+            timeout_ms: 0,
+            events,
+        }));
+        assert!(matches!(r, Resp::Skipped(_)), "{r:?}");
     }
 }

@@ -19,10 +19,11 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use bytes::BytesMut;
 use fp_net::{fill_payload, payload_matches, Options};
-use frameproof_codec::length_field::{LengthFieldDecoder, Profile, DEFAULT_PENDING_BOUND};
-use frameproof_codec::matcher::{FifoMatcher, Received, SequenceMatcher};
-use frameproof_codec::standard::{self, StandardDecoder};
-use frameproof_codec::{FrameDecoder, ProtocolError, DEFAULT_MAX_PAYLOAD};
+use frameproof_codec::config::CodecConfig;
+use frameproof_codec::matcher::Received;
+use frameproof_codec::protocol::{ClientMatcher, Protocol, ServerSession};
+use frameproof_codec::registry::{self, Visitor};
+use frameproof_codec::FrameDecoder;
 
 struct Counting;
 static ALLOCS: AtomicU64 = AtomicU64::new(0);
@@ -52,99 +53,12 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static A: Counting = Counting;
 
-trait Proto {
-    /// Client: encode request `idx` into `out` and make it pending.
-    fn send(&mut self, idx: u64, payload: &mut [u8], out: &mut BytesMut);
-    /// Server: decode everything in `input`, append replies to `out`; returns frames.
-    fn serve(&mut self, input: &[u8], out: &mut BytesMut) -> u64;
-    /// Client: decode replies in `input`, match and verify; returns verified replies.
-    fn receive(&mut self, input: &[u8], len: usize) -> u64;
-}
-
-struct Std {
-    m: SequenceMatcher<u64>,
-    sd: StandardDecoder,
-    cd: StandardDecoder,
-}
-
-impl Proto for Std {
-    fn send(&mut self, idx: u64, p: &mut [u8], out: &mut BytesMut) {
-        fill_payload(idx, p);
-        self.m
-            .send_request(0, idx, |seq| {
-                standard::encode(out, 0x01, seq, p, DEFAULT_MAX_PAYLOAD)
-            })
-            .expect("send");
-    }
-    fn serve(&mut self, input: &[u8], out: &mut BytesMut) -> u64 {
-        self.sd.extend(input);
-        let mut n = 0;
-        while let Some(f) = self.sd.decode().expect("server decode") {
-            standard::put_header(out, 0x80 | f.kind(), f.sequence, f.payload.len());
-            out.extend_from_slice(&f.payload);
-            n += 1;
-        }
-        n
-    }
-    fn receive(&mut self, input: &[u8], len: usize) -> u64 {
-        self.cd.extend(input);
-        let mut n = 0;
-        while let Some(f) = self.cd.decode().expect("client decode") {
-            match self.m.receive(f.flag, f.sequence) {
-                Received::Reply(idx) if payload_matches(idx, len, &f.payload) => n += 1,
-                r => panic!("bad reply {r:?}"),
-            }
-        }
-        n
-    }
-}
-
-struct Lf {
-    p: Profile,
-    m: FifoMatcher<u64>,
-    sd: LengthFieldDecoder,
-    cd: LengthFieldDecoder,
-}
-
-impl Proto for Lf {
-    fn send(&mut self, idx: u64, p: &mut [u8], out: &mut BytesMut) {
-        fill_payload(idx, p);
-        let prof = self.p;
-        self.m
-            .send_request(0, idx, || -> Result<(), ProtocolError> {
-                prof.check_encode(p.len(), DEFAULT_MAX_PAYLOAD)?;
-                prof.put_header(out, p.len());
-                out.extend_from_slice(p);
-                Ok(())
-            })
-            .expect("send");
-    }
-    fn serve(&mut self, input: &[u8], out: &mut BytesMut) -> u64 {
-        self.sd.extend(input);
-        let mut n = 0;
-        while let Some(f) = self.sd.decode().expect("server decode") {
-            self.p.put_header(out, f.len());
-            out.extend_from_slice(&f);
-            n += 1;
-        }
-        n
-    }
-    fn receive(&mut self, input: &[u8], len: usize) -> u64 {
-        self.cd.extend(input);
-        let mut n = 0;
-        while let Some(f) = self.cd.decode().expect("client decode") {
-            match self.m.receive() {
-                Received::Reply(idx) if payload_matches(idx, len, &f) => n += 1,
-                r => panic!("bad reply {r:?}"),
-            }
-        }
-        n
-    }
-}
-
-/// Runs `ops` round trips in windows of `window`; returns (allocs/op, bytes/op).
-fn measure(proto: &mut dyn Proto, len: usize, window: usize, ops: u64) -> (f64, f64) {
-    let mut p = vec![0u8; len];
+/// Runs `ops` round trips in windows of `window` through the client, a server session and the
+/// client's decoder of `proto`; returns (allocs/op, bytes/op).
+fn measure<P: Protocol>(proto: &P, len: usize, window: usize, ops: u64) -> (f64, f64) {
+    let mut client = proto.client::<u64>(1 << 40);
+    let mut server = proto.session("", false).expect("the default endpoint");
+    let mut replies = proto.decoder();
     let mut c2s = BytesMut::with_capacity(64 * 1024);
     let mut s2c = BytesMut::with_capacity(64 * 1024);
     let mut idx = 0u64;
@@ -152,11 +66,24 @@ fn measure(proto: &mut dyn Proto, len: usize, window: usize, ops: u64) -> (f64, 
         c2s.clear();
         s2c.clear();
         for _ in 0..window {
-            proto.send(*idx, &mut p, c2s);
+            let i = *idx;
+            client
+                .send_request(0, i, len, c2s, |p| fill_payload(i, p))
+                .expect("send");
             *idx += 1;
         }
-        assert_eq!(proto.serve(c2s, s2c), window as u64);
-        assert_eq!(proto.receive(s2c, len), window as u64);
+        server.extend(c2s);
+        let served = server.process(s2c);
+        assert_eq!((served.frames, served.error), (window as u64, None));
+        replies.extend(s2c);
+        let mut n = 0;
+        while let Some(f) = replies.decode().expect("client decode") {
+            match client.receive(&f) {
+                Received::Reply(i) if payload_matches(i, len, P::payload(&f)) => n += 1,
+                _ => panic!("bad reply"),
+            }
+        }
+        assert_eq!(n, window);
     };
     for _ in 0..(1000 / window).max(4) {
         round(&mut idx, &mut c2s, &mut s2c); // warm-up: buffers reach their steady size
@@ -171,6 +98,30 @@ fn measure(proto: &mut dyn Proto, len: usize, window: usize, ops: u64) -> (f64, 
         (ALLOCS.load(Relaxed) - a0) as f64 / n,
         (BYTES.load(Relaxed) - b0) as f64 / n,
     )
+}
+
+/// One row per mode: per-packet (window 1) and batched (the protocol's in-flight bound).
+struct Rows {
+    len: usize,
+    ops: u64,
+}
+
+impl Visitor for Rows {
+    type Output = Vec<String>;
+    fn visit<P: Protocol>(self, proto: P) -> Vec<String> {
+        let len = self.len;
+        let mut rows = Vec::new();
+        for (mode, w) in [("per-packet", 1usize), ("batched", proto.max_in_flight().0)] {
+            let (a, b) = measure(&proto, len, w, self.ops);
+            let name = P::NAME;
+            println!("{name:<14} {mode:<11} {len:>8} {w:>7} {a:>10.3} {b:>10.1}");
+            rows.push(format!(
+                "{{\"protocol\": \"{name}\", \"mode\": \"{mode}\", \"payload\": {len}, \"window\": {w}, \
+\"allocs_per_op\": {a:.4}, \"bytes_per_op\": {b:.1}}}"
+            ));
+        }
+        rows
+    }
 }
 
 fn main() {
@@ -196,42 +147,22 @@ fn main() {
         "{:<14} {:<11} {:>8} {:>7} {:>10} {:>10}",
         "protocol", "mode", "payload", "window", "allocs/op", "bytes/op"
     );
-    for (proto_name, len) in [
-        ("standard", 28usize),
-        ("length-field", 30),
-        ("standard", 1024),
-        ("length-field", 1024),
-        ("standard", 65536),
-        ("length-field", 65536),
+    const STANDARD: &str = r#"{"protocol": "standard"}"#;
+    const LF_2: &str = r#"{"protocol": "length-field"}"#;
+    const LF_4: &str = r#"{"protocol": "length-field", "length_field": {"size": 4}}"#;
+    for (codec, len) in [
+        (STANDARD, 28usize),
+        (LF_2, 30),
+        (STANDARD, 1024),
+        (LF_2, 1024),
+        (STANDARD, 65536),
+        (LF_4, 65536),
     ] {
-        for (mode, w) in [
-            ("per-packet", 1usize),
-            ("batched", if proto_name == "standard" { 255 } else { 256 }),
-        ] {
-            let ops = if len >= 65536 { ops / 20 } else { ops };
-            let (a, b) = if proto_name == "standard" {
-                let mut s = Std {
-                    m: SequenceMatcher::new(1 << 40),
-                    sd: StandardDecoder::new(DEFAULT_MAX_PAYLOAD),
-                    cd: StandardDecoder::new(DEFAULT_MAX_PAYLOAD),
-                };
-                measure(&mut s, len, w, ops)
-            } else {
-                let prof = Profile::new(0, if len > 65535 { 4 } else { 2 }).unwrap();
-                let mut s = Lf {
-                    p: prof,
-                    m: FifoMatcher::new(1 << 40, DEFAULT_PENDING_BOUND),
-                    sd: LengthFieldDecoder::new(prof, DEFAULT_MAX_PAYLOAD),
-                    cd: LengthFieldDecoder::new(prof, DEFAULT_MAX_PAYLOAD),
-                };
-                measure(&mut s, len, w, ops)
-            };
-            println!("{proto_name:<14} {mode:<11} {len:>8} {w:>7} {a:>10.3} {b:>10.1}");
-            rows.push(format!(
-                "{{\"protocol\": \"{proto_name}\", \"mode\": \"{mode}\", \"payload\": {len}, \"window\": {w}, \
-\"allocs_per_op\": {a:.4}, \"bytes_per_op\": {b:.1}}}"
-            ));
-        }
+        let ops = if len >= 65536 { ops / 20 } else { ops };
+        let cfg = CodecConfig::parse(codec).expect("a valid codec");
+        rows.extend(
+            registry::with_protocol(&cfg, Rows { len, ops }).expect("a registered protocol"),
+        );
     }
     if let Some(path) = o.get("json") {
         let j = format!(

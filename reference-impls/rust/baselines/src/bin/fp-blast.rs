@@ -4,10 +4,13 @@
 //! contract for `--mode receive` (options, JSON report) and is validated like the other clients.
 //!
 //! ```text
-//! fp-blast --protocol standard|length-field --connect HOST:PORT --connections N
+//! fp-blast (--codec JSON | --protocol NAME) --connect HOST:PORT --connections N
 //!          (--requests N | --duration S) --payload BYTES --mode receive
-//!          [--batch K | --window K] [--nodelay] [--lf-size 1|2|4] [--timeout-ms MS] [--json FILE]
+//!          [--batch K | --window K] [--nodelay] [--timeout-ms MS] [--json FILE]
 //! ```
+//! Requests are written with the protocol's client (`send_unanswered`: numbered like requests,
+//! never pending), so any registered protocol works.
+//!
 //! Bounded: `--requests` stops at N, `--duration` at S seconds, and either stops at
 //! `--timeout-ms` (default 5000) past the duration or 60 s in requests mode. After sending, each
 //! connection half-closes and waits (bounded) for the server to close, so the server has counted
@@ -20,20 +23,22 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use fp_baselines::{framing, Framing};
-use fp_net::{fill_payload, json_f64, Options};
-use frameproof_codec::length_field::Profile;
-use frameproof_codec::standard;
+use fp_net::{fill_payload, json_f64, Cli, Options};
+use frameproof_codec::config::CodecConfig;
+use frameproof_codec::protocol::{ClientMatcher, Protocol};
+use frameproof_codec::registry::{self, Visitor};
 
-fn die(msg: &str) -> ! {
-    eprintln!("fp-blast: {msg}");
-    std::process::exit(2);
-}
+const CLI: Cli = Cli {
+    program: "fp-blast",
+    usage: "usage: fp-blast (--codec JSON | --protocol NAME) --connect HOST:PORT --connections N \
+(--requests N | --duration S) --payload BYTES --mode receive [--batch K | --window K] [--nodelay] \
+[--timeout-ms MS] [--json FILE]",
+};
 
 fn main() {
-    let o = Options::parse(
-        std::env::args().skip(1),
+    let o = CLI.parse(
         &[
+            "codec",
             "protocol",
             "connect",
             "connections",
@@ -43,37 +48,64 @@ fn main() {
             "mode",
             "window",
             "batch",
-            "lf-offset",
-            "lf-size",
             "timeout-ms",
             "json",
         ],
         &["nodelay"],
-    )
-    .unwrap_or_else(|e| die(&e));
-    let f = framing(&o).unwrap_or_else(|e| die(&e));
-    if o.get("mode").unwrap_or("receive") != "receive" {
-        die("only --mode receive");
+    );
+    let codec = CLI.or_die(o.codec());
+    let code = CLI.or_die(
+        registry::with_protocol(
+            &codec,
+            Blast {
+                o: &o,
+                codec: &codec,
+            },
+        )
+        .map_err(|e| e.to_string()),
+    );
+    std::process::exit(code);
+}
+
+struct Blast<'a> {
+    o: &'a Options,
+    codec: &'a CodecConfig,
+}
+
+impl Visitor for Blast<'_> {
+    type Output = i32;
+    fn visit<P: Protocol>(self, proto: P) -> i32 {
+        run(proto, self.o, self.codec)
     }
-    let addr = o
-        .required("connect")
-        .unwrap_or_else(|e| die(&e))
-        .to_string();
-    let conns: usize = o.num("connections", 1).unwrap_or_else(|e| die(&e)).max(1);
+}
+
+fn die<T>(e: String) -> T {
+    CLI.die(&e)
+}
+
+fn run<P: Protocol>(proto: P, o: &Options, codec: &CodecConfig) -> i32 {
+    if o.get("mode").unwrap_or("receive") != "receive" {
+        CLI.die("only --mode receive");
+    }
+    let addr = o.required("connect").unwrap_or_else(die).to_string();
+    let conns: usize = o.num("connections", 1).unwrap_or_else(die).max(1);
     let requests: Option<u64> = o
         .get("requests")
-        .map(|_| o.num("requests", 0).unwrap_or_else(|e| die(&e)));
+        .map(|_| o.num("requests", 0).unwrap_or_else(die));
     let duration: Option<f64> = o
         .get("duration")
-        .map(|_| o.num("duration", 0.0).unwrap_or_else(|e| die(&e)));
+        .map(|_| o.num("duration", 0.0).unwrap_or_else(die));
     if requests.is_some() == duration.is_some() {
-        die("give exactly one of --requests and --duration");
+        CLI.die("give exactly one of --requests and --duration");
     }
-    let payload: usize = o.num("payload", 32).unwrap_or_else(|e| die(&e));
+    let payload: usize = o.num("payload", 32).unwrap_or_else(die);
+    if let Err(e) = proto.check_request(payload) {
+        CLI.die(&format!("--payload: {e}"));
+    }
     // `--window` (the contract option) sets the batch too, so the runner can drive it like fp-load.
-    let window: usize = o.num("window", 1).unwrap_or_else(|e| die(&e));
-    let batch: usize = o.num("batch", window).unwrap_or_else(|e| die(&e)).max(1);
-    let timeout = Duration::from_millis(o.num("timeout-ms", 5000).unwrap_or_else(|e| die(&e)));
+    let window: usize = o.num("window", 1).unwrap_or_else(die);
+    let batch: usize = o.num("batch", window).unwrap_or_else(die).max(1);
+    let timeout = Duration::from_millis(o.num("timeout-ms", 5000).unwrap_or_else(die));
     let nodelay = o.has("nodelay");
     let hard = match duration {
         Some(d) => Duration::from_secs_f64(d) + timeout,
@@ -88,10 +120,11 @@ fn main() {
         let quota = requests.map(|n| n / conns as u64 + u64::from((c as u64) < n % conns as u64));
         let (addr, sent, failures, next) =
             (addr.clone(), sent.clone(), failures.clone(), next.clone());
+        let proto = proto.clone();
         hs.push(std::thread::spawn(move || {
             let r = blast(
                 &addr,
-                f,
+                &proto,
                 payload,
                 batch,
                 nodelay,
@@ -120,30 +153,33 @@ fn main() {
         if ok { "" } else { " (FAILED)" }
     );
     if let Some(path) = o.get("json") {
-        let proto = match f {
-            Framing::Standard => "standard",
-            Framing::LengthField { .. } => "length-field",
-        };
         let j = format!(
-            "{{\"implementation\": \"rust-blast\", \"protocol\": \"{proto}\", \"mode\": \"receive\", \"connections\": {conns}, \
-\"window\": {batch}, \"payload\": {payload}, \"requests_sent\": {n}, \"replies_received\": 0, \"replies_verified\": 0, \
-\"errors\": 0, \"error_details\": [], \"duration_s\": {}, \"msgs_per_s\": {}, \"mb_per_s\": {}, \
+            "{{\"implementation\": \"rust-blast\", \"protocol\": \"{}\", \"codec\": {}, \"mode\": \"receive\", \
+\"connections\": {conns}, \"window\": {batch}, \"payload\": {payload}, \"requests_sent\": {n}, \"replies_received\": 0, \
+\"replies_verified\": 0, \"errors\": 0, \"error_details\": [], \"duration_s\": {}, \"msgs_per_s\": {}, \"mb_per_s\": {}, \
 \"latency_us\": {{\"p50\": 0, \"p90\": 0, \"p99\": 0, \"p999\": 0, \"max\": 0}}}}\n",
+            P::NAME,
+            codec.to_json(),
             json_f64(secs, 6),
             json_f64(mps, 1),
             json_f64(mps * payload as f64 / 1e6, 3)
         );
         if let Err(e) = std::fs::write(path, j) {
-            die(&format!("cannot write {path}: {e}"));
+            eprintln!("fp-blast: cannot write {path}: {e}");
+            return 1;
         }
     }
-    std::process::exit(if ok { 0 } else { 1 });
+    if ok {
+        0
+    } else {
+        1
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
-fn blast(
+fn blast<P: Protocol>(
     addr: &str,
-    f: Framing,
+    proto: &P,
     payload: usize,
     batch: usize,
     nodelay: bool,
@@ -156,8 +192,7 @@ fn blast(
 ) -> std::io::Result<()> {
     let mut s = TcpStream::connect(addr)?;
     s.set_nodelay(nodelay)?;
-    let mut seq: u8 = 1;
-    let mut p = vec![0u8; payload];
+    let mut client = proto.client::<()>(0);
     let mut buf = BytesMut::new();
     let mut done = 0u64;
     loop {
@@ -167,17 +202,10 @@ fn blast(
         let k = quota.map_or(batch as u64, |q| (q - done).min(batch as u64));
         buf.clear();
         for _ in 0..k {
-            fill_payload(next.fetch_add(1, Relaxed), &mut p);
-            match f {
-                Framing::Standard => {
-                    standard::put_header(&mut buf, 0x01, seq, payload);
-                    seq = seq.wrapping_add(1);
-                }
-                Framing::LengthField { size } => Profile::new(0, size as i64)
-                    .unwrap()
-                    .put_header(&mut buf, payload),
-            }
-            buf.extend_from_slice(&p);
+            let index = next.fetch_add(1, Relaxed);
+            client
+                .send_unanswered(payload, &mut buf, |p| fill_payload(index, p))
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
         }
         s.write_all(&buf)?;
         done += k;

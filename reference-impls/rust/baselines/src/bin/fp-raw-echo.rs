@@ -1,106 +1,74 @@
 //! fp-raw-echo: the ceiling for any codec echo server (tools/bench).
 //!
 //! ```text
-//! fp-raw-echo --protocol standard|length-field --listen HOST:PORT [--lf-size 1|2|4] [--sink] [--threads N]
+//! fp-raw-echo (--codec JSON | --protocol NAME) --listen HOST:PORT [--sink] [--threads N]
 //! ```
 //!
 //! Same runtime as fp-server (tokio, one task per connection, `TCP_NODELAY`), but no codec:
-//! each read goes into one fixed 64 KiB buffer and the very same bytes are written back. For
-//! `standard` an echo of the request bytes is not a valid reply (flag 0x01, not 0x81), so a
-//! header walker sets bit 7 of each frame's flag byte in place: one byte touched per frame, no
-//! decoding, no copy, no validation. The verifying load clients therefore accept its replies, and
-//! the ratio codec-server / raw-echo is the share of the ceiling a codec server reaches.
-//! `--sink`: read and count, send nothing. Counters (fp-server format plus `reads` and
-//! `read_bytes`, i.e. recv calls that returned data and their bytes) are printed on SIGTERM.
+//! each read goes into one fixed 64 KiB buffer and the very same bytes are written back. Where
+//! an echo of the request bytes is not a valid reply (`standard`: flag 0x01, not 0x81), the
+//! protocol's header walker (`Protocol::walker`) rewrites each frame in place: one byte touched
+//! per frame, no decoding, no copy, no validation. The verifying load clients therefore accept
+//! its replies, and the ratio codec-server / raw-echo is the share of the ceiling a codec server
+//! reaches. Protocols (or profiles) without a walker are refused. `--sink`: read and count, send
+//! nothing. Counters (fp-server format plus `reads` and `read_bytes`, i.e. recv calls that
+//! returned data and their bytes) are printed on SIGTERM.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
-use fp_baselines::{announce, bind, framing, Framing, Registry, Walker};
-use fp_net::Options;
+use fp_baselines::{serve_counted, ConnStats, EchoArgs};
+use fp_net::Cli;
+use frameproof_codec::protocol::{HeaderWalker, Protocol};
+use frameproof_codec::registry::{self, Visitor};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::signal::unix::{signal, SignalKind};
 
-const USAGE: &str = "usage: fp-raw-echo --protocol standard|length-field --listen HOST:PORT [--lf-size 1|2|4] [--sink] [--threads N]";
-
-fn die(msg: &str) -> ! {
-    eprintln!("fp-raw-echo: {msg}\n{USAGE}");
-    std::process::exit(2);
-}
+const CLI: Cli = Cli {
+    program: "fp-raw-echo",
+    usage: "usage: fp-raw-echo (--codec JSON | --protocol NAME) --listen HOST:PORT [--sink] [--threads N]",
+};
 
 fn main() {
-    let o = Options::parse(
-        std::env::args().skip(1),
-        &[
-            "protocol",
-            "listen",
-            "lf-offset",
-            "lf-size",
-            "max-payload",
-            "threads",
-        ],
-        &["sink", "stats"],
-    )
-    .unwrap_or_else(|e| die(&e));
-    let f = framing(&o).unwrap_or_else(|e| die(&e));
-    let listen = o.required("listen").unwrap_or_else(|e| die(&e)).to_string();
-    let threads: usize = o
-        .num(
-            "threads",
-            std::thread::available_parallelism().map_or(2, |n| n.get()),
-        )
-        .unwrap_or_else(|e| die(&e))
-        .max(1);
-    let sink = o.has("sink");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
-        .enable_all()
-        .build()
-        .unwrap_or_else(|e| die(&format!("runtime: {e}")));
-    let code = rt.block_on(serve(listen, f, sink));
-    std::process::exit(code);
+    let args = EchoArgs::parse(&CLI);
+    let codec = args.codec.clone();
+    CLI.or_die(
+        registry::with_protocol(&codec, Start(args))
+            .map_err(|e| e.to_string())
+            .and_then(|r| r),
+    );
 }
 
-async fn serve(listen: String, f: Framing, sink: bool) -> i32 {
-    let l = match bind(&listen).await {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("fp-raw-echo: cannot listen on {listen}: {e}");
-            return 1;
+struct Start(EchoArgs);
+
+impl Visitor for Start {
+    type Output = Result<(), String>;
+    fn visit<P: Protocol>(self, proto: P) -> Result<(), String> {
+        let a = self.0;
+        let sink = a.sink;
+        if proto.walker(!sink).is_none() {
+            return Err(format!(
+                "no header walker for {} (length-field: offset 0, size 1, 2 or 4 only)",
+                a.codec.to_json()
+            ));
         }
-    };
-    let (mut int, mut term) = match (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) {
-        (Ok(a), Ok(b)) => (a, b),
-        _ => return 1,
-    };
-    announce(l.local_addr().unwrap());
-    let reg = Arc::new(Registry::default());
-    loop {
-        tokio::select! {
-            r = l.accept() => if let Ok((s, _)) = r {
-                let st = reg.add();
-                tokio::spawn(async move { let _ = conn(s, f, sink, st).await; });
-            },
-            _ = int.recv() => break,
-            _ = term.recv() => break,
-        }
+        let serve = serve_counted(CLI.program, &a.listen, move |s, st| {
+            let walker = proto.walker(!sink).expect("checked before listening");
+            async move {
+                let _ = conn(s, walker, sink, st).await;
+            }
+        });
+        CLI.run(a.threads, serve)
     }
-    println!("{}", reg.json_line());
-    0
 }
 
 async fn conn(
     mut s: TcpStream,
-    f: Framing,
+    mut w: Box<dyn HeaderWalker>,
     sink: bool,
-    st: Arc<fp_baselines::ConnStats>,
+    st: Arc<ConnStats>,
 ) -> std::io::Result<()> {
     s.set_nodelay(true)?;
-    let mut w = Walker::new(f, !sink);
     let mut buf = vec![0u8; 64 * 1024];
     let (mut reads, mut read_bytes) = (0u64, 0u64);
     loop {
@@ -114,8 +82,8 @@ async fn conn(
         w.walk(&mut buf[..n]);
         st.reads.store(reads, Relaxed);
         st.read_bytes.store(read_bytes, Relaxed);
-        st.frames.store(w.frames, Relaxed);
-        st.bytes.store(w.payload_bytes, Relaxed);
+        st.frames.store(w.frames(), Relaxed);
+        st.bytes.store(w.payload_bytes(), Relaxed);
         if !sink {
             s.write_all(&buf[..n]).await?;
         }

@@ -4,101 +4,57 @@
 //! replies while frames are ready and flushes when the read side would block).
 //!
 //! ```text
-//! fp-tokio-lf-echo --protocol length-field --listen HOST:PORT [--lf-size 1|2|4] [--sink] [--threads N]
+//! fp-tokio-lf-echo (--codec JSON | --protocol length-field) --listen HOST:PORT [--sink] [--threads N]
 //! ```
-//! Counters on SIGTERM in the fp-server format (plus `reads`, `read_bytes` = 0: not observable
-//! through `Framed`).
+//! Only `length-field` profiles at offset 0 with a 1, 2 or 4-byte little-endian length
+//! (what `LengthDelimitedCodec` is configured for here). Counters on SIGTERM in the fp-server
+//! format (plus `reads`, `read_bytes` = 0: not observable through `Framed`).
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
-use fp_baselines::{announce, bind, framing, ConnStats, Framing, Registry};
-use fp_net::Options;
+use fp_baselines::{serve_counted, ConnStats, EchoArgs};
+use fp_net::Cli;
+use frameproof_codec::effective_max;
+use frameproof_codec::length_field::{LengthField, LengthSize};
+use frameproof_codec::protocol::Protocol;
 use futures::{SinkExt, StreamExt};
 use tokio::net::TcpStream;
-use tokio::signal::unix::{signal, SignalKind};
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
 
-const USAGE: &str = "usage: fp-tokio-lf-echo --protocol length-field --listen HOST:PORT [--lf-size 1|2|4] [--sink] [--threads N]";
-
-fn die(msg: &str) -> ! {
-    eprintln!("fp-tokio-lf-echo: {msg}\n{USAGE}");
-    std::process::exit(2);
-}
+const CLI: Cli = Cli {
+    program: "fp-tokio-lf-echo",
+    usage: "usage: fp-tokio-lf-echo (--codec JSON | --protocol length-field) --listen HOST:PORT [--sink] [--threads N]",
+};
 
 fn main() {
-    let o = Options::parse(
-        std::env::args().skip(1),
-        &[
-            "protocol",
-            "listen",
-            "lf-offset",
-            "lf-size",
-            "max-payload",
-            "threads",
-        ],
-        &["sink", "stats"],
-    )
-    .unwrap_or_else(|e| die(&e));
-    let size = match framing(&o).unwrap_or_else(|e| die(&e)) {
-        Framing::LengthField { size } => size,
-        Framing::Standard => die("only --protocol length-field (LengthDelimitedCodec)"),
-    };
-    let listen = o.required("listen").unwrap_or_else(|e| die(&e)).to_string();
-    let threads: usize = o
-        .num(
-            "threads",
-            std::thread::available_parallelism().map_or(2, |n| n.get()),
-        )
-        .unwrap_or_else(|e| die(&e))
-        .max(1);
-    let sink = o.has("sink");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
-        .enable_all()
-        .build()
-        .unwrap_or_else(|e| die(&format!("runtime: {e}")));
-    std::process::exit(rt.block_on(serve(listen, size, sink)));
-}
-
-async fn serve(listen: String, size: usize, sink: bool) -> i32 {
-    let l = match bind(&listen).await {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("fp-tokio-lf-echo: cannot listen on {listen}: {e}");
-            return 1;
-        }
-    };
-    let (mut int, mut term) = match (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) {
-        (Ok(a), Ok(b)) => (a, b),
-        _ => return 1,
-    };
-    announce(l.local_addr().unwrap());
-    let reg = Arc::new(Registry::default());
-    loop {
-        tokio::select! {
-            r = l.accept() => if let Ok((s, _)) = r {
-                let st = reg.add();
-                tokio::spawn(conn(s, size, sink, st));
-            },
-            _ = int.recv() => break,
-            _ = term.recv() => break,
-        }
+    let a = EchoArgs::parse(&CLI);
+    if a.codec.protocol != LengthField::NAME {
+        CLI.die("only length-field (LengthDelimitedCodec)");
     }
-    println!("{}", reg.json_line());
-    0
+    let lf = CLI.or_die(LengthField::from_config(&a.codec).map_err(|e| e.to_string()));
+    let size = match (lf.profile.offset, lf.profile.size) {
+        (0, LengthSize::U8) => 1,
+        (0, LengthSize::U16Le) => 2,
+        (0, LengthSize::U32Le) => 4,
+        _ => CLI.die("length-field at offset 0 with size 1, 2 or 4 only"),
+    };
+    let (sink, max) = (a.sink, effective_max(lf.max_payload) as usize);
+    CLI.run(
+        a.threads,
+        serve_counted(CLI.program, &a.listen, move |s, st| {
+            conn(s, size, max, sink, st)
+        }),
+    );
 }
 
-async fn conn(s: TcpStream, size: usize, sink: bool, st: Arc<ConnStats>) {
+async fn conn(s: TcpStream, size: usize, max: usize, sink: bool, st: Arc<ConnStats>) {
     let _ = s.set_nodelay(true);
     let codec = LengthDelimitedCodec::builder()
         .length_field_offset(0)
         .length_field_length(size)
         .little_endian()
-        .max_frame_length(10 * 1024 * 1024)
+        .max_frame_length(max)
         .new_codec();
     let framed = Framed::with_capacity(s, codec, 64 * 1024);
     let (mut tx, rx) = framed.split();

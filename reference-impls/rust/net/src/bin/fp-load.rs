@@ -1,18 +1,20 @@
 //! fp-load: the verifying load client, per reference-impls/README.md.
 //!
 //! ```text
-//! fp-load --protocol standard|length-field --connect HOST:PORT
-//!         --connections N (--requests N | --duration SECONDS) --payload BYTES
-//!         --mode per-packet|pipelined|receive [--window W] [--lf-offset N] [--lf-size S]
-//!         [--timeout-ms MS] [--json FILE]
+//! fp-load (--codec JSON | --protocol NAME) --connect HOST:PORT
+//!         [--connections N] (--requests N | --duration SECONDS) [--payload BYTES]
+//!         [--mode per-packet|pipelined|receive] [--window W] [--timeout-ms MS] [--json FILE]
 //! ```
+//!
+//! Generic over the protocol: the registry builds the one `--codec` names, and every
+//! connection uses that protocol's client matcher (sequence table for `standard`, FIFO for
+//! `length-field`, ...) and decoder, driven by a microsecond clock since the start of the run.
 //!
 //! Each connection runs a writer task and a reader task over the two halves of its socket, so
 //! that a large window can never deadlock on full TCP buffers. A semaphore of `window` permits
 //! is the sliding window: the writer takes one permit per request, the reader gives it back when
-//! the request completes. Pending requests live in the codec's matcher (sequence table for
-//! `standard`, FIFO for `length-field`), driven by a microsecond clock since the start of the
-//! run. Every reply is verified against the payload regenerated from the request's index.
+//! the request completes. Every reply is verified against the payload regenerated from the
+//! request's index.
 //!
 //! Every loop is bounded: the writer by the request quota or the duration, the reader by the
 //! request timeout (a timed-out request fails its connection).
@@ -22,22 +24,25 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
-use fp_net::{fill_payload, json_f64, json_string, payload_matches, Options, Protocol};
-use frameproof_codec::length_field::{LengthFieldDecoder, DEFAULT_PENDING_BOUND};
-use frameproof_codec::matcher::{FifoMatcher, Received, SendError, SequenceMatcher};
-use frameproof_codec::standard::{self, StandardDecoder};
-use frameproof_codec::{FrameDecoder, ProtocolError, DEFAULT_MAX_PAYLOAD};
+use bytes::BytesMut;
+use fp_net::{fill_payload, json_f64, json_string, online_cpus, payload_matches, Cli};
+use frameproof_codec::config::CodecConfig;
+use frameproof_codec::matcher::Received;
+use frameproof_codec::protocol::{ClientMatcher, Protocol};
+use frameproof_codec::registry::{self, Visitor};
+use frameproof_codec::FrameDecoder;
 use hdrhistogram::Histogram;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::{Notify, Semaphore};
 
-const USAGE: &str = "usage: fp-load --protocol standard|length-field --connect HOST:PORT \
---connections N (--requests N | --duration SECONDS) --payload BYTES \
---mode per-packet|pipelined|receive [--window W] [--lf-offset N] [--lf-size S] \
-[--timeout-ms MS] [--json FILE]";
+const CLI: Cli = Cli {
+    program: "fp-load",
+    usage: "usage: fp-load (--codec JSON | --protocol NAME) --connect HOST:PORT \
+[--connections N] (--requests N | --duration SECONDS) [--payload BYTES] \
+[--mode per-packet|pipelined|receive] [--window W] [--timeout-ms MS] [--json FILE]",
+};
 
 const READ_CHUNK: usize = 64 * 1024;
 /// Target size of one write batch.
@@ -68,7 +73,7 @@ impl Mode {
 
 #[derive(Debug, Clone)]
 struct Config {
-    protocol: Protocol,
+    codec: CodecConfig,
     addr: String,
     connections: usize,
     requests: Option<u64>,
@@ -81,9 +86,9 @@ struct Config {
 }
 
 fn parse_config() -> Result<Config, String> {
-    let o = Options::parse(
-        std::env::args().skip(1),
+    let o = CLI.parse(
         &[
+            "codec",
             "protocol",
             "connect",
             "connections",
@@ -92,18 +97,12 @@ fn parse_config() -> Result<Config, String> {
             "payload",
             "mode",
             "window",
-            "lf-offset",
-            "lf-size",
             "timeout-ms",
             "json",
         ],
-        &["help"],
-    )?;
-    if o.has("help") {
-        println!("{USAGE}");
-        std::process::exit(0);
-    }
-    let protocol = o.protocol()?;
+        &[],
+    );
+    let codec = o.codec()?;
     let addr = o.required("connect")?.to_string();
     let connections: usize = o.num("connections", 1)?;
     if connections == 0 {
@@ -127,45 +126,29 @@ fn parse_config() -> Result<Config, String> {
         return Err("give exactly one of --requests and --duration".into());
     }
     let payload: usize = o.num("payload", 32)?;
-    let mode = match o.required("mode")? {
+    let mode = match o.get("mode").unwrap_or("per-packet") {
         "per-packet" => Mode::PerPacket,
         "pipelined" => Mode::Pipelined,
         "receive" => Mode::Receive,
         other => return Err(format!("--mode: unknown mode {other:?}")),
     };
     let window: usize = match mode {
-        Mode::PerPacket => 1,
+        Mode::PerPacket => o.num("window", 1)?,
         Mode::Pipelined => o.num("window", 32)?,
         Mode::Receive => o.num("window", 256)?,
     };
     if window == 0 {
         return Err("--window must be at least 1".into());
     }
-    if mode == Mode::Pipelined {
-        match protocol {
-            Protocol::Standard if window > 255 => {
-                return Err("--window must be at most 255 for standard (STD-SEQ-3)".into())
-            }
-            Protocol::LengthField(_) if window > DEFAULT_PENDING_BOUND => {
-                return Err(format!(
-                    "--window must be at most {DEFAULT_PENDING_BOUND} for length-field (LF-MATCH-4)"
-                ))
-            }
-            _ => {}
-        }
+    if mode == Mode::PerPacket && window != 1 {
+        return Err("--window must be 1 in per-packet mode (or use --mode pipelined)".into());
     }
     let timeout_ms: u64 = o.num("timeout-ms", 5000)?;
     if timeout_ms == 0 {
         return Err("--timeout-ms must be at least 1".into());
     }
-    // Refuse a payload the encoder would refuse, before connecting.
-    match protocol {
-        Protocol::Standard => standard::check_encode(payload, DEFAULT_MAX_PAYLOAD),
-        Protocol::LengthField(p) => p.check_encode(payload, DEFAULT_MAX_PAYLOAD),
-    }
-    .map_err(|e| format!("--payload: {e}"))?;
     Ok(Config {
-        protocol,
+        codec,
         addr,
         connections,
         requests,
@@ -178,21 +161,38 @@ fn parse_config() -> Result<Config, String> {
     })
 }
 
+/// The checks that depend on the protocol; an error is a usage error.
+fn check<P: Protocol>(proto: &P, cfg: &Config) -> Result<(), String> {
+    let (max, requirement) = proto.max_in_flight();
+    if cfg.mode == Mode::Pipelined && cfg.window > max {
+        return Err(format!(
+            "--window must be at most {max} for {} ({requirement})",
+            P::NAME
+        ));
+    }
+    // Refuse a payload the encoder would refuse, before connecting.
+    proto
+        .check_request(cfg.payload)
+        .map_err(|e| format!("--payload: {e}"))
+}
+
 /// State shared by all connections of a run.
-struct Run {
+struct Run<P> {
+    proto: P,
     cfg: Config,
     start: Instant,
     stop_at: Option<Instant>,
     next_index: AtomicU64,
 }
 
-impl Run {
+impl<P: Protocol> Run<P> {
     /// The matcher's clock: microseconds since the start of the run.
     fn us(&self, t: Instant) -> u64 {
         t.saturating_duration_since(self.start).as_micros() as u64
     }
-    fn timeout_us(&self) -> u64 {
-        self.cfg.timeout.as_micros() as u64
+    /// A client for one connection.
+    fn client(&self) -> Client<P> {
+        self.proto.client(self.cfg.timeout.as_micros() as u64)
     }
 }
 
@@ -254,22 +254,24 @@ impl Report {
 }
 
 fn main() {
-    let cfg = parse_config().unwrap_or_else(|e| {
-        eprintln!("fp-load: {e}\n{USAGE}");
-        std::process::exit(2);
-    });
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
-        .enable_all()
-        .build()
-        .unwrap_or_else(|e| {
-            eprintln!("fp-load: cannot start the runtime: {e}");
-            std::process::exit(2);
-        });
-    let code = rt.block_on(run(cfg));
-    rt.shutdown_timeout(Duration::from_millis(100));
-    std::process::exit(code);
+    let cfg = CLI.or_die(parse_config());
+    let codec = cfg.codec.clone();
+    CLI.or_die(
+        registry::with_protocol(&codec, Start(cfg))
+            .map_err(|e| e.to_string())
+            .and_then(|r| r),
+    );
+}
+
+/// Runs the load with the protocol the codec names.
+struct Start(Config);
+
+impl Visitor for Start {
+    type Output = Result<(), String>;
+    fn visit<P: Protocol>(self, proto: P) -> Result<(), String> {
+        check(&proto, &self.0)?;
+        CLI.run(online_cpus(), run(proto, self.0))
+    }
 }
 
 /// Connects with `TCP_NODELAY` set before the connection exists, so no socket of ours is ever
@@ -286,7 +288,7 @@ async fn connect(addr: std::net::SocketAddr) -> std::io::Result<TcpStream> {
     Ok(s)
 }
 
-async fn run(cfg: Config) -> i32 {
+async fn run<P: Protocol>(proto: P, cfg: Config) -> i32 {
     // Connect everything first; the clock starts when all connections are up.
     // A failed set-up still produces a full report (with the error), so that a harness reading
     // the JSON sees what happened.
@@ -314,6 +316,7 @@ async fn run(cfg: Config) -> i32 {
     }
     let start = Instant::now();
     let run = Arc::new(Run {
+        proto,
         stop_at: cfg.duration.map(|d| start + d),
         start,
         next_index: AtomicU64::new(0),
@@ -374,7 +377,7 @@ fn report(cfg: &Config, r: &Report, duration: f64) -> i32 {
     let max = if r.hist.is_empty() { 0 } else { r.hist.max() };
     println!(
         "fp-load (rust): {} {}, {} connections, window {}, payload {} B",
-        cfg.protocol.name(),
+        cfg.codec.to_json(),
         cfg.mode.name(),
         cfg.connections,
         cfg.window,
@@ -394,13 +397,14 @@ fn report(cfg: &Config, r: &Report, duration: f64) -> i32 {
     if let Some(path) = &cfg.json {
         let details: Vec<String> = r.details.iter().map(|d| json_string(d)).collect();
         let json = format!(
-            "{{\"implementation\": \"rust\", \"protocol\": {}, \"mode\": {}, \
+            "{{\"implementation\": \"rust\", \"protocol\": {}, \"codec\": {}, \"mode\": {}, \
 \"connections\": {}, \"window\": {}, \"payload\": {}, \
 \"requests_sent\": {}, \"replies_received\": {}, \"replies_verified\": {}, \
 \"errors\": {}, \"error_details\": [{}], \
 \"duration_s\": {}, \"msgs_per_s\": {}, \"mb_per_s\": {}, \
 \"latency_us\": {{\"p50\": {p50}, \"p90\": {p90}, \"p99\": {p99}, \"p999\": {p999}, \"max\": {max}}}}}\n",
-            json_string(cfg.protocol.name()),
+            json_string(&cfg.codec.protocol),
+            cfg.codec.to_json(),
             json_string(cfg.mode.name()),
             cfg.connections,
             cfg.window,
@@ -437,90 +441,8 @@ struct Tag {
     sent_at: Instant,
 }
 
-enum Matcher {
-    Std(SequenceMatcher<Tag>),
-    Lf(FifoMatcher<Tag>),
-}
-
-impl Matcher {
-    fn pending(&self) -> usize {
-        match self {
-            Matcher::Std(m) => m.pending(),
-            Matcher::Lf(m) => m.pending(),
-        }
-    }
-    fn fail(&mut self) -> Vec<Tag> {
-        match self {
-            Matcher::Std(m) => m.fail(),
-            Matcher::Lf(m) => m.fail(),
-        }
-    }
-    /// Requests whose deadline passed (for length-field, also the others, which fail with
-    /// the connection).
-    fn expire(&mut self, now: u64) -> Vec<Tag> {
-        match self {
-            Matcher::Std(m) => m.expire(now),
-            Matcher::Lf(m) => {
-                let e = m.expire(now);
-                let mut v = e.timed_out;
-                v.extend(e.failed);
-                v
-            }
-        }
-    }
-}
-
-/// A decoder of the run's protocol.
-enum Dec {
-    Std(StandardDecoder),
-    Lf(LengthFieldDecoder),
-}
-
-impl Dec {
-    fn new(p: Protocol) -> Dec {
-        match p {
-            Protocol::Standard => Dec::Std(StandardDecoder::new(DEFAULT_MAX_PAYLOAD)),
-            Protocol::LengthField(p) => Dec::Lf(LengthFieldDecoder::new(p, DEFAULT_MAX_PAYLOAD)),
-        }
-    }
-    fn buffer_mut(&mut self) -> &mut BytesMut {
-        match self {
-            Dec::Std(d) => d.buffer_mut(),
-            Dec::Lf(d) => d.buffer_mut(),
-        }
-    }
-    /// The next frame as (flag, sequence, payload); length-field frames have flag 0, seq 0.
-    fn next(&mut self) -> Result<Option<(u8, u8, Bytes)>, ProtocolError> {
-        match self {
-            Dec::Std(d) => Ok(d.decode()?.map(|f| (f.flag, f.sequence, f.payload))),
-            Dec::Lf(d) => Ok(d.decode()?.map(|p| (0, 0, p))),
-        }
-    }
-}
-
-/// Appends request `index` to `batch` with the encoder of the run's protocol.
-fn encode_request(
-    batch: &mut BytesMut,
-    protocol: Protocol,
-    seq: u8,
-    index: u64,
-    len: usize,
-) -> Result<(), ProtocolError> {
-    match protocol {
-        Protocol::Standard => {
-            standard::check_encode(len, DEFAULT_MAX_PAYLOAD)?;
-            standard::put_header(batch, 0x01, seq, len);
-        }
-        Protocol::LengthField(p) => {
-            p.check_encode(len, DEFAULT_MAX_PAYLOAD)?;
-            p.put_header(batch, len);
-        }
-    }
-    let at = batch.len();
-    batch.resize(at + len, 0);
-    fill_payload(index, &mut batch[at..]);
-    Ok(())
-}
+/// The client side of one connection of the run's protocol.
+type Client<P> = <P as Protocol>::Client<Tag>;
 
 /// Frames per write batch so that a batch stays around [`BATCH_BYTES`] (at least one frame):
 /// a window of large payloads must not become one huge buffer.
@@ -528,9 +450,27 @@ fn max_batch_frames(payload: usize) -> u64 {
     (BATCH_BYTES / (payload + 16)).max(1) as u64
 }
 
+/// Sends request `index` (its payload generated in place) and makes it pending.
+fn send_request<P: Protocol>(
+    run: &Run<P>,
+    m: &mut Client<P>,
+    now: Instant,
+    batch: &mut BytesMut,
+) -> Result<(), String> {
+    let index = run.next_index.fetch_add(1, Relaxed);
+    let tag = Tag {
+        index,
+        sent_at: now,
+    };
+    m.send_request(run.us(now), tag, run.cfg.payload, batch, |p| {
+        fill_payload(index, p)
+    })
+    .map_err(|e| format!("request {index} refused: {e}"))
+}
+
 /// Per-connection state shared by its writer and reader.
-struct Conn {
-    matcher: Mutex<Matcher>,
+struct Conn<P: Protocol> {
+    matcher: Mutex<Client<P>>,
     window: Semaphore,
     sent: AtomicU64,
     writer_done: AtomicBool,
@@ -540,11 +480,14 @@ struct Conn {
 }
 
 /// Request/reply mode (per-packet = window 1, pipelined = sliding window).
-async fn echo_connection(run: Arc<Run>, stream: TcpStream, quota: Option<u64>) -> Report {
+async fn echo_connection<P: Protocol>(
+    run: Arc<Run<P>>,
+    stream: TcpStream,
+    quota: Option<u64>,
+) -> Report {
     let (rd, wr) = stream.into_split();
-    let matcher = new_matcher(&run);
-    let conn = Arc::new(Conn {
-        matcher: Mutex::new(matcher),
+    let conn = Arc::new(Conn::<P> {
+        matcher: Mutex::new(run.client()),
         window: Semaphore::new(run.cfg.window),
         sent: AtomicU64::new(0),
         writer_done: AtomicBool::new(false),
@@ -566,13 +509,12 @@ async fn echo_connection(run: Arc<Run>, stream: TcpStream, quota: Option<u64>) -
     rep
 }
 
-async fn write_requests(
-    run: Arc<Run>,
-    conn: Arc<Conn>,
+async fn write_requests<P: Protocol>(
+    run: Arc<Run<P>>,
+    conn: Arc<Conn<P>>,
     mut wr: OwnedWriteHalf,
     quota: Option<u64>,
 ) {
-    let protocol = run.cfg.protocol;
     let len = run.cfg.payload;
     let mut batch = BytesMut::with_capacity(READ_CHUNK);
     let mut sent = 0u64;
@@ -611,40 +553,13 @@ async fn write_requests(
         {
             let mut m = conn.matcher.lock().unwrap();
             let now = Instant::now();
-            let now_us = run.us(now);
             while k < n {
-                let index = run.next_index.fetch_add(1, Relaxed);
-                let tag = Tag {
-                    index,
-                    sent_at: now,
-                };
-                let r = match &mut *m {
-                    Matcher::Std(m) => m
-                        .send_request(now_us, tag, |seq| {
-                            encode_request(&mut batch, protocol, seq, index, len)
-                        })
-                        .map(|_| ()),
-                    Matcher::Lf(m) => m.send_request(now_us, tag, || {
-                        encode_request(&mut batch, protocol, 0, index, len)
-                    }),
-                };
-                match r {
+                match send_request(&run, &mut m, now, &mut batch) {
                     Ok(()) => k += 1,
                     Err(e) => {
-                        let conn_failed = matches!(e, SendError::ConnectionFailed);
-                        let why = match e {
-                            SendError::SequenceBusy(s) => {
-                                format!("sequence {s} still pending (STD-SEQ-3)")
-                            }
-                            SendError::TooManyPending(b) => {
-                                format!("{b} requests pending (LF-MATCH-4)")
-                            }
-                            SendError::ConnectionFailed => "connection failed".into(),
-                            SendError::Encode(e) => e.to_string(),
-                        };
-                        if !conn_failed {
-                            *conn.writer_error.lock().unwrap() =
-                                Some(format!("request {index} refused: {why}"));
+                        // A failed connection is the reader's to report.
+                        if !m.is_failed() {
+                            *conn.writer_error.lock().unwrap() = Some(e);
                         }
                         refused = true;
                         break;
@@ -670,11 +585,10 @@ async fn write_requests(
     std::future::pending::<()>().await;
 }
 
-async fn read_replies(run: &Run, conn: &Conn, mut rd: OwnedReadHalf) -> Report {
+async fn read_replies<P: Protocol>(run: &Run<P>, conn: &Conn<P>, mut rd: OwnedReadHalf) -> Report {
     let mut rep = Report::new();
-    let mut dec = Dec::new(run.cfg.protocol);
+    let mut dec = run.proto.decoder();
     let len = run.cfg.payload;
-    let standard = run.cfg.protocol == Protocol::Standard;
     loop {
         {
             let m = conn.matcher.lock().unwrap();
@@ -702,16 +616,17 @@ async fn read_replies(run: &Run, conn: &Conn, mut rd: OwnedReadHalf) -> Report {
         {
             let mut m = conn.matcher.lock().unwrap();
             loop {
-                let (flag, seq, payload) = match dec.next() {
-                    Ok(Some(f)) => f,
+                match dec.decode() {
+                    Ok(Some(f)) => {
+                        if on_frame::<P>(&mut m, &f, now, &mut rep, len) {
+                            conn.window.add_permits(1);
+                        }
+                    }
                     Ok(None) => break,
                     Err(e) => {
                         decode_error = Some(e);
                         break;
                     }
-                };
-                if on_frame(&mut m, (flag, seq, &payload), now, &mut rep, standard, len) {
-                    conn.window.add_permits(1);
                 }
             }
         }
@@ -734,7 +649,7 @@ async fn read_replies(run: &Run, conn: &Conn, mut rd: OwnedReadHalf) -> Report {
         // length-field it is anyway, LF-MATCH-3), which also bounds the writer.
         let expired = conn.matcher.lock().unwrap().expire(run.us(now));
         if !expired.is_empty() {
-            for t in &expired {
+            for t in expired.timed_out.iter().chain(&expired.failed) {
                 rep.error(format!(
                     "request {} timed out after {} ms",
                     t.index,
@@ -748,27 +663,25 @@ async fn read_replies(run: &Run, conn: &Conn, mut rd: OwnedReadHalf) -> Report {
     rep
 }
 
+/// A frame for an error detail: its fields other than the payload, and the payload's size.
+fn describe<P: Protocol>(f: &P::Frame) -> String {
+    format!("{} frame {}", P::NAME, P::describe(f))
+}
+
 /// Matches and verifies one received frame; true if it completed a pending request.
-fn on_frame(
-    m: &mut Matcher,
-    (flag, seq, payload): (u8, u8, &[u8]),
+fn on_frame<P: Protocol>(
+    m: &mut Client<P>,
+    f: &P::Frame,
     now: Instant,
     rep: &mut Report,
-    standard: bool,
     len: usize,
 ) -> bool {
     rep.received += 1;
-    let r = match m {
-        Matcher::Std(m) => m.receive(flag, seq),
-        Matcher::Lf(m) => m.receive(),
-    };
-    match r {
+    match m.receive(f) {
         Received::Reply(tag) => {
-            if standard && flag != 0x81 {
-                rep.error(format!(
-                    "request {}: reply flag 0x{flag:02X}, expected 0x81",
-                    tag.index
-                ));
+            let payload = P::payload(f);
+            if let Err(why) = P::check_reply(f) {
+                rep.error(format!("request {}: {why}", tag.index));
             } else if !payload_matches(tag.index, len, payload) {
                 rep.error(format!(
                     "request {}: reply payload differs ({} bytes received, {len} sent)",
@@ -785,16 +698,11 @@ fn on_frame(
             true
         }
         Received::Unmatched => {
-            rep.error(format!(
-                "unmatched reply (flag 0x{flag:02X}, sequence {seq}, {} bytes)",
-                payload.len()
-            ));
+            rep.error(format!("unmatched reply ({})", describe::<P>(f)));
             false
         }
         Received::PeerRequest => {
-            rep.error(format!(
-                "the server sent a request (flag 0x{flag:02X}, sequence {seq})"
-            ));
+            rep.error(format!("the server sent a request ({})", describe::<P>(f)));
             false
         }
         Received::Ignored => false,
@@ -803,13 +711,15 @@ fn on_frame(
 
 /// Per-packet mode: one request in flight, so one task writes it and reads its reply (no
 /// hand-off between tasks on the latency path).
-async fn per_packet_connection(run: Arc<Run>, mut stream: TcpStream, quota: Option<u64>) -> Report {
+async fn per_packet_connection<P: Protocol>(
+    run: Arc<Run<P>>,
+    mut stream: TcpStream,
+    quota: Option<u64>,
+) -> Report {
     let mut rep = Report::new();
-    let protocol = run.cfg.protocol;
-    let standard = protocol == Protocol::Standard;
     let len = run.cfg.payload;
-    let mut m = new_matcher(&run);
-    let mut dec = Dec::new(protocol);
+    let mut m = run.client();
+    let mut dec = run.proto.decoder();
     let mut batch = BytesMut::with_capacity(len + 16);
     'requests: loop {
         if quota.is_some_and(|q| rep.sent >= q) || run.stop_at.is_some_and(|s| Instant::now() >= s)
@@ -817,24 +727,9 @@ async fn per_packet_connection(run: Arc<Run>, mut stream: TcpStream, quota: Opti
             break;
         }
         let now = Instant::now();
-        let index = run.next_index.fetch_add(1, Relaxed);
-        let tag = Tag {
-            index,
-            sent_at: now,
-        };
         batch.clear();
-        let r = match &mut m {
-            Matcher::Std(m) => m
-                .send_request(run.us(now), tag, |seq| {
-                    encode_request(&mut batch, protocol, seq, index, len)
-                })
-                .map(|_| ()),
-            Matcher::Lf(m) => m.send_request(run.us(now), tag, || {
-                encode_request(&mut batch, protocol, 0, index, len)
-            }),
-        };
-        if let Err(e) = r {
-            rep.error(format!("request {index} refused: {e:?}"));
+        if let Err(e) = send_request(&run, &mut m, now, &mut batch) {
+            rep.error(e);
             break;
         }
         let deadline = tokio::time::Instant::from(now) + run.cfg.timeout;
@@ -842,33 +737,26 @@ async fn per_packet_connection(run: Arc<Run>, mut stream: TcpStream, quota: Opti
             Ok(Ok(())) => rep.sent += 1,
             Ok(Err(e)) => {
                 rep.error(format!("write failed: {e}"));
-                fail_pending(&mut m, &mut rep, "the write failed");
+                fail_pending::<P>(&mut m, &mut rep, "the write failed");
                 break;
             }
             Err(_) => {
-                rep.error(format!("request {index}: write timed out"));
-                fail_pending(&mut m, &mut rep, "the write timed out");
+                rep.error("write timed out".into());
+                fail_pending::<P>(&mut m, &mut rep, "the write timed out");
                 break;
             }
         }
         // Read until this request is complete.
         while m.pending() > 0 {
-            match dec.next() {
-                Ok(Some((flag, seq, payload))) => {
-                    on_frame(
-                        &mut m,
-                        (flag, seq, &payload),
-                        Instant::now(),
-                        &mut rep,
-                        standard,
-                        len,
-                    );
+            match dec.decode() {
+                Ok(Some(f)) => {
+                    on_frame::<P>(&mut m, &f, Instant::now(), &mut rep, len);
                     continue;
                 }
                 Ok(None) => {}
                 Err(e) => {
                     rep.error(format!("reply stream rejected: {e}"));
-                    fail_pending(&mut m, &mut rep, "the reply stream was rejected");
+                    fail_pending::<P>(&mut m, &mut rep, "the reply stream was rejected");
                     break 'requests;
                 }
             }
@@ -876,21 +764,23 @@ async fn per_packet_connection(run: Arc<Run>, mut stream: TcpStream, quota: Opti
             match tokio::time::timeout_at(deadline, stream.read_buf(dec.buffer_mut())).await {
                 Ok(Ok(0)) => {
                     rep.error("server closed the connection with 1 request pending".into());
-                    fail_pending(&mut m, &mut rep, "the server closed the connection");
+                    fail_pending::<P>(&mut m, &mut rep, "the server closed the connection");
                     break 'requests;
                 }
                 Ok(Ok(_)) => {}
                 Ok(Err(e)) => {
                     rep.error(format!("read failed: {e}"));
-                    fail_pending(&mut m, &mut rep, "the read failed");
+                    fail_pending::<P>(&mut m, &mut rep, "the read failed");
                     break 'requests;
                 }
                 Err(_) => {
-                    rep.error(format!(
-                        "request {index} timed out after {} ms",
-                        run.cfg.timeout.as_millis()
-                    ));
-                    m.fail();
+                    for t in m.fail() {
+                        rep.error(format!(
+                            "request {} timed out after {} ms",
+                            t.index,
+                            run.cfg.timeout.as_millis()
+                        ));
+                    }
                     break 'requests;
                 }
             }
@@ -902,37 +792,31 @@ async fn per_packet_connection(run: Arc<Run>, mut stream: TcpStream, quota: Opti
     rep
 }
 
-fn new_matcher(run: &Run) -> Matcher {
-    match run.cfg.protocol {
-        Protocol::Standard => Matcher::Std(SequenceMatcher::new(run.timeout_us())),
-        Protocol::LengthField(_) => {
-            Matcher::Lf(FifoMatcher::new(run.timeout_us(), DEFAULT_PENDING_BOUND))
-        }
-    }
-}
-
-fn fail_pending(m: &mut Matcher, rep: &mut Report, why: &str) {
+fn fail_pending<P: Protocol>(m: &mut Client<P>, rep: &mut Report, why: &str) {
     for t in m.fail() {
         rep.error(format!("request {} failed: {why}", t.index));
     }
 }
 
 /// Fails every pending request of the connection and stops its writer.
-fn fail_connection(conn: &Conn, rep: &mut Report, why: &str) {
-    fail_pending(&mut conn.matcher.lock().unwrap(), rep, why);
+fn fail_connection<P: Protocol>(conn: &Conn<P>, rep: &mut Report, why: &str) {
+    fail_pending::<P>(&mut conn.matcher.lock().unwrap(), rep, why);
     conn.window.close();
 }
 
 /// Receive mode: write requests in batches of `window` frames, expect no replies; then
 /// half-close and wait (at most the timeout) for the server to close, which tells that it has
 /// consumed everything.
-async fn receive_connection(run: Arc<Run>, stream: TcpStream, quota: Option<u64>) -> Report {
+async fn receive_connection<P: Protocol>(
+    run: Arc<Run<P>>,
+    stream: TcpStream,
+    quota: Option<u64>,
+) -> Report {
     let mut rep = Report::new();
     let (mut rd, mut wr) = stream.into_split();
-    let protocol = run.cfg.protocol;
     let len = run.cfg.payload;
+    let mut m = run.client();
     let mut batch = BytesMut::with_capacity(READ_CHUNK);
-    let mut seq: u8 = 0;
     loop {
         let remaining = quota.map_or(u64::MAX, |q| q - rep.sent);
         if remaining == 0 || run.stop_at.is_some_and(|s| Instant::now() >= s) {
@@ -943,9 +827,8 @@ async fn receive_connection(run: Arc<Run>, stream: TcpStream, quota: Option<u64>
             .min(max_batch_frames(len));
         batch.clear();
         for _ in 0..n {
-            seq = seq.wrapping_add(1); // STD-SEQ-1 numbering; nothing is pending
             let index = run.next_index.fetch_add(1, Relaxed);
-            if let Err(e) = encode_request(&mut batch, protocol, seq, index, len) {
+            if let Err(e) = m.send_unanswered(len, &mut batch, |p| fill_payload(index, p)) {
                 rep.error(format!("request {index} refused: {e}"));
                 rep.all_written = false;
                 return rep;
@@ -967,7 +850,7 @@ async fn receive_connection(run: Arc<Run>, stream: TcpStream, quota: Option<u64>
         rep.all_written = rep.sent == q;
     }
     let _ = wr.shutdown().await;
-    let mut dec = Dec::new(protocol);
+    let mut dec = run.proto.decoder();
     let deadline = tokio::time::Instant::now() + run.cfg.timeout;
     loop {
         dec.buffer_mut().reserve(READ_CHUNK);
@@ -976,18 +859,15 @@ async fn receive_connection(run: Arc<Run>, stream: TcpStream, quota: Option<u64>
                 rep.last = Some(Instant::now());
                 break;
             }
-            Ok(Ok(_)) => loop {
-                match dec.next() {
-                    Ok(Some((flag, seq, _))) => {
-                        rep.received += 1;
-                        rep.error(format!(
-                            "unexpected reply in receive mode (flag 0x{flag:02X}, sequence {seq})"
-                        ));
-                    }
-                    Ok(None) => break,
-                    Err(_) => break,
+            Ok(Ok(_)) => {
+                while let Ok(Some(f)) = dec.decode() {
+                    rep.received += 1;
+                    rep.error(format!(
+                        "unexpected reply in receive mode ({})",
+                        describe::<P>(&f)
+                    ));
                 }
-            },
+            }
             Ok(Err(e)) => {
                 rep.error(format!("read failed: {e}"));
                 break;

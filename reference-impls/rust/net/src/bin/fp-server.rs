@@ -1,30 +1,28 @@
-//! fp-server: the conformance echo server (STD-ECHO-*, LF-ECHO-*), per
+//! fp-server: the conformance echo server (STD-ECHO-*, LF-ECHO-*, ...), per
 //! reference-impls/README.md.
 //!
 //! ```text
-//! fp-server --protocol standard|length-field --listen HOST:PORT
-//!           [--lf-offset N] [--lf-size S] [--max-payload BYTES] [--sink] [--threads N]
+//! fp-server (--codec JSON | --protocol NAME) --listen HOST:PORT [--sink] [--threads N] [--stats]
 //! ```
 //!
-//! Each connection is one task: read into the decoder's buffer, decode every complete frame,
-//! write the replies of that read in one `write_all`, repeat. Replies are written before the next
-//! read, so a connection holds at most one read's worth of replies and one partial frame (at most
-//! the maximum payload plus a read chunk): memory is bounded per connection, and a peer that does
-//! not read its replies is slowed down by TCP instead of growing our buffers.
+//! Generic over the protocol: the registry builds the one `--codec` names, and each connection
+//! is one task looping around that protocol's server session: read into the session's buffer,
+//! let it process what arrived, write the replies of that read in one `write_all`, repeat.
+//! Replies are written before the next read, so a connection holds at most one read's worth of
+//! replies and one partial frame (at most the maximum payload plus a read chunk): memory is
+//! bounded per connection, and a peer that does not read its replies is slowed down by TCP
+//! instead of growing our buffers.
 
-use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{BufMut, BytesMut};
-use fp_net::{bind, Options, Protocol};
-use frameproof_codec::length_field::{LengthFieldDecoder, Profile};
-use frameproof_codec::standard::{self, StandardDecoder, StdFrame};
-use frameproof_codec::{FrameDecoder, DEFAULT_MAX_PAYLOAD};
+use bytes::BytesMut;
+use fp_net::{print_line, Cli, Server};
+use frameproof_codec::protocol::{Protocol, ServerSession};
+use frameproof_codec::registry::{self, Visitor};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -36,8 +34,11 @@ const LINGER_BYTES: usize = 16 << 20;
 /// How long shutdown waits for connection tasks to stop before aborting them.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
-const USAGE: &str = "usage: fp-server --protocol standard|length-field --listen HOST:PORT \
-[--lf-offset N] [--lf-size S] [--max-payload BYTES] [--sink] [--threads N] [--stats]";
+const CLI: Cli = Cli {
+    program: "fp-server",
+    usage: "usage: fp-server (--codec JSON | --protocol NAME) --listen HOST:PORT \
+[--sink] [--threads N] [--stats]",
+};
 
 #[derive(Default)]
 struct Counters {
@@ -50,154 +51,72 @@ struct Counters {
     read_bytes: AtomicU64,
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct Config {
-    protocol: Protocol,
-    max_payload: u64,
+    listen: String,
+    codec: String,
     sink: bool,
     stats: bool,
 }
 
-/// A decoder that knows how to echo its frames.
-trait Echo: FrameDecoder {
-    fn payload_len(frame: &Self::Frame) -> usize;
-    /// Appends the reply to `frame` (if any) to `out`.
-    fn reply(&self, frame: &Self::Frame, out: &mut BytesMut);
-}
-
-impl Echo for StandardDecoder {
-    fn payload_len(f: &StdFrame) -> usize {
-        f.payload.len()
-    }
-    fn reply(&self, f: &StdFrame, out: &mut BytesMut) {
-        // STD-ECHO-1: only requests (bits 7 and 6 clear) are answered; STD-ECHO-2: nothing for
-        // one-way messages or replies.
-        if f.flag & (standard::FLAG_REPLY | standard::FLAG_ERROR_OR_ONE_WAY) == 0 {
-            let flag = standard::FLAG_REPLY | f.kind();
-            standard::put_header(out, flag, f.sequence, f.payload.len());
-            out.put_slice(&f.payload);
-        }
-    }
-}
-
-impl Echo for LengthFieldDecoder {
-    fn payload_len(f: &bytes::Bytes) -> usize {
-        f.len()
-    }
-    fn reply(&self, f: &bytes::Bytes, out: &mut BytesMut) {
-        let p: Profile = self.profile();
-        p.put_header(out, f.len());
-        out.put_slice(f);
-    }
-}
-
 fn main() {
-    let opts = match Options::parse(
-        std::env::args().skip(1),
-        &[
-            "protocol",
-            "listen",
-            "lf-offset",
-            "lf-size",
-            "max-payload",
-            "threads",
-        ],
-        &["sink", "stats", "help"],
-    ) {
-        Ok(o) => o,
-        Err(e) => die(&e),
-    };
-    if opts.has("help") {
-        println!("{USAGE}");
-        return;
-    }
-    let protocol = opts.protocol().unwrap_or_else(|e| die(&e));
-    let listen = opts
-        .required("listen")
-        .unwrap_or_else(|e| die(&e))
-        .to_string();
-    let max_payload: u64 = opts
-        .num("max-payload", DEFAULT_MAX_PAYLOAD)
-        .unwrap_or_else(|e| die(&e));
-    let threads: usize = opts
-        .num(
-            "threads",
-            std::thread::available_parallelism().map_or(2, |n| n.get()),
-        )
-        .unwrap_or_else(|e| die(&e))
-        .max(1);
+    let opts = CLI.parse(
+        &["codec", "protocol", "listen", "threads"],
+        &["sink", "stats"],
+    );
+    let codec = CLI.or_die(opts.codec());
+    let threads = CLI.or_die(opts.threads());
     let cfg = Config {
-        protocol,
-        max_payload: if max_payload == 0 {
-            DEFAULT_MAX_PAYLOAD
-        } else {
-            max_payload
-        },
+        listen: CLI.or_die(opts.required("listen")).to_string(),
+        codec: codec.to_json(),
         sink: opts.has("sink"),
         stats: opts.has("stats"),
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
-        .enable_all()
-        .build()
-        .unwrap_or_else(|e| die(&format!("cannot start the runtime: {e}")));
-    let code = rt.block_on(serve(listen, cfg));
-    // Connection tasks were stopped; do not wait for blocked reads or writes.
-    rt.shutdown_timeout(Duration::from_millis(100));
-    std::process::exit(code);
+    CLI.or_die(
+        registry::with_protocol(&codec, Start { cfg, threads })
+            .map_err(|e| e.to_string())
+            .and_then(|r| r),
+    );
 }
 
-fn die(msg: &str) -> ! {
-    eprintln!("fp-server: {msg}\n{USAGE}");
-    std::process::exit(2);
+/// Runs the server with the protocol the codec names.
+struct Start {
+    cfg: Config,
+    threads: usize,
 }
 
-async fn serve(listen: String, cfg: Config) -> i32 {
-    let listener = match bind(&listen).await {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("fp-server: cannot listen on {listen}: {e}");
-            return 1;
-        }
-    };
-    let (mut sigint, mut sigterm) = match (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) {
-        (Ok(a), Ok(b)) => (a, b),
-        _ => {
-            eprintln!("fp-server: cannot install signal handlers");
-            return 1;
-        }
-    };
-    let addr = match listener.local_addr() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("fp-server: {e}");
-            return 1;
-        }
-    };
-    {
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "LISTENING {addr}");
-        let _ = out.flush();
+impl Visitor for Start {
+    type Output = Result<(), String>;
+    fn visit<P: Protocol>(self, proto: P) -> Result<(), String> {
+        // The default endpoint, in the requested mode, must exist before we listen.
+        proto
+            .session("", self.cfg.sink)
+            .map_err(|e| e.to_string())?;
+        CLI.run(self.threads, serve(proto, self.cfg))
     }
+}
+
+async fn serve<P: Protocol>(proto: P, cfg: Config) -> i32 {
+    let mut server = match Server::start(CLI.program, &cfg.listen).await {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
     eprintln!(
-        "fp-server: {} echo{} on {addr}, max payload {}",
-        cfg.protocol.name(),
-        if cfg.sink { " (sink)" } else { "" },
-        cfg.max_payload
+        "fp-server: {}{} on {}",
+        cfg.codec,
+        if cfg.sink { " (sink)" } else { " echo" },
+        cfg.listen
     );
     let counters = Arc::new(Counters::default());
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = JoinSet::new();
     loop {
         tokio::select! {
-            r = listener.accept() => match r {
+            r = server.listener.accept() => match r {
                 Ok((stream, _)) => {
-                    let counters = counters.clone();
-                    let stop = stop_rx.clone();
-                    tasks.spawn(connection(stream, cfg, counters, stop));
+                    if let Ok(session) = proto.session("", cfg.sink) {
+                        tasks.spawn(connection(stream, session, cfg.stats, counters.clone(), stop_rx.clone()));
+                    }
                 }
                 Err(e) => {
                     // e.g. out of file descriptors: back off instead of spinning.
@@ -205,12 +124,11 @@ async fn serve(listen: String, cfg: Config) -> i32 {
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }
             },
-            _ = sigint.recv() => break,
-            _ = sigterm.recv() => break,
+            _ = server.signals.stopped() => break,
         }
         while tasks.try_join_next().is_some() {}
     }
-    drop(listener);
+    drop(server);
     let _ = stop_tx.send(true);
     let _ = tokio::time::timeout(SHUTDOWN_GRACE, async {
         while tasks.join_next().await.is_some() {}
@@ -228,51 +146,14 @@ async fn serve(listen: String, cfg: Config) -> i32 {
     } else {
         String::new()
     };
-    let line = format!(
+    print_line(&format!(
         "{{\"connections\": {}, \"frames\": {}, \"bytes\": {}, \"protocol_errors\": {}{extra}}}",
         counters.connections.load(Relaxed),
         counters.frames.load(Relaxed),
         counters.bytes.load(Relaxed),
         counters.protocol_errors.load(Relaxed)
-    );
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{line}");
-    let _ = out.flush();
+    ));
     0
-}
-
-async fn connection(
-    stream: TcpStream,
-    cfg: Config,
-    counters: Arc<Counters>,
-    stop: watch::Receiver<bool>,
-) {
-    counters.connections.fetch_add(1, Relaxed);
-    let _ = stream.set_nodelay(true);
-    match cfg.protocol {
-        Protocol::Standard => {
-            echo(
-                stream,
-                StandardDecoder::new(cfg.max_payload),
-                cfg.sink,
-                cfg.stats,
-                &counters,
-                stop,
-            )
-            .await
-        }
-        Protocol::LengthField(p) => {
-            echo(
-                stream,
-                LengthFieldDecoder::new(p, cfg.max_payload),
-                cfg.sink,
-                cfg.stats,
-                &counters,
-                stop,
-            )
-            .await
-        }
-    }
 }
 
 /// After closing our side on an error, reads and discards what the peer still sends for a
@@ -294,20 +175,22 @@ async fn linger(stream: &mut TcpStream, stop: &mut watch::Receiver<bool>) {
     }
 }
 
-/// Serves one connection until EOF, a decoding error, an I/O error or shutdown.
-async fn echo<D: Echo>(
+/// Serves one connection with its session until the session closes (a decoding error, the
+/// peer's EOF), an I/O error or shutdown.
+async fn connection<S: ServerSession>(
     mut stream: TcpStream,
-    mut dec: D,
-    sink: bool,
+    mut session: S,
     stats: bool,
-    counters: &Counters,
+    counters: Arc<Counters>,
     mut stop: watch::Receiver<bool>,
 ) {
-    let mut out = BytesMut::with_capacity(if sink { 0 } else { READ_CHUNK });
+    counters.connections.fetch_add(1, Relaxed);
+    let _ = stream.set_nodelay(true);
+    let mut out = BytesMut::new();
     loop {
-        dec.buffer_mut().reserve(READ_CHUNK);
+        session.buffer_mut().reserve(READ_CHUNK);
         let read = tokio::select! {
-            r = stream.read_buf(dec.buffer_mut()) => r,
+            r = stream.read_buf(session.buffer_mut()) => r,
             _ = stop.changed() => return,
         };
         let eof = match read {
@@ -321,27 +204,15 @@ async fn echo<D: Echo>(
             }
             Err(_) => return, // reset by the peer: nothing to reply to
         };
-        let (mut frames, mut bytes) = (0u64, 0u64);
-        let mut failed = false;
-        loop {
-            match dec.decode() {
-                Ok(Some(f)) => {
-                    frames += 1;
-                    bytes += D::payload_len(&f) as u64;
-                    if !sink {
-                        dec.reply(&f, &mut out);
-                    }
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    eprintln!("fp-server: closing a connection: {e}");
-                    failed = true;
-                    break;
-                }
-            }
-        }
-        counters.frames.fetch_add(frames, Relaxed);
-        counters.bytes.fetch_add(bytes, Relaxed);
+        // At EOF (half-close) every complete frame is answered (STD-ECHO-5, LF-ECHO-3) and a
+        // partial frame is the session's truncation error (STD-STR-3, LF-STR-3).
+        let served = if eof {
+            session.finish(&mut out)
+        } else {
+            session.process(&mut out)
+        };
+        counters.frames.fetch_add(served.frames, Relaxed);
+        counters.bytes.fetch_add(served.bytes, Relaxed);
         if !out.is_empty() {
             // Replies to the frames before an error are sent too (STD-ECHO-4, LF-ECHO-2).
             let w = tokio::select! {
@@ -353,20 +224,13 @@ async fn echo<D: Echo>(
                 return;
             }
         }
-        if !failed && eof {
-            // Half-close: every complete frame was answered (STD-ECHO-5, LF-ECHO-3); a partial
-            // frame is discarded and counted as a protocol error (STD-STR-3, LF-STR-3).
-            if let Err(e) = dec.finish() {
-                eprintln!("fp-server: peer closed inside a frame: {e}");
-                failed = true;
-            }
-        }
-        if failed {
+        if let Some(e) = &served.error {
+            eprintln!("fp-server: closing a connection: {e}");
             counters.protocol_errors.fetch_add(1, Relaxed);
         }
-        if failed || eof {
+        if served.closed {
             let _ = stream.shutdown().await;
-            if failed && !eof {
+            if served.error.is_some() && !eof {
                 linger(&mut stream, &mut stop).await;
             }
             return;

@@ -1,0 +1,362 @@
+//! The protocol abstraction: what a protocol module provides and the programs use.
+//!
+//! A protocol is a type implementing [`Protocol`], built from a [`CodecConfig`]. It provides
+//! a streaming decoder ([`FrameDecoder`]), an encoder, a client-side request/reply matcher
+//! ([`ClientMatcher`]) and the server side of its echo service ([`ServerSession`]). The
+//! programs (fp-testee, fp-server, fp-load) are generic over it and reach a concrete protocol
+//! only through the registry ([`crate::registry`]), so they never branch on a protocol name.
+//!
+//! Frames are described to the outside world (the testee's protobuf messages, the vectors) by
+//! [`FrameFields`]: the payload plus every other field of the frame, named as the vectors and
+//! `schemas/testee.proto` name them (`{"flag": 1, "sequence": 1}` for `standard`).
+
+use bytes::{BufMut, Bytes, BytesMut};
+use serde_json::{Map, Value};
+
+use crate::config::{CodecConfig, ConfigError};
+use crate::matcher::{Expired, Received, SendError};
+use crate::{FrameDecoder, ProtocolError};
+
+/// One protocol: its configuration and factories for its endpoints.
+pub trait Protocol: Sized + Clone + Send + Sync + 'static {
+    /// The registered name, e.g. `"standard"`.
+    const NAME: &'static str;
+    /// A decoded frame.
+    type Frame: Send + 'static;
+    /// The streaming decoder.
+    type Decoder: FrameDecoder<Frame = Self::Frame> + Send + 'static;
+    /// The server side of one connection.
+    type Session: ServerSession + Send + 'static;
+    /// The client side of one connection; `T` tags each pending request.
+    type Client<T: Send + 'static>: ClientMatcher<T, Frame = Self::Frame> + Send + 'static;
+
+    /// Builds the protocol from a configuration: its own parameter section, the limits.
+    fn from_config(cfg: &CodecConfig) -> Result<Self, ConfigError>;
+
+    /// A fresh streaming decoder.
+    fn decoder(&self) -> Self::Decoder;
+
+    /// Appends one encoded frame to `out`, or refuses it without writing anything.
+    fn encode(&self, frame: &Self::Frame, out: &mut BytesMut) -> Result<(), ProtocolError>;
+
+    /// The server endpoint of one connection: `endpoint` names one where the protocol has
+    /// several (`""` = the default echo service); `sink` decodes and counts, replying nothing.
+    fn session(&self, endpoint: &str, sink: bool) -> Result<Self::Session, ConfigError>;
+
+    /// The client side of one connection; requests time out `timeout` units (of the caller's
+    /// clock) after they are sent.
+    fn client<T: Send + 'static>(&self, timeout: u64) -> Self::Client<T>;
+
+    /// A frame's fields, for the testee and the reports.
+    fn describe(frame: &Self::Frame) -> FrameFields;
+
+    /// The frame that `fields` describes (testee `encode`); `Err` when the fields do not fit
+    /// this protocol's frame (the testee answers `skipped`).
+    fn frame(&self, fields: FrameFields) -> Result<Self::Frame, String>;
+
+    /// A frame's payload.
+    fn payload(frame: &Self::Frame) -> &[u8];
+
+    /// Whether a request with a payload of `len` bytes can be sent (the load client checks
+    /// before it connects).
+    fn check_request(&self, len: usize) -> Result<(), ProtocolError>;
+
+    /// The most requests a client may keep in flight on one connection, and the requirement
+    /// that sets the bound.
+    fn max_in_flight(&self) -> (usize, &'static str);
+
+    /// Whether a frame that completed a request is the successful reply a load client expects
+    /// (its payload is checked separately); `Err` says what is wrong with it.
+    fn check_reply(_frame: &Self::Frame) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// A [`HeaderWalker`] for this configuration, where the protocol has one (the raw echo
+    /// baseline of tools/bench); `reply` turns requests into replies in place.
+    fn walker(&self, _reply: bool) -> Option<Box<dyn HeaderWalker>> {
+        None
+    }
+}
+
+/// Walks a byte stream frame by frame by reading only the headers: no buffering, no copies,
+/// no validation. It counts frames and payload bytes and, with `reply`, turns each request into
+/// its echo reply in place where the protocol allows that (`standard`: set bit 7 of the flag).
+/// It is the ceiling any codec server is measured against (fp-raw-echo), not a server.
+pub trait HeaderWalker: Send {
+    /// The next bytes of the stream, in any split.
+    fn walk(&mut self, buf: &mut [u8]);
+    /// Complete frames so far, and the payload bytes they declared.
+    fn frames(&self) -> u64;
+    fn payload_bytes(&self) -> u64;
+}
+
+/// The state every [`HeaderWalker`] keeps: the header bytes seen so far and the payload bytes
+/// left of the current frame. A protocol supplies the header length and its decoding.
+#[derive(Debug, Default)]
+pub struct WalkState {
+    hdr: [u8; 8],
+    have: usize,
+    remaining: u64,
+    pub frames: u64,
+    pub payload_bytes: u64,
+}
+
+/// What a protocol's header parser says about the header bytes seen so far.
+pub enum HeaderStep {
+    /// This many header bytes are needed in all.
+    Need(usize),
+    /// The header is complete and declares this payload length.
+    Payload(u64),
+}
+
+impl WalkState {
+    /// Walks `buf`. `header(bytes)` classifies the header bytes seen so far (at least
+    /// `first` of them, at most 8); `on_first(byte)` may rewrite the first byte of each frame.
+    pub fn walk(
+        &mut self,
+        buf: &mut [u8],
+        first: usize,
+        header: impl Fn(&[u8]) -> HeaderStep,
+        on_first: impl Fn(&mut u8),
+    ) {
+        let n = buf.len();
+        let mut need = first;
+        let mut i = 0;
+        while i < n {
+            if self.remaining > 0 {
+                let take = self.remaining.min((n - i) as u64);
+                i += take as usize;
+                self.remaining -= take;
+                if self.remaining == 0 {
+                    self.frames += 1;
+                }
+                continue;
+            }
+            if self.have == 0 {
+                on_first(&mut buf[i]);
+            }
+            self.hdr[self.have] = buf[i];
+            self.have += 1;
+            i += 1;
+            if self.have < need.max(first) {
+                continue;
+            }
+            match header(&self.hdr[..self.have]) {
+                HeaderStep::Need(k) => need = k,
+                HeaderStep::Payload(len) => {
+                    self.have = 0;
+                    need = first;
+                    self.payload_bytes += len;
+                    self.remaining = len;
+                    if len == 0 {
+                        self.frames += 1;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A frame's fields: the payload, and every other field by the name the vectors and
+/// `schemas/testee.proto` (`Frame`) give it. Fields at their default may be left out.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FrameFields {
+    pub payload: Bytes,
+    pub header: Map<String, Value>,
+}
+
+impl FrameFields {
+    /// An unsigned header field (0 when absent); `Err` if it is not an integer up to `max`.
+    pub fn uint(&self, key: &str, max: u64) -> Result<u64, String> {
+        match self.header.get(key) {
+            None | Some(Value::Null) => Ok(0),
+            Some(v) => v
+                .as_u64()
+                .filter(|&n| n <= max)
+                .ok_or_else(|| format!("frame field {key} = {v} does not fit (0..={max})")),
+        }
+    }
+}
+
+impl std::fmt::Display for FrameFields {
+    /// `{"flag": 129, "sequence": 3} + 5 payload bytes`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut header = String::new();
+        crate::config::write_json(&Value::Object(self.header.clone()), &mut header);
+        write!(f, "{header} + {} payload bytes", self.payload.len())
+    }
+}
+
+/// What a client connection does with a request or a received frame.
+///
+/// Sends write the frame to `out` and call `fill` with its payload's `len` bytes (in `out`),
+/// so that a caller can generate the payload in place. A refused send writes nothing and
+/// changes nothing.
+pub trait ClientMatcher<T> {
+    type Frame;
+
+    /// Sends a request: pending until `now + timeout` or its reply.
+    fn send_request(
+        &mut self,
+        now: u64,
+        tag: T,
+        len: usize,
+        out: &mut BytesMut,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Result<(), SendError<ProtocolError>>;
+
+    /// Sends a one-way message, never pending; [`SendError::Unsupported`] where the protocol
+    /// has none.
+    fn send_one_way(
+        &mut self,
+        _len: usize,
+        _out: &mut BytesMut,
+        _fill: impl FnOnce(&mut [u8]),
+    ) -> Result<(), SendError<ProtocolError>> {
+        Err(SendError::Unsupported)
+    }
+
+    /// Sends a request the peer is not expected to answer (load `receive` mode against a
+    /// sink): written as a request, never pending.
+    fn send_unanswered(
+        &mut self,
+        len: usize,
+        out: &mut BytesMut,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Result<(), SendError<ProtocolError>>;
+
+    /// Processes one received frame.
+    fn receive(&mut self, frame: &Self::Frame) -> Received<T>;
+
+    /// Completes the requests whose deadline is `<= now`, and whatever the protocol fails
+    /// with them.
+    fn expire(&mut self, now: u64) -> Expired<T>;
+
+    /// Fails the connection: every pending request, oldest first. Later sends are refused,
+    /// later frames ignored.
+    fn fail(&mut self) -> Vec<T>;
+
+    fn pending(&self) -> usize;
+
+    fn is_failed(&self) -> bool;
+}
+
+/// What a server endpoint did with the input it was given.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Served {
+    /// Frames decoded, and the payload bytes they carried.
+    pub frames: u64,
+    pub bytes: u64,
+    /// The endpoint closed the connection (after writing its last replies).
+    pub closed: bool,
+    /// Why, if the input broke a requirement.
+    pub error: Option<ProtocolError>,
+}
+
+/// The server side of one connection: bytes in, bytes out, closed or not, and the classified
+/// error. The network server is a loop around it (read into [`ServerSession::buffer_mut`],
+/// [`ServerSession::process`], write what it appended); the testee's `serve` drives it offline.
+pub trait ServerSession {
+    /// The receive buffer, to read socket data straight into it.
+    fn buffer_mut(&mut self) -> &mut BytesMut;
+
+    /// Appends received bytes (ignored once the session is closed).
+    fn extend(&mut self, data: &[u8]);
+
+    /// Handles everything complete in the buffer; appends the replies to `out`.
+    fn process(&mut self, out: &mut BytesMut) -> Served;
+
+    /// The peer's EOF: handles what is left, appends the last replies and closes.
+    fn finish(&mut self, out: &mut BytesMut) -> Served;
+
+    fn is_closed(&self) -> bool;
+}
+
+/// A protocol whose server answers each decoded frame on its own (or not at all): the echo
+/// services of `standard` and `length-field`. [`EchoSession`] is its server session.
+pub trait Echo: Protocol {
+    /// Appends the reply to `frame`, if it gets one.
+    fn reply(&self, frame: &Self::Frame, out: &mut BytesMut);
+}
+
+/// The server session of an [`Echo`] protocol: every complete frame is answered as soon as it
+/// is decoded; a decoding error closes after the replies to the frames before it; at EOF the
+/// session closes, with the decoder's truncation error if a frame was left unfinished.
+#[derive(Debug)]
+pub struct EchoSession<P: Echo> {
+    proto: P,
+    dec: P::Decoder,
+    sink: bool,
+    closed: bool,
+}
+
+impl<P: Echo> EchoSession<P> {
+    pub fn new(proto: P, sink: bool) -> Self {
+        EchoSession {
+            dec: proto.decoder(),
+            proto,
+            sink,
+            closed: false,
+        }
+    }
+}
+
+impl<P: Echo> ServerSession for EchoSession<P> {
+    fn buffer_mut(&mut self) -> &mut BytesMut {
+        self.dec.buffer_mut()
+    }
+
+    fn extend(&mut self, data: &[u8]) {
+        if !self.closed {
+            self.dec.extend(data);
+        }
+    }
+
+    fn process(&mut self, out: &mut BytesMut) -> Served {
+        let mut s = Served::default();
+        if self.closed {
+            s.closed = true;
+            return s;
+        }
+        loop {
+            match self.dec.decode() {
+                Ok(Some(f)) => {
+                    s.frames += 1;
+                    s.bytes += P::payload(&f).len() as u64;
+                    if !self.sink {
+                        self.proto.reply(&f, out);
+                    }
+                }
+                Ok(None) => return s,
+                Err(e) => {
+                    self.closed = true;
+                    s.closed = true;
+                    s.error = Some(e);
+                    return s;
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self, out: &mut BytesMut) -> Served {
+        let mut s = self.process(out);
+        if !s.closed {
+            s.error = self.dec.finish().err();
+            s.closed = true;
+            self.closed = true;
+        }
+        s
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed
+    }
+}
+
+/// Appends `len` payload bytes to `out` (after a header already written) and lets `fill` write
+/// them in place.
+pub(crate) fn put_payload(out: &mut BytesMut, len: usize, fill: impl FnOnce(&mut [u8])) {
+    let at = out.len();
+    out.put_bytes(0, len);
+    fill(&mut out[at..]);
+}
