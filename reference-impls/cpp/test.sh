@@ -2,7 +2,8 @@
 # Runs the C++ implementation's own tests:
 #   1. the release build (build/, via build.sh): GoogleTest unit tests through ctest;
 #   2. the sanitizer build (build-asan/, -fsanitize=address,undefined): the same unit tests, plus
-#      fp-testee smoke checks over stdin/stdout (hello, a split decode, a truncated stream);
+#      fp-testee smoke checks over stdin/stdout (hello v1 and v2, a split decode, a truncated
+#      stream, a serve);
 #   3. tests/net_test.py (python3, standard library): fp-server and fp-load end to end on
 #      127.0.0.1, for the release and the sanitizer binaries.
 # Heavy steps take the shared build lock. The last line is exactly "N passed, N failed".
@@ -75,8 +76,9 @@ if [ "$asan_ok" = 1 ]; then
   # (schemas/testee.proto), each with its u32 little-endian length prefix.
   testee=build-asan/fp-testee
   hexout() { od -An -v -tx1 | tr -d ' \n'; }
-  # hello{harness_version: 1}
+  # hello{harness_version: 1} (a v1 runner), hello{harness_version: 1, max_harness_version: 2}
   hello='\x04\x00\x00\x00\x0a\x02\x08\x01'
+  hello2='\x06\x00\x00\x00\x0a\x04\x08\x01\x10\x02'
   # decode{codec{protocol:"standard"}, chunks:["01 01 04", "00 'Open'"]}
   codec='\x0a\x0a\x0a\x08standard'
   split='\x1a\x00\x00\x00\x12\x18'"$codec"'\x12\x03\x01\x01\x04\x12\x05\x00Open'
@@ -85,13 +87,25 @@ if [ "$asan_ok" = 1 ]; then
   # encode{codec{protocol:"standard"}, frame{flag: 0x181, sequence: 1}}: must be skipped, not
   # silently encoded as flag 0x81
   wide='\x15\x00\x00\x00\x1a\x13'"$codec"'\x12\x05\x08\x81\x03\x10\x01'
+  # serve{codec{protocol:"standard"}, chunks:["01 01 02 00 'hi'"], half_close: true}
+  serve='\x18\x00\x00\x00\x2a\x16'"$codec"'\x1a\x06\x01\x01\x02\x00hi\x20\x01'
   resp=$(printf "$hello$split$trunc$wide" | "$testee" 2>/tmp/fp-cpp-testee.$$.err | hexout)
   rc=$?
+  resp2=$(printf "$hello2$serve" | "$testee" 2>>/tmp/fp-cpp-testee.$$.err | hexout)
+  rc2=$?
   # expected: decode{frames{flag 1, sequence 1, payload "Open"}}
   want_split='0e000000120c0a0a080110011a044f70656e'
   want_str3=$(printf 'STD-STR-3' | hexout)
   name=$(printf 'frameproof-cpp' | hexout)
-  if [ "$rc" -eq 0 ] && [[ "$resp" == *"$name"* ]]; then ok "asan testee hello"; else ko "asan testee hello" "rc=$rc $resp"; fi
+  # v1 runner: harness_version 1 (bytes 6-7 of the answer: field 1 of HelloResponse); v2: 2, "serve"
+  if [ "$rc" -eq 0 ] && [[ "$resp" == *"$name"* ]] && [ "${resp:12:4}" = "0801" ]; then ok "asan testee hello v1"; else ko "asan testee hello v1" "rc=$rc $resp"; fi
+  if [ "$rc2" -eq 0 ] && [ "${resp2:12:4}" = "0802" ] && [[ "$resp2" == *"$(printf serve | hexout)"* ]]; then
+    ok "asan testee hello v2"
+  else
+    ko "asan testee hello v2" "rc=$rc2 $resp2"
+  fi
+  # serve{written: ["81 01 02 00 'hi'", ""], closed: true}
+  if [[ "$resp2" == *"0e0000003a0c0a068101020068690a001001" ]]; then ok "asan testee serve"; else ko "asan testee serve" "$resp2"; fi
   if [[ "$resp" == *"$want_split"* ]]; then ok "asan testee split decode"; else ko "asan testee split decode" "$resp"; fi
   if [[ "$resp" == *"$want_str3"* ]] && [[ "${resp##*$want_split}" != *"4f70"* ]]; then
     ok "asan testee truncated stream -> STD-STR-3, no frame"

@@ -74,6 +74,14 @@ def lf_frame(payload, offset=0, size=2, header=b""):
     return head + field + payload
 
 
+def lf_codec(offset=0, size=2, max_payload=0):
+    """--codec JSON of a length-field profile (reference-impls/README.md)."""
+    d = {"protocol": "length-field", "length_field": {"offset": offset, "size": size}}
+    if max_payload:
+        d["limits"] = {"max_payload": max_payload}
+    return json.dumps(d)
+
+
 def recv_exact(sock, n, timeout=10.0):
     sock.settimeout(timeout)
     buf = bytearray()
@@ -200,7 +208,7 @@ def run_load(*args, expect_rc=None, timeout=120):
         doc = json.loads(text)
     finally:
         os.unlink(path)
-    keys = {"implementation", "protocol", "mode", "connections", "window", "payload", "requests_sent",
+    keys = {"implementation", "protocol", "codec", "mode", "connections", "window", "payload", "requests_sent",
             "replies_received", "replies_verified", "errors", "error_details", "duration_s", "msgs_per_s",
             "mb_per_s", "latency_us"}
     check(keys <= set(doc), "missing keys %r" % sorted(keys - set(doc)))
@@ -292,9 +300,9 @@ def decode_error_closes_only_that_connection():
 
 @test
 def oversize_rejected_at_header_time():
-    """STD-LIM-1 with --max-payload 1000: the connection closes right after the header (the server
-    does not wait for the 1001 bytes); exactly 1000 is echoed."""
-    with Server("--protocol", "standard", "--max-payload", "1000") as srv:
+    """STD-LIM-1 with limits.max_payload 1000: the connection closes right after the header (the
+    server does not wait for the 1001 bytes); exactly 1000 is echoed."""
+    with Server("--codec", '{"protocol": "standard", "limits": {"max_payload": 1000}}') as srv:
         s = connect(srv.port)
         s.sendall(std_frame(0x01, 1, b"z" * 1000))
         check(read_std(s) == (0x81, 1, b"z" * 1000), "1000-byte payload not echoed")
@@ -361,9 +369,9 @@ def mixed_small_and_big_replies_keep_order():
                 bytes(((i * 131) + j) & 0xFF for j in range(n % 256)) for i, n in enumerate(sizes)]
     for proto, extra, enc, dec_len in (
             ("standard", [], lambda i, p: std_frame(0x01 | (i % 3), i & 0xFF, p), None),
-            ("length-field", ["--lf-offset", "3", "--lf-size", "4"], lambda i, p: lf_frame(p, 3, 4, b"\x07\x08\x09"),
+            ("length-field", ["--codec", lf_codec(3, 4)], lambda i, p: lf_frame(p, 3, 4, b"\x07\x08\x09"),
              None)):
-        with Server("--protocol", proto, "--threads", "1", *extra) as srv:
+        with Server(*(extra or ["--protocol", proto]), "--threads", "1") as srv:
             s = connect(srv.port)
             stream = b"".join(enc(i, p) for i, p in enumerate(payloads))
             t = threading.Thread(target=lambda: s.sendall(stream), daemon=True)
@@ -481,7 +489,7 @@ def sink_mode_counts_and_sends_nothing():
 def length_field_profiles_echo():
     """LF-ECHO-1, LF-FMT-4: every profile echoes in the same profile with zeroed header bytes."""
     for offset, size in ((0, 2), (2, 0), (0, -4), (1, 1), (0, 4), (3, -2)):
-        with Server("--protocol", "length-field", "--lf-offset", str(offset), "--lf-size", str(size)) as srv:
+        with Server("--codec", lf_codec(offset, size)) as srv:
             s = connect(srv.port)
             payloads = [b"", b"abc", bytes(range(200)), b"v" * 255]
             hdr = b"\xaa" * offset
@@ -494,7 +502,7 @@ def length_field_profiles_echo():
 @test
 def length_field_decode_error():
     """LF-ECHO-2: a 6-byte varint (LF-LEN-2): reply to the frame before it, then close."""
-    with Server("--protocol", "length-field", "--lf-size", "0") as srv:
+    with Server("--codec", lf_codec(0, 0)) as srv:
         s = connect(srv.port)
         s.sendall(lf_frame(b"ok", 0, 0) + b"\x80\x80\x80\x80\x80\x00" + lf_frame(b"no", 0, 0))
         check(read_to_eof(s) == lf_frame(b"ok", 0, 0), "wrong bytes before close")
@@ -503,10 +511,84 @@ def length_field_decode_error():
 
 @test
 def bad_configuration_refused():
-    """LF-FMT-3: an unsupported size is refused before listening."""
-    p = subprocess.run([SERVER, "--protocol", "length-field", "--lf-size", "3", "--listen", "127.0.0.1:0"],
+    """LF-FMT-3: an unsupported size is refused before listening (a usage error)."""
+    p = subprocess.run([SERVER, "--codec", lf_codec(0, 3), "--listen", "127.0.0.1:0"],
                        capture_output=True, text=True, timeout=10)
-    check(p.returncode != 0 and "LISTENING" not in p.stdout, "rc %d stdout %r" % (p.returncode, p.stdout))
+    check(p.returncode == 2 and "LISTENING" not in p.stdout and "LF-FMT-3" in p.stderr,
+          "rc %d stdout %r stderr %r" % (p.returncode, p.stdout, p.stderr))
+
+
+USAGE_ERRORS = [
+    # (arguments before --listen/--connect, what stderr must mention)
+    (["--protocol", "standard", "--codec", '{"protocol": "standard"}'], "exactly one of --codec"),
+    ([], "exactly one of --codec"),
+    (["--codec", '{"protocol": "standard"'], "not JSON"),
+    (["--codec", '"standard"'], "expected a JSON object"),
+    (["--codec", '{"limits": {}}'], '"protocol" is required'),
+    (["--codec", '{"protocol": "rpc"}'], 'unknown protocol "rpc"'),
+    (["--protocol", "Standard"], 'unknown protocol "Standard"'),
+    (["--codec", '{"protocol": "standard", "max_payload": 5}'], 'unknown key "max_payload"'),
+    (["--codec", '{"protocol": "standard", "length_field": {"size": 4}}'], 'unknown key "length_field"'),
+    (["--codec", '{"protocol": "length-field", "length_field": {"offset": 1, "bits": 8}}'], 'unknown key "bits"'),
+    (["--codec", '{"protocol": "length-field", "length_field": {"offset": -1}}'], "expected an unsigned integer"),
+    (["--codec", '{"protocol": "standard", "limits": {"max_payload": "10"}}'], "expected an unsigned integer"),
+    (["--protocol", "standard", "--lf-size", "4"], "unknown option --lf-size"),
+    (["--protocol", "standard", "--max-payload", "4"], "unknown option --max-payload"),
+]
+
+
+@test
+def usage_errors_exit_2():
+    """reference-impls/README.md, common rules: --codec JSON or --protocol NAME, exactly one; bad JSON,
+    unknown keys and the old per-protocol flags are usage errors: one "usage error:" line and the
+    usage on stderr, exit status 2, nothing on stdout. --help: the usage on stdout, exit 0."""
+    for prog, tail in ((SERVER, ["--listen", "127.0.0.1:0"]), (LOAD, ["--connect", "127.0.0.1:9", "--requests", "1"])):
+        name = os.path.basename(prog)
+        for args, want in USAGE_ERRORS:
+            p = subprocess.run([prog] + args + tail, capture_output=True, text=True, timeout=10)
+            lines = p.stderr.splitlines()
+            check(p.returncode == 2 and p.stdout == "", "%s %r: rc %d stdout %r" % (name, args, p.returncode, p.stdout))
+            check(lines and lines[0].startswith("usage error:") and want in lines[0],
+                  "%s %r: stderr %r (want %r)" % (name, args, p.stderr, want))
+            check(any(l.startswith("usage: %s" % name) for l in lines), "%s %r: no usage in %r" % (name, args, p.stderr))
+        h = subprocess.run([prog, "--help"], capture_output=True, text=True, timeout=10)
+        check(h.returncode == 0 and h.stdout.startswith("usage: %s (--codec JSON | --protocol standard|length-field)" % name)
+              and h.stderr == "", "%s --help: rc %d %r %r" % (name, h.returncode, h.stdout, h.stderr))
+    for args, want in (
+            (["--mode", "per-packet", "--window", "2"], "--window must be 1 in per-packet mode"),
+            (["--mode", "pipelined", "--window", "256"], "--window must be at most 255 for standard"),
+            (["--payload", "2147483648"], "--payload is above"),
+            (["--duration", "abc"], "not a number of seconds"),
+            (["--requests", "x"], "--requests: not a number")):
+        p = subprocess.run([LOAD, "--protocol", "standard", "--connect", "127.0.0.1:9"] + args +
+                           ([] if "--duration" in args or "--requests" in args else ["--requests", "1"]),
+                           capture_output=True, text=True, timeout=10)
+        check(p.returncode == 2 and p.stderr.startswith("usage error: ") and want in p.stderr.splitlines()[0],
+              "fp-load %r: rc %d stderr %r" % (args, p.returncode, p.stderr))
+
+
+@test
+def codec_and_protocol_are_the_same():
+    """--protocol NAME is --codec '{"protocol": NAME}'; fp-load reports the codec object as given."""
+    codec = '{"protocol": "length-field", "limits": {"max_payload": 300}, "length_field": {"offset": 1, "size": -2}}'
+    with Server("--codec", codec) as srv:
+        s = connect(srv.port)
+        s.sendall(lf_frame(b"x" * 300, 1, -2) + lf_frame(b"y", 1, -2))
+        check(recv_exact(s, 303 + 4) == lf_frame(b"x" * 300, 1, -2) + lf_frame(b"y", 1, -2), "echo differs")
+        _, doc, _ = run_load("--codec", codec, "--connect", "127.0.0.1:%d" % srv.port, "--requests", 10,
+                             "--payload", 300, expect_rc=0)
+        check(doc["codec"] == json.loads(codec) and list(doc["codec"]) == ["protocol", "limits", "length_field"],
+              "codec %r" % doc["codec"])
+        check(doc["protocol"] == "length-field" and doc["window"] == 1, "doc %r" % doc)
+        s.sendall(lf_frame(b"z" * 301, 1, -2))  # above limits.max_payload: LF-LIM-1, closed
+        check(read_to_eof(s) == b"", "an oversize frame was answered")
+        check(srv.stop()["protocol_errors"] == 1, "protocol_errors")
+    with Server("--protocol", "standard") as srv:
+        _, doc, _ = run_load("--protocol", "standard", "--connect", "127.0.0.1:%d" % srv.port, "--requests", 40,
+                             "--mode", "pipelined", expect_rc=0)
+        check(doc["codec"] == {"protocol": "standard"} and doc["window"] == 32, "doc %r" % doc)
+        check(all(isinstance(v, int) for v in doc["latency_us"].values()), "latency not integers: %r" % doc)
+        check(doc["payload"] == 32 and doc["connections"] == 1, "defaults %r" % doc)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -531,8 +613,8 @@ def load_per_packet_exact():
 
 @test
 def load_pipelined_length_field_exact():
-    with Server("--protocol", "length-field", "--lf-size", "-4") as srv:
-        _, doc, _ = run_load("--protocol", "length-field", "--lf-size", -4, "--connect", "127.0.0.1:%d" % srv.port,
+    with Server("--codec", lf_codec(0, -4)) as srv:
+        _, doc, _ = run_load("--codec", lf_codec(0, -4), "--connect", "127.0.0.1:%d" % srv.port,
                              "--connections", 4, "--requests", 5001, "--payload", 1000, "--mode", "pipelined",
                              "--window", 32, expect_rc=0)
         check(doc["requests_sent"] == doc["replies_verified"] == 5001 and doc["errors"] == 0, "doc %r" % doc)
@@ -589,8 +671,8 @@ def load_unreachable_server():
 
 @test
 def load_many_connections_exact():
-    with Server("--protocol", "length-field", "--lf-size", "0", "--threads", "2") as srv:
-        _, doc, _ = run_load("--protocol", "length-field", "--lf-size", 0, "--connect", "127.0.0.1:%d" % srv.port,
+    with Server("--codec", lf_codec(0, 0), "--threads", "2") as srv:
+        _, doc, _ = run_load("--codec", lf_codec(0, 0), "--connect", "127.0.0.1:%d" % srv.port,
                              "--connections", 200, "--requests", 20011, "--payload", 200, "--mode", "pipelined",
                              "--window", 8, expect_rc=0)
         check(doc["requests_sent"] == doc["replies_verified"] == 20011, "doc %r" % doc)
