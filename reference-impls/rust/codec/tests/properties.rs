@@ -1,10 +1,14 @@
 //! Property tests: encode/decode round trips, independence from how the stream is split into
-//! chunks (STD-STR-1, LF-STR-1), error classification that does not depend on the split, and
-//! the matchers against simple models.
+//! chunks (STD-STR-1, LF-STR-1), error classification that does not depend on the split, the
+//! matchers against simple models, and the server sessions (what they write after each chunk,
+//! for any split, against a model built from the decoder).
 
 use bytes::Bytes;
+use frameproof_codec::length_field::LengthField;
 use frameproof_codec::length_field::{LengthFieldDecoder, LengthSize, Profile};
 use frameproof_codec::matcher::{FifoMatcher, Received, SequenceMatcher};
+use frameproof_codec::protocol::{Protocol, ServerSession};
+use frameproof_codec::standard::Standard;
 use frameproof_codec::standard::{self, StandardDecoder};
 use frameproof_codec::{FrameDecoder, ProtocolError};
 use proptest::prelude::*;
@@ -33,6 +37,84 @@ fn run<D: FrameDecoder>(mut d: D, data: &[u8], cuts: &[usize]) -> Outcome<D::Fra
 /// Drops the free-text message so outcomes compare on requirement and offset only.
 fn key(e: Option<ProtocolError>) -> Option<(&'static str, u64)> {
     e.map(|e| (e.requirement, e.offset))
+}
+
+/// What a server session did with a stream: the bytes written after each chunk (the last entry
+/// after EOF), and the close.
+type ServeOutcome = (Vec<Vec<u8>>, bool, Option<(&'static str, u64)>);
+
+/// Feeds `data` split at `cuts` to a fresh session of `p`, then signals EOF (stopping early
+/// when the session closes), as the testee's `serve` does.
+fn serve<P: Protocol>(p: &P, data: &[u8], cuts: &[usize]) -> ServeOutcome {
+    let mut cuts: Vec<usize> = cuts.iter().map(|&c| c.min(data.len())).collect();
+    cuts.sort_unstable();
+    cuts.dedup();
+    let mut s = p.session("", false).unwrap();
+    let mut written = Vec::new();
+    let mut prev = 0;
+    for &c in cuts.iter().chain(std::iter::once(&data.len())) {
+        let mut out = bytes::BytesMut::new();
+        s.extend(&data[prev..c]);
+        let r = s.process(&mut out);
+        written.push(out.to_vec());
+        if r.closed {
+            return (written, true, key(r.error));
+        }
+        prev = c;
+    }
+    let mut out = bytes::BytesMut::new();
+    let r = s.finish(&mut out);
+    written.push(out.to_vec());
+    (written, r.closed, key(r.error))
+}
+
+/// The model: decode the whole stream, reply to each frame with `reply`; the error is the
+/// decoder's (at EOF included).
+fn serve_model<P: Protocol>(
+    p: &P,
+    data: &[u8],
+    reply: impl Fn(&P::Frame) -> Vec<u8>,
+) -> (Vec<u8>, Option<(&'static str, u64)>) {
+    let (frames, err) = run(p.decoder(), data, &[]);
+    (frames.iter().flat_map(reply).collect(), key(err))
+}
+
+/// Checks a session against the model for one split: the same bytes in all, the same close,
+/// and after each chunk exactly the replies to the frames that chunk completed.
+fn check_serve<P: Protocol>(
+    p: &P,
+    data: &[u8],
+    cuts: &[usize],
+    reply: impl Fn(&P::Frame) -> Vec<u8> + Copy,
+) -> Result<(), TestCaseError> {
+    let (written, closed, err) = serve(p, data, cuts);
+    let (want, want_err) = serve_model(p, data, reply);
+    prop_assert!(closed, "EOF closes");
+    prop_assert_eq!(err, want_err);
+    prop_assert_eq!(written.concat(), want);
+    // Chunk by chunk: the bytes written so far are the replies to the frames complete in the
+    // prefix fed so far (a decoder fed the prefix, without EOF).
+    let mut cuts: Vec<usize> = cuts.iter().map(|&c| c.min(data.len())).collect();
+    cuts.sort_unstable();
+    cuts.dedup();
+    cuts.push(data.len());
+    let mut so_far: Vec<u8> = Vec::new();
+    for (i, &c) in cuts.iter().enumerate().take(written.len()) {
+        so_far.extend(&written[i]);
+        let mut d = p.decoder();
+        let (frames, _) = d.feed(&data[..c]);
+        let expected: Vec<u8> = frames.iter().flat_map(reply).collect();
+        prop_assert_eq!(&so_far, &expected, "after chunk {} (bytes ..{})", i, c);
+    }
+    Ok(())
+}
+
+/// STD-ECHO-1/2: a request (bits 7 and 6 clear) gets flag 0x80 | kind, same sequence and payload.
+fn standard_reply(f: &standard::StdFrame) -> Vec<u8> {
+    if f.flag & 0xC0 != 0 {
+        return Vec::new();
+    }
+    standard::encode_to_vec(0x80 | (f.flag & 0x3F), f.sequence, &f.payload, u64::MAX).unwrap()
 }
 
 fn payload_strategy() -> impl Strategy<Value = Vec<u8>> {
@@ -229,5 +311,92 @@ proptest! {
             }
             prop_assert_eq!(m.pending(), model.len());
         }
+    }
+
+    /// STD-ECHO-*: for any stream (valid frames, then garbage or a cut) and any split, the
+    /// session writes after each chunk the replies to the frames it completed, closes on a
+    /// decoding error after the replies before it, and at EOF with STD-STR-3 if a frame is
+    /// unfinished.
+    #[test]
+    fn standard_session_any_split(frames in proptest::collection::vec(std_frame(), 0..6),
+                                  tail in proptest::collection::vec(any::<u8>(), 0..12),
+                                  max in prop_oneof![Just(0u64), 0u64..2000],
+                                  cuts in proptest::collection::vec(0usize..4000, 0..10)) {
+        let mut wire = Vec::new();
+        for (flag, seq, p) in &frames {
+            wire.extend(standard::encode_to_vec(*flag, *seq, p, 0).unwrap());
+        }
+        wire.extend(tail);
+        let cuts: Vec<usize> = cuts.into_iter().map(|c| c % (wire.len() + 1)).collect();
+        let p = Standard { max_payload: frameproof_codec::effective_max(max) };
+        check_serve(&p, &wire, &cuts, standard_reply)?;
+        let every: Vec<usize> = (1..wire.len().min(400)).collect();
+        check_serve(&p, &wire, &every, standard_reply)?;
+    }
+
+    /// LF-ECHO-*: the same for every length-field profile.
+    #[test]
+    fn length_field_session_any_split(profile in profile_strategy(),
+                                      payloads in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..300), 0..6),
+                                      tail in proptest::collection::vec(any::<u8>(), 0..12),
+                                      max in prop_oneof![Just(0u64), 0u64..400],
+                                      cuts in proptest::collection::vec(0usize..4000, 0..10)) {
+        let cap = profile.size.capacity() as usize;
+        let mut wire = Vec::new();
+        for p in payloads.iter().filter(|p| p.len() <= cap) {
+            wire.extend(profile.encode_to_vec(p, 0).unwrap());
+        }
+        wire.extend(tail);
+        let cuts: Vec<usize> = cuts.into_iter().map(|c| c % (wire.len() + 1)).collect();
+        let p = LengthField { profile, max_payload: max };
+        let reply = |f: &Bytes| profile.encode_to_vec(f, u64::MAX).unwrap();
+        check_serve(&p, &wire, &cuts, reply)?;
+        let every: Vec<usize> = (1..wire.len().min(400)).collect();
+        check_serve(&p, &wire, &every, reply)?;
+    }
+}
+
+/// A decoding error closes the session after the replies to the frames before it; nothing of
+/// the later input is answered, even when it arrives in the same chunk or later.
+#[test]
+fn session_error_closes_after_earlier_replies() {
+    let p = Standard { max_payload: 10 };
+    let mut wire = standard::encode_to_vec(0x01, 1, b"ok", 0).unwrap();
+    wire.extend([0x01, 2, 11, 0]); // STD-LIM-1 at offset 6
+    wire.extend(standard::encode_to_vec(0x01, 3, b"late", 0).unwrap());
+    for cut in 0..=wire.len() {
+        let (written, closed, err) = serve(&p, &wire, &[cut]);
+        assert!(closed);
+        assert_eq!(err, Some(("STD-LIM-1", 6)), "cut {cut}");
+        assert_eq!(
+            written.concat(),
+            standard::encode_to_vec(0x81, 1, b"ok", 0).unwrap()
+        );
+        // The session stopped at the chunk that held the bad header: no EOF entry.
+        assert_eq!(written.len(), if cut >= 10 { 1 } else { 2 }, "cut {cut}");
+    }
+}
+
+/// EOF inside a frame: the replies to the complete frames, then STD-STR-3 / LF-STR-3 at the
+/// unfinished frame's start; a clean EOF closes without an error.
+#[test]
+fn session_eof_with_a_partial_frame() {
+    let p = LengthField {
+        profile: Profile::new(2, 2).unwrap(),
+        max_payload: 0,
+    };
+    let full = p.profile.encode_to_vec(b"abc", 0).unwrap();
+    for partial in 0..full.len() {
+        let mut wire = full.clone();
+        wire.extend(&full[..partial]);
+        let (written, closed, err) = serve(&p, &wire, &[]);
+        assert!(closed);
+        assert_eq!(written.concat(), full);
+        let want = if partial == 0 {
+            None
+        } else {
+            Some(("LF-STR-3", full.len() as u64))
+        };
+        assert_eq!(err, want, "partial {partial}");
     }
 }
