@@ -586,23 +586,10 @@ impl<T> ClientMatcher<T> for LengthFieldClient<T> {
 mod tests {
     use super::*;
 
-    fn hex(s: &str) -> Vec<u8> {
-        s.split_whitespace()
-            .map(|h| u8::from_str_radix(h, 16).unwrap())
-            .collect()
-    }
+    use crate::testutil::hex;
 
     fn decode_all(p: Profile, max: u64, chunks: &[&[u8]]) -> (Vec<Bytes>, Option<ProtocolError>) {
-        let mut d = LengthFieldDecoder::new(p, max);
-        let mut frames = Vec::new();
-        for c in chunks {
-            let (f, e) = d.feed(c);
-            frames.extend(f);
-            if e.is_some() {
-                return (frames, e);
-            }
-        }
-        (frames, d.finish().err())
+        LengthFieldDecoder::new(p, max).decode_stream(chunks.iter().copied())
     }
 
     #[test]

@@ -169,6 +169,39 @@ pub trait FrameDecoder {
             }
         }
     }
+
+    /// Decodes a whole stream given in chunks: feeds them one by one exactly as split, then
+    /// ends the stream. Returns every frame delivered and the error that stopped the stream,
+    /// if any (frames after it are never delivered).
+    fn decode_stream<'a>(
+        &mut self,
+        chunks: impl IntoIterator<Item = &'a [u8]>,
+    ) -> (Vec<Self::Frame>, Option<ProtocolError>)
+    where
+        Self: Sized,
+    {
+        let mut frames = Vec::new();
+        for chunk in chunks {
+            let (f, e) = self.feed(chunk);
+            frames.extend(f);
+            if e.is_some() {
+                return (frames, e);
+            }
+        }
+        let e = self.finish().err();
+        (frames, e)
+    }
+}
+
+/// Helpers of the unit tests.
+#[cfg(test)]
+pub(crate) mod testutil {
+    /// Bytes from hex pairs separated by spaces: `"01 0A FF"`.
+    pub fn hex(s: &str) -> Vec<u8> {
+        s.split_whitespace()
+            .map(|h| u8::from_str_radix(h, 16).unwrap())
+            .collect()
+    }
 }
 
 #[cfg(test)]

@@ -427,6 +427,22 @@ impl Standard {
     }
 }
 
+impl<T> StandardClient<T> {
+    /// Sends a frame with `flag` under the next sequence number, never pending (STD-MATCH-4).
+    fn send_unpending(
+        &mut self,
+        flag: u8,
+        len: usize,
+        out: &mut BytesMut,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Result<(), SendError<ProtocolError>> {
+        let p = self.proto;
+        self.m
+            .send_one_way(|seq| p.write(out, flag, seq, len, fill))
+            .map(|_| ())
+    }
+}
+
 impl<T> ClientMatcher<T> for StandardClient<T> {
     type Frame = StdFrame;
 
@@ -450,10 +466,7 @@ impl<T> ClientMatcher<T> for StandardClient<T> {
         out: &mut BytesMut,
         fill: impl FnOnce(&mut [u8]),
     ) -> Result<(), SendError<ProtocolError>> {
-        let p = self.proto;
-        self.m
-            .send_one_way(|seq| p.write(out, ONE_WAY, seq, len, fill))
-            .map(|_| ())
+        self.send_unpending(ONE_WAY, len, out, fill)
     }
 
     /// A request numbered like a one-way message (STD-SEQ-1 order, no pending check).
@@ -463,10 +476,7 @@ impl<T> ClientMatcher<T> for StandardClient<T> {
         out: &mut BytesMut,
         fill: impl FnOnce(&mut [u8]),
     ) -> Result<(), SendError<ProtocolError>> {
-        let p = self.proto;
-        self.m
-            .send_one_way(|seq| p.write(out, REQUEST, seq, len, fill))
-            .map(|_| ())
+        self.send_unpending(REQUEST, len, out, fill)
     }
 
     fn receive(&mut self, f: &StdFrame) -> Received<T> {
@@ -497,23 +507,10 @@ impl<T> ClientMatcher<T> for StandardClient<T> {
 mod tests {
     use super::*;
 
-    fn hex(s: &str) -> Vec<u8> {
-        s.split_whitespace()
-            .map(|h| u8::from_str_radix(h, 16).unwrap())
-            .collect()
-    }
+    use crate::testutil::hex;
 
     fn decode_all(chunks: &[&[u8]], max: u64) -> (Vec<StdFrame>, Option<ProtocolError>) {
-        let mut d = StandardDecoder::new(max);
-        let mut frames = Vec::new();
-        for c in chunks {
-            let (f, e) = d.feed(c);
-            frames.extend(f);
-            if e.is_some() {
-                return (frames, e);
-            }
-        }
-        (frames, d.finish().err())
+        StandardDecoder::new(max).decode_stream(chunks.iter().copied())
     }
 
     #[test]

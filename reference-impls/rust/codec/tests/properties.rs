@@ -17,21 +17,19 @@ type Outcome<F> = (Vec<F>, Option<ProtocolError>);
 
 /// Feeds `data` split at `cuts` (sorted, deduplicated here), then ends the stream.
 fn run<D: FrameDecoder>(mut d: D, data: &[u8], cuts: &[usize]) -> Outcome<D::Frame> {
-    let mut cuts: Vec<usize> = cuts.iter().map(|&c| c.min(data.len())).collect();
-    cuts.sort_unstable();
-    cuts.dedup();
-    let mut frames = Vec::new();
-    let mut prev = 0;
-    for &c in cuts.iter().chain(std::iter::once(&data.len())) {
-        let (f, e) = d.feed(&data[prev..c]);
-        frames.extend(f);
-        if e.is_some() {
-            return (frames, e);
-        }
-        prev = c;
-    }
-    let e = d.finish().err();
-    (frames, e)
+    let ends = chunk_ends(data.len(), cuts);
+    let starts = std::iter::once(0).chain(ends.clone());
+    d.decode_stream(starts.zip(ends).map(|(a, b)| &data[a..b]))
+}
+
+/// Where the chunks of a stream of `len` bytes cut at `cuts` end (sorted, deduplicated, the
+/// last one `len`).
+fn chunk_ends(len: usize, cuts: &[usize]) -> Vec<usize> {
+    let mut ends: Vec<usize> = cuts.iter().map(|&c| c.min(len)).collect();
+    ends.push(len);
+    ends.sort_unstable();
+    ends.dedup();
+    ends
 }
 
 /// Drops the free-text message so outcomes compare on requirement and offset only.
@@ -46,13 +44,10 @@ type ServeOutcome = (Vec<Vec<u8>>, bool, Option<(&'static str, u64)>);
 /// Feeds `data` split at `cuts` to a fresh session of `p`, then signals EOF (stopping early
 /// when the session closes), as the testee's `serve` does.
 fn serve<P: Protocol>(p: &P, data: &[u8], cuts: &[usize]) -> ServeOutcome {
-    let mut cuts: Vec<usize> = cuts.iter().map(|&c| c.min(data.len())).collect();
-    cuts.sort_unstable();
-    cuts.dedup();
     let mut s = p.session("", false).unwrap();
     let mut written = Vec::new();
     let mut prev = 0;
-    for &c in cuts.iter().chain(std::iter::once(&data.len())) {
+    for c in chunk_ends(data.len(), cuts) {
         let mut out = bytes::BytesMut::new();
         s.extend(&data[prev..c]);
         let r = s.process(&mut out);
@@ -94,12 +89,12 @@ fn check_serve<P: Protocol>(
     prop_assert_eq!(written.concat(), want);
     // Chunk by chunk: the bytes written so far are the replies to the frames complete in the
     // prefix fed so far (a decoder fed the prefix, without EOF).
-    let mut cuts: Vec<usize> = cuts.iter().map(|&c| c.min(data.len())).collect();
-    cuts.sort_unstable();
-    cuts.dedup();
-    cuts.push(data.len());
     let mut so_far: Vec<u8> = Vec::new();
-    for (i, &c) in cuts.iter().enumerate().take(written.len()) {
+    for (i, c) in chunk_ends(data.len(), cuts)
+        .into_iter()
+        .enumerate()
+        .take(written.len())
+    {
         so_far.extend(&written[i]);
         let mut d = p.decoder();
         let (frames, _) = d.feed(&data[..c]);

@@ -49,16 +49,7 @@ fn chunks(data: &[u8], ctl: u8) -> Vec<&[u8]> {
 type Outcome<F> = (Vec<F>, Option<ProtocolError>);
 
 fn run<D: FrameDecoder>(mut d: D, parts: &[&[u8]]) -> Outcome<D::Frame> {
-    let mut frames = Vec::new();
-    for p in parts {
-        let (f, e) = d.feed(p);
-        frames.extend(f);
-        if e.is_some() {
-            return (frames, e);
-        }
-    }
-    let e = d.finish().err();
-    (frames, e)
+    d.decode_stream(parts.iter().copied())
 }
 
 /// The socket-reader path: chunks appended straight to `buffer_mut()` (as fp-server reads into

@@ -9,7 +9,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use frameproof_codec::config::CodecConfig;
-use frameproof_codec::registry;
+use frameproof_codec::registry::{self, Visitor};
 use tokio::net::TcpListener;
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
@@ -133,6 +133,16 @@ impl Cli {
 
     pub fn or_die<T>(&self, r: Result<T, String>) -> T {
         r.unwrap_or_else(|e| self.die(&e))
+    }
+
+    /// Runs `program` with the protocol `codec` names (built by the registry); its error, or
+    /// a configuration the registry refuses, is a usage error.
+    pub fn with_protocol<V>(&self, codec: &CodecConfig, program: V)
+    where
+        V: Visitor<Output = Result<(), String>>,
+    {
+        let r = registry::with_protocol(codec, program).map_err(|e| e.to_string());
+        self.or_die(r.and_then(|r| r))
     }
 
     /// Runs `main` on a multi-threaded runtime of `threads` workers and exits with the status

@@ -226,20 +226,11 @@ fn frame_fields(mut f: pb::Frame) -> FrameFields {
 
 /// Feeds every chunk, then ends the stream; stops at the first error.
 fn decode<P: Protocol>(p: &P, chunks: &[Bytes]) -> pb::DecodeResponse {
-    let mut d = p.decoder();
-    let mut resp = pb::DecodeResponse::default();
-    for chunk in chunks {
-        let (frames, err) = d.feed(chunk);
-        resp.frames.extend(frames.iter().map(pb_frame::<P>));
-        if let Some(e) = err {
-            resp.error = Some(perr(&e));
-            return resp;
-        }
+    let (frames, err) = p.decoder().decode_stream(chunks.iter().map(|c| &c[..]));
+    pb::DecodeResponse {
+        frames: frames.iter().map(pb_frame::<P>).collect(),
+        error: err.as_ref().map(perr),
     }
-    if let Err(e) = d.finish() {
-        resp.error = Some(perr(&e));
-    }
-    resp
 }
 
 fn encode<P: Protocol>(p: &P, f: pb::Frame) -> Resp {

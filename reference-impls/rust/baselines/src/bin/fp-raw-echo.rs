@@ -20,7 +20,7 @@ use std::sync::Arc;
 use fp_baselines::{serve_counted, ConnStats, EchoArgs};
 use fp_net::Cli;
 use frameproof_codec::protocol::{HeaderWalker, Protocol};
-use frameproof_codec::registry::{self, Visitor};
+use frameproof_codec::registry::Visitor;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -32,11 +32,7 @@ const CLI: Cli = Cli {
 fn main() {
     let args = EchoArgs::parse(&CLI);
     let codec = args.codec.clone();
-    CLI.or_die(
-        registry::with_protocol(&codec, Start(args))
-            .map_err(|e| e.to_string())
-            .and_then(|r| r),
-    );
+    CLI.with_protocol(&codec, Start(args));
 }
 
 struct Start(EchoArgs);

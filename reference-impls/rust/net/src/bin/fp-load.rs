@@ -29,7 +29,7 @@ use fp_net::{fill_payload, json_f64, json_string, online_cpus, payload_matches, 
 use frameproof_codec::config::CodecConfig;
 use frameproof_codec::matcher::Received;
 use frameproof_codec::protocol::{ClientMatcher, Protocol};
-use frameproof_codec::registry::{self, Visitor};
+use frameproof_codec::registry::Visitor;
 use frameproof_codec::FrameDecoder;
 use hdrhistogram::Histogram;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -256,11 +256,7 @@ impl Report {
 fn main() {
     let cfg = CLI.or_die(parse_config());
     let codec = cfg.codec.clone();
-    CLI.or_die(
-        registry::with_protocol(&codec, Start(cfg))
-            .map_err(|e| e.to_string())
-            .and_then(|r| r),
-    );
+    CLI.with_protocol(&codec, Start(cfg));
 }
 
 /// Runs the load with the protocol the codec names.

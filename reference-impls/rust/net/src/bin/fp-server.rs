@@ -20,7 +20,7 @@ use std::time::Duration;
 use bytes::BytesMut;
 use fp_net::{print_line, Cli, Server};
 use frameproof_codec::protocol::{Protocol, ServerSession};
-use frameproof_codec::registry::{self, Visitor};
+use frameproof_codec::registry::Visitor;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
@@ -72,11 +72,7 @@ fn main() {
         sink: opts.has("sink"),
         stats: opts.has("stats"),
     };
-    CLI.or_die(
-        registry::with_protocol(&codec, Start { cfg, threads })
-            .map_err(|e| e.to_string())
-            .and_then(|r| r),
-    );
+    CLI.with_protocol(&codec, Start { cfg, threads });
 }
 
 /// Runs the server with the protocol the codec names.
