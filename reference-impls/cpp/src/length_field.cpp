@@ -7,10 +7,9 @@ namespace fp {
 
 template class Decoder<LengthField>;
 
+using namespace header_result;
+
 namespace {
-constexpr auto need = HeaderInfo::need;
-constexpr auto fail = HeaderInfo::fail;
-constexpr auto header = HeaderInfo::header;
 
 bool size_valid(std::int32_t size) {
   return size == 1 || size == 2 || size == 4 || size == -2 || size == -4 || size == 0;

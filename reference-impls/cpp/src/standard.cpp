@@ -7,11 +7,7 @@ namespace fp {
 
 template class Decoder<Standard>;
 
-namespace {
-constexpr auto need = HeaderInfo::need;
-constexpr auto fail = HeaderInfo::fail;
-constexpr auto header = HeaderInfo::header;
-}  // namespace
+using namespace header_result;
 
 // ---------------------------------------------------------------------------------------------
 // Configuration and framing

@@ -80,12 +80,17 @@ void add_frame(pb::Frame* out, std::uint8_t flag, std::uint8_t seq, fp::ByteView
   out->set_payload(str(payload));
 }
 
+// An invalid configuration (e.g. LF-FMT-3) is the answer's error: true if so.
+template <class P, class Response>
+bool refused(const P& proto, Response* out) {
+  const auto e = proto.validate();
+  if (e) set_error(out->mutable_error(), *e);
+  return e.has_value();
+}
+
 template <class P>
 void do_decode(const pb::DecodeRequest& req, const P& proto, pb::DecodeResponse* out) {
-  if (auto e = proto.validate()) {
-    set_error(out->mutable_error(), *e);
-    return;
-  }
+  if (refused(proto, out)) return;
   fp::Decoder<P> dec(proto);
   auto on_frame = [&](const fp::Frame& f) { add_frame(out->add_frames(), f.flag, f.sequence, f.payload); };
   for (const std::string& chunk : req.chunks()) {
@@ -111,10 +116,7 @@ void do_encode(const pb::EncodeRequest& req, const P& proto, pb::EncodeResponse*
 
 template <class P>
 void do_match(const pb::MatchRequest& req, const P& proto, pb::MatchResponse* out) {
-  if (auto e = proto.validate()) {
-    set_error(out->mutable_error(), *e);
-    return;
-  }
+  if (refused(proto, out)) return;
   fp::ClientConnection<P> conn(proto, req.timeout_ms());
   std::vector<fp::Completion> done;
   for (const pb::MatchEvent& ev : req.events()) {
@@ -156,9 +158,8 @@ struct Written {
 
 template <class P>
 void do_serve(const pb::ServeRequest& req, const P& proto, pb::ServeResponse* out) {
-  if (auto e = proto.validate()) {  // no endpoint can be created: closed before any input
+  if (refused(proto, out)) {  // no endpoint can be created: closed before any input
     out->set_closed(true);
-    set_error(out->mutable_error(), *e);
     return;
   }
   typename P::Session session(proto);

@@ -722,7 +722,49 @@ def sigterm_with_traffic_in_flight():
 # ----------------------------------------------------------------------------------------------
 # fp-load against faulty servers: every reply must be verified
 
-class FakeServer:
+class TestServer:
+    """A listener on 127.0.0.1 whose accept thread hands every connection to on_connection(c)."""
+
+    def __init__(self, rcvbuf=None):
+        self.ls = socket.socket()
+        self.ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if rcvbuf:
+            self.ls.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        self.ls.bind(("127.0.0.1", 0))
+        self.ls.listen(64)
+        self.port = self.ls.getsockname()[1]
+        self.stop = False
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        self.ls.settimeout(0.1)
+        while not self.stop:
+            try:
+                c, _ = self.ls.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            self.on_connection(c)
+
+    def close(self):
+        self.stop = True
+        self.ls.close()
+
+
+def take_echo(protocol, buf):
+    """The echo of the first complete request in `buf` (default profiles), taken out of it; None
+    if no frame is complete."""
+    h = 4 if protocol == "standard" else 2
+    if len(buf) < h or len(buf) < h + struct.unpack("<H", buf[h - 2:h])[0]:
+        return None
+    n = h + struct.unpack("<H", buf[h - 2:h])[0]
+    f = bytes(buf[:n])
+    del buf[:n]
+    return bytes([f[0] | 0x80]) + f[1:] if protocol == "standard" else f
+
+
+class FakeServer(TestServer):
     """Echo server whose reply stream passes through `mangle(conn_index, reply_index, frame)`,
     which returns the bytes to send instead (b"" drops it). Counts requests per connection."""
 
@@ -732,27 +774,13 @@ class FakeServer:
         self.reorder = reorder
         self.per_conn = []
         self.lock = threading.Lock()
-        self.ls = socket.socket()
-        self.ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.ls.bind(("127.0.0.1", 0))
-        self.ls.listen(64)
-        self.port = self.ls.getsockname()[1]
-        self.stop = False
-        threading.Thread(target=self.accept, daemon=True).start()
+        super().__init__()
 
-    def accept(self):
-        self.ls.settimeout(0.2)
-        while not self.stop:
-            try:
-                c, _ = self.ls.accept()
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            with self.lock:
-                idx = len(self.per_conn)
-                self.per_conn.append(0)
-            threading.Thread(target=self.serve, args=(c, idx), daemon=True).start()
+    def on_connection(self, c):
+        with self.lock:
+            idx = len(self.per_conn)
+            self.per_conn.append(0)
+        threading.Thread(target=self.serve, args=(c, idx), daemon=True).start()
 
     def serve(self, c, idx):
         c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -764,24 +792,7 @@ class FakeServer:
                 if not d:
                     break
                 buf += d
-                while True:
-                    if self.protocol == "standard":
-                        if len(buf) < 4:
-                            break
-                        n = struct.unpack("<H", buf[2:4])[0]
-                        if len(buf) < 4 + n:
-                            break
-                        f = bytes(buf[:4 + n])
-                        del buf[:4 + n]
-                        reply = bytes([f[0] | 0x80]) + f[1:]
-                    else:
-                        if len(buf) < 2:
-                            break
-                        n = struct.unpack("<H", buf[:2])[0]
-                        if len(buf) < 2 + n:
-                            break
-                        reply = bytes(buf[:2 + n])
-                        del buf[:2 + n]
+                while (reply := take_echo(self.protocol, buf)) is not None:
                     with self.lock:
                         i = self.per_conn[idx]
                         self.per_conn[idx] += 1
@@ -797,10 +808,6 @@ class FakeServer:
             pass
         finally:
             c.close()
-
-    def close(self):
-        self.stop = True
-        self.ls.close()
 
 
 def flip_byte(at_conn, at_reply, pos=-1):
@@ -917,7 +924,7 @@ def load_splits_requests_over_connections():
         srv.close()
 
 
-class HoldingServer:
+class HoldingServer(TestServer):
     """Standard/length-field echo server that holds replies and sends them all every `hold`
     seconds: records, per connection, the most requests it held at once (= the client's
     requests in flight), and makes every reply take about `hold` seconds."""
@@ -926,25 +933,11 @@ class HoldingServer:
         self.protocol = protocol
         self.hold = hold
         self.max_held = []
-        self.ls = socket.socket()
-        self.ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.ls.bind(("127.0.0.1", 0))
-        self.ls.listen(64)
-        self.port = self.ls.getsockname()[1]
-        self.stop = False
-        threading.Thread(target=self.accept, daemon=True).start()
+        super().__init__()
 
-    def accept(self):
-        self.ls.settimeout(0.1)
-        while not self.stop:
-            try:
-                c, _ = self.ls.accept()
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            self.max_held.append(0)
-            threading.Thread(target=self.serve, args=(c, len(self.max_held) - 1), daemon=True).start()
+    def on_connection(self, c):
+        self.max_held.append(0)
+        threading.Thread(target=self.serve, args=(c, len(self.max_held) - 1), daemon=True).start()
 
     def serve(self, c, idx):
         c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -960,18 +953,8 @@ class HoldingServer:
                     buf += d
                 except socket.timeout:
                     pass
-                while True:
-                    if self.protocol == "standard":
-                        if len(buf) < 4 or len(buf) < 4 + struct.unpack("<H", buf[2:4])[0]:
-                            break
-                        n = 4 + struct.unpack("<H", buf[2:4])[0]
-                        held.append(bytes([buf[0] | 0x80]) + bytes(buf[1:n]))
-                    else:
-                        if len(buf) < 2 or len(buf) < 2 + struct.unpack("<H", buf[:2])[0]:
-                            break
-                        n = 2 + struct.unpack("<H", buf[:2])[0]
-                        held.append(bytes(buf[:n]))
-                    del buf[:n]
+                while (reply := take_echo(self.protocol, buf)) is not None:
+                    held.append(reply)
                 self.max_held[idx] = max(self.max_held[idx], len(held))
                 if time.time() >= next_flush:
                     if held:
@@ -982,10 +965,6 @@ class HoldingServer:
             pass
         finally:
             c.close()
-
-    def close(self):
-        self.stop = True
-        self.ls.close()
 
 
 @test
@@ -1011,36 +990,20 @@ def load_window_and_latency():
             srv.close()
 
 
-class DeafServer:
+class DeafServer(TestServer):
     """Accepts connections and never reads from them nor writes to them."""
 
     def __init__(self):
-        self.ls = socket.socket()
-        self.ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.ls.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        self.ls.bind(("127.0.0.1", 0))
-        self.ls.listen(64)
-        self.port = self.ls.getsockname()[1]
         self.conns = []
-        self.stop = False
-        threading.Thread(target=self.accept, daemon=True).start()
+        super().__init__(rcvbuf=4096)
 
-    def accept(self):
-        self.ls.settimeout(0.1)
-        while not self.stop:
-            try:
-                c, _ = self.ls.accept()
-                self.conns.append(c)
-            except socket.timeout:
-                continue
-            except OSError:
-                return
+    def on_connection(self, c):
+        self.conns.append(c)
 
     def close(self):
-        self.stop = True
+        super().close()
         for c in self.conns:
             c.close()
-        self.ls.close()
 
 
 @test

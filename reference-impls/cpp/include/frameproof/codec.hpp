@@ -82,28 +82,31 @@ struct HeaderInfo {
   std::uint8_t sequence = 0;
   const char* requirement = nullptr;  // (Error)
   const char* message = nullptr;      // (Error)
-
-  static HeaderInfo need(std::uint64_t n) {
-    HeaderInfo h;
-    h.needed = n;
-    return h;
-  }
-  static HeaderInfo fail(const char* req, const char* msg) {
-    HeaderInfo h;
-    h.status = Status::Error;
-    h.requirement = req;
-    h.message = msg;
-    return h;
-  }
-  static HeaderInfo header(std::size_t header_len, std::uint64_t payload_len) {
-    HeaderInfo h;
-    h.status = Status::Header;
-    h.header_len = header_len;
-    h.payload_len = payload_len;
-    h.needed = header_len + payload_len;
-    return h;
-  }
 };
+
+// The three results of a protocol's parse_header (a module says `using namespace header_result;`).
+namespace header_result {
+inline HeaderInfo need(std::uint64_t n) {
+  HeaderInfo h;
+  h.needed = n;
+  return h;
+}
+inline HeaderInfo fail(const char* req, const char* msg) {
+  HeaderInfo h;
+  h.status = HeaderInfo::Status::Error;
+  h.requirement = req;
+  h.message = msg;
+  return h;
+}
+inline HeaderInfo header(std::size_t header_len, std::uint64_t payload_len) {
+  HeaderInfo h;
+  h.status = HeaderInfo::Status::Header;
+  h.header_len = header_len;
+  h.payload_len = payload_len;
+  h.needed = header_len + payload_len;
+  return h;
+}
+}  // namespace header_result
 
 // The input buffer of one connection: bytes are written at the end (prepare/commit), frames are
 // consumed at the front. Grows only to what the pending frame needs (at most the largest legal
