@@ -100,11 +100,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* input, std::size_t siz
   const bool std_ = (cfgb & 1) == 0;
   const auto* profile = kProfiles[(cfgb >> 1) & 15];
   const auto offset = static_cast<std::uint32_t>(profile[0]);
-  const std::int32_t size = profile[1];
+  const std::int32_t lf_size = profile[1];
   // the protocol under test, and the same one without a maximum to re-encode with
   auto make = [&](std::uint64_t max) -> fp::AnyProtocol {
     if (std_) return fp::Standard(fp::Limits{max});
-    return fp::LengthField(fp::Limits{max}, offset, size);
+    return fp::LengthField(fp::Limits{max}, offset, lf_size);
   };
   const fp::AnyProtocol cfg = make(kLimits[cfgb >> 5]);
   const fp::AnyProtocol enc_cfg = make(0x7FFFFFFF);
@@ -130,7 +130,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* input, std::size_t siz
     }
     const std::size_t o = offset;
     std::size_t width = enc.size() - o - f.payload.size();
-    if (size == 0) {  // a non-minimal varint may be accepted (LF-LEN-4)
+    if (lf_size == 0) {  // a non-minimal varint may be accepted (LF-LEN-4)
       width = 0;
       while (pos + o + width < data.size() && (data[pos + o + width] & 0x80)) ++width;
       ++width;
