@@ -118,6 +118,54 @@ def _testee(config) -> Testee:
     return t
 
 
+def failure_leaves(exc) -> list:
+    """The CheckFailure / TesteeFailure behind an exception: through Hypothesis' wrapping
+    (__cause__/__context__) and its exception groups (several distinct failures)."""
+    out = []
+    seen = set()
+
+    def walk(e):
+        while e is not None and id(e) not in seen:
+            seen.add(id(e))
+            if isinstance(e, (CheckFailure, TesteeFailure)):
+                out.append(e)
+                return
+            if isinstance(e, BaseExceptionGroup):
+                for sub in e.exceptions:
+                    walk(sub)
+                return
+            e = e.__cause__ or e.__context__
+
+    walk(exc)
+    return out
+
+
+class _ExampleSkipper:
+    """The testee as a property sees it: a ``skipped`` answer discards that one example
+    (hypothesis.reject) instead of skipping the whole property; the property is skipped only
+    when every example was."""
+
+    def __init__(self, testee):
+        self._t = testee
+        self.skipped = 0
+        self.reason = ""
+
+    def __getattr__(self, name):
+        fn = getattr(self._t, name)
+        if name not in ("decode", "encode", "match", "serve"):
+            return fn
+
+        def call(*a, **kw):
+            try:
+                return fn(*a, **kw)
+            except Skipped as e:
+                from hypothesis import reject
+                self.skipped += 1
+                self.reason = str(e)
+                reject()
+        return call
+
+
 class FrameproofItem(pytest.Item):
     requirements: list = []
     feature = "decode"
@@ -141,16 +189,14 @@ class FrameproofItem(pytest.Item):
             pytest.skip(f"testee skipped: {e}")
 
     def repr_failure(self, excinfo, style=None):
-        e = excinfo.value
-        if isinstance(e, (CheckFailure, TesteeFailure)):
-            return str(e)
-        # Hypothesis wraps the falsifying example around our message
-        cause = e
-        while cause is not None:
-            if isinstance(cause, (CheckFailure, TesteeFailure)):
-                return str(cause)
-            cause = cause.__cause__ or cause.__context__
-        return super().repr_failure(excinfo, style)
+        leaves = failure_leaves(excinfo.value)
+        if not leaves:
+            return super().repr_failure(excinfo, style)
+        if len(leaves) == 1:
+            return str(leaves[0])
+        # Hypothesis found several distinct failures: each as expected vs actual
+        return f"{len(leaves)} distinct failures:\n" + "\n".join(
+            f"--- failure {i} ---\n{leaf}" for i, leaf in enumerate(leaves, 1))
 
     def reportinfo(self):
         return self.path, None, self.name
@@ -210,7 +256,16 @@ class PropertyItem(FrameproofItem):
         self.description = prop.description
 
     def check(self, t: Testee):
-        self.prop.run(t)
+        from hypothesis.errors import Unsatisfiable
+        sk = _ExampleSkipper(t)
+        try:
+            self.prop.run(sk)
+        except Unsatisfiable:
+            if sk.skipped:
+                raise Skipped(f"every example was skipped by the testee (last: {sk.reason})")
+            raise
+        if sk.skipped:
+            self.user_properties.append(("examples_skipped", sk.skipped))
 
 
 class NetItem(FrameproofItem):
@@ -222,7 +277,7 @@ class NetItem(FrameproofItem):
         self.description = case.description
 
     def runtest(self):
-        from .netsuite import NetTarget, SkipCase
+        from .netsuite import READ_TIMEOUT, NetTarget, SkipCase
         cfg = self.config
         host, _, port = cfg.getoption("--fp-net").rpartition(":")
         codec = _codec(cfg, self.protocol)
@@ -231,6 +286,11 @@ class NetItem(FrameproofItem):
             self.case.run(t)
         except SkipCase as e:
             pytest.skip(str(e))
+        except OSError as e:  # a socket error the case did not expect: still expected vs actual
+            what = (f"no progress within {READ_TIMEOUT:g} s: the server stopped reading, answering or accepting"
+                    if isinstance(e, TimeoutError) else f"the connection failed: {e.strerror or e}")
+            raise CheckFailure(f"{self.case.description}\n  expected the exchange to complete\n"
+                               f"  actual   {what}") from e
 
 
 class ClientItem(FrameproofItem):
@@ -248,6 +308,9 @@ class ClientItem(FrameproofItem):
             self.case.run(self.target)
         except SkipCase as e:
             pytest.skip(str(e))
+        except OSError as e:
+            raise CheckFailure(f"{self.case.description}\n  expected the client run to complete\n"
+                               f"  actual   the connection failed: {e.strerror or e}") from e
 
 
 # ------------------------------------------------------------------ selection, expected failures
@@ -312,12 +375,12 @@ def pytest_runtest_makereport(item, call):
         broken = []
         if status == "failed":
             msg = str(rep.longreprtext)
-            exc = call.excinfo.value if call.excinfo else None
-            while exc is not None and not isinstance(exc, CheckFailure):
-                exc = exc.__cause__ or exc.__context__
-            if exc is not None:  # narrowed to what the observed behaviour breaks (any requirement of the spec)
+            leaves = [x for x in failure_leaves(call.excinfo.value) if isinstance(x, CheckFailure)] \
+                if call.excinfo else []
+            if leaves and all(x.requirements for x in leaves):
+                # narrowed to what the observed behaviour breaks (any requirement of the spec)
                 known = spec.requirements()
-                broken = [r for r in exc.requirements if r in known] or []
+                broken = sorted({r for x in leaves for r in x.requirements if r in known})
         elif status == "skipped" and isinstance(rep.longrepr, tuple):
             msg = rep.longrepr[2]
         res[item.name] = {"name": item.name, "protocol": item.protocol, "requirements": item.requirements,

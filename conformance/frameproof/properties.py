@@ -160,7 +160,8 @@ def roundtrip(S: Strategies):
             for f in frames:
                 e = testee.encode(codec, f)
                 if isinstance(e, Error):
-                    raise CheckFailure(f"encoder refused a valid frame {f.short()} with {e.requirement}")
+                    raise CheckFailure(f"encode {f.short()} with {codec}:\n  expected its bytes (the frame is valid)\n"
+                                       f"  actual   refused with {e.requirement}")
                 enc += e
             got = testee.decode(codec, [enc])
             check_decode([oracle.DecodeResult(list(frames))], got, f"decode(encode(frames)) with {codec}: ")

@@ -25,6 +25,10 @@ from . import protocols
 from .oracle import Codec
 from .reference import CodecError
 
+# Faults that break no one requirement: they probe the suite's reports (tests of the suite).
+PROBES = ("stops-reading",)
+
+
 def faults() -> dict:
     """Every protocol's deliberately broken servers: name -> the requirement it breaks."""
     out = {}
@@ -80,8 +84,12 @@ class EchoServer:
         dec = self.decoder()
         check = self.proto.client_request_check()
         try:
+            received = 0
             while True:
+                if self.fault == "stops-reading" and received >= 65536:
+                    await asyncio.sleep(3600)  # the bug: never reads again
                 data = await reader.read(65536)
+                received += len(data)
                 if not data:
                     try:
                         dec.finish()
@@ -136,8 +144,8 @@ class EchoServer:
                         dec = self.decoder()  # the bug: resynchronise and carry on
                         continue
                     break
-        except (ConnectionResetError, BrokenPipeError):
-            pass
+        except (ConnectionResetError, BrokenPipeError, asyncio.CancelledError):
+            pass  # peer gone, or the server is stopping
         finally:
             try:
                 writer.close()
@@ -212,7 +220,7 @@ def main(argv=None):
     add_codec_args(ap)
     ap.add_argument("--listen", default="127.0.0.1:0")
     ap.add_argument("--sink", action="store_true")
-    ap.add_argument("--fault", choices=sorted(faults()), default="")
+    ap.add_argument("--fault", choices=sorted(faults()) + list(PROBES), default="")
     args = ap.parse_args(argv)
     codec = codec_arg(args, ap)
     host, _, port = args.listen.rpartition(":")

@@ -17,7 +17,10 @@ from ..reference import CodecError
 HARNESS_VERSION = 2
 
 # Robustness probes for the runner itself: they misbehave on purpose.
-FAULTS = ("crash-on-decode", "hang-on-decode", "garbage-on-decode")
+FAULTS = ("crash-on-decode", "hang-on-decode", "garbage-on-decode",
+          # two distinct failures in one property (prop_encode_decode_roundtrip): refuses to encode
+          # payloads over 8 bytes, and misdecodes what it does encode
+          "refuse-long-misdecode")
 
 
 def mutants() -> dict:
@@ -56,6 +59,8 @@ def do_decode(proto, req, fault):
         sys.stdout.buffer.flush()
         time.sleep(3600)
     out = pb.DecodeResponse()
+    if fault == "refuse-long-misdecode":
+        R.MUTANT = "off-by-one-length"
 
     def add(frames):
         for f in frames:
@@ -79,7 +84,9 @@ def do_decode(proto, req, fault):
     return pb.TesteeResponse(decode=out)
 
 
-def do_encode(proto, req):
+def do_encode(proto, req, fault=""):
+    if fault == "refuse-long-misdecode" and len(req.frame.payload) > 8:
+        return pb.TesteeResponse(encode=pb.EncodeResponse(error=pb.ProtocolError(requirement="STD-LIM-2")))
     try:
         data = proto.reference.encode(proto.codec_from_pb(req.codec), proto.frame_from_pb(req.frame))
     except CodecError as e:
@@ -190,6 +197,9 @@ HANDLERS = {"decode": do_decode, "encode": do_encode, "match": do_match, "serve"
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m frameproof.pytestee")
     ap.add_argument("--mutant", choices=sorted(mutants()) + list(FAULTS), default="")
+    ap.add_argument("--partial", action="store_true",
+                    help="behave as a partial implementation: answer `skipped` for every non-default "
+                         "codec parameter and limit (the suite must still run the rest of each property)")
     ap.add_argument("--harness", type=int, default=HARNESS_VERSION, choices=[1, 2],
                     help="the highest harness version to speak (1: behave as a version-1 testee)")
     args = ap.parse_args(argv)
@@ -214,12 +224,16 @@ def main(argv=None):
                     protocols=list(protocols.names()), features=features))
             elif kind in HANDLERS and (version >= 2 or kind != "serve"):
                 r = getattr(req, kind)
+                if args.partial and r.codec.protocol in protocols.names() and \
+                        protocols.get(r.codec.protocol).codec_from_pb(r.codec) != protocols.get(r.codec.protocol).codec():
+                    write_msg(stdout, pb.TesteeResponse(skipped="partial: only default parameters"))
+                    continue
                 try:
                     proto = protocols.get(r.codec.protocol)
                 except KeyError:
                     resp = pb.TesteeResponse(skipped=f"protocol {r.codec.protocol!r} not implemented")
                 else:
-                    resp = HANDLERS[kind](proto, r, fault) if kind == "decode" else HANDLERS[kind](proto, r)
+                    resp = HANDLERS[kind](proto, r, fault) if kind in ("decode", "encode") else HANDLERS[kind](proto, r)
             else:
                 resp = pb.TesteeResponse(skipped=f"unknown request {kind!r}")
         except Exception as e:  # a bug in this testee is reported, not fatal
