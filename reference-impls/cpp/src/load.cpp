@@ -17,7 +17,6 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstring>
-#include <deque>
 #include <mutex>
 #include <string>
 #include <thread>

@@ -199,7 +199,6 @@ class Decoder {
   }
 
   [[nodiscard]] const std::optional<ProtocolError>& error() const { return error_; }
-  [[nodiscard]] std::size_t buffered() const { return buf_.buffered(); }
   [[nodiscard]] std::size_t capacity() const { return buf_.capacity(); }
   // Stream offset of the first byte not yet consumed as a frame.
   [[nodiscard]] std::uint64_t position() const { return buf_.position(); }
@@ -269,7 +268,6 @@ class UnknownProtocol : public CodecError {
 class JsonParams {
  public:
   JsonParams(const nlohmann::ordered_json& obj, std::string where, bool strict);
-  [[nodiscard]] bool strict() const { return strict_; }
   std::optional<std::string> take_string(const std::string& key);
   std::optional<std::uint64_t> take_uint(const std::string& key, std::uint64_t max);
   std::optional<std::int64_t> take_int(const std::string& key, std::int64_t min, std::int64_t max);

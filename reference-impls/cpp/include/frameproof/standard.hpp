@@ -63,7 +63,6 @@ class Standard {
 
   [[nodiscard]] std::optional<ProtocolError> validate() const { return std::nullopt; }
   [[nodiscard]] std::optional<std::string> unsupported() const { return std::nullopt; }
-  [[nodiscard]] const Limits& limits() const { return limits_; }
   // The effective receive/send limit: max_payload (or the default), at most 2^31-1.
   [[nodiscard]] std::uint64_t max_payload() const { return std::min(limits_.payload_or_default(), kInt31Max); }
   [[nodiscard]] std::size_t max_header_size() const { return kMaxHeader; }
