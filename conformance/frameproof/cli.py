@@ -24,6 +24,19 @@ def _pytest_args(args, extra):
     return base + extra
 
 
+EPILOG = """exit status:
+  0  every test passed (expected failures from --xfail included)
+  1  an unexpected failure, an expected failure that passed, or an --xfail entry that matches no test
+  2  usage error (bad arguments, unknown protocol, a server command that never listened)
+  3  the testee could not start (no hello answer)
+"""
+
+
+def _status(rc: int) -> int:
+    """pytest's statuses as frameproof's (pytest: 2 interrupted, 3 internal, 4 usage, 5 no tests)."""
+    return {0: 0, 1: 1, 3: 3, 4: 2, 5: 0}.get(int(rc), int(rc) if int(rc) in (0, 1, 2, 3) else 1)
+
+
 def cmd_run(args):
     import pytest
     extra = ["--fp-testee", args.testee, "--fp-profile", args.profile, "--fp-timeout", str(args.timeout)]
@@ -38,7 +51,7 @@ def cmd_run(args):
     if args.exitfirst:
         extra += ["-x"]
     rc = pytest.main(_pytest_args(args, extra))
-    return int(rc)
+    return _status(rc)
 
 
 def cmd_matrix(args):
@@ -48,8 +61,20 @@ def cmd_matrix(args):
 
 
 def cmd_list(args):
+    """Prints the tests and nothing else: JSON lines (name, requirements, level) or names only."""
+    import contextlib
+    import io
     import pytest
-    return int(pytest.main(_pytest_args(args, ["--fp-list", "-s"])) or 0)
+    from . import plugin
+    extra = ["--fp-list", "-s"] + (["--fp-list-names"] if args.names else [])
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):  # pytest's own lines ("no tests ran") are not the listing
+        rc = pytest.main(_pytest_args(args, extra))
+    if rc not in (0, 5):
+        sys.stderr.write(out.getvalue())
+        return _status(rc)
+    sys.stdout.write("".join(line + "\n" for line in plugin.LISTED))
+    return 0
 
 
 def cmd_requirements(args):
@@ -62,7 +87,8 @@ def cmd_requirements(args):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="frameproof", description="Conformance suite for the frameproof wire protocols")
+    ap = argparse.ArgumentParser(prog="frameproof", description="Conformance suite for the frameproof wire protocols",
+                                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--version", action="version", version=f"frameproof {__version__}")
     sub = ap.add_subparsers(dest="cmd", required=True)
 
@@ -84,6 +110,7 @@ def main(argv=None):
     li = sub.add_parser("list", help="list the tests (JSON lines: name, requirements, level)")
     li.add_argument("--protocol", action="append")
     li.add_argument("--select", action="append")
+    li.add_argument("--names", action="store_true", help="test names only, one a line")
     li.set_defaults(fn=cmd_list)
 
     rq = sub.add_parser("requirements", help="list the requirements read from spec/")

@@ -69,7 +69,8 @@ def cmd_net(args):
         if args.server_pid:
             extra += ["--fp-net-pid", str(args.server_pid)]
     try:
-        rc = int(pytest.main(_pytest_args(args, extra)))
+        from .cli import _status
+        rc = _status(pytest.main(_pytest_args(args, extra)))
     finally:
         if srv:
             alive = srv.alive()

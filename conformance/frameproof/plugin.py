@@ -21,8 +21,11 @@ from . import protocols as registry
 from .testee import Skipped, Testee, TesteeFailure
 
 SUITE_ANCHOR = Path(__file__).with_name("run.fpsuite")
+# Exit statuses of every frameproof command (also in `frameproof --help`).
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TESTEE_DID_NOT_START = 0, 1, 2, 3
 CHUNKINGS = ("whole", "chunked-1", "chunked-7")
 RESULTS = pytest.StashKey[dict]()
+LISTED = []  # `frameproof list` output lines
 
 
 def pytest_addoption(parser):
@@ -36,6 +39,7 @@ def pytest_addoption(parser):
     g.addoption("--fp-timeout", type=float, default=10.0)
     g.addoption("--fp-select", action="append", default=[], help="only names matching this glob")
     g.addoption("--fp-list", action="store_true", help="collect and list, run nothing")
+    g.addoption("--fp-list-names", action="store_true", help="with --fp-list: names only")
     g.addoption("--fp-net", default=None, help="HOST:PORT of a live echo server (network suite)")
     g.addoption("--fp-net-pid", type=int, default=None)
     g.addoption("--fp-net-name", default=None)
@@ -343,14 +347,34 @@ def pytest_collection_modifyitems(session, config, items):
         config.stash[RESULTS]["xfail_unmatched"] = [e for e in entries if e not in used]
     if config.getoption("--fp-list"):
         for item in items:
-            print(json.dumps({"name": item.name, "requirements": item.requirements, "level": item.level}))
+            LISTED.append(item.name if config.getoption("--fp-list-names") else
+                          json.dumps({"name": item.name, "requirements": item.requirements, "level": item.level}))
         items[:] = []
 
 
 # ------------------------------------------------------------------ reporting
 
-def pytest_runtest_logreport(report):
-    pass
+PROGRESS_EVERY_S = 5.0
+
+
+def pytest_collection_finish(session):
+    st = session.config.stash[RESULTS]
+    st["total"] = len(session.items)
+    st["last_progress"] = time.time()
+
+
+def _progress(config):
+    """One line on stderr every few seconds of a long run: tests done / total, failures, elapsed."""
+    st = config.stash[RESULTS]
+    now = time.time()
+    if now - st.get("last_progress", now) < PROGRESS_EVERY_S:
+        return
+    st["last_progress"] = now
+    res = st["items"]
+    failed = sum(1 for r in res.values() if r["status"] in ("failed", "xpassed"))
+    import sys
+    print(f"frameproof: {len(res)}/{st.get('total', '?')} tests, {failed} failed so far, "
+          f"{now - st['started']:.0f} s", file=sys.stderr, flush=True)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -383,6 +407,7 @@ def pytest_runtest_makereport(item, call):
                 broken = sorted({r for x in leaves for r in x.requirements if r in known})
         elif status == "skipped" and isinstance(rep.longrepr, tuple):
             msg = rep.longrepr[2]
+        _progress(item.config)
         res[item.name] = {"name": item.name, "protocol": item.protocol, "requirements": item.requirements,
                           "broken": broken or list(item.requirements),
                           "level": item.level, "status": status, "message": msg,
@@ -493,5 +518,7 @@ def pytest_sessionfinish(session, exitstatus):
     if st["xfail_unmatched"] and session.exitstatus == 0:
         session.exitstatus = 1
     t = getattr(session.config, "_fp_testee", None)
+    if t and t.hello_error is not None and t.hello is None:
+        session.exitstatus = EXIT_TESTEE_DID_NOT_START
     if t:
         t.stop()

@@ -25,6 +25,7 @@ import pytest
 
 from frameproof import fuzz, oracle
 from frameproof.checks import check_decode
+from frameproof import protocols as registry
 from frameproof.protocols import names as protocol_names
 from frameproof.pytestee.__main__ import mutants
 
@@ -280,12 +281,12 @@ pub(crate) fn planted(name: &str) -> bool {
 """
 CPP_PLANTED = {
     # memory: the extended length is read when only 6 of its 8 header bytes are there
-    "cpp-ext-header-short": ("if (b.size() < 8) return need(8);",
+    "cpp-ext-header-short": ("src/standard.cpp", "if (b.size() < 8) return need(8);",
                              "if (b.size() < (planted(\"cpp-ext-header-short\") ? 6u : 8u)) return need(8);"),
     # a leak: the old buffer is released instead of freed when the buffer grows
-    "cpp-leak-on-grow": ("    buf_ = std::move(nb);", "    if (planted(\"cpp-leak-on-grow\")) (void)buf_.release();\n    buf_ = std::move(nb);"),
+    "cpp-leak-on-grow": ("src/codec.cpp", "    buf_ = std::move(nb);", "    if (planted(\"cpp-leak-on-grow\")) (void)buf_.release();\n    buf_ = std::move(nb);"),
     # an invariant: a payload one byte above the limit is accepted (length-field)
-    "cpp-lf-limit-off-by-one": ('if (n > max) return fail("LF-LIM-1"', 'if (n > max + (planted("cpp-lf-limit-off-by-one") ? 1 : 0)) return fail("LF-LIM-1"'),
+    "cpp-lf-limit-off-by-one": ("src/length_field.cpp", 'if (n > max) return fail("LF-LIM-1"', 'if (n > max + (planted("cpp-lf-limit-off-by-one") ? 1 : 0)) return fail("LF-LIM-1"'),
 }
 CPP_PLANT_FN = """
 #include <cstdlib>
@@ -347,17 +348,29 @@ def cpp_targets(tmp_path_factory):
     real = subprocess.run(["bash", str(cpp / "fuzz/build.sh"), str(tmp)], capture_output=True,
                           text=True, timeout=600)
     assert real.returncode == 0, real.stderr[-3000:]
-    src = (cpp / "src/codec.cpp").read_text()
-    head, sep, rest = src.partition("namespace fp {")
-    src = head + CPP_PLANT_FN + sep + rest
-    for old, new in CPP_PLANTED.values():
-        assert src.count(old) == 1, f"planted bug no longer applies to codec.cpp: {old!r}"
-        src = src.replace(old, new)
-    planted_src = tmp / "codec_planted.cpp"
-    if not planted_src.exists() or planted_src.read_text() != src:
-        part = planted_src.with_suffix(f".{os.getpid()}")
-        part.write_text(src)
-        os.replace(part, planted_src)
+    # a copy of include/ and src/ with every planted bug (each behind FP_PLANT at run time)
+    planted_dir = tmp / "planted-src"
+    part = tmp / f"planted-src.{os.getpid()}"
+    shutil.rmtree(part, ignore_errors=True)
+    shutil.copytree(cpp / "include", part / "include")
+    shutil.copytree(cpp / "src", part / "src")
+    by_file = {}
+    for f, old, new in CPP_PLANTED.values():
+        by_file.setdefault(f, []).append((old, new))
+    for f, subs in by_file.items():
+        src = (part / f).read_text()
+        head, sep, rest = src.partition("namespace fp {")
+        src = head + CPP_PLANT_FN + sep + rest
+        for old, new in subs:
+            assert src.count(old) == 1, f"planted bug no longer applies to {f}: {old!r}"
+            src = src.replace(old, new)
+        (part / f).write_text(src)
+    if planted_dir.exists() and all((planted_dir / f).read_text() == (part / f).read_text() for f in by_file):
+        shutil.rmtree(part)  # unchanged: keep the old copy so the build stays up to date
+    else:
+        shutil.rmtree(planted_dir, ignore_errors=True)
+        os.replace(part, planted_dir)
+    planted_src = planted_dir
     planted = subprocess.run(["bash", str(cpp / "fuzz/build.sh"), str(tmp / "planted"), str(planted_src)],
                              capture_output=True, text=True, timeout=600)
     assert planted.returncode == 0, planted.stderr[-3000:]
