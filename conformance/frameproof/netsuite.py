@@ -439,3 +439,51 @@ def cases(protocol: str) -> List[NetCase]:
 
 def requirements_for(case: NetCase, protocol: str) -> List[str]:
     return list(case.requirements)
+
+
+def c_long_connection(t, total=100_000, window=64):
+    """``total`` verified requests on one connection, ``window`` in flight: state that grows with
+    a connection (buffer offsets, counters, sequence numbers wrapping hundreds of times) is
+    exercised. Encoded and decoded with the protocol's Python reference codec (fast enough)."""
+    ref = t.spec.reference
+    codec = t.codec.with_limit(2 ** 31 - 1)
+    dec = ref.decoder(codec)
+    c = Conn(t)
+    sent = got = 0
+    expected = []
+    try:
+        deadline = time.monotonic() + max(60.0, READ_TIMEOUT * 12)
+        while got < total:
+            if time.monotonic() > deadline:
+                raise CheckFailure(f"expected {total} replies on one connection, got {got} before the deadline")
+            batch = []
+            while sent < total and sent - got < window:
+                req = request(t, (sent + 1) & 0xFF, payload_for(sent, 8 + sent % 24))
+                expected.append(expected_reply(t, req))
+                batch.append(ref.encode(codec, req))
+                sent += 1
+            if batch:
+                c.send(b"".join(batch))
+            c.s.settimeout(READ_TIMEOUT)
+            try:
+                data = c.s.recv(1 << 20)
+            except socket.timeout:
+                raise CheckFailure(f"reply {got} of {total} on one connection:\n  expected it within {READ_TIMEOUT:g} s\n"
+                                   f"  actual   nothing ({sent - got} requests in flight)")
+            if not data:
+                raise CheckFailure(f"reply {got} of {total} on one connection:\n  expected it\n"
+                                   f"  actual   the server closed the connection")
+            for f in dec.feed(data):
+                exp = expected[got]
+                if f != exp:
+                    raise CheckFailure(f"reply {got} of {total} on one connection:\n  expected {exp.short()}\n"
+                                       f"  actual   {f.short()}")
+                got += 1
+    finally:
+        c.close()
+
+
+def c_connection_churn(t, count=2000):
+    """``count`` connections one after another, each one request and a close."""
+    for i in range(count):
+        roundtrip(t, [request(t, 1, payload_for(i, 12))], f"connection {i} of {count} (one after another): ")

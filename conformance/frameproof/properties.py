@@ -241,3 +241,31 @@ def serving(S: Strategies):
 def properties(protocol: str) -> List[Property]:
     from .protocols import get
     return get(protocol).properties()
+
+
+def long_stream(protocol_name: str, n: int = 100_000):
+    """``n`` frames through one decoder, in pseudo-random chunks of 1 B .. 16 KiB: offsets,
+    buffer compaction and counters (sequence numbers wrap n/256 times) over a long stream. The
+    frames are known by construction (no Hypothesis, no oracle walk of the whole stream)."""
+    def run(testee):
+        import random
+        from .netsuite import payload_for
+        from .protocols import get
+        spec = get(protocol_name)
+        codec = spec.codec()
+        frames = [spec.net_request(i, payload_for(i, i % 40)) for i in range(n)]
+        data = b"".join(oracle.encode(codec, f) for f in frames)
+        rnd = random.Random(n)
+        cuts, pos = [], 0
+        while pos < len(data):
+            pos += rnd.choice((1, 7, 100, 1500, 4096, 16384))
+            cuts.append(pos)
+        got = testee.decode(codec, chunk(data, cuts))
+        if got.error is not None or len(got.frames) != n:
+            raise CheckFailure(f"{n} frames ({len(data)} bytes) in {len(cuts)} chunks through one decoder:\n"
+                               f"  expected {n} frames, no error\n  actual   {len(got.frames)} frames, "
+                               f"{got.error.short() if got.error else 'no error'}")
+        for i, (e, a) in enumerate(zip(frames, got.frames)):
+            if e != a:
+                raise CheckFailure(f"frame {i} of {n} through one decoder:\n  expected {e.short()}\n  actual   {a.short()}")
+    return run

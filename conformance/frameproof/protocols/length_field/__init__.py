@@ -108,6 +108,8 @@ class LengthField(Protocol):
             P.Property("prop_matching_agrees_with_model", self.name, ["LF-MATCH-1", "LF-MATCH-2", "LF-MATCH-3"], "match",
                        "Random client sessions (sends, replies in any order, stray replies, clock) complete as the "
                        "model says", P.matching(S)),
+            P.Property("long_stream_100k_frames", self.name, ["LF-STR-2", "LF-STR-1"], "decode",
+                       "100,000 frames through one decoder in chunks of 1 B to 16 KiB", P.long_stream(self.name)),
             P.Property("prop_serve_agrees_with_model", self.name, ["LF-ECHO-1", "LF-ECHO-2", "LF-ECHO-3"], "serve",
                        "The echo endpoint, fed valid and mutated streams in any split, writes and closes as the "
                        "model says", P.serving(S)),

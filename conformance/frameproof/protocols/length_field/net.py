@@ -53,4 +53,8 @@ def cases() -> List[NetCase]:
         NetCase("bad_length_field_closes", ["LF-ECHO-2", "LF-LEN-2", "LF-LEN-3"], "An invalid length field closes the connection",
                 c_bad_length),
         NetCase("tcp_nodelay", ["LF-ECHO-4"], "Back-to-back small replies are not delayed by Nagle (SHOULD)", N.c_nodelay),
+        NetCase("long_connection_100k", ["LF-ECHO-1", "LF-STR-2"], "100,000 verified requests on one connection, 64 in flight",
+                N.c_long_connection),
+        NetCase("connection_churn_2000", ["LF-ECHO-1"], "2,000 connections one after another, one request each",
+                N.c_connection_churn),
     ]

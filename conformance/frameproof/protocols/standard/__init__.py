@@ -110,6 +110,8 @@ class Standard(Protocol):
                        ["STD-MATCH-1", "STD-MATCH-2", "STD-MATCH-3", "STD-MATCH-4", "STD-MATCH-5", "STD-SEQ-1"], "match",
                        "Random client sessions (sends, replies in any order, stray replies, clock) complete as the "
                        "model says", P.matching(S)),
+            P.Property("long_stream_100k_frames", self.name, ["STD-STR-2", "STD-STR-1", "STD-SEQ-2"], "decode",
+                       "100,000 frames through one decoder in chunks of 1 B to 16 KiB", P.long_stream(self.name)),
             P.Property("prop_serve_agrees_with_model", self.name,
                        ["STD-ECHO-1", "STD-ECHO-2", "STD-ECHO-4", "STD-ECHO-5"], "serve",
                        "The echo endpoint, fed valid and mutated streams in any split, writes and closes as the "

@@ -101,4 +101,8 @@ def cases() -> List[NetCase]:
         NetCase("extended_bit31_closes", ["STD-ECHO-4", "STD-LEN-4"], "An extended length with bit 31 closes the connection",
                 c_bit31),
         NetCase("tcp_nodelay", ["STD-ECHO-6"], "Back-to-back small replies are not delayed by Nagle (SHOULD)", N.c_nodelay),
+        NetCase("long_connection_100k", ["STD-ECHO-3", "STD-SEQ-2"], "100,000 verified requests on one connection, 64 in flight",
+                N.c_long_connection),
+        NetCase("connection_churn_2000", ["STD-ECHO-3"], "2,000 connections one after another, one request each",
+                N.c_connection_churn),
     ]
