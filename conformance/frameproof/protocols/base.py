@@ -174,6 +174,8 @@ def echo_serve(codec, chunks: List[bytes], half_close: bool, reply) -> ServeResu
     error; at EOF the endpoint closes, with the truncation error if a frame was left unfinished."""
     from ..oracle import decode, encode
     out = ServeResult()
+    if codec.spec.invalid_config(codec):  # a configuration error: refused before any byte is read
+        return ServeResult([], True, decode(codec, b"").error)
     data = b""
     answered = 0
     res = decode(codec, b"")

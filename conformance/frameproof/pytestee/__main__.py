@@ -177,7 +177,12 @@ def do_match(proto, req):
 def do_serve(proto, req):
     out = pb.ServeResponse()
     codec = proto.codec_from_pb(req.codec)
-    session = R.EchoSession(proto.reference, codec)
+    try:
+        session = R.EchoSession(proto.reference, codec)
+    except CodecError as e:  # a configuration error: closed before any byte is read
+        out.closed = True
+        out.error.CopyFrom(_error(e, 0))
+        return pb.TesteeResponse(serve=out)
     for ch in req.chunks:
         out.written.append(session.feed(ch))
         if session.closed:

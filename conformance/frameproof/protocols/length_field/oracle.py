@@ -56,6 +56,10 @@ def decode(codec: LengthFieldCodec, data: bytes) -> DecodeResult:
                 res.alternatives.append(DecodeResult(list(res.frames), Error("LF-LEN-2", pos)))
         if err:
             res.error = Error(err, pos)
+            declared = _raw_length(codec, data, pos + codec.lf_offset)
+            if err in ("LF-LEN-2", "LF-LEN-3") and declared is not None and declared > codec.limit:
+                # malformed and above the limit at once: either class is right (spec 7a)
+                res.alternatives.append(DecodeResult(list(res.frames), Error("LF-LIM-1", pos)))
             return res
         res.frames.append(frame)
         pos = res.consumed = end
@@ -82,6 +86,23 @@ def _decode_one(codec: LengthFieldCodec, io: KaitaiStream, pos: int) -> Tuple[Op
     except EOFError:
         return "LF-STR-3", None, pos
     return None, Frame(0, 0, bytes(f.payload)), io.pos()
+
+
+def _raw_length(codec: LengthFieldCodec, data: bytes, p: int) -> Optional[int]:
+    """The length a malformed field declares, where it can be read whole (None otherwise)."""
+    if codec.lf_size == 0:
+        n = 0
+        for i in range(5):
+            if p + i >= len(data):
+                return None
+            n |= (data[p + i] & 0x7F) << (7 * i)
+            if not data[p + i] & 0x80:
+                return n
+        return None  # longer than 5 bytes: no value
+    w = abs(codec.lf_size)
+    if len(data) < p + w:
+        return None
+    return int.from_bytes(data[p:p + w], "little" if codec.lf_size > 0 else "big")
 
 
 def _classify(e: Exception) -> str:

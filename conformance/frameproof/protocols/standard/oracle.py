@@ -29,6 +29,10 @@ def decode(codec: Codec, data: bytes) -> DecodeResult:
         err, frame, end = _decode_one(codec, io, pos)
         if err:
             res.error = Error(err, pos)
+            if err in ("STD-LEN-3", "STD-LEN-4") and len(data) >= pos + 8 and \
+                    int.from_bytes(data[pos + 4:pos + 8], "little") > codec.limit:
+                # malformed and above the limit at once: either class is right (spec 8a)
+                res.alternatives.append(DecodeResult(list(res.frames), Error("STD-LIM-1", pos)))
             return res
         res.frames.append(frame)
         pos = res.consumed = end
