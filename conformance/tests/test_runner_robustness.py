@@ -34,12 +34,12 @@ def test_faulty_testee_is_reported_not_fatal(frameproof, fault, words):
 
 def test_testee_that_cannot_start(frameproof):
     rc, out, doc = frameproof("run", "--testee", "/nonexistent/testee", "--select", SELECT, timeout=60)
-    assert rc == 1
+    assert rc == 3  # frameproof --help: 3 = the testee could not start
     assert all(t["status"] == "failed" for t in doc["tests"])
     assert "cannot start" in out
 
 
 def test_testee_that_exits_at_once(frameproof):
     rc, out, doc = frameproof("run", "--testee", "true", "--select", SELECT, timeout=60)
-    assert rc == 1
+    assert rc == 3
     assert "testee crash" in out
