@@ -487,3 +487,31 @@ def c_connection_churn(t, count=2000):
     """``count`` connections one after another, each one request and a close."""
     for i in range(count):
         roundtrip(t, [request(t, 1, payload_for(i, 12))], f"connection {i} of {count} (one after another): ")
+
+
+# The cases every echo protocol shares: name -> (description, run). A protocol's net.py lists them
+# with its own requirement IDs through ``generic``, in the order it wants them.
+GENERIC = {
+    "one_request_one_reply": ("One request, one reply; an empty payload too", c_one),
+    "pipelined_one_write": ("200 requests in one write are answered in order", c_pipelined),
+    "dribbled_byte_by_byte": ("Frames written one byte per write", c_dribble),
+    "split_at_every_offset": ("A frame split in two writes at every offset", c_split_every_offset),
+    "largest_allowed_frame": ("The largest payload the server allows", c_largest),
+    "many_connections": ("64 concurrent connections each check their own replies", c_many_connections),
+    "fifo_order": ("256 pipelined distinct payloads come back in order (FIFO, not newest-first)", c_order_distinct),
+    "oversize_closes_connection": ("A header over the limit: earlier replies arrive, this connection closes, "
+                                   "others keep working", oversize),
+    "garbage_bytes": ("64 KiB of random bytes: the server stays up and bounded", c_garbage),
+    "stops_mid_frame": ("Connections closed or reset mid-frame do not disturb others", c_stops_mid_frame),
+    "half_close_gets_replies": ("After a half-close, all complete frames are answered, then the server closes",
+                                c_half_close),
+    "tcp_nodelay": ("Back-to-back small replies are not delayed by Nagle (SHOULD)", c_nodelay),
+    "long_connection_100k": ("100,000 verified requests on one connection, 64 in flight", c_long_connection),
+    "connection_churn_2000": ("2,000 connections one after another, one request each", c_connection_churn),
+}
+
+
+def generic(name: str, requirements: List[str]) -> NetCase:
+    """The shared case ``name`` with the requirement IDs of the protocol that lists it."""
+    description, run = GENERIC[name]
+    return NetCase(name, requirements, description, run)

@@ -123,6 +123,24 @@ class MatchResult:
     error: Optional[Error] = None
 
 
+def walk(data: bytes, step, alternatives=None) -> DecodeResult:
+    """Decodes a whole stream frame by frame: ``step(pos)`` -> (error class or None, frame, end);
+    stops at the first error. ``alternatives(res, pos, err, frame, end)`` may add the other
+    conforming results (DecodeResult.alternatives) the spec allows at that point."""
+    res = DecodeResult()
+    pos = 0
+    while pos < len(data):
+        err, frame, end = step(pos)
+        if alternatives:
+            alternatives(res, pos, err, frame, end)
+        if err:
+            res.error = Error(err, pos)
+            return res
+        res.frames.append(frame)
+        pos = res.consumed = end
+    return res
+
+
 # ---------------------------------------------------------------- dispatch to the protocol
 
 def decode(codec: Codec, data: bytes) -> DecodeResult:

@@ -10,7 +10,7 @@ import kaitaistruct
 from kaitaistruct import BytesIO, KaitaiStream
 
 from ...matching import ClientModel
-from ...oracle import Codec, DecodeResult, Error, Frame
+from ...oracle import Codec, DecodeResult, Error, Frame, walk
 
 try:
     from ..._generated.length_field_frame import LengthFieldFrame
@@ -41,29 +41,23 @@ class LengthFieldCodec(Codec):
 
 
 def decode(codec: LengthFieldCodec, data: bytes) -> DecodeResult:
-    res = DecodeResult()
     if codec.lf_size not in VALID_SIZES:
-        res.error = Error("LF-FMT-3", 0)
-        return res
+        return DecodeResult(error=Error("LF-FMT-3", 0))
     io = KaitaiStream(BytesIO(data))
-    pos = 0
-    while pos < len(data):
-        err, frame, end = _decode_one(codec, io, pos)
+
+    def alternatives(res, pos, err, frame, end):
         if not err and codec.lf_size == 0 and not res.alternatives:
+            # LF-LEN-4: the first non-minimal varint may be rejected with LF-LEN-2 instead
             vstart = pos + codec.lf_offset
             nbytes = end - vstart - len(frame.payload)
             if nbytes > 1 and data[vstart + nbytes - 1] == 0:
                 res.alternatives.append(DecodeResult(list(res.frames), Error("LF-LEN-2", pos)))
-        if err:
-            res.error = Error(err, pos)
-            declared = _raw_length(codec, data, pos + codec.lf_offset)
-            if err in ("LF-LEN-2", "LF-LEN-3") and declared is not None and declared > codec.limit:
-                # malformed and above the limit at once: either class is right (spec 7a)
-                res.alternatives.append(DecodeResult(list(res.frames), Error("LF-LIM-1", pos)))
-            return res
-        res.frames.append(frame)
-        pos = res.consumed = end
-    return res
+        declared = _raw_length(codec, data, pos + codec.lf_offset) if err else None
+        if err in ("LF-LEN-2", "LF-LEN-3") and declared is not None and declared > codec.limit:
+            # malformed and above the limit at once: either class is right (spec 7a)
+            res.alternatives.append(DecodeResult(list(res.frames), Error("LF-LIM-1", pos)))
+
+    return walk(data, lambda pos: _decode_one(codec, io, pos), alternatives)
 
 
 def _decode_one(codec: LengthFieldCodec, io: KaitaiStream, pos: int) -> Tuple[Optional[str], Optional[Frame], int]:

@@ -9,7 +9,7 @@ import kaitaistruct
 from kaitaistruct import BytesIO, KaitaiStream
 
 from ...matching import ClientModel
-from ...oracle import Codec, DecodeResult, Error, Frame
+from ...oracle import Codec, DecodeResult, Error, Frame, walk
 
 try:
     from ..._generated.standard_frame import StandardFrame
@@ -22,21 +22,15 @@ class StandardCodec(Codec):
 
 
 def decode(codec: Codec, data: bytes) -> DecodeResult:
-    res = DecodeResult()
     io = KaitaiStream(BytesIO(data))
-    pos = 0
-    while pos < len(data):
-        err, frame, end = _decode_one(codec, io, pos)
-        if err:
-            res.error = Error(err, pos)
-            if err in ("STD-LEN-3", "STD-LEN-4") and len(data) >= pos + 8 and \
-                    int.from_bytes(data[pos + 4:pos + 8], "little") > codec.limit:
-                # malformed and above the limit at once: either class is right (spec 8a)
-                res.alternatives.append(DecodeResult(list(res.frames), Error("STD-LIM-1", pos)))
-            return res
-        res.frames.append(frame)
-        pos = res.consumed = end
-    return res
+
+    def either(res, pos, err, frame, end):
+        if err in ("STD-LEN-3", "STD-LEN-4") and len(data) >= pos + 8 and \
+                int.from_bytes(data[pos + 4:pos + 8], "little") > codec.limit:
+            # malformed and above the limit at once: either class is right (spec 8a)
+            res.alternatives.append(DecodeResult(list(res.frames), Error("STD-LIM-1", pos)))
+
+    return walk(data, lambda pos: _decode_one(codec, io, pos), either)
 
 
 def _decode_one(codec: Codec, io: KaitaiStream, pos: int) -> Tuple[Optional[str], Optional[Frame], int]:
