@@ -15,6 +15,10 @@ def _fpbench():
 
 
 def add_parsers(sub):
+    """Registers `frameproof bench` only where the benchmark runner is (a repository checkout; an
+    installed wheel carries the suite, not the benchmark tools)."""
+    if not (ROOT / "tools" / "bench" / "fpbench").is_dir():
+        return
     b = sub.add_parser("bench", help="benchmark runner: validate the load clients, then servers x clients x "
                                      "scenarios; writes results/bench-<date>.{json,md,png}")
     _fpbench().add_arguments(b)

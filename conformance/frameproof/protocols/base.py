@@ -121,6 +121,11 @@ class Protocol:
         (the HAR-CLI-1 violation, if any) on every request a load client sends."""
         return lambda frame: None
 
+    # ------------------------------------------------------------ benchmarks
+    def bench_codec(self, payload: int):
+        """The codec the benchmark runner uses for ``payload``-byte frames (defaults here)."""
+        return self.codec()
+
     # ------------------------------------------------------------ docs
     def kaitai_frame(self, codec):
         """(generated module, class, parameters) of the Kaitai parser of one frame, for the docs'
@@ -157,6 +162,34 @@ class Protocol:
     def gen_vectors_codec(self, codec) -> str:
         """Python source that builds ``codec`` in tools/gen_vectors (for reproducers)."""
         return f"{self.name!r}"
+
+    # ------------------------------------------------------------ benchmarks (tools/bench, tools/microbench.py)
+    #: requests in flight per connection in the benchmark's pipelined (batched) echo: the seeds'
+    #: window for this protocol (NewLife SlidingWindowEcho). Default 256, the load clients' own
+    #: receive batch; a protocol whose matching bounds what may be pending sets its bound.
+    seed_window: int = 256
+    #: the seeds' published benchmark figures for this protocol (NewLife X, seed 000), printed beside
+    #: the benchmark's own: ``"peaks"``: [(mode, msg/s, where measured)] and ``"allocations"``:
+    #: [(mode, concurrency, BenchmarkDotNet Allocated bytes per op)]. Default empty: the seeds
+    #: published none, so nothing is printed beside this protocol's figures.
+    seed_figures: Dict[str, list] = {}
+    #: True for the protocol whose 32-byte frames the seeds' packets-per-recv() claim counts (seed
+    #: 001: ~12 packets per recv()); the benchmark's packets-per-recv section runs with it. Default False.
+    seed_recv_claim: bool = False
+    #: extra baseline echo servers for this protocol, beside the reference servers and the raw echo
+    #: (which runs for every protocol the Rust implementation has): name -> a program built from
+    #: reference-impls/rust/baselines. Default none.
+    bench_baselines: Dict[str, str] = {}
+
+    def bench_codec(self, payload: int):
+        """The codec the benchmark runs ``payload``-byte requests with, on the server and the load
+        clients alike. Default: this protocol's default codec, which must carry the payload (a
+        protocol whose default profile cannot, overrides this with a profile that can)."""
+        c = self.codec()
+        if payload > min(c.capacity, c.limit):
+            raise ValueError(f"{self.name}: the default codec cannot carry {payload}-byte payloads; "
+                             f"override Protocol.bench_codec")
+        return c
 
 
 @dataclass

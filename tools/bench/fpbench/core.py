@@ -106,10 +106,11 @@ def servers_and_clients(extra_clients: Dict[str, str]):
 
 
 def proto_args(protocol: str, payload: int) -> List[str]:
-    a = ["--protocol", protocol]
-    if protocol == "length-field" and payload > 65535:
-        a += ["--lf-size", "4"]
-    return a
+    """``--codec JSON`` of the codec the protocol benchmarks ``payload``-byte frames with
+    (Protocol.bench_codec: e.g. length-field's 4-byte field above 65535 bytes)."""
+    from frameproof import protocols as registry
+    codec = registry.get(protocol).bench_codec(payload)
+    return ["--codec", json.dumps(codec.to_json(), separators=(",", ":"))]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -164,7 +165,8 @@ def validate_client(c: Program, protocol: str, mode: str) -> dict:
             "--payload", "32", "--mode", mode, "--json", "{json}"]
     if mode == "pipelined":
         opts += ["--window", "16"]
-    t = ClientTarget(command=c.cmd([]) + " " + " ".join(opts), protocol=protocol, sink=(mode == "receive"),
+    from frameproof import protocols as registry
+    t = ClientTarget(command=c.cmd([]) + " " + " ".join(opts), codec=registry.get(protocol).codec(), sink=(mode == "receive"),
                      cwd=str(ROOT / "conformance"))
     checks = {}
     ok = True

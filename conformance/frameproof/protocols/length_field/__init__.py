@@ -38,6 +38,20 @@ class LengthField(Protocol):
         "lf-no-fail-on-timeout": "LF-MATCH-3",
     }
     server_faults = {"reverse-order": "LF-ECHO-1"}
+    # -- benchmarks: the seeds' window (DefaultMatchQueue capacity) and figures (seed 000 /
+    # research/newlife.md 5.4: NewLife X on an i9-10900K, 20 threads, Windows, loopback); the
+    # tokio-util LengthDelimitedCodec echo as a baseline (reference-impls/rust/baselines)
+    seed_window = 256
+    seed_figures = {
+        "peaks": [("per-packet", 273298, "C=256"), ("pipelined", 455373, "C=256, window 256")],
+        "allocations": [("per-packet", 64, 1040), ("batched", 64, 849), ("batched", 1024, 803)],
+    }
+    bench_baselines = {"tokio-lf": "fp-tokio-lf-echo"}
+
+    def bench_codec(self, payload):
+        """Payloads beyond a 2-byte length field (64 KiB) use the 4-byte profile on both ends."""
+        c = self.codec()
+        return c if payload <= c.capacity else self.codec(lf_size=4)
 
     # -- configuration
     def codec_from_json(self, d):
@@ -123,6 +137,11 @@ class LengthField(Protocol):
 
     def oversize_header(self, codec, n):
         return bytes(codec.lf_offset) + encode_length(codec, n)
+
+    # -- benchmarks
+    def bench_codec(self, payload):
+        # the default 2-byte field cannot carry more than 65535 bytes: the 4-byte profile there
+        return LengthFieldCodec("length-field", 0, 0, 4) if payload > 0xFFFF else LengthFieldCodec("length-field")
 
     # -- docs
     def kaitai_frame(self, codec):
