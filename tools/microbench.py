@@ -9,7 +9,9 @@ side by side, to results/microbench-<date>.json and .md (never typed by hand):
 
     .venv/bin/python tools/microbench.py [--quick]
 
-These are figures, not tests: nothing here passes or fails on speed.
+These are figures, not tests: nothing here passes or fails on speed. The protocols are the
+registered ones (frameproof.protocols); a benchmark belongs to the protocol whose name its own name
+carries (spelled with '-', '_' or neither).
 """
 from __future__ import annotations
 
@@ -24,11 +26,36 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "conformance"))  # frameproof from this checkout, venv or not
+from frameproof import protocols as registry  # noqa: E402
+
 RUST = ROOT / "reference-impls" / "rust"
 CS = ROOT / "reference-impls" / "csharp"
 CPP = ROOT / "reference-impls" / "cpp"
 SIZES = (32, 1024, 65536)
 RUST_BATCH = 64  # frames per criterion iteration (codec/benches/codec.rs)
+
+
+def _spellings(name: str):
+    return dict.fromkeys((name, name.replace("-", "_"), name.replace("-", "")))
+
+
+def protocol_prefix(name: str):
+    """The registered protocol a benchmark name starts with (C#: "length-field(0,4) encode")."""
+    name = name.lower()
+    for p in sorted(registry.names(), key=len, reverse=True):  # the longest name first
+        if any(name.startswith(s) for s in _spellings(p)):
+            return p
+    return None
+
+
+def protocol_in(name: str):
+    """The registered protocol a benchmark name mentions (Google Benchmark: "BM_Decode/length_field/32")."""
+    name = name.lower()
+    for p in sorted(registry.names(), key=len, reverse=True):
+        if any(s in name for s in _spellings(p)):
+            return p
+    return None
 
 
 def rust(quick: bool):
@@ -39,7 +66,7 @@ def rust(quick: bool):
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     out = []
     for op in ("encode", "decode"):
-        for proto in ("standard", "length-field"):
+        for proto in registry.names():
             for n in SIZES:
                 est = RUST / "target" / "criterion" / op / proto / str(n) / "new" / "estimates.json"
                 if not est.exists():
@@ -65,7 +92,7 @@ def csharp(quick: bool):
     out = []
     for r in doc["results"]:
         name = r["name"]
-        proto = "standard" if name.startswith("standard") else "length-field" if name.startswith("length-field") else None
+        proto = protocol_prefix(name)
         op = "encode" if " encode" in name else "decode" if "decode (whole" in name else None
         if proto and op and r["payload"] in SIZES:
             ns = r["ns_per_op"]
@@ -87,7 +114,7 @@ def cpp(quick: bool):
     out = []
     for b in doc.get("benchmarks", []):
         name = b["name"].lower()
-        proto = "standard" if "standard" in name else "length-field" if ("length" in name or "lf" in name) else None
+        proto = protocol_in(name)
         op = "encode" if "encode" in name else "decode" if "decode" in name else None
         size = next((n for n in SIZES if name.rstrip("/").endswith(f"/{n}") or f"/{n}/" in name), None)
         if not (proto and op and size):

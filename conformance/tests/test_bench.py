@@ -94,3 +94,22 @@ def test_schema_check_rejects_malformed_results():
     assert any("msgs_per_s.median: missing" in b for b in bad)
     assert any("validation[0].mode" in b for b in bad)
     assert any("machine.calibration: missing" in b for b in bad)
+
+
+def test_schema_check_rejects_an_unregistered_protocol():
+    check_schema = _check_schema()
+    doc = json.loads(sorted((ROOT / "results").glob("bench-*.json"))[-1].read_text())
+    doc["results"][0]["scenario"]["protocol"] = "no-such-protocol"
+    assert any("results[0].scenario.protocol: 'no-such-protocol' is not a registered protocol" in b
+               for b in check_schema(doc))
+
+
+def test_bench_without_tools_says_where_the_runner_is(tmp_path):
+    """As in an installed wheel: no tools/bench under the root. `frameproof` still starts, and
+    `frameproof bench` says why it cannot run instead of crashing."""
+    import os
+    env = dict(os.environ, FRAMEPROOF_ROOT=str(tmp_path))
+    for args in (["bench", "--quick"], ["bench"]):
+        p = subprocess.run([PY, "-m", "frameproof.cli", *args], cwd=tmp_path, env=env, capture_output=True,
+                           text=True, timeout=120)
+        assert p.returncode == 2 and "benchmark runner is not here" in p.stderr and "tools/bench" in p.stderr, p.stderr

@@ -121,11 +121,6 @@ class Protocol:
         (the HAR-CLI-1 violation, if any) on every request a load client sends."""
         return lambda frame: None
 
-    # ------------------------------------------------------------ benchmarks
-    def bench_codec(self, payload: int):
-        """The codec the benchmark runner uses for ``payload``-byte frames (defaults here)."""
-        return self.codec()
-
     # ------------------------------------------------------------ docs
     def kaitai_frame(self, codec):
         """(generated module, class, parameters) of the Kaitai parser of one frame, for the docs'

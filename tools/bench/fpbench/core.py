@@ -20,18 +20,38 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from frameproof import protocols as registry
+from frameproof.matrix import codec_args
 from frameproof.paths import IMPL_DIR, ROOT
 from frameproof.servers import start_server
 
 RUST_BIN = IMPL_DIR / "rust" / "target" / "release"
 SCHEMA = "frameproof-bench/1"
 
-# The seeds' windows for batched echo (NewLife SlidingWindowEcho: 255 for StandardCodec, whose
-# sequence is one byte; 256 = DefaultMatchQueue capacity for LengthFieldCodec).
-SEED_WINDOW = {"standard": 255, "length-field": 256}
-# Payload sizes (bytes) of the payload sweep; 64 KiB does not fit a 2-byte length field, so the
-# length-field runs at 64 KiB use the 4-byte profile (--lf-size 4) on both ends.
+# The largest payload of the payload sweep. Every protocol-specific fact the benchmark uses (the
+# codec that carries a payload size, the seeds' windows and figures, extra baselines) comes from the
+# protocol packages (frameproof.protocols: Protocol.bench_codec, seed_window, seed_figures,
+# seed_recv_claim, bench_baselines).
 KIB64 = 65536
+
+
+def seed_windows() -> Dict[str, int]:
+    """The pipelined window per registered protocol (the seeds' windows for batched echo)."""
+    return {p: registry.get(p).seed_window for p in registry.names()}
+
+
+def codec_argv(codec) -> List[str]:
+    """``--codec JSON`` as argv words (reference-impls/README.md, "The profile syntax")."""
+    return shlex.split(codec_args(codec))
+
+
+def codec_key(codec) -> str:
+    return json.dumps(codec.to_json(), sort_keys=True, separators=(",", ":"))
+
+
+def _known(protocols) -> tuple:
+    """``protocols`` (e.g. an impl.json list) restricted to registered ones, in registry order."""
+    return tuple(p for p in registry.names() if p in protocols)
 
 
 def log(msg: str):
@@ -47,7 +67,7 @@ class Program:
     name: str
     argv: List[str]          # command prefix (absolute paths)
     kind: str = "reference"  # reference | baseline | extra
-    protocols: tuple = ("standard", "length-field")
+    protocols: tuple = field(default_factory=registry.names)  # default: every registered protocol
     stats: bool = False      # server: accepts --stats (reads / read_bytes in its counters)
     modes: tuple = ("per-packet", "pipelined", "receive")  # client: supported modes
 
@@ -89,28 +109,33 @@ def reference_impls() -> List[dict]:
 
 def servers_and_clients(extra_clients: Dict[str, str]):
     servers, clients, benches = [], [], {}
+    rust_protocols = registry.names()
     for d in reference_impls():
+        protos = _known(d.get("protocols", registry.names()))  # impl.json: the protocols it has
+        if d["name"] == "rust":
+            rust_protocols = protos
         if "server" in d:
-            servers.append(Program(d["name"], _impl_argv(d["dir"], d["server"]), stats=d["name"] == "rust"))
+            servers.append(Program(d["name"], _impl_argv(d["dir"], d["server"]), protocols=protos,
+                                   stats=d["name"] == "rust"))
         if "load" in d:
-            clients.append(Program(d["name"], _impl_argv(d["dir"], d["load"])))
+            clients.append(Program(d["name"], _impl_argv(d["dir"], d["load"]), protocols=protos))
         if "bench" in d:
             benches[d["name"]] = _impl_argv(d["dir"], d["bench"])
-    servers.append(Program("raw", [str(RUST_BIN / "fp-raw-echo")], kind="baseline", stats=True))
-    servers.append(Program("tokio-lf", [str(RUST_BIN / "fp-tokio-lf-echo")], kind="baseline",
-                           protocols=("length-field",)))
-    clients.append(Program("rust-blast", [str(RUST_BIN / "fp-blast")], kind="baseline", modes=("receive",)))
+    # The Rust baselines: the raw echo and fp-blast work with every protocol of the Rust codec
+    # library; a protocol's own baselines (Protocol.bench_baselines) with that protocol only.
+    servers.append(Program("raw", [str(RUST_BIN / "fp-raw-echo")], kind="baseline", protocols=rust_protocols,
+                           stats=True))
+    own: Dict[tuple, tuple] = {}
+    for p in registry.all_protocols():
+        for name, exe in p.bench_baselines.items():
+            own[(name, exe)] = own.get((name, exe), ()) + (p.name,)
+    for (name, exe), protos in own.items():
+        servers.append(Program(name, [str(RUST_BIN / exe)], kind="baseline", protocols=protos))
+    clients.append(Program("rust-blast", [str(RUST_BIN / "fp-blast")], kind="baseline", modes=("receive",),
+                           protocols=rust_protocols))
     for name, cmd in extra_clients.items():
         clients.append(Program(name, shlex.split(cmd), kind="extra"))
     return servers, clients, benches
-
-
-def proto_args(protocol: str, payload: int) -> List[str]:
-    """``--codec JSON`` of the codec the protocol benchmarks ``payload``-byte frames with
-    (Protocol.bench_codec: e.g. length-field's 4-byte field above 65535 bytes)."""
-    from frameproof import protocols as registry
-    codec = registry.get(protocol).bench_codec(payload)
-    return ["--codec", json.dumps(codec.to_json(), separators=(",", ":"))]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -161,12 +186,12 @@ def validate_client(c: Program, protocol: str, mode: str) -> dict:
     corrupted reply in every 97 must be counted as an error (a harness that does not verify fails)."""
     from frameproof.checks import CheckFailure
     from frameproof.clientsuite import ClientTarget, c_corrupted, c_counts, c_json, c_well_formed
-    opts = ["--protocol", protocol, "--connect", "{host}:{port}", "--connections", "2", "--requests", "600",
+    codec = registry.get(protocol).bench_codec(32)
+    opts = [codec_args(codec), "--connect", "{host}:{port}", "--connections", "2", "--requests", "600",
             "--payload", "32", "--mode", mode, "--json", "{json}"]
     if mode == "pipelined":
         opts += ["--window", "16"]
-    from frameproof import protocols as registry
-    t = ClientTarget(command=c.cmd([]) + " " + " ".join(opts), codec=registry.get(protocol).codec(), sink=(mode == "receive"),
+    t = ClientTarget(command=c.cmd([]) + " " + " ".join(opts), codec=codec, sink=(mode == "receive"),
                      cwd=str(ROOT / "conformance"))
     checks = {}
     ok = True
@@ -193,10 +218,11 @@ def validate_client(c: Program, protocol: str, mode: str) -> dict:
     return {"client": c.name, "protocol": protocol, "mode": mode, "ok": ok, "checks": checks, "counts": seen}
 
 
-def validate(clients: List[Program], protocols=("standard", "length-field")) -> List[dict]:
+def validate(clients: List[Program], protocols=None) -> List[dict]:
+    """Every client, for every protocol (default: the registered ones) it has."""
     out = []
     for c in clients:
-        for p in protocols:
+        for p in protocols or registry.names():
             if p not in c.protocols:
                 continue
             for mode in c.modes:
@@ -226,10 +252,18 @@ class Scenario:
     def key(self) -> str:
         return f"{self.protocol}/{self.mode}/{self.payload}B/c{self.connections}/w{self.window}"
 
+    @property
+    def codec(self):
+        """The codec of both ends: the protocol's choice for this payload size (Protocol.bench_codec)."""
+        return registry.get(self.protocol).bench_codec(self.payload)
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__, codec=self.codec.to_json())
+
 
 def client_args(s: Scenario, addr: str, duration: float, jpath: str, connections: Optional[int] = None,
                 window_in_receive: bool = False) -> List[str]:
-    a = proto_args(s.protocol, s.payload) + ["--connect", addr, "--connections", str(connections or s.connections),
+    a = codec_argv(s.codec) + ["--connect", addr, "--connections", str(connections or s.connections),
                                              "--duration", f"{duration:g}", "--payload", str(s.payload),
                                              "--mode", s.mode, "--timeout-ms", "5000", "--json", jpath]
     # --window is the contract's pipelining window; in receive mode each fp-load batches its writes
@@ -281,7 +315,7 @@ def _median_spread(vals: List[float]) -> dict:
 
 
 class ServerPool:
-    """One running server per (server, protocol, lf-size, sink), reused across scenarios; its
+    """One running server per (server, codec, sink), reused across scenarios; its
     counters are checked against the sum of the clients' requests when it is stopped."""
 
     def __init__(self):
@@ -290,9 +324,9 @@ class ServerPool:
 
     def get(self, srv: Program, s: Scenario, wrap_prefix: Optional[List[str]] = None, listen="127.0.0.1:0"):
         sink = s.mode == "receive"
-        key = (srv.name, s.protocol, s.payload > 65535 and s.protocol == "length-field", sink)
+        key = (srv.name, codec_key(s.codec), sink)
         if key not in self.running:
-            extra = proto_args(s.protocol, s.payload) + ["--listen", listen] + (["--sink"] if sink else []) \
+            extra = codec_argv(s.codec) + ["--listen", listen] + (["--sink"] if sink else []) \
                 + (["--stats"] if srv.stats else [])
             cmd = " ".join(shlex.quote(a) for a in (wrap_prefix or [])) + " " + srv.cmd(extra)
             rs = start_server(cmd.strip(), cwd=str(ROOT))
@@ -316,14 +350,14 @@ class ServerPool:
 
 
 def _cfg_key(s: Scenario):
-    return (s.protocol, s.payload > 65535 and s.protocol == "length-field", s.mode == "receive")
+    return (codec_key(s.codec), s.mode == "receive")
 
 
 def run_matrix(scenarios: List[Scenario], servers: List[Program], clients: List[Program], runs: int,
                duration: float, pool: ServerPool, cross: List[Scenario]) -> List[dict]:
     """Primary client (clients[0]) against every server for every scenario; the other reference
     clients: the `cross` scenarios only. Runs are interleaved: all servers of one configuration
-    (protocol, length-field size, sink) run side by side, and run i of a scenario visits every
+    (codec, sink) run side by side, and run i of a scenario visits every
     server (in an order rotated by i) before run i+1 starts, so background load on the shared
     machine falls on all servers alike and the ratios to the raw ceiling compare like with like."""
     primary = clients[0]
@@ -375,7 +409,7 @@ def run_matrix(scenarios: List[Scenario], servers: List[Program], clients: List[
                 rr = res[(srv.name, c.name)]
                 e = up[srv.name]
                 if isinstance(e, Exception):
-                    rows.append({"scenario": dict(s.__dict__), "key": s.key, "server": srv.name, "server_kind": srv.kind,
+                    rows.append({"scenario": s.to_json(), "key": s.key, "server": srv.name, "server_kind": srv.kind,
                                  "client": c.name, "ok": False, "error": str(e)[:300], "runs": [],
                                  "msgs_per_s": _median_spread([]), "ratio_to_raw": None})
                     log(f"  [{i:3}/{total}] {s.key:42} {srv.name:9} server did not start")
@@ -386,7 +420,7 @@ def run_matrix(scenarios: List[Scenario], servers: List[Program], clients: List[
                 p50 = _median_spread([r["latency_us"]["p50"] for r in good if r.get("latency_us")])
                 p99 = _median_spread([r["latency_us"]["p99"] for r in good if r.get("latency_us")])
                 ok = len(good) == runs
-                rows.append({"scenario": dict(s.__dict__), "key": s.key, "server": srv.name, "server_kind": srv.kind,
+                rows.append({"scenario": s.to_json(), "key": s.key, "server": srv.name, "server_kind": srv.kind,
                              "client": c.name, "ok": ok, "loadavg_1m": round(os.getloadavg()[0], 2),
                              "msgs_per_s": st, "mb_per_s": mb["median"],
                              "latency_p50_us": p50["median"], "latency_p99_us": p99["median"], "runs": rr})
@@ -415,16 +449,12 @@ def run_matrix(scenarios: List[Scenario], servers: List[Program], clients: List[
 # Allocations
 
 
-SEED_ALLOCATIONS = [
-    # NewLife X, BenchmarkDotNet "Allocated" per op, seed 000 (after the second optimisation round)
-    {"protocol": "standard", "mode": "per-packet", "concurrency": 64, "bytes_per_op": 1216},
-    {"protocol": "standard", "mode": "batched", "concurrency": 64, "bytes_per_op": 955},
-    {"protocol": "standard", "mode": "batched", "concurrency": 1024, "bytes_per_op": 906},
-    {"protocol": "length-field", "mode": "per-packet", "concurrency": 64, "bytes_per_op": 1040},
-    {"protocol": "length-field", "mode": "batched", "concurrency": 64, "bytes_per_op": 849},
-    {"protocol": "length-field", "mode": "batched", "concurrency": 1024, "bytes_per_op": 803},
-    {"protocol": "raw receive (no codec)", "mode": "per-packet", "concurrency": 64, "bytes_per_op": 0},
-]
+def seed_allocations() -> List[dict]:
+    """NewLife X, BenchmarkDotNet "Allocated" per op, seed 000 (after the second optimisation
+    round): each protocol's figures (Protocol.seed_figures["allocations"]), then raw receive."""
+    out = [{"protocol": p.name, "mode": m, "concurrency": c, "bytes_per_op": b}
+           for p in registry.all_protocols() for m, c, b in p.seed_figures.get("allocations", [])]
+    return out + [{"protocol": "raw receive (no codec)", "mode": "per-packet", "concurrency": 64, "bytes_per_op": 0}]
 
 
 def _build_malloc_counter() -> Optional[str]:
@@ -458,7 +488,8 @@ def server_allocations(servers: List[Program], quick: bool) -> dict:
                 os.close(fd)
                 env = dict(os.environ, LD_PRELOAD=so, FPB_MALLOC_OUT=snap)
                 try:
-                    rs = start_server(srv.cmd(["--protocol", proto, "--listen", "127.0.0.1:0"]), cwd=str(ROOT), env=env)
+                    codec = registry.get(proto).bench_codec(32)
+                    rs = start_server(srv.cmd(codec_argv(codec) + ["--listen", "127.0.0.1:0"]), cwd=str(ROOT), env=env)
                 except RuntimeError as e:
                     out["rows"].append({"server": srv.name, "protocol": proto, "error": str(e)[:200]})
                     continue
@@ -475,11 +506,11 @@ def server_allocations(servers: List[Program], quick: bool) -> dict:
                         time.sleep(0.01)
                     return None
                 try:
-                    warm = Scenario(proto, "pipelined", 32, 16, SEED_WINDOW[proto], "alloc")
+                    warm = Scenario(proto, "pipelined", 32, 16, registry.get(proto).seed_window, "alloc")
                     run_client_once(load, warm, rs.addr, 0.2)
                     prev = snapshot()
                     for s in (Scenario(proto, "per-packet", 32, 16, 1, "alloc"),
-                              Scenario(proto, "pipelined", 32, 16, SEED_WINDOW[proto], "alloc")):
+                              Scenario(proto, "pipelined", 32, 16, registry.get(proto).seed_window, "alloc")):
                         r = run_client_once(load, s, rs.addr, dur)
                         cur = snapshot()
                         frames = r.get("replies_verified") or 0
@@ -504,7 +535,7 @@ def server_allocations(servers: List[Program], quick: bool) -> dict:
 
 def allocations(benches: Dict[str, List[str]], quick: bool, servers: Optional[List[Program]] = None) -> dict:
     out = {"seeds_newlife": {"source": "seed 000, BenchmarkDotNet Allocated column (per echo round trip, client+server in one process)",
-                             "results": SEED_ALLOCATIONS}}
+                             "results": seed_allocations()}}
     exe = RUST_BIN / "fp-alloc"
     if exe.exists():
         fd, j = tempfile.mkstemp(suffix=".json")

@@ -18,6 +18,8 @@ import subprocess
 import time
 from typing import List, Optional
 
+from frameproof import protocols as registry
+
 from .core import Program, Scenario, ServerPool, log, run_client_once
 
 PREFIX = "fpb-"
@@ -135,16 +137,21 @@ def run(servers: List[Program], clients: List[Program], duration: float, quick: 
     blast, load = cl.get("rust-blast"), cl.get("rust")
     conns = 8 if quick else 16
     scen = []
-    if blast:
-        scen.append(("receive, one write per frame, Nagle on (seeds' 逐包发送)", blast,
-                     Scenario("standard", "receive", 32, conns, 1, "receive-blast")))
-        # The claim's premise made certain: 12 frames (384 B) per write, so recv() sees >= 12.
-        scen.append(("receive, 12 frames per write (the claim's ~12 per recv)", blast,
-                     Scenario("standard", "receive", 32, conns, 12, "receive-blast")))
-    if load:
-        scen.append(("pipelined echo, window 255", load, Scenario("standard", "pipelined", 32, conns, 255, "netns")))
-        if not quick:
-            scen.append(("per-packet echo", load, Scenario("standard", "per-packet", 32, conns, 1, "netns")))
+    # The protocol(s) whose frames the seeds' claim counts (Protocol.seed_recv_claim).
+    for proto in [p for p in registry.all_protocols() if p.seed_recv_claim]:
+        # the protocol's name in the label only when there is more than one such protocol
+        tag = f"{proto.name}: " if sum(1 for p in registry.all_protocols() if p.seed_recv_claim) > 1 else ""
+        if blast and proto.name in blast.protocols:
+            scen.append((f"{tag}receive, one write per frame, Nagle on (seeds' 逐包发送)", blast,
+                         Scenario(proto.name, "receive", 32, conns, 1, "receive-blast")))
+            # The claim's premise made certain: 12 frames (384 B) per write, so recv() sees >= 12.
+            scen.append((f"{tag}receive, 12 frames per write (the claim's ~12 per recv)", blast,
+                         Scenario(proto.name, "receive", 32, conns, 12, "receive-blast")))
+        if load and proto.name in load.protocols:
+            scen.append((f"{tag}pipelined echo, window {proto.seed_window}", load,
+                         Scenario(proto.name, "pipelined", 32, conns, proto.seed_window, "netns")))
+            if not quick:
+                scen.append((f"{tag}per-packet echo", load, Scenario(proto.name, "per-packet", 32, conns, 1, "netns")))
 
     def one(link: str, srv: Program, label: str, cl: Program, s: Scenario, wrap_srv, listen, addrs, wraps):
         pool = ServerPool()
@@ -186,6 +193,8 @@ def run(servers: List[Program], clients: List[Program], duration: float, quick: 
     # loopback, for comparison
     for label, cl, s in scen:
         for srv in stat_servers:
+            if s.protocol not in srv.protocols:
+                continue
             one("loopback", srv, label, cl, s, None, "127.0.0.1:0", ["127.0.0.1"], [None])
     if why:
         out["skipped"] = why
@@ -208,5 +217,7 @@ def run(servers: List[Program], clients: List[Program], duration: float, quick: 
             wraps = [["ip", "netns", "exec", ns] for ns in net.cli]
             for label, cl, s in scen:
                 for srv in stat_servers:
+                    if s.protocol not in srv.protocols:
+                        continue
                     one(name, srv, label, cl, s, ["ip", "netns", "exec", net.srv], "0.0.0.0:0", addrs, wraps)
     return out

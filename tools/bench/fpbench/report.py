@@ -1,10 +1,26 @@
 """Markdown table, PNG charts and the JSON schema check of a results file."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import List
+
+from frameproof import protocols as registry
+
+
+def protocols_of(doc: dict) -> List[str]:
+    """The protocols a results document has figures for: the registered ones in registry order,
+    then any other (a results file written when another protocol was registered)."""
+    seen = [r["scenario"]["protocol"] for r in doc.get("results", [])] + [v["protocol"] for v in doc.get("validation", [])]
+    return [p for p in registry.names() if p in seen] + [p for p in dict.fromkeys(seen) if p not in registry.names()]
+
+
+def seed_peaks(protocols: List[str]) -> list:
+    """The seeds' published peaks (Protocol.seed_figures["peaks"]): (protocol, mode, msg/s, where)."""
+    return [(p, m, v, at) for p in protocols if p in registry.names()
+            for m, v, at in registry.get(p).seed_figures.get("peaks", [])]
 
 
 def fmt(v, unit=""):
@@ -65,10 +81,10 @@ def markdown(doc: dict, charts: List[str]) -> str:
     servers = [s["name"] for s in doc["servers"]]
     L += ["", "## Throughput (msg/s) and fraction of the raw-echo ceiling", "",
           "Cells: median msg/s ± spread, and in parentheses the server's fraction of `raw` (the no-codec echo, "
-          "same scenario, same load client). `raw` = fp-raw-echo (read → flip the reply bit of each `standard` "
-          "header in place → write the same bytes); `tokio-lf` = tokio-util `LengthDelimitedCodec` echo. "
+          "same scenario, same load client). `raw` = fp-raw-echo (read → turn each request header into its reply's "
+          "in place with the protocol's header walker → write the same bytes); `tokio-lf` = tokio-util `LengthDelimitedCodec` echo. "
           f"Load client: `{doc['settings']['primary_client']}` unless stated.", ""]
-    for proto in ("standard", "length-field"):
+    for proto in protocols_of(doc):
         sv = [s for s in servers if any(r["server"] == s and r["scenario"]["protocol"] == proto for r in rows)]
         if not sv:
             continue
@@ -151,22 +167,13 @@ def markdown(doc: dict, charts: List[str]) -> str:
     return "\n".join(L)
 
 
-SEED_PEAKS = [
-    # seed 000 / research newlife.md 5.4: NewLife X on an i9-10900K (20 threads), Windows, loopback
-    ("standard", "per-packet", 260213, "C=256"),
-    ("standard", "pipelined", 420008, "C=1024, window 255"),
-    ("length-field", "per-packet", 273298, "C=256"),
-    ("length-field", "pipelined", 455373, "C=256, window 256"),
-]
-
-
 def summary(doc: dict) -> List[str]:
     rows = [r for r in doc["results"] if r["client"] == doc["settings"]["primary_client"] and r.get("ok")]
     L = ["## Summary", ""]
     # fraction of the ceiling per server, echo scenarios
     L += ["| server | protocol | echo scenarios | fraction of raw: median (min–max) |", "|---|---|---:|---|"]
     for srv in [s["name"] for s in doc["servers"] if s["name"] != "raw"]:
-        for p in ("standard", "length-field"):
+        for p in protocols_of(doc):
             rs = [r["ratio_to_raw"] for r in rows if r["server"] == srv and r["scenario"]["protocol"] == p
                   and r["scenario"]["mode"] != "receive" and r.get("ratio_to_raw")]
             if rs:
@@ -177,7 +184,7 @@ def summary(doc: dict) -> List[str]:
           "Windows, loopback; this machine: see above):", "",
           "| protocol | mode | NewLife (seed) | " + " | ".join(s["name"] for s in doc["servers"]) + " |",
           "|---|---|---:|" + "---:|" * len(doc["servers"])]
-    for p, m, seed, at in SEED_PEAKS:
+    for p, m, seed, at in seed_peaks(protocols_of(doc)):
         cells = []
         for s in doc["servers"]:
             rs = [r for r in rows if r["server"] == s["name"] and r["scenario"]["protocol"] == p
@@ -192,7 +199,7 @@ def summary(doc: dict) -> List[str]:
           "(research/newlife.md §5.2–5.3), its clients use Nagle; fp-load writes a window in one batch and verifies every "
           "payload. The seeds' machine has 10 cores for client and server, this one 2 shared cores."]
     pr = (doc.get("packets_per_recv") or {}).get("rows") or []
-    blast = [r for r in pr if r["scenario"].startswith("receive") and r.get("ok")]
+    blast = [r for r in pr if "receive, " in r["scenario"] and r.get("ok")]
     if blast:
         one = [r for r in blast if "one write per frame" in r["scenario"]]
         twelve = [r for r in blast if "12 frames per write" in r["scenario"]]
@@ -253,8 +260,9 @@ def charts(doc: dict, stem: Path) -> List[str]:
     out = []
     rows = [r for r in doc["results"] if r["client"] == doc["settings"]["primary_client"]]
     # 1. msg/s vs concurrency, per protocol and mode
-    combos = [(p, m) for p in ("standard", "length-field") for m in ("per-packet", "pipelined")]
-    fig, axes = plt.subplots(2, 2, figsize=(12, 8))
+    protocols = protocols_of(doc)
+    combos = [(p, m) for p in protocols for m in ("per-packet", "pipelined")]
+    fig, axes = plt.subplots(max(1, len(protocols)), 2, figsize=(12, 4 * max(1, len(protocols))), squeeze=False)
     for ax, (p, m) in zip(axes.flat, combos):
         for srv in sorted({r["server"] for r in rows}):
             pts = sorted((r["scenario"]["connections"], r["msgs_per_s"]) for r in rows
@@ -284,7 +292,7 @@ def charts(doc: dict, stem: Path) -> List[str]:
     rr = [r for r in rows if r["server"] != "raw" and r.get("ratio_to_raw")]
     if rr:
         import numpy as np
-        protos = [p for p in ("standard", "length-field") if any(r["scenario"]["protocol"] == p for r in rr)]
+        protos = [p for p in protocols if any(r["scenario"]["protocol"] == p for r in rr)]
         fig, axes = plt.subplots(len(protos), 1, figsize=(16, 2.2 + 1.6 * len(protos)), squeeze=False)
         for ax, p in zip(axes[:, 0], protos):
             pr_ = [r for r in rr if r["scenario"]["protocol"] == p]
@@ -323,9 +331,12 @@ def charts(doc: dict, stem: Path) -> List[str]:
     if pr:
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(13, 5))
         short = {"one write per frame": "1 write/frame", "12 frames per write": "12 frames/write",
-                 "pipelined echo": "pipelined W255", "per-packet echo": "per-packet"}
-        labels = [f"{r['link'].replace('veth + ', '')} | {next((v for k, v in short.items() if k in r['scenario']), r['scenario'][:14])} | {r['server']}"
-                  for r in pr]
+                 "per-packet echo": "per-packet"}
+
+        def brief(label):
+            w = re.search(r"pipelined echo, window (\d+)", label)
+            return f"pipelined W{w.group(1)}" if w else next((v for k, v in short.items() if k in label), label[:14])
+        labels = [f"{r['link'].replace('veth + ', '')} | {brief(r['scenario'])} | {r['server']}" for r in pr]
         a1.barh(range(len(pr)), [r["frames_per_recv"] or 0 for r in pr], color="tab:blue")
         a1.axvline(12, color="r", lw=1, ls="--", label="seed claim: 12")
         a1.set_yticks(range(len(pr)))
@@ -378,8 +389,16 @@ def _validate(v, sch, path, bad):
 
 
 def check_schema(doc: dict) -> List[str]:
-    """Problems with a results document against tools/bench/results.schema.json (empty = well-formed)."""
+    """Problems with a results document against tools/bench/results.schema.json (empty = well-formed),
+    and protocol names that are not registered (frameproof.protocols; the schema lists none)."""
     import json
     bad: List[str] = []
     _validate(doc, json.loads(SCHEMA_FILE.read_text(encoding="utf-8")), "$", bad)
+    known = registry.names()
+    where = [(f"$.validation[{i}].protocol", v.get("protocol")) for i, v in enumerate(doc.get("validation") or [])
+             if isinstance(v, dict)]
+    where += [(f"$.results[{i}].scenario.protocol", (r.get("scenario") or {}).get("protocol"))
+              for i, r in enumerate(doc.get("results") or []) if isinstance(r, dict)]
+    bad += [f"{path}: {p!r} is not a registered protocol ({', '.join(known)})" for path, p in where
+            if isinstance(p, str) and p not in known]
     return bad

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from frameproof import protocols as registry
 from frameproof.paths import ROOT
 
 from . import core, netns, report
@@ -88,8 +89,8 @@ def main(args) -> int:
     conc = [int(x) for x in args.concurrency.split(",")] if args.concurrency else ([4] if smoke else QUICK_CONC if quick else FULL_CONC)
     payloads = [32, 1024] if smoke else [32, 1024, core.KIB64]
     scenarios, cross = [], []
-    for p in ("standard", "length-field"):
-        w = core.SEED_WINDOW[p]
+    for p in registry.names():
+        w = registry.get(p).seed_window
         for c in conc:
             scenarios.append(Scenario(p, "per-packet", 32, c, 1, "concurrency"))
             scenarios.append(Scenario(p, "pipelined", 32, c, w, "concurrency"))
@@ -147,7 +148,7 @@ def main(args) -> int:
         "machine": machine,
         "settings": {"quick": quick, "smoke": smoke, "runs": runs, "duration_s": duration, "concurrency": conc,
                      "concurrency_not_run": [c for c in FULL_CONC if c not in conc], "payloads": payloads,
-                     "primary_client": primary.name, "windows": core.SEED_WINDOW,
+                     "primary_client": primary.name, "windows": core.seed_windows(),
                      "elapsed_s": None},
         "validation": val,
         "servers": [{"name": s.name, "kind": s.kind, "command": " ".join(s.argv), "protocols": list(s.protocols)} for s in servers],

@@ -138,11 +138,6 @@ class LengthField(Protocol):
     def oversize_header(self, codec, n):
         return bytes(codec.lf_offset) + encode_length(codec, n)
 
-    # -- benchmarks
-    def bench_codec(self, payload):
-        # the default 2-byte field cannot carry more than 65535 bytes: the 4-byte profile there
-        return LengthFieldCodec("length-field", 0, 0, 4) if payload > 0xFFFF else LengthFieldCodec("length-field")
-
     # -- docs
     def kaitai_frame(self, codec):
         return "length_field_frame", "LengthFieldFrame", (codec.lf_offset, codec.lf_size)

@@ -47,6 +47,14 @@ class Standard(Protocol):
         "reply-to-one-way": "STD-ECHO-2",
         "allocate-declared": "STD-LIM-3",
     }
+    # -- benchmarks: NewLife SlidingWindowEcho's window (the sequence is one byte), and the seeds'
+    # figures (seed 000 / research/newlife.md 5.4: NewLife X on an i9-10900K, 20 threads, Windows, loopback)
+    seed_window = 255
+    seed_figures = {
+        "peaks": [("per-packet", 260213, "C=256"), ("pipelined", 420008, "C=1024, window 255")],
+        "allocations": [("per-packet", 64, 1216), ("batched", 64, 955), ("batched", 1024, 906)],
+    }
+    seed_recv_claim = True
 
     # -- configuration
     def codec_from_json(self, d):
