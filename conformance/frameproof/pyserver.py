@@ -83,6 +83,7 @@ class EchoServer:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         dec = self.decoder()
         check = self.proto.client_request_check()
+        replier = self.proto.echo_replier(self.codec, self.fault)
         try:
             received = 0
             while True:
@@ -116,7 +117,11 @@ class EchoServer:
                             st.note(f"connection {conn_no}: {bad}")
                     if self.sink:
                         continue
-                    reply = self.ref.echo_reply(frame, self.fault)
+                    try:
+                        reply = replier(frame)
+                    except CodecError as e:  # the endpoint closes the connection on this frame
+                        err = e
+                        break
                     if reply is None:
                         continue  # the protocol answers nothing to this frame
                     self._seen += 1

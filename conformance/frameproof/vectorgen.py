@@ -91,7 +91,7 @@ def add_match(protocol, vid, desc, reqs, events, expected_kinds=None, codec=None
         check(res)
     evj = []
     for k, a in events:
-        evj.append({k: a if k == "advance_ms" else compact_bytes(a)})
+        evj.append({k: a if k == "advance_ms" else fj(a, protocol) if k == "send_frame" else compact_bytes(a)})
     v = {"id": vid, "description": desc, "requirements": reqs, "kind": "match", "codec": codec.to_json(),
          "timeout_ms": timeout_ms, "events": evj, "sent": [compact_bytes(s) for s in res.sent],
          "completions": [{"kind": c.kind, **({"request": c.request} if c.request is not None else {}),

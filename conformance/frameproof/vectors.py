@@ -19,7 +19,8 @@ disk). File format (all keys but id/description/requirements/kind optional):
      # encode
      "frame": {...}, "expect": BYTES | {"error": {...}},
      # match
-     "timeout_ms": 0, "events": [{"send": BYTES} | {"send_one_way": BYTES} | {"receive": BYTES} | {"advance_ms": N}],
+     "timeout_ms": 0, "events": [{"send": BYTES} | {"send_one_way": BYTES} | {"send_frame": {...}} | {"receive": BYTES}
+                                 | {"advance_ms": N}],
      "sent": [BYTES, ...], "completions": [{"kind": "REPLY", "request": 0, "frame": {...}}, ...]}
 """
 from __future__ import annotations
@@ -139,7 +140,8 @@ class Vector:
         out = []
         for ev in self.raw["events"]:
             (k, v), = ev.items()
-            out.append((k, int(v) if k == "advance_ms" else parse_bytes(v)))
+            out.append((k, int(v) if k == "advance_ms" else parse_frame(v, self.codec) if k == "send_frame"
+                        else parse_bytes(v)))
         return out
 
     def expected_match(self) -> MatchResult:

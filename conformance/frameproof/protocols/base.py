@@ -107,6 +107,20 @@ class Protocol:
         """The server-side endpoint model (spec/testee.md, ``serve``) -> ServeResult."""
         raise NotImplementedError(f"{self.name} has no server model")
 
+    def server_session(self, codec, endpoint: str = ""):
+        """The Python reference server side of one ``serve`` connection (the Python testee): an
+        object with ``feed(bytes) -> bytes``, ``eof() -> bytes``, ``closed`` and ``error`` (a
+        ``CodecError``). Default: the echo session over ``reference`` (one endpoint, stateless
+        replies); a protocol with several endpoints or a stateful one returns its own."""
+        from ..reference import EchoSession
+        return EchoSession(self.reference, codec)
+
+    def echo_replier(self, codec, fault: str = ""):
+        """A fresh per-connection ``reply(frame) -> Frame | None`` for the Python echo server
+        (frameproof.pyserver); raising ``CodecError`` closes the connection on that frame.
+        Default: ``reference.echo_reply(frame, fault)``, stateless."""
+        return lambda frame: self.reference.echo_reply(frame, fault)
+
     # ------------------------------------------------------------ suites
     def properties(self) -> list:
         """Hypothesis properties (frameproof.properties.Property), in a stable order."""

@@ -178,7 +178,7 @@ def do_serve(proto, req):
     out = pb.ServeResponse()
     codec = proto.codec_from_pb(req.codec)
     try:
-        session = R.EchoSession(proto.reference, codec)
+        session = proto.server_session(codec, req.endpoint)
     except CodecError as e:  # a configuration error: closed before any byte is read
         out.closed = True
         out.error.CopyFrom(_error(e, 0))

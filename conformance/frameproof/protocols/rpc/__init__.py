@@ -1,0 +1,300 @@
+"""The `rpc` protocol (spec/rpc.md): galay-rpc's frames, a 16-byte big-endian header and a typed
+body; unary calls matched by request id, and a stream echo endpoint beside the unary one."""
+from __future__ import annotations
+
+from hypothesis import given, strategies as st
+
+from ... import oracle as O
+from ... import properties as P
+from ...checks import CheckFailure, check_serve, chunk, chunk_every
+from ...oracle import Error, Frame
+from ..base import Protocol
+from . import frames as K
+from . import net, oracle, reference
+from .frames import RpcHeader
+from .oracle import RpcCodec
+from .strategies import RpcStrategies
+
+_HEADER_KEYS = ("type", "flags", "id", "service", "method", "error_code", "version", "reserved")
+
+
+def _serve_check(codec, endpoint, chunks, half_close, got, context=""):
+    """check_serve, where a header breaking several requirements may close with any of them (§11)."""
+    exp = oracle.serve(codec, endpoint, chunks, half_close)
+    if got.error is not None and exp.error is not None and got.error.offset == exp.error.offset and \
+            got.error.requirement in oracle.serve_alternatives(codec, chunks, exp):
+        exp.error = got.error
+    check_serve(exp, got, context)
+
+
+def serving(S):
+    def run(testee):
+        @given(S.serve_scripts())
+        def prop(case):
+            codec, endpoint, whole, chunks, half_close = case
+            got = testee.serve(codec, endpoint, chunks, half_close)
+            _serve_check(codec, endpoint, chunks, half_close, got,
+                         f"endpoint {endpoint or 'default'}: {len(whole)} bytes in {len(chunks)} chunks"
+                         f"{', then EOF' if half_close else ''} ({codec}): ")
+        prop()
+    return run
+
+
+def scripted(cases):
+    """Fixed serve sessions, each tied to the requirements its expectation states."""
+    def run(testee):
+        codec = RpcCodec("rpc")
+        for name, reqs, endpoint, frames, half_close, splits in cases:
+            data = b"".join(f if isinstance(f, bytes) else O.encode(codec, f) for f in frames)
+            for how, chunks in (("whole", [data]), ("as given", chunk(data, splits)), ("byte by byte", chunk_every(data, 1))):
+                if how == "as given" and not splits:
+                    continue
+                try:
+                    _serve_check(codec, endpoint, chunks, half_close,
+                                 testee.serve(codec, endpoint, chunks, half_close))
+                except CheckFailure as e:
+                    raise CheckFailure(f"{name} ({how}, endpoint {endpoint or 'default'}):\n{e}", reqs) from None
+    return run
+
+
+E = K.ECHO_SERVICE
+UNARY_CASES = [
+    ("echo in the four modes", ["RPC-ECHO-1", "RPC-MODE-1", "RPC-MODE-2"], "unary",
+     [K.request(i, b"m%d" % i, flags=fl) for i, fl in enumerate([0, 4, 1, 5, 2, 6, 3, 7])], True, [20]),
+    ("flags bits 3-7 are not echoed", ["RPC-MODE-2"], "unary", [K.request(9, b"x", flags=0xFD)], False, []),
+    ("unknown service and method", ["RPC-ECHO-2"], "",
+     [K.request(20, b"a", b"BenchEchoService"), K.request(21, b"b", E, b"nope"), K.request(22, b"c")], False, [30]),
+    ("a RESPONSE closes the connection", ["RPC-ECHO-4"], "", [K.request(1, b"a"), K.response(2, b"r"), K.request(3)], False, []),
+    ("a STREAM_INIT closes the unary connection", ["RPC-ECHO-4"], "unary", [K.request(1, b"a"), K.init(2), K.request(3)], True, []),
+    ("half-close answers complete requests", ["RPC-ECHO-5"], "",
+     [K.request(1, b"a"), K.request(2, b"b"), oracle.encode(RpcCodec("rpc"), K.request(3, b"c"))[:20]], True, [5]),
+    ("a decoding error closes after earlier responses", ["RPC-ECHO-4", "RPC-STR-4"], "",
+     [K.request(1, b"a"), b"GRPC\x02\x01\x04\x00\x00\x00\x00\x02\x00\x00\x00\x00", K.request(3)], False, []),
+]
+S_ = K.stream
+STREAM_CASES = [
+    ("INIT is acknowledged", ["RPC-STREAM-1"], "stream", [K.init(7)], False, [3]),
+    ("DATA is echoed with the INIT's id", ["RPC-STREAM-2"], "stream",
+     [K.init(7), S_(K.DATA, 7, b"abc"), S_(K.DATA, 99, b"other id"), S_(K.DATA, 7, b"")], False, [40]),
+    ("END is answered and the next INIT opens a stream", ["RPC-STREAM-3", "RPC-STREAM-1"], "stream",
+     [K.init(7), S_(K.DATA, 7, b"x"), S_(K.END, 7), K.init(8), S_(K.DATA, 8, b"y"), S_(K.END, 8)], True, []),
+    ("CANCEL is answered with nothing", ["RPC-STREAM-4"], "stream",
+     [K.init(7), S_(K.CANCEL, 7), S_(K.DATA, 7, b"after cancel"), K.init(9), S_(K.DATA, 9, b"z")], False, []),
+    ("frames before INIT are cancelled", ["RPC-STREAM-5"], "stream",
+     [S_(K.DATA, 8, b"early"), S_(K.END, 4), S_(K.CANCEL, 5), K.request(6, b"unary"), S_(K.HEARTBEAT, 2), K.init(7),
+      S_(K.DATA, 7, b"ok")], False, []),
+    ("unknown service or method is cancelled", ["RPC-STREAM-6"], "stream",
+     [K.init(3, b"StreamBenchService"), K.init(4, E, b"nope"), S_(K.DATA, 4, b"d"), K.init(5)], False, []),
+    ("one stream at a time", ["RPC-STREAM-7"], "stream",
+     [K.init(7), K.init(8), S_(K.DATA, 8, b"d"), K.init(9), S_(K.INIT_ACK, 9), S_(K.DATA, 9, b"e")], False, []),
+    ("EOF with a stream open closes without END", ["RPC-STREAM-8"], "stream",
+     [K.init(7), S_(K.DATA, 7, b"a")], True, []),
+    ("END with a body closes the connection", ["RPC-STREAM-8", "RPC-BODY-5"], "stream",
+     [K.init(7), b"GRPC\x01\x13\x00\x00\x00\x00\x00\x07\x00\x00\x00\x03abc", K.init(8)], False, []),
+]
+
+
+class Rpc(Protocol):
+    name = "rpc"
+    spec_name = "rpc"
+    schema = "rpc"
+    codec_type = RpcCodec
+    stop_requirement = "RPC-STR-4"
+    truncation_requirement = "RPC-STR-3"
+    reference = reference
+    strategies = RpcStrategies()
+    mutants = {
+        "rpc-length-little-endian": "RPC-HDR-1",
+        "rpc-ignores-version": "RPC-HDR-3",
+        "rpc-drops-end-flag": "RPC-HDR-5",
+        "rpc-name-length-little-endian": "RPC-BODY-1",
+        "rpc-end-body-consumed": "RPC-BODY-5",
+        "rpc-accepts-oversize": "RPC-LIM-1",
+        "rpc-ids-start-at-1": "RPC-ID-1",
+        "rpc-fifo-matching": "RPC-MATCH-1",
+        "rpc-response-without-end": "RPC-MODE-2",
+        "rpc-unknown-service-code-3": "RPC-ECHO-2",
+        "rpc-keeps-non-request": "RPC-ECHO-4",
+        "rpc-no-init-ack": "RPC-STREAM-1",
+        "rpc-data-echo-own-id": "RPC-STREAM-2",
+        "rpc-end-not-answered": "RPC-STREAM-3",
+        "rpc-cancel-answered": "RPC-STREAM-4",
+        "rpc-data-before-init-ignored": "RPC-STREAM-5",
+        "rpc-unknown-method-opens": "RPC-STREAM-6",
+        "rpc-second-init-reopens": "RPC-STREAM-7",
+    }
+    server_faults = {
+        "rpc-code-0-for-unknown": "RPC-ECHO-2",
+        "rpc-keep-open-on-non-request": "RPC-ECHO-4",
+        "rpc-drop-init-ack": "RPC-STREAM-1",
+    }
+
+    # -- configuration
+    def codec_from_json(self, d):
+        extra = set(d) - {"protocol", "rpc"}
+        if extra:
+            raise ValueError(f"unknown codec key(s) for rpc: {', '.join(sorted(extra))} (the limit is rpc.max_body)")
+        p = d.get("rpc") or {}
+        if set(p) - {"max_body"}:
+            raise ValueError(f"unknown rpc parameter(s): {', '.join(sorted(set(p) - {'max_body'}))}")
+        return RpcCodec("rpc", int(p.get("max_body", 0)))
+
+    def codec_from_pb(self, msg):
+        return RpcCodec("rpc", msg.rpc.max_body if msg.HasField("rpc") else 0)
+
+    def codec_to_pb(self, codec, msg):
+        msg.limits.max_payload = 0  # rpc's limit travels as rpc.max_body
+        if codec.max_payload:
+            msg.rpc.max_body = codec.max_payload
+
+    # -- frames
+    def frame_to_json(self, f):
+        from ...vectors import compact_bytes
+        h = f.header or RpcHeader()
+        d = {"type": h.type, "flags": h.flags, "id": h.id}
+        if h.type in K.NAMED_TYPES or h.service or h.method:
+            d.update(service=h.service.hex(), method=h.method.hex())
+        if h.type == K.RESPONSE or h.error_code:
+            d["error_code"] = h.error_code
+        if h.version != K.VERSION:
+            d["version"] = h.version
+        if h.reserved:
+            d["reserved"] = h.reserved
+        d["payload"] = compact_bytes(f.payload)
+        return d
+
+    def frame_from_json(self, d):
+        from ...vectors import parse_bytes
+        return Frame(0, 0, parse_bytes(d.get("payload", "")), RpcHeader(
+            int(d.get("type", K.REQUEST)), int(d.get("flags", 0)), int(d.get("id", 0)),
+            bytes.fromhex(d.get("service", "")), bytes.fromhex(d.get("method", "")), int(d.get("error_code", 0)),
+            int(d.get("version", K.VERSION)), int(d.get("reserved", 0))))
+
+    def frame_to_pb(self, f, msg):
+        h = f.header or RpcHeader()
+        msg.payload = f.payload
+        r = msg.rpc
+        r.version, r.type, r.flags, r.reserved, r.id = h.version, h.type, h.flags, h.reserved, h.id
+        r.service, r.method, r.error_code = h.service, h.method, h.error_code
+
+    def frame_from_pb(self, msg):
+        r = msg.rpc
+        return Frame(0, 0, bytes(msg.payload), RpcHeader(r.type, r.flags, r.id, bytes(r.service), bytes(r.method),
+                                                         r.error_code, r.version, r.reserved))
+
+    # -- oracle
+    def decode(self, codec, data):
+        return oracle.decode(codec, data)
+
+    def encode(self, codec, frame):
+        return oracle.encode(codec, frame)
+
+    def match(self, codec, events, timeout_ms=0):
+        return oracle.RpcClient(codec, timeout_ms).run(events)
+
+    def serve(self, codec, endpoint, chunks, half_close):
+        return oracle.serve(codec, endpoint, chunks, half_close)
+
+    def echo_reply(self, frame):
+        return oracle.echo_reply(frame)
+
+    def server_session(self, codec, endpoint=""):
+        return reference.RpcSession(codec, endpoint)
+
+    def echo_replier(self, codec, fault=""):
+        return reference.net_replier(fault)
+
+    # -- suites
+    def properties(self):
+        S = self.strategies
+        return [
+            P.Property("prop_encode_matches_spec", self.name,
+                       ["RPC-HDR-1", "RPC-LIM-2", "RPC-BODY-1", "RPC-BODY-2", "RPC-BODY-3", "RPC-BODY-4", "RPC-ERR-1"],
+                       "encode", "Random frames of every type encode to the spec's exact bytes (or the spec's refusal)",
+                       P.encode_matches_spec(S)),
+            P.Property("prop_encode_decode_roundtrip", self.name,
+                       ["RPC-BODY-7", "RPC-HDR-1", "RPC-HDR-5", "RPC-HDR-6", "RPC-HDR-7", "RPC-BODY-6"], "encode",
+                       "decode(encode(frames)) gives the frames back", P.roundtrip(S)),
+            P.Property("prop_chunking_independence", self.name, ["RPC-STR-1", "RPC-STR-2"], "decode",
+                       "Any split of a valid stream decodes to the same frames", P.chunking(S)),
+            P.Property("prop_agrees_with_oracle", self.name, ["RPC-STR-4", "RPC-STR-3", "RPC-STR-5"], "decode",
+                       "On arbitrary and mutated streams in arbitrary chunks, frames and error equal the oracle's",
+                       P.agrees(S)),
+            P.Property("prop_invalid_rejected_with_class", self.name,
+                       ["RPC-LIM-1", "RPC-HDR-2", "RPC-HDR-3", "RPC-HDR-4", "RPC-BODY-5", "RPC-BODY-1", "RPC-BODY-2",
+                        "RPC-BODY-3", "RPC-STR-3"], "decode",
+                       "A valid prefix then one bad frame: the prefix is delivered and the bad frame is rejected "
+                       "with its class", P.invalid(S)),
+            P.Property("prop_matching_agrees_with_model", self.name,
+                       ["RPC-MATCH-1", "RPC-MATCH-2", "RPC-MATCH-3", "RPC-MATCH-4", "RPC-MATCH-5", "RPC-ID-1",
+                        "RPC-ID-2"], "match",
+                       "Random client sessions (calls in any mode, responses in any order, stray and foreign "
+                       "frames, clock) complete as the model says", P.matching(S)),
+            P.Property("long_stream_100k_frames", self.name, ["RPC-STR-2", "RPC-STR-1"], "decode",
+                       "100,000 frames through one decoder in chunks of 1 B to 16 KiB", P.long_stream(self.name)),
+            P.Property("prop_serve_agrees_with_model", self.name,
+                       ["RPC-ECHO-1", "RPC-ECHO-2", "RPC-ECHO-3", "RPC-ECHO-4", "RPC-ECHO-5", "RPC-MODE-1",
+                        "RPC-STREAM-8"], "serve",
+                       "Both echo endpoints, fed valid and mutated streams in any split, write and close as the "
+                       "model says", serving(S)),
+            P.Property("serve_unary_scripted", self.name,
+                       ["RPC-ECHO-1", "RPC-ECHO-2", "RPC-ECHO-4", "RPC-ECHO-5", "RPC-MODE-1", "RPC-MODE-2"], "serve",
+                       "Fixed unary sessions (four modes, unknown names, non-requests, half-close), whole, as "
+                       "given and byte by byte", scripted(UNARY_CASES)),
+            P.Property("serve_stream_scripted", self.name,
+                       ["RPC-STREAM-1", "RPC-STREAM-2", "RPC-STREAM-3", "RPC-STREAM-4", "RPC-STREAM-5",
+                        "RPC-STREAM-6", "RPC-STREAM-7", "RPC-STREAM-8"], "serve",
+                       "Every transition of the stream endpoint, whole, as given and byte by byte",
+                       scripted(STREAM_CASES)),
+        ]
+
+    def net_cases(self):
+        return net.cases()
+
+    def net_request(self, seq, payload):
+        return K.request(seq, payload)
+
+    def oversize_header(self, codec, n):
+        return K.MAGIC + bytes([1, K.REQUEST, K.END_STREAM, 0]) + (9).to_bytes(4, "big") + (n & 0xFFFFFFFF).to_bytes(4, "big")
+
+    def client_request_check(self):
+        """HAR-CLI-1: requests are REQUESTs with ids 0, 1, 2 ... (RPC-ID-1)."""
+        state = {"expect": 0, "n": 0}
+
+        def check(frame):
+            state["n"] += 1
+            h = frame.header
+            if h.type != K.REQUEST:
+                return f"frame {state['n']} is not a REQUEST (type 0x{h.type:02X})"
+            want = state["expect"]
+            state["expect"] = (h.id + 1) & 0xFFFFFFFF
+            if h.id != want:
+                return f"request {state['n']} has id {h.id}, RPC-ID-1 expects {want}"
+            return None
+        return check
+
+    # -- docs
+    def kaitai_frame(self, codec):
+        return "rpc_frame", "RpcFrame", ()
+
+    def describe_header(self, f):
+        return str(f.header) if f.header is not None else ""
+
+    # -- fuzzing
+    def wild_codecs(self, draw):
+        return RpcCodec("rpc", draw(st.one_of(st.just(0), st.integers(1, 300), st.integers(65530, 65540))))
+
+    def edge_header(self, codec, pick):
+        lim = codec.limit
+        n = [lim, lim + 1, 0, 1, 2 ** 31, 2 ** 32 - 1, 16 << 20, (16 << 20) + 1][pick % 8] & 0xFFFFFFFF
+        kind = [K.REQUEST, K.RESPONSE, K.INIT, K.DATA, K.END, K.CANCEL, 0x55][pick % 7]
+        return K.MAGIC + bytes([1, kind, pick & 7, 0]) + pick.to_bytes(4, "big") + n.to_bytes(4, "big")
+
+    def corpus_codec(self, bits, limit):
+        return RpcCodec("rpc", limit)
+
+    def gen_vectors_codec(self, codec):
+        return f"Codec('rpc', {codec.max_payload})"
+
+
+PROTOCOL = Rpc()

@@ -1,0 +1,137 @@
+"""`frameproof net --protocol rpc`: the network cases (RPC-ECHO-*, RPC-STREAM-*), generic ones from
+frameproof.netsuite with this protocol's requirement IDs, and the rpc-only ones: unknown names,
+the four call modes, the stream endpoint's transitions (RPC-ECHO-7: the first frame of a connection
+picks the endpoint) and hostile headers."""
+from __future__ import annotations
+
+from typing import List
+
+from ... import netsuite as N
+from ...checks import CheckFailure
+from ...netsuite import Conn, NetCase, payload_for, roundtrip
+from . import frames as K
+
+
+def _hdr(kind, rid, n, version=1, magic=b"GRPC", flags=0):
+    return magic + bytes([version, kind, flags, 0]) + rid.to_bytes(4, "big") + n.to_bytes(4, "big")
+
+
+def exchange(t, frames, expected, ctx, quiet=0.3):
+    """Sends ``frames`` in one write on a fresh connection; the replies must be ``expected`` exactly,
+    and nothing more must arrive within ``quiet`` seconds."""
+    c = Conn(t)
+    try:
+        c.send(b"".join(c.frame(f) for f in frames))
+        got = c.read_frames(len(expected))
+        for i, (e, a) in enumerate(zip(expected, got)):
+            if e != a:
+                raise CheckFailure(f"{ctx}reply {i}:\n  expected {e.short()}\n  actual   {a.short()}")
+        extra = c.idle(quiet)
+        if extra:
+            raise CheckFailure(f"{ctx}expected nothing more, got {len(extra)} bytes: {extra[:24].hex(' ')}")
+    finally:
+        c.close()
+
+
+def c_modes(t):
+    reqs = [K.request(i, b"mode-%d" % fl, flags=fl) for i, fl in enumerate((0, 4, 1, 5, 2, 6, 3, 7))]
+    roundtrip(t, reqs, "one response per request in every call mode, flags mode|END_STREAM: ")
+
+
+def c_unknown_names(t):
+    reqs = [K.request(20, b"a", b"BenchEchoService"), K.request(21, b"b", K.ECHO_SERVICE, b"nope"),
+            K.request(22, b"c", b"", b""), K.request(23, b"still served")]
+    roundtrip(t, reqs, "unknown service (code 2), unknown method (code 3), then an echo: ")
+
+
+def c_largest(t):
+    n = t.limit - 4 - len(K.ECHO_SERVICE) - len(K.ECHO_METHOD)
+    roundtrip(t, [K.request(3, payload_for(n, n)), K.request(4, b"after-largest")],
+              f"a REQUEST whose body is the largest allowed ({t.limit} bytes): ")
+
+
+def c_stream_echo(t):
+    s = K.stream
+    exchange(t, [K.init(7), s(K.DATA, 7, b"abc"), s(K.DATA, 99, b"other id"), s(K.END, 7), K.init(8),
+                 s(K.DATA, 8, b"second stream"), s(K.END, 8)],
+             [s(K.INIT_ACK, 7), s(K.DATA, 7, b"abc"), s(K.DATA, 7, b"other id"), s(K.END, 7), s(K.INIT_ACK, 8),
+              s(K.DATA, 8, b"second stream"), s(K.END, 8)],
+             "stream INIT, DATA (one with another id), END, then a second stream: ")
+
+
+def c_stream_cancel(t):
+    s = K.stream
+    exchange(t, [K.init(7), s(K.DATA, 7, b"x"), s(K.CANCEL, 7), K.init(9), s(K.DATA, 9, b"y")],
+             [s(K.INIT_ACK, 7), s(K.DATA, 7, b"x"), s(K.INIT_ACK, 9), s(K.DATA, 9, b"y")],
+             "a client CANCEL gets no reply and the next INIT opens a stream: ")
+
+
+def c_stream_refusals(t):
+    s = K.stream
+    exchange(t, [s(K.DATA, 8, b"before init"), K.init(3, b"StreamBenchService"), K.init(4, K.ECHO_SERVICE, b"nope"),
+                 K.init(5), K.init(6), s(K.DATA, 6, b"z")],
+             [s(K.CANCEL, 8), s(K.CANCEL, 3), s(K.CANCEL, 4), s(K.INIT_ACK, 5), s(K.CANCEL, 5), s(K.CANCEL, 6)],
+             "DATA before INIT, unknown service and method, a second INIT while a stream is open: ")
+
+
+def c_stream_end_with_body(t):
+    c = Conn(t)
+    try:
+        c.send(c.frame(K.init(7)) + _hdr(K.END, 7, 3) + b"abc" + c.frame(K.init(8)))
+        got = c.read_frames(1)
+        if got[0] != K.stream(K.INIT_ACK, 7):
+            raise CheckFailure(f"reply 0:\n  expected {K.stream(K.INIT_ACK, 7).short()}\n  actual   {got[0].short()}")
+        c.expect_closed(what=" after a STREAM_END with a 3-byte body")
+    finally:
+        c.close()
+    N.healthy(t)
+
+
+def c_gigabytes(t):
+    N.hostile(t, _hdr(K.REQUEST, 9, 2 ** 32 - 1, flags=4), "a header promising a 4 GiB body")
+
+
+def cases() -> List[NetCase]:
+    h = N.hostile
+    return [
+        N.generic("one_request_one_reply", ["RPC-ECHO-1"]),
+        N.generic("pipelined_one_write", ["RPC-ECHO-3", "RPC-STR-2"]),
+        N.generic("dribbled_byte_by_byte", ["RPC-STR-1"]),
+        N.generic("split_at_every_offset", ["RPC-STR-1"]),
+        NetCase("largest_allowed_frame", ["RPC-LIM-1", "RPC-ECHO-1"], "A REQUEST whose body is exactly the limit", c_largest),
+        N.generic("many_connections", ["RPC-ECHO-3"]),
+        N.generic("fifo_order", ["RPC-ECHO-3"]),
+        NetCase("call_modes", ["RPC-MODE-1", "RPC-MODE-2", "RPC-ECHO-1"],
+                "Each of the four call modes, with and without END_STREAM: one response, flags mode|END", c_modes),
+        NetCase("unknown_service_and_method", ["RPC-ECHO-2"],
+                "Unknown service: code 2; unknown method: code 3; the connection stays open", c_unknown_names),
+        NetCase("stream_echo", ["RPC-STREAM-1", "RPC-STREAM-2", "RPC-STREAM-3", "RPC-ECHO-7"],
+                "A connection starting with STREAM_INIT is a stream: ACK, DATA echoed with the INIT's id, END", c_stream_echo),
+        NetCase("stream_cancel", ["RPC-STREAM-4", "RPC-STREAM-1"], "A client CANCEL is not answered", c_stream_cancel),
+        NetCase("stream_refusals", ["RPC-STREAM-5", "RPC-STREAM-6", "RPC-STREAM-7", "RPC-ECHO-7"],
+                "DATA before INIT, unknown names and a second INIT are answered with CANCEL", c_stream_refusals),
+        NetCase("stream_end_with_body_closes", ["RPC-BODY-5", "RPC-STREAM-8"],
+                "A STREAM_END with a body closes the connection", c_stream_end_with_body),
+        N.generic("oversize_closes_connection", ["RPC-ECHO-4", "RPC-LIM-1"]),
+        NetCase("header_promises_4gib", ["RPC-LIM-3", "RPC-LIM-1"], "A header promising 4 GiB: no allocation, "
+                "server keeps serving", c_gigabytes),
+        NetCase("bad_magic_closes", ["RPC-HDR-2", "RPC-ECHO-4"], "A header with magic GRPX closes the connection",
+                lambda t: h(t, _hdr(K.REQUEST, 1, 0, magic=b"GRPX"), "magic GRPX")),
+        NetCase("bad_version_closes", ["RPC-HDR-3", "RPC-ECHO-4"], "A header with version 2 closes the connection",
+                lambda t: h(t, _hdr(K.REQUEST, 1, 4, version=2) + b"\0\0\0\0", "version 2")),
+        NetCase("bad_type_closes", ["RPC-HDR-4", "RPC-ECHO-4"], "A header with type 0x55 closes the connection",
+                lambda t: h(t, _hdr(0x55, 1, 0), "type 0x55")),
+        NetCase("short_request_body_closes", ["RPC-BODY-1", "RPC-ECHO-4"],
+                "A REQUEST whose service length runs past its body closes the connection",
+                lambda t: h(t, _hdr(K.REQUEST, 1, 3, flags=4) + b"\x00\x09a", "a short REQUEST body")),
+        NetCase("end_with_body_closes", ["RPC-BODY-5", "RPC-ECHO-4"], "A STREAM_END with a body on a unary connection "
+                "closes it", lambda t: h(t, _hdr(K.END, 1, 3) + b"abc", "a STREAM_END with a body")),
+        NetCase("non_request_closes", ["RPC-ECHO-4"], "A RESPONSE sent to the unary endpoint closes the connection",
+                lambda t: h(t, _hdr(K.RESPONSE, 1, 2) + b"\x00\x00", "a RESPONSE frame")),
+        N.generic("garbage_bytes", ["RPC-LIM-3", "RPC-HDR-2"]),
+        N.generic("stops_mid_frame", ["RPC-STR-3"]),
+        N.generic("half_close_gets_replies", ["RPC-ECHO-5"]),
+        N.generic("tcp_nodelay", ["RPC-ECHO-6"]),
+        N.generic("long_connection_100k", ["RPC-ECHO-3", "RPC-HDR-7"]),
+        N.generic("connection_churn_2000", ["RPC-ECHO-3"]),
+    ]

@@ -1,0 +1,181 @@
+"""Hypothesis strategies for `rpc` streams, frames, client sessions and server sessions."""
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from ... import oracle
+from ...checks import chunk
+from ...oracle import Error, Frame
+from ...properties import Strategies, payloads, splits_of
+from . import frames as K
+from .frames import RpcHeader
+from .oracle import RpcCodec
+
+NAMES = [K.ECHO_SERVICE, K.ECHO_METHOD, b"", b"svc", b"BenchEchoService", "服务".encode()]
+
+
+def names():
+    return st.one_of(st.sampled_from(NAMES), st.binary(max_size=12))
+
+
+class RpcStrategies(Strategies):
+    splices = (b"GRPC\x01\x01\x04\x00\x00\x00\x00\x01\xff\xff\xff\xff", b"GRPC\x02", b"GRPC\x01\x55",
+               b"GRPC\x01\x13\x00\x00\x00\x00\x00\x07\x00\x00\x00\x03abc", b"GRPC\x01\x01\x04\x00\x00\x00\x00\x01\x00\x00\x00\x01")
+
+    def codecs(self, small_limits=True):
+        limits = st.sampled_from([0, 0, 0, 16, 100, 70000]) if small_limits else st.just(0)
+        return st.builds(lambda m: RpcCodec("rpc", m), limits)
+
+    def frames_for(self, codec):
+        return _frames(codec.limit)
+
+    def encode_cases(self):
+        return st.tuples(self.codecs(), _frames(100000))
+
+    def invalid_streams(self):
+        return _invalid_streams(self)
+
+    def match_scripts(self):
+        return _match_scripts()
+
+    def serve_scripts(self):
+        return _serve_scripts(self)
+
+
+@st.composite
+def _frames(draw, limit):
+    kind = draw(st.sampled_from(list(K.TYPE_NAMES)))
+    flags = draw(st.one_of(st.sampled_from([0, 4, 1, 5, 2, 6, 3, 7]), st.integers(0, 255)))
+    rid = draw(st.one_of(st.integers(0, 300), st.integers(0, 2 ** 32 - 1)))
+    reserved = draw(st.sampled_from([0, 0, 0, 0xFF]))
+    service = method = b""
+    code = 0
+    room = limit
+    if kind in K.NAMED_TYPES:
+        service, method = draw(names()), draw(names())
+        room -= 4 + len(service) + len(method)
+        if room < 0:
+            service = method = b""
+            room = limit - 4
+    elif kind == K.RESPONSE:
+        code = draw(st.one_of(st.integers(0, 10), st.integers(0, 65535)))
+        room -= 2
+    payload = b"" if kind in K.CONTROL_TYPES or room < 0 else draw(payloads(min(room, 2 ** 31 - 1)))
+    if kind in K.NAMED_TYPES and room < 0 or kind == K.RESPONSE and room < 0:
+        kind = K.DATA  # the limit is too small for this type's fields
+        service = method = b""
+    return Frame(0, 0, payload, RpcHeader(kind, flags, rid, service, method, code, 1, reserved))
+
+
+def _hdr(kind, rid, n, version=1, magic=b"GRPC"):
+    return magic + bytes([version, kind, 0, 0]) + rid.to_bytes(4, "big") + n.to_bytes(4, "big")
+
+
+@st.composite
+def _invalid_streams(draw, S):
+    codec, frames, prefix = draw(S.valid_streams())
+    off = len(prefix)
+    kind = draw(st.sampled_from(["oversize", "magic", "version", "type", "control_body", "short_body", "truncated"]))
+    if kind == "oversize":
+        limit = draw(st.integers(1, 70000))
+        codec = RpcCodec("rpc", limit)
+        frames = [f for f in frames if not isinstance(oracle.encode(codec, f), Error)]
+        prefix = b"".join(oracle.encode(codec, f) for f in frames)
+        n = draw(st.one_of(st.integers(limit + 1, limit + 100000), st.just(2 ** 32 - 1)))
+        return codec, prefix + _hdr(K.REQUEST, 1, n) + draw(st.binary(max_size=16)), frames, Error("RPC-LIM-1", len(prefix))
+    if kind == "magic":
+        magic = draw(st.binary(min_size=4, max_size=4).filter(lambda m: m != b"GRPC"))
+        return codec, prefix + _hdr(K.DATA, 1, 0, magic=magic), frames, Error("RPC-HDR-2", off)
+    if kind == "version":
+        v = draw(st.integers(0, 255).filter(lambda v: v != 1))
+        return codec, prefix + _hdr(K.DATA, 1, 0, version=v), frames, Error("RPC-HDR-3", off)
+    if kind == "type":
+        t = draw(st.integers(0, 255).filter(lambda t: t not in K.TYPE_NAMES))
+        return codec, prefix + _hdr(t, 1, 0), frames, Error("RPC-HDR-4", off)
+    if kind == "control_body":
+        t = draw(st.sampled_from(K.CONTROL_TYPES))
+        n = draw(st.integers(1, min(codec.limit, 64)))
+        return codec, prefix + _hdr(t, 7, n) + bytes(n), frames, Error("RPC-BODY-5", off)
+    if kind == "short_body":
+        t = draw(st.sampled_from([K.REQUEST, K.INIT, K.RESPONSE]))
+        if t == K.RESPONSE:
+            body = draw(st.binary(max_size=1))
+        else:
+            body = draw(st.sampled_from([b"", b"\x00", b"\x00\x05abc", b"\x00\x01a\x00", b"\x00\x01a\x00\x09xy"]))
+        if len(body) > codec.limit:
+            body = b""
+        cls = {K.REQUEST: "RPC-BODY-1", K.INIT: "RPC-BODY-3", K.RESPONSE: "RPC-BODY-2"}[t]
+        return codec, prefix + _hdr(t, 3, len(body)) + body, frames, Error(cls, off)
+    f = draw(S.frames_for(codec))
+    enc = oracle.encode(codec, f)
+    cut = draw(st.integers(1, len(enc) - 1))
+    return codec, prefix + enc[:cut], frames, Error("RPC-STR-3", off)
+
+
+@st.composite
+def _match_scripts(draw):
+    """Random client sessions: plain and framed calls, responses in any order (some error codes,
+    some split), stray responses, frames of other types, clock advances."""
+    codec = RpcCodec("rpc")
+    timeout = draw(st.sampled_from([0, 50, 1000]))
+    events = []
+    outstanding = []
+    rid = 0
+    for _ in range(draw(st.integers(1, 30))):
+        op = draw(st.sampled_from(["send", "send", "frame", "reply", "reply", "stray", "other", "advance"]))
+        if op == "send":
+            events.append(("send", draw(st.binary(max_size=12))))
+            outstanding.append(rid)
+            rid += 1
+        elif op == "frame":
+            f = K.request(draw(st.integers(0, 99)), draw(st.binary(max_size=8)), draw(names()), draw(names()),
+                          draw(st.sampled_from([0, 1, 2, 3, 4, 5, 6, 7])))
+            events.append(("send_frame", f))
+            outstanding.append(rid)
+            rid += 1
+        elif op == "reply" and outstanding:
+            r = outstanding.pop(draw(st.integers(0, len(outstanding) - 1)))
+            f = K.response(r, draw(st.binary(max_size=12)), draw(st.sampled_from([0, 0, 2, 3])),
+                           draw(st.sampled_from([4, 5, 0])))
+            data = oracle.encode(codec, f)
+            for piece in chunk(data, draw(st.lists(st.integers(1, max(1, len(data) - 1)), max_size=2))):
+                events.append(("receive", piece))
+        elif op == "stray":
+            events.append(("receive", oracle.encode(codec, K.response(draw(st.integers(0, 40)), b"s"))))
+        elif op == "other":
+            events.append(("receive", oracle.encode(codec, K.stream(K.DATA, draw(st.integers(0, 5)), b"d"))))
+        elif op == "advance":
+            events.append(("advance_ms", draw(st.sampled_from([1, 10, 49, 50, 999, 3000]))))
+    return codec, events, timeout
+
+
+@st.composite
+def _client_frames(draw, endpoint):
+    """Frames a client might send to ``endpoint``: mostly the endpoint's own, some foreign."""
+    rid = draw(st.integers(0, 9))
+    if endpoint == "stream":
+        kind = draw(st.sampled_from([K.INIT, K.INIT, K.DATA, K.DATA, K.DATA, K.END, K.CANCEL, K.INIT_ACK,
+                                     K.REQUEST, K.HEARTBEAT]))
+    else:
+        kind = draw(st.sampled_from([K.REQUEST] * 6 + [K.RESPONSE, K.DATA, K.HEARTBEAT]))
+    if kind in K.NAMED_TYPES:
+        svc = draw(st.sampled_from([K.ECHO_SERVICE, K.ECHO_SERVICE, b"other"]))
+        meth = draw(st.sampled_from([K.ECHO_METHOD, K.ECHO_METHOD, b"nope"]))
+        f = K.request(rid, draw(st.binary(max_size=10)), svc, meth, draw(st.integers(0, 7)))
+        return f if kind == K.REQUEST else K.init(rid, svc, meth)
+    if kind == K.RESPONSE:
+        return K.response(rid, b"r")
+    return K.stream(kind, rid, b"" if kind in K.CONTROL_TYPES else draw(st.binary(max_size=10)))
+
+
+@st.composite
+def _serve_scripts(draw, S):
+    """A session of either endpoint: the endpoint's frames (valid or mutated), split anyhow."""
+    endpoint = draw(st.sampled_from(["", "unary", "stream"]))
+    codec = draw(S.codecs(small_limits=False))
+    frames = draw(st.lists(_client_frames(endpoint), max_size=8))
+    data = b"".join(oracle.encode(codec, f) for f in frames)
+    if draw(st.integers(0, 3)) == 0:
+        _c, bad = draw(S.arbitrary_streams())
+        data += bad
+    return codec, endpoint, data, draw(splits_of(data)), draw(st.booleans())
