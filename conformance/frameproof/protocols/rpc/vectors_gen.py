@@ -92,6 +92,12 @@ good = enc(K.request(1, b"good"))
 add_decode(R, "n_bad_magic", "Magic GRPX", ["RPC-HDR-2"], hdr(K.REQUEST, 1, 0, magic=b"GRPX"), [], ("RPC-HDR-2", 0))
 add_decode(R, "n_http_request", "An HTTP request sent to an rpc port", ["RPC-HDR-2", "RPC-STR-5"], b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", [], ("RPC-HDR-2", 0))
 add_decode(R, "n_version_2", "Version 2 (upstream serves it; this spec rejects it)", ["RPC-HDR-3"], hdr(K.DATA, 1, 0, version=2), [], ("RPC-HDR-3", 0))
+add_decode(R, "n_version_2_header_only", "Version 2 declaring a 10-byte body, header only: rejected from the header",
+           ["RPC-HDR-3"], hdr(K.REQUEST, 1, 10, version=2), [], ("RPC-HDR-3", 0))
+add_decode(R, "n_type_55_header_only", "Type 0x55 declaring a 10-byte body, header only: rejected from the header",
+           ["RPC-HDR-4"], hdr(0x55, 1, 10), [], ("RPC-HDR-4", 0))
+add_decode(R, "n_bad_magic_header_only", "Magic GRPX declaring a 10-byte body, header only: rejected from the header",
+           ["RPC-HDR-2"], hdr(K.REQUEST, 1, 10, magic=b"GRPX"), [], ("RPC-HDR-2", 0))
 add_decode(R, "n_version_0", "Version 0", ["RPC-HDR-3"], hdr(K.DATA, 1, 0, version=0), [], ("RPC-HDR-3", 0))
 for t in (0x00, 0x05, 0x0F, 0x15, 0x55, 0xFF):
     add_decode(R, f"n_type_{t:02x}", f"Unknown type 0x{t:02x}", ["RPC-HDR-4"], hdr(t, 1, 0), [], ("RPC-HDR-4", 0))
