@@ -261,7 +261,9 @@ class PropertyItem(FrameproofItem):
 
     def check(self, t: Testee):
         from hypothesis.errors import Unsatisfiable
+        from .properties import DRAWN_EDGES
         sk = _ExampleSkipper(t)
+        DRAWN_EDGES.clear()
         try:
             self.prop.run(sk)
         except Unsatisfiable:
@@ -270,6 +272,8 @@ class PropertyItem(FrameproofItem):
             raise
         if sk.skipped:
             self.user_properties.append(("examples_skipped", sk.skipped))
+        if DRAWN_EDGES:  # the length-encoding edges this property's examples covered
+            self.user_properties.append(("length_edges_covered", sorted(DRAWN_EDGES)))
 
 
 class NetItem(FrameproofItem):
@@ -411,7 +415,8 @@ def pytest_runtest_makereport(item, call):
         res[item.name] = {"name": item.name, "protocol": item.protocol, "requirements": item.requirements,
                           "broken": broken or list(item.requirements),
                           "level": item.level, "status": status, "message": msg,
-                          "description": getattr(item, "description", ""), "duration": round(rep.duration, 4)}
+                          "description": getattr(item, "description", ""), "duration": round(rep.duration, 4),
+                          **{k: v for k, v in item.user_properties}}
 
 
 def _summarize(results):

@@ -66,12 +66,27 @@ class Strategies:
         return _serve_scripts(self)
 
 
+# Payload sizes at the edges of the length encodings (1-byte field 255/256, 16-bit field and
+# standard's extended form 65534/65535/65536) and of the limit; drawn with high probability.
+LENGTH_EDGES = (0, 1, 125, 126, 127, 128, 255, 256, 65534, 65535, 65536)
+BIG_LIMIT_EDGE = 1 << 20  # a limit above this is not drawn as a payload size (memory per example)
+DRAWN_EDGES = set()  # the edges drawn since the last reset (reported per property)
+
+
+def _edge_payload(n: int, b: int) -> bytes:
+    DRAWN_EDGES.add(n)
+    return bytes([b]) * n
+
+
 def payloads(max_size: int):
     small = st.binary(max_size=min(48, max_size))
+    edges = sorted({n for n in LENGTH_EDGES if n <= max_size} |
+                   ({max_size, max_size - 1} if 0 < max_size <= BIG_LIMIT_EDGE else set()))
+    edge = st.builds(_edge_payload, st.sampled_from(edges), st.integers(0, 255))
     if max_size < 65530:
-        return st.one_of(small, st.binary(min_size=0, max_size=max_size))
+        return st.one_of(small, st.binary(min_size=0, max_size=max_size), edge)
     big = st.builds(lambda n, b: bytes([b]) * n, st.integers(65530, min(65540, max_size)), st.integers(0, 255))
-    return st.one_of(small, small, small, big)
+    return st.one_of(small, small, edge, big)
 
 
 @st.composite
