@@ -18,6 +18,7 @@ from typing import Dict, Tuple
 MODULES = (
     "standard",
     "length_field",
+    "rpc",
 )
 
 
