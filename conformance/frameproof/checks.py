@@ -53,7 +53,9 @@ def broken_by(exp: DecodeResult, actual: DecodeResult, stop: str = "") -> List[s
         return []
     went_past = len(actual.frames) > n or (actual.error is not None and actual.error.offset > exp.error.offset)
     if went_past and stop:
-        return [stop]  # frames or an error beyond the point where the stream had to stop
+        # frames or an error beyond the point where the stream had to stop: from outside, a decoder
+        # that missed the error and one that saw it and went on look alike; both rules are broken
+        return [exp.error.requirement, stop]
     if actual.error != exp.error:
         return [exp.error.requirement]  # not detected, or classified otherwise
     return []
