@@ -1,0 +1,278 @@
+"""The `websocket` protocol (spec/websocket.md): RFC 6455 frames and messages as galay-http
+implements them, without extensions; the echo service after the opening handshake."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hypothesis import given, strategies as st
+
+from ... import oracle as O
+from ... import properties as P
+from ...checks import CheckFailure, check_decode, check_serve, chunk, chunk_every
+from ...oracle import Frame
+from ..base import Protocol
+from . import net, oracle, reference
+from .frames import BINARY, CLOSE, CONT, PING, PONG, TEXT, WsHeader, frame, key_for
+from .oracle import WsCodec
+from .strategies import WsStrategies
+
+
+def utf8_vs_python(S):
+    """Text messages in random fragments: frames and error as Python's decoder says (§7)."""
+    def run(testee):
+        @given(st.data())
+        def prop(data):
+            codec, whole, exp = data.draw(S.text_messages())
+            chunks = data.draw(P.splits_of(whole))
+            check_decode([exp], testee.decode(codec, chunks), stop="WS-STR-4",
+                         context=f"text message {whole[:32].hex(' ')} in {len(chunks)} chunks: ")
+        prop()
+    return run
+
+
+def scripted(cases):
+    """Fixed serve sessions, each tied to the requirements its expectation states."""
+    def run(testee):
+        codec = WsCodec("websocket")
+        failures, broken = [], []
+        for name, reqs, frames, half_close in cases:
+            data = b"".join(f if isinstance(f, bytes) else oracle.encode(oracle.wide(codec), f) for f in frames)
+            for how, chunks in (("whole", [data]), ("byte by byte", chunk_every(data, 1))):
+                try:
+                    check_serve(oracle.serve(codec, "", chunks, half_close), testee.serve(codec, "", chunks, half_close))
+                except CheckFailure as e:
+                    failures.append(f"{name} ({how}):\n{e}")
+                    broken += [r for r in reqs if r not in broken]
+                    break
+        if failures:
+            raise CheckFailure(f"{len(failures)} of {len(cases)} sessions differ; first: " + failures[0], broken)
+    return run
+
+
+k = key_for
+SERVE_CASES = [
+    ("text and binary echoed", ["WS-ECHO-1"], [frame(TEXT, b"hello", True, k(1)), frame(BINARY, b"\x00\xff", True, k(2))], True),
+    ("fragmented message echoed whole", ["WS-ECHO-1", "WS-FRAG-1"],
+     [frame(TEXT, b"Hel", False, k(1)), frame(CONT, b"", False, k(2)), frame(CONT, b"lo", True, k(3))], False),
+    ("ping answered with pong", ["WS-PING-1"], [frame(PING, b"are you there", True, k(4))], False),
+    ("pong not answered", ["WS-PING-2"], [frame(PONG, b"unsolicited", True, k(5)), frame(TEXT, b"x", True, k(6))], False),
+    ("ping between fragments", ["WS-CTL-3", "WS-PING-1"],
+     [frame(TEXT, b"frag", False, k(1)), frame(PING, b"mid", True, k(2)), frame(CONT, b"ment", True, k(3))], False),
+    ("close echoed with its code", ["WS-CLOSE-5"], [frame(TEXT, b"a", True, k(1)), frame(CLOSE, b"\x0b\xb8bye", True, k(2)),
+                                                   frame(TEXT, b"never read", True, k(3))], False),
+    ("empty close echoed empty", ["WS-CLOSE-5"], [frame(CLOSE, b"", True, k(7))], False),
+    ("close code 1001 echoed", ["WS-CLOSE-5"], [frame(CLOSE, b"\x03\xe9", True, k(7))], False),
+    ("protocol error closes with 1002", ["WS-ERR-1", "WS-ECHO-2"], [frame(TEXT, b"a", True, k(1)), b"\x82\x05hello"], False),
+    ("bad UTF-8 closes with 1007", ["WS-ERR-1", "WS-ECHO-2"], [frame(TEXT, b"\xc3\x28", True, k(1))], False),
+    ("oversize closes with 1009", ["WS-ERR-1", "WS-LIM-1"], [b"\x82\xff" + (11 << 20).to_bytes(8, "big") + b"abcd"], False),
+    ("EOF closes silently", ["WS-ECHO-3"], [frame(TEXT, b"a", True, k(1)), oracle.encode(WsCodec("websocket"), frame(TEXT, b"abc", True, k(2)))[:4]], True),
+]
+
+
+class WebSocket(Protocol):
+    name = "websocket"
+    spec_name = "websocket"
+    schema = "websocket"
+    codec_type = WsCodec
+    features = ("decode", "encode", "serve")
+    stop_requirement = "WS-STR-4"
+    truncation_requirement = "WS-STR-3"
+    reference = reference
+    strategies = WsStrategies()
+    mutants = {
+        "ws-accepts-rsv": "WS-HDR-2",
+        "ws-accepts-reserved-opcode": "WS-HDR-3",
+        "ws-16bit-length-little-endian": "WS-LEN-1",
+        "ws-64bit-from-65535": "WS-LEN-2",
+        "ws-accepts-nonminimal": "WS-LEN-3",
+        "ws-ignores-64bit-msb": "WS-LEN-4",
+        "ws-accepts-unmasked": "WS-MASK-1",
+        "ws-mask-phase-across-frames": "WS-MASK-3",
+        "ws-accepts-fragmented-control": "WS-CTL-1",
+        "ws-ping-breaks-reassembly": "WS-CTL-3",
+        "ws-accepts-orphan-continuation": "WS-FRAG-2",
+        "ws-fragmented-text-unchecked": "WS-UTF8-1",
+        "ws-utf8-checked-at-end": "WS-UTF8-2",
+        "ws-close-payload-unchecked": "WS-CLOSE-2",
+        "ws-reads-after-close": "WS-CLOSE-4",
+        "ws-close-reply-1000": "WS-CLOSE-5",
+        "ws-no-pong": "WS-PING-1",
+        "ws-accepts-oversize": "WS-LIM-1",
+        "ws-message-limit-unchecked": "WS-LIM-2",
+        "ws-error-close-1002": "WS-ERR-1",
+    }
+    server_faults = {
+        "ws-masks-replies": "WS-MASK-4",
+        "ws-version-400": "WS-HS-3",
+        "ws-echoes-subprotocol-list": "WS-HS-4",
+        "ws-no-close-frame-on-error": "WS-ERR-1",
+    }
+
+    # -- configuration
+    def codec_from_json(self, d):
+        extra = set(d) - {"protocol", "limits", "websocket"}
+        if extra:
+            raise ValueError(f"unknown codec key(s) for websocket: {', '.join(sorted(extra))}")
+        lim = d.get("limits") or {}
+        if set(lim) - {"max_payload"}:
+            raise ValueError(f"unknown limit(s): {sorted(set(lim) - {'max_payload'})}")
+        p = d.get("websocket") or {}
+        if set(p) - {"role", "max_message"}:
+            raise ValueError(f"unknown websocket parameter(s): {sorted(set(p) - {'role', 'max_message'})}")
+        role = p.get("role", "server")
+        if role not in ("server", "client"):
+            raise ValueError(f"websocket role must be 'server' or 'client', not {role!r}")
+        return WsCodec("websocket", int(lim.get("max_payload", 0)), role, int(p.get("max_message", 0)))
+
+    def codec_from_pb(self, msg):
+        w = msg.websocket if msg.HasField("websocket") else None
+        role = "client" if w is not None and w.role == 2 else "server"
+        return WsCodec("websocket", msg.limits.max_payload if msg.HasField("limits") else 0, role,
+                       w.max_message if w is not None else 0)
+
+    def codec_to_pb(self, codec, msg):
+        if codec.max_payload:
+            msg.limits.max_payload = codec.max_payload
+        msg.websocket.role = 2 if codec.role == "client" else 1
+        if codec.max_message:
+            msg.websocket.max_message = codec.max_message
+
+    # -- frames
+    def frame_to_json(self, f):
+        from ...vectors import compact_bytes
+        h = f.header or WsHeader()
+        d = {"fin": h.fin, "opcode": h.opcode, "masked": h.masked}
+        if h.rsv:
+            d["rsv"] = h.rsv
+        if h.mask_key:
+            d["mask_key"] = h.mask_key.hex()
+        d["payload"] = compact_bytes(f.payload)
+        return d
+
+    def frame_from_json(self, d):
+        from ...vectors import parse_bytes
+        return Frame(0, 0, parse_bytes(d.get("payload", "")), WsHeader(
+            bool(d.get("fin", True)), int(d.get("rsv", 0)), int(d.get("opcode", BINARY)), bool(d.get("masked", False)),
+            bytes.fromhex(d.get("mask_key", ""))))
+
+    def frame_to_pb(self, f, msg):
+        h = f.header or WsHeader()
+        msg.payload = f.payload
+        w = msg.websocket
+        w.fin, w.rsv, w.opcode, w.masked, w.mask_key = h.fin, h.rsv, h.opcode, h.masked, h.mask_key
+
+    def frame_from_pb(self, msg):
+        w = msg.websocket
+        return Frame(0, 0, bytes(msg.payload), WsHeader(w.fin, w.rsv, w.opcode, w.masked, bytes(w.mask_key)))
+
+    # -- oracle
+    def decode(self, codec, data):
+        return oracle.decode(codec, data)
+
+    def encode(self, codec, frame_):
+        return oracle.encode(codec, frame_)
+
+    def serve(self, codec, endpoint, chunks, half_close):
+        return oracle.serve(codec, endpoint, chunks, half_close)
+
+    def echo_reply(self, frame_):
+        return oracle.echo_reply(frame_)
+
+    def server_session(self, codec, endpoint=""):
+        return reference.WsSession(codec)
+
+    def echo_replier(self, codec, fault=""):
+        return reference.net_replier(fault)
+
+    def closing_bytes(self, codec, err, fault=""):
+        f = reference.closing_frame(err, fault)
+        return reference.encode(codec, f, 2 ** 63) if f is not None else b""
+
+    def server_opening(self, codec, fault=""):
+        return reference.ServerOpening(fault)
+
+    def net_client_codec(self, codec):
+        return replace(codec, role="client", max_payload=2 ** 63 - 1, max_message=2 ** 63 - 1)
+
+    def net_handshake(self, conn):
+        net.client_handshake(conn)
+
+    def net_is_goodbye(self, f):
+        return f.header is not None and f.header.opcode == CLOSE
+
+    # -- suites
+    def properties(self):
+        S = self.strategies
+        return [
+            P.Property("prop_encode_matches_spec", self.name,
+                       ["WS-HDR-1", "WS-LEN-1", "WS-LEN-2", "WS-MASK-3", "WS-MASK-4", "WS-HDR-2", "WS-HDR-3",
+                        "WS-CTL-1", "WS-CTL-2", "WS-LIM-3"], "encode",
+                       "Random frames (masked and unmasked, every length form) encode to the spec's bytes or refusal",
+                       P.encode_matches_spec(S)),
+            P.Property("prop_encode_decode_roundtrip", self.name, ["WS-HDR-1", "WS-LEN-1", "WS-MASK-3"], "encode",
+                       "decode(encode(frames)) gives the frames back, for the codec's role", P.roundtrip(S)),
+            P.Property("prop_chunking_independence", self.name, ["WS-STR-1", "WS-STR-2", "WS-FRAG-1", "WS-CTL-3"],
+                       "decode", "Any split of a valid stream of messages (fragments, control frames between them, "
+                       "a close) decodes to the same frames", P.chunking(S)),
+            P.Property("prop_agrees_with_oracle", self.name, ["WS-STR-4", "WS-STR-3", "WS-CLOSE-4"], "decode",
+                       "On mutated streams in arbitrary chunks, frames and error equal the oracle's", P.agrees(S)),
+            P.Property("prop_invalid_rejected_with_class", self.name,
+                       ["WS-HDR-2", "WS-HDR-3", "WS-CTL-1", "WS-CTL-2", "WS-MASK-1", "WS-MASK-2", "WS-LEN-3",
+                        "WS-LEN-4", "WS-FRAG-2", "WS-FRAG-3", "WS-LIM-1", "WS-UTF8-1", "WS-UTF8-2", "WS-CLOSE-1",
+                        "WS-CLOSE-2", "WS-CLOSE-3", "WS-STR-3"], "decode",
+                       "Valid frames then one bad frame: the prefix is delivered, the bad frame rejected with its class",
+                       P.invalid(S)),
+            P.Property("prop_utf8_agrees_with_python", self.name, ["WS-UTF8-1", "WS-UTF8-2"], "decode",
+                       "Text messages of mixed valid and invalid UTF-8 in random fragments fail where Python's "
+                       "decoder says, fail-fast", utf8_vs_python(S)),
+            P.Property("long_stream_100k_frames", self.name, ["WS-STR-2", "WS-STR-1"], "decode",
+                       "100,000 frames through one decoder in chunks of 1 B to 16 KiB", P.long_stream(self.name)),
+            P.Property("prop_serve_agrees_with_model", self.name,
+                       ["WS-ECHO-1", "WS-ECHO-2", "WS-ECHO-3", "WS-ERR-1", "WS-PING-1", "WS-CLOSE-5"], "serve",
+                       "The echo endpoint, fed valid and mutated streams in any split, writes and closes as the "
+                       "model says", P.serving(S)),
+            P.Property("serve_scripted", self.name,
+                       ["WS-ECHO-1", "WS-ECHO-2", "WS-ECHO-3", "WS-FRAG-1", "WS-PING-1", "WS-PING-2", "WS-CTL-3",
+                        "WS-CLOSE-5", "WS-ERR-1", "WS-LIM-1"], "serve",
+                       "Fixed echo sessions (fragments, ping between them, close handshake, error close codes), "
+                       "whole and byte by byte", scripted(SERVE_CASES)),
+        ]
+
+    def net_cases(self):
+        return net.cases()
+
+    def net_request(self, seq, payload):
+        return frame(BINARY, payload, True, key_for(seq))
+
+    def oversize_header(self, codec, n):
+        if n < 126:
+            return bytes([0x82, 0x80 | n]) + b"\x00\x00\x00\x00"
+        if n < 65536:
+            return bytes([0x82, 0x80 | 126]) + n.to_bytes(2, "big") + b"\x00\x00\x00\x00"
+        return bytes([0x82, 0x80 | 127]) + (n & (2 ** 63 - 1)).to_bytes(8, "big") + b"\x00\x00\x00\x00"
+
+    # -- docs
+    def kaitai_frame(self, codec):
+        return "websocket_frame", "WebsocketFrame", ()
+
+    def describe_header(self, f):
+        return str(f.header) if f.header is not None else ""
+
+    # -- fuzzing
+    def wild_codecs(self, draw):
+        return WsCodec("websocket", draw(st.sampled_from([0, 125, 126, 65535, 65536])),
+                       draw(st.sampled_from(["server", "client"])), draw(st.sampled_from([0, 200, 70000])))
+
+    def edge_header(self, codec, pick):
+        n = [125, 126, 65535, 65536, 2 ** 63 - 1, 2 ** 63, codec.limit, codec.limit + 1][pick % 8]
+        return self.oversize_header(codec, n & (2 ** 64 - 1)) if n < 2 ** 63 else \
+            bytes([0x82, 0xFF]) + n.to_bytes(8, "big") + b"\x00" * 4
+
+    def corpus_codec(self, bits, limit):
+        return WsCodec("websocket", limit)
+
+    def gen_vectors_codec(self, codec):
+        return f"Codec('websocket', {codec.max_payload}, {codec.role!r}, {codec.max_message})"
+
+
+PROTOCOL = WebSocket()

@@ -1,0 +1,262 @@
+"""`frameproof net --protocol websocket`: the opening handshake (the client side every connection
+runs, and hostile or malformed handshakes), the generic echo cases with WS-* requirement IDs, and
+the websocket ones (fragments, ping between them, close handshake, close codes)."""
+from __future__ import annotations
+
+import base64
+import time
+from typing import List
+
+from ... import netsuite as N
+from ...checks import CheckFailure
+from ...netsuite import Conn, NetCase
+from .frames import BINARY, CLOSE, CONT, PING, PONG, SUBPROTOCOL, TEXT, frame, key_for
+from .reference import accept_for
+
+RFC_KEY = "dGhlIHNhbXBsZSBub25jZQ=="  # RFC 6455 §1.3
+
+
+def request_head(key=RFC_KEY, version="13", extra="", method="GET", upgrade="websocket", connection="Upgrade",
+                 host="127.0.0.1"):
+    lines = [f"{method} /ws HTTP/1.1"]
+    if host is not None:
+        lines.append(f"Host: {host}")
+    if upgrade is not None:
+        lines.append(f"Upgrade: {upgrade}")
+    if connection is not None:
+        lines.append(f"Connection: {connection}")
+    if key is not None:
+        lines.append(f"Sec-WebSocket-Key: {key}")
+    if version is not None:
+        lines.append(f"Sec-WebSocket-Version: {version}")
+    return ("\r\n".join(lines) + "\r\n" + extra + "\r\n").encode()
+
+
+def read_head(conn, timeout=N.READ_TIMEOUT):
+    """(status code, {lower-case header: value}) of the server's HTTP answer; the rest stays in conn.buf."""
+    deadline = time.monotonic() + timeout
+    while b"\r\n\r\n" not in conn.buf:
+        if conn.eof:
+            raise CheckFailure(f"the server closed before answering the handshake (got {conn.buf[:80]!r})")
+        try:
+            conn._fill(deadline)
+        except Exception:
+            raise CheckFailure(f"no complete HTTP answer to the handshake within {timeout:g} s (got {conn.buf[:80]!r})")
+    head, conn.buf = conn.buf.split(b"\r\n\r\n", 1)
+    lines = head.decode("latin-1").split("\r\n")
+    parts = lines[0].split(" ")
+    try:
+        status = int(parts[1])
+    except (IndexError, ValueError):
+        raise CheckFailure(f"not an HTTP status line: {lines[0]!r}")
+    hdrs = {}
+    for ln in lines[1:]:
+        k, _, v = ln.partition(":")
+        hdrs[k.strip().lower()] = v.strip()
+    return status, hdrs
+
+
+def client_handshake(conn, key=RFC_KEY, extra=""):
+    conn.send(request_head(key, extra=extra))
+    status, hdrs = read_head(conn)
+    if status != 101:
+        raise CheckFailure(f"handshake: expected status 101, actual {status}")
+    if hdrs.get("sec-websocket-accept") != accept_for(key):
+        raise CheckFailure(f"handshake: expected Sec-WebSocket-Accept {accept_for(key)}, actual "
+                           f"{hdrs.get('sec-websocket-accept')!r}")
+    if hdrs.get("upgrade", "").lower() != "websocket" or "upgrade" not in hdrs.get("connection", "").lower():
+        raise CheckFailure(f"handshake: expected Upgrade: websocket and Connection: Upgrade, actual {hdrs}")
+    return hdrs
+
+
+def _raw(t):
+    return Conn(t, handshake=False)
+
+
+def c_accept_rfc_example(t):
+    c = _raw(t)
+    try:
+        hdrs = client_handshake(c, RFC_KEY)
+        if hdrs["sec-websocket-accept"] != "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=":
+            raise CheckFailure("the RFC 6455 §1.3 example accept value differs")
+        if "sec-websocket-extensions" in hdrs or "sec-websocket-protocol" in hdrs:
+            raise CheckFailure(f"expected no extension and no subprotocol, actual {hdrs}")
+        N.roundtrip(t, [frame(TEXT, b"after handshake", True, key_for(1))], conn=c)
+    finally:
+        c.close()
+
+
+def _refused(t, head: bytes, want, ctx):
+    c = _raw(t)
+    try:
+        c.send(head)
+        status, hdrs = read_head(c)
+        if status not in want:
+            raise CheckFailure(f"{ctx}:\n  expected status {' or '.join(map(str, want))}\n  actual   {status}")
+        return hdrs
+    finally:
+        c.close()
+
+
+def c_bad_requests(t):
+    key16 = base64.b64encode(b"0123456789abcdef").decode()
+    for ctx, head in [
+        ("no Sec-WebSocket-Key", request_head(key=None)),
+        ("a key of 8 bytes", request_head(key=base64.b64encode(b"12345678").decode())),
+        ("a key that is not base64", request_head(key="not base64 at all!!")),
+        ("POST", request_head(key16, method="POST")),
+        ("no Upgrade header", request_head(key16, upgrade=None)),
+        ("Connection without Upgrade", request_head(key16, connection="keep-alive")),
+        ("no Host", request_head(key16, host=None)),
+    ]:
+        _refused(t, head, range(400, 500), f"a handshake with {ctx}")
+    N.healthy(t, "after refused handshakes, a fresh connection: ")
+
+
+def c_version_426(t):
+    hdrs = _refused(t, request_head(version="8"), (426,), "Sec-WebSocket-Version: 8")
+    if hdrs.get("sec-websocket-version", "").replace(" ", "") not in ("13",) and "13" not in hdrs.get("sec-websocket-version", ""):
+        raise CheckFailure(f"426 answer: expected Sec-WebSocket-Version: 13, actual {hdrs.get('sec-websocket-version')!r}")
+
+
+def c_subprotocol(t):
+    for offered, want in [(f"chat, {SUBPROTOCOL}, superchat", SUBPROTOCOL), ("chat, superchat", None),
+                          (SUBPROTOCOL, SUBPROTOCOL)]:
+        c = _raw(t)
+        try:
+            hdrs = client_handshake(c, extra=f"Sec-WebSocket-Protocol: {offered}\r\n")
+            got = hdrs.get("sec-websocket-protocol")
+            if got != want:
+                raise CheckFailure(f"offered {offered!r}:\n  expected Sec-WebSocket-Protocol {want!r}\n  actual   {got!r}")
+        finally:
+            c.close()
+
+
+def c_extensions_declined(t):
+    c = _raw(t)
+    try:
+        hdrs = client_handshake(c, extra="Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n")
+        if "sec-websocket-extensions" in hdrs:
+            raise CheckFailure(f"expected no Sec-WebSocket-Extensions, actual {hdrs['sec-websocket-extensions']!r}")
+        N.roundtrip(t, [frame(TEXT, b"uncompressed", True, key_for(3))], conn=c)
+    finally:
+        c.close()
+
+
+def c_hostile_handshakes(t):
+    side = N.Alongside(t)
+    for ctx, data in [("64 KiB of header without an end", b"GET / HTTP/1.1\r\nX: " + b"a" * 65536),
+                      ("binary garbage", bytes(range(256)) * 64),
+                      ("frames before any handshake", b"\x81\x85\x00\x00\x00\x00hello" * 10)]:
+        c = _raw(t)
+        try:
+            try:
+                c.send(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            c.idle(0.5)
+            if b"101" in c.buf.split(b"\r\n", 1)[0]:
+                raise CheckFailure(f"{ctx}: the server switched protocols")
+        finally:
+            c.close()
+    side.check()
+    N.healthy(t, "after hostile handshakes, a fresh connection: ")
+
+
+def _close_expect(t, data: bytes, code: int, ctx: str, before=()):
+    c = Conn(t)
+    try:
+        c.send(b"".join(c.frame(f) for f in before) + data)
+        got = c.read_frames(len(before) + 1)
+        N.check_replies(t, list(before), got[:len(before)], ctx + ": ")
+        last = got[-1]
+        if last.header.opcode != CLOSE or last.payload[:2] != code.to_bytes(2, "big"):
+            raise CheckFailure(f"{ctx}:\n  expected a close frame with code {code}\n  actual   {last.short()}")
+        c.expect_closed(what=f" after {ctx}")
+    finally:
+        c.close()
+
+
+def c_fragments_and_ping(t):
+    c = Conn(t)
+    try:
+        fs = [frame(TEXT, b"frag", False, key_for(1)), frame(PING, b"mid", True, key_for(2)),
+              frame(PONG, b"ignored", True, key_for(3)), frame(CONT, b"ment", True, key_for(4))]
+        c.send(b"".join(c.frame(f) for f in fs))
+        got = c.read_frames(2)
+        exp = [frame(PONG, b"mid"), frame(TEXT, b"fragment")]
+        if got != exp:
+            raise CheckFailure(f"ping between fragments:\n  expected {[f.short() for f in exp]}\n"
+                               f"  actual   {[f.short() for f in got]}")
+    finally:
+        c.close()
+
+
+def c_close_handshake(t):
+    c = Conn(t)
+    try:
+        c.send(c.frame(frame(TEXT, b"last", True, key_for(1))) + c.frame(frame(CLOSE, b"\x03\xe8bye", True, key_for(2))))
+        got = c.read_frames(2)
+        if got != [frame(TEXT, b"last"), frame(CLOSE, b"\x03\xe8")]:
+            raise CheckFailure(f"close handshake:\n  expected the echo then a close frame with code 1000\n"
+                               f"  actual   {[f.short() for f in got]}")
+        c.expect_closed(what=" after the close handshake")
+    finally:
+        c.close()
+
+
+def c_unmasked_1002(t):
+    _close_expect(t, b"\x82\x05hello", 1002, "an unmasked client frame", [frame(BINARY, b"ok", True, key_for(1))])
+
+
+def c_utf8_1007(t):
+    _close_expect(t, bytes([0x81, 0x85]) + b"\x00\x00\x00\x00" + b"\xce\xba\xed\xa0\x80", 1007, "invalid UTF-8 in a text frame")
+
+
+def c_oversize_1009(t):
+    n = t.limit + 1
+    _close_expect(t, t.spec.oversize_header(t.codec, n), 1009, f"a frame of {n} bytes (over the limit)")
+
+
+def c_reserved_bits_1002(t):
+    _close_expect(t, b"\xc2\x80\x00\x00\x00\x00", 1002, "RSV1 without an extension")
+
+
+def cases() -> List[NetCase]:
+    return [
+        NetCase("handshake_rfc_example", ["WS-HS-2", "WS-HS-5"],
+                "The RFC 6455 example key gets its Sec-WebSocket-Accept; frames follow", c_accept_rfc_example),
+        NetCase("handshake_bad_requests_400", ["WS-HS-1"], "Malformed upgrade requests get a 4xx and no upgrade",
+                c_bad_requests),
+        NetCase("handshake_version_426", ["WS-HS-3"], "Sec-WebSocket-Version 8 gets 426 with Sec-WebSocket-Version: 13",
+                c_version_426),
+        NetCase("handshake_subprotocol_selected", ["WS-HS-4"], "At most one offered subprotocol is selected",
+                c_subprotocol),
+        NetCase("handshake_deflate_declined", ["WS-HS-5"], "permessage-deflate offered: declined, frames uncompressed",
+                c_extensions_declined),
+        NetCase("handshake_hostile", ["WS-HS-1"], "Endless headers, garbage and frames before the handshake: no "
+                "upgrade, the server stays up", c_hostile_handshakes),
+        N.generic("one_request_one_reply", ["WS-ECHO-1", "WS-MASK-4"]),
+        N.generic("pipelined_one_write", ["WS-ECHO-1", "WS-STR-2"]),
+        N.generic("dribbled_byte_by_byte", ["WS-STR-1"]),
+        N.generic("split_at_every_offset", ["WS-STR-1"]),
+        N.generic("largest_allowed_frame", ["WS-LIM-1", "WS-LEN-1"]),
+        N.generic("many_connections", ["WS-ECHO-1"]),
+        N.generic("fifo_order", ["WS-ECHO-1"]),
+        N.generic("oversize_closes_connection", ["WS-ECHO-2", "WS-LIM-1"]),
+        N.generic("garbage_bytes", ["WS-ECHO-2"]),
+        N.generic("stops_mid_frame", ["WS-STR-3"]),
+        N.generic("half_close_gets_replies", ["WS-ECHO-3"]),
+        NetCase("ping_between_fragments", ["WS-CTL-3", "WS-PING-1", "WS-PING-2", "WS-FRAG-1"],
+                "A ping and a pong between fragments: pong answered at once, the message echoed whole",
+                c_fragments_and_ping),
+        NetCase("close_handshake", ["WS-CLOSE-5"], "A close frame is answered with its code, then the server closes",
+                c_close_handshake),
+        NetCase("unmasked_frame_1002", ["WS-ERR-1", "WS-MASK-1"], "An unmasked client frame: close 1002", c_unmasked_1002),
+        NetCase("invalid_utf8_1007", ["WS-ERR-1", "WS-UTF8-1"], "Invalid UTF-8 in a text frame: close 1007", c_utf8_1007),
+        NetCase("oversize_1009", ["WS-ERR-1", "WS-LIM-1"], "A frame over the limit: close 1009", c_oversize_1009),
+        NetCase("reserved_bits_1002", ["WS-ERR-1", "WS-HDR-2"], "RSV1 set: close 1002", c_reserved_bits_1002),
+        N.generic("tcp_nodelay", ["WS-ECHO-1"]),
+        N.generic("long_connection_100k", ["WS-ECHO-1", "WS-STR-2"]),
+        N.generic("connection_churn_2000", ["WS-ECHO-1"]),
+    ]

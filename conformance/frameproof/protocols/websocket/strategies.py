@@ -1,0 +1,212 @@
+"""Hypothesis strategies for `websocket`: codecs of both roles, frames masked by role, valid
+streams of messages (fragmented, control frames between fragments, a close at the end), invalid
+streams whose class is known by construction, text messages for the UTF-8 property."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hypothesis import strategies as st
+
+from ...oracle import Error, Frame
+from ...properties import Strategies, payloads
+from . import oracle as O
+from .frames import BINARY, CLOSE, CONT, PING, PONG, TEXT, WsHeader, frame, python_fail_fast
+from .oracle import WsCodec
+
+EDGE_LIMITS = (125, 126, 65535, 65536)
+
+
+def _codec(role, max_payload=0, max_message=0):
+    return WsCodec("websocket", max_payload, role, max_message)
+
+
+def masked_for(codec):
+    """A receiver of ``codec``'s role gets masked frames iff it is a server."""
+    return codec.role != "client"
+
+
+class WsStrategies(Strategies):
+    splices = (b"\x81\xff\xff\xff\xff\xff\xff\xff\xff\xff", b"\x82\x7e\x00\x05", b"\x88\x81\x00\x00\x00\x00\x01",
+               b"\x80\x80\x00\x00\x00\x00", b"\xc1\x80\x00\x00\x00\x00", b"\x81\x82\x00\x00\x00\x00\xc3\x28")
+
+    def codecs(self, small_limits=True):
+        limits = st.sampled_from([0, 0, 200, 65536, 70000] if small_limits else [0])
+        return st.builds(_codec, st.sampled_from(["server", "client"]), limits,
+                         st.sampled_from([0, 0, 70000]))
+
+    def server_codecs(self):
+        return st.builds(_codec, st.just("server"), st.sampled_from([0, 0, 300]), st.sampled_from([0, 0, 1000]))
+
+    def key(self, codec):
+        return st.binary(min_size=4, max_size=4) if masked_for(codec) else st.none()
+
+    @st.composite
+    def _frames_for(draw, self, codec):
+        """One frame valid on its own: an unfragmented text or binary message, a ping or a pong."""
+        key = draw(self.key(codec))
+        kind = draw(st.sampled_from([TEXT, BINARY, BINARY, PING, PONG]))
+        if kind == TEXT:
+            p = draw(st.text(max_size=40)).encode()
+            if draw(st.integers(0, 4)) == 0:
+                p = b"t" * min(codec.limit, codec.message_limit, draw(st.sampled_from(EDGE_LIMITS)))
+        elif kind == BINARY:
+            p = draw(payloads(min(codec.limit, codec.message_limit)))
+        else:
+            p = draw(st.binary(max_size=125))
+        return frame(kind, p, True, key)
+
+    def frames_for(self, codec):
+        return self._frames_for(codec)
+
+    def encode_cases(self):
+        @st.composite
+        def case(draw):
+            codec = draw(self.codecs())
+            if draw(st.integers(0, 3)):
+                return codec, draw(self.frames_for(codec))
+            h = WsHeader(draw(st.booleans()), draw(st.sampled_from([0, 0, 1, 4])), draw(st.sampled_from(
+                [0, 1, 2, 8, 9, 10, 3, 11])), draw(st.booleans()), draw(st.sampled_from([b"", b"abcd", b"abc"])))
+            n = draw(st.sampled_from([0, 5, 125, 126, 201]))
+            return codec, Frame(0, 0, b"x" * n, h)
+        return case()
+
+    def valid_streams(self):
+        @st.composite
+        def streams(draw):
+            codec = draw(self.codecs())
+            frames = []
+            for _ in range(draw(st.integers(0, 4))):
+                if draw(st.booleans()):
+                    frames.append(draw(self.frames_for(codec)))
+                    continue
+                # a fragmented message, control frames between its fragments
+                key = lambda: draw(self.key(codec))
+                text = draw(st.booleans())
+                body = draw(st.text(max_size=30)).encode() if text else draw(st.binary(max_size=60))
+                cuts = sorted(draw(st.lists(st.integers(0, len(body)), min_size=1, max_size=4)))
+                parts = [body[a:b] for a, b in zip([0] + cuts, cuts + [len(body)])]
+                for i, p in enumerate(parts):
+                    frames.append(frame((TEXT if text else BINARY) if i == 0 else CONT, p, i == len(parts) - 1, key()))
+                    if i < len(parts) - 1 and draw(st.integers(0, 2)) == 0:
+                        frames.append(frame(draw(st.sampled_from([PING, PONG])), draw(st.binary(max_size=8)), True, key()))
+            if draw(st.integers(0, 3)) == 0:
+                code = draw(st.sampled_from([b"", b"\x03\xe8", b"\x03\xe9", b"\x0b\xb8", b"\x0f\xa0bye"]))
+                frames.append(frame(CLOSE, code, True, draw(self.key(codec))))
+            data = b"".join(O.encode(codec, f) for f in frames)
+            return codec, frames, data
+        return streams()
+
+    def invalid_streams(self):
+        @st.composite
+        def bad(draw):
+            codec = draw(self.codecs())
+            srv = masked_for(codec)
+            key = (lambda: draw(st.binary(min_size=4, max_size=4))) if srv else (lambda: None)
+            good = [draw(self.frames_for(codec)) for _ in range(draw(st.integers(0, 2)))]
+            prefix = b"".join(O.encode(codec, f) for f in good)
+            wide = replace(codec, max_payload=2 ** 63 - 1, max_message=2 ** 63 - 1)
+            enc = lambda f: O.encode(wide, f)
+            m = 0x80 if srv else 0
+            k = b"\x01\x02\x03\x04" if srv else b""
+            kind = draw(st.sampled_from(["rsv", "opcode", "ctl-fin", "mask", "ctl-len", "nonmin16", "nonmin64", "msb",
+                                         "orphan", "interleave", "lim", "utf8-frag", "utf8-final", "close1", "closecode",
+                                         "closeutf8", "trunc"]))
+            if kind == "rsv":
+                b, req = bytes([0x82 | (draw(st.sampled_from([1, 2, 4])) << 4), m]) + k, "WS-HDR-2"
+            elif kind == "opcode":
+                b, req = bytes([0x80 | draw(st.sampled_from([3, 4, 5, 6, 7, 11, 12, 13, 14, 15])), m]) + k, "WS-HDR-3"
+            elif kind == "ctl-fin":
+                b, req = bytes([draw(st.sampled_from([8, 9, 10])), m]) + k, "WS-CTL-1"
+            elif kind == "mask":
+                b, req = bytes([0x82, 0x80 ^ m]) + (b"" if srv else b"\x00\x00\x00\x00"), "WS-MASK-1" if srv else "WS-MASK-2"
+            elif kind == "ctl-len":
+                b, req = bytes([0x89, m | 126, 0, 126]) + k, "WS-CTL-2"
+            elif kind == "nonmin16":
+                b, req = bytes([0x82, m | 126, 0, draw(st.integers(0, 125))]) + k, "WS-LEN-3"
+            elif kind == "nonmin64":
+                b, req = bytes([0x82, m | 127]) + draw(st.integers(0, 65535)).to_bytes(8, "big") + k, "WS-LEN-3"
+            elif kind == "msb":
+                b, req = bytes([0x82, m | 127]) + (2 ** 63 + draw(st.integers(0, 99))).to_bytes(8, "big") + k, "WS-LEN-4"
+            elif kind == "orphan":
+                b, req = enc(frame(CONT, b"x", True, key())), "WS-FRAG-2"
+            elif kind == "interleave":
+                pre = enc(frame(BINARY, b"a", False, key()))
+                prefix += pre
+                good = good + [frame(BINARY, b"a", False, k or None)]
+                b, req = enc(frame(draw(st.sampled_from([TEXT, BINARY])), b"b", True, key())), "WS-FRAG-3"
+            elif kind == "lim":
+                n = codec.limit + 1
+                b, req = bytes([0x82, m | 127]) + n.to_bytes(8, "big") + k, "WS-LIM-1" if n > 65535 else "WS-LIM-1"
+                if n <= 65535:
+                    b = bytes([0x82, m | 126]) + n.to_bytes(2, "big") + k
+            elif kind in ("utf8-frag", "utf8-final"):
+                bad_ = draw(st.sampled_from([b"\xc3\x28", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xc0\xaf", b"\xff"]))
+                fin = kind == "utf8-final"
+                b, req = enc(frame(TEXT, b"ok" + bad_, fin, key())), "WS-UTF8-1" if fin else "WS-UTF8-2"
+            elif kind == "close1":
+                b, req = enc(frame(CLOSE, b"\x03", True, key())), "WS-CLOSE-1"
+            elif kind == "closecode":
+                c = draw(st.sampled_from([0, 999, 1004, 1005, 1006, 1015, 1016, 2999, 5000, 65535]))
+                b, req = enc(frame(CLOSE, c.to_bytes(2, "big") + b"r", True, key())), "WS-CLOSE-2"
+            elif kind == "closeutf8":
+                b, req = enc(frame(CLOSE, b"\x03\xe8\xce", True, key())), "WS-CLOSE-3"
+            else:
+                f = enc(frame(BINARY, b"truncated", True, key()))
+                b, req = f[:draw(st.integers(1, len(f) - 1))], "WS-STR-3"
+            # the frames before the bad one, as the receiver delivers them
+            frames = O.decode(wide, prefix).frames
+            return codec, prefix + b, frames, Error(req, len(prefix))
+        return bad()
+
+    def serve_scripts(self):
+        from ...properties import splits_of
+
+        @st.composite
+        def scripts(draw):
+            if draw(st.booleans()):
+                codec, _f, data = draw(self.valid_streams())
+            else:
+                codec, data = draw(self.arbitrary_streams())
+            codec = replace(codec, role="server")
+            return codec, "", data, draw(splits_of(data)), draw(st.booleans())
+        return scripts()
+
+    def text_messages(self):
+        """(server codec, frames, bytes, expected DecodeResult) for a text message of mostly-valid
+        UTF-8 in random fragments, expected from Python's decoder (frames.python_fail_fast)."""
+        @st.composite
+        def msgs(draw):
+            codec = _codec("server")
+            pieces = draw(st.lists(st.one_of(st.text(max_size=6).map(str.encode),
+                                              st.sampled_from([b"\xed\xa0", b"\xf4\x90", b"\xe0\x80", b"\xc0", b"\xff",
+                                                               b"\xf0\x9f", b"\xe2\x82", b"\xed\x9f\xbf"])),
+                                    max_size=6))
+            body = b"".join(pieces)
+            cuts = sorted(draw(st.lists(st.integers(0, len(body)), max_size=3)))
+            parts = [body[a:b] for a, b in zip([0] + cuts, cuts + [len(body)])]
+            frames = [frame(TEXT if i == 0 else CONT, p, i == len(parts) - 1, draw(st.binary(min_size=4, max_size=4)))
+                      for i, p in enumerate(parts)]
+            data = b"".join(O.encode(codec, f) for f in frames)
+            bad = python_fail_fast(body)
+            if bad is None and body.endswith(b"") and _incomplete(body):
+                bad = len(body)  # the message ends inside a code point: the last fragment fails
+            from ...oracle import DecodeResult
+            exp = DecodeResult(list(frames))
+            if bad is not None:
+                at, off = 0, 0
+                for i, p in enumerate(parts):
+                    if bad < at + len(p) or (i == len(parts) - 1):
+                        exp = DecodeResult(frames[:i], Error("WS-UTF8-1" if i == len(parts) - 1 else "WS-UTF8-2", off))
+                        break
+                    at += len(p)
+                    off += len(O.encode(codec, frames[i]))
+            return codec, data, exp
+        return msgs()
+
+
+def _incomplete(body: bytes) -> bool:
+    try:
+        body.decode("utf-8")
+        return False
+    except UnicodeDecodeError:
+        return True
