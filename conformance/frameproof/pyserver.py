@@ -86,10 +86,24 @@ class EchoServer:
         replier = self.proto.echo_replier(self.codec, self.fault)
         try:
             received = 0
+            opening = self.proto.server_opening(self.codec, self.fault)
+            pending = b""
+            while opening is not None:  # the protocol's opening handshake, before any frame
+                data = await reader.read(65536)
+                if not data:
+                    return
+                reply, rest = opening.feed(data)
+                if reply:
+                    writer.write(reply)
+                    await writer.drain()
+                if rest is not None:
+                    if not opening.ok:
+                        return
+                    pending, opening = rest, None
             while True:
                 if self.fault == "stops-reading" and received >= 65536:
                     await asyncio.sleep(3600)  # the bug: never reads again
-                data = await reader.read(65536)
+                data, pending = (pending, b"") if pending else (await reader.read(65536), b"")
                 received += len(data)
                 if not data:
                     try:
@@ -143,6 +157,10 @@ class EchoServer:
                     await writer.drain()
                 if err is not None:
                     st.protocol_errors += 1
+                    closing = self.proto.closing_bytes(self.codec, err, self.fault)
+                    if closing:
+                        writer.write(closing)
+                        await writer.drain()
                     if self.fault == "crash-on-oversize" and err.requirement.endswith("LIM-1"):
                         os._exit(70)
                     if self.fault == "keep-open-on-error":

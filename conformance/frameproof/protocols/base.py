@@ -121,6 +121,33 @@ class Protocol:
         Default: ``reference.echo_reply(frame, fault)``, stateless."""
         return lambda frame: self.reference.echo_reply(frame, fault)
 
+    def closing_bytes(self, codec, err, fault: str = "") -> bytes:
+        """What the Python echo server writes right before it closes a connection on ``err`` (a
+        ``CodecError`` from the decoder or the replier), e.g. a close frame. Default: nothing."""
+        return b""
+
+    def server_opening(self, codec, fault: str = ""):
+        """The server side of an opening handshake that precedes the frames on a network
+        connection (frameproof.pyserver), or None (default: frames from the first byte). An object
+        with ``feed(bytes) -> (reply bytes, leftover bytes or None while incomplete)`` and ``ok``
+        (True: frames follow; False: the server closes after the reply)."""
+        return None
+
+    # ------------------------------------------------------------ the network client (netsuite)
+    def net_client_codec(self, codec):
+        """The codec the network suite's client speaks to a server configured with ``codec``.
+        Default: the same codec (a protocol with roles returns the peer's)."""
+        return codec
+
+    def net_handshake(self, conn) -> None:
+        """The client side of an opening handshake on a fresh ``netsuite.Conn`` (raises
+        CheckFailure when the server's answer is wrong). Default: none."""
+
+    def net_is_goodbye(self, frame) -> bool:
+        """True for a frame a server may send right before it closes a connection (e.g. a close
+        frame): ``Conn.expect_closed`` does not count it as a reply. Default: none is."""
+        return False
+
     # ------------------------------------------------------------ suites
     def properties(self) -> list:
         """Hypothesis properties (frameproof.properties.Property), in a stable order."""
