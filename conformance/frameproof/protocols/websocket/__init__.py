@@ -100,6 +100,8 @@ class WebSocket(Protocol):
         "ws-accepts-oversize": "WS-LIM-1",
         "ws-message-limit-unchecked": "WS-LIM-2",
         "ws-error-close-1002": "WS-ERR-1",
+        "ignores-chunk-boundaries": "WS-STR-1",
+        "continues-after-error": "WS-STR-4",
     }
     server_faults = {
         "ws-masks-replies": "WS-MASK-4",
