@@ -19,6 +19,7 @@ MODULES = (
     "standard",
     "length_field",
     "rpc",
+    "websocket",
 )
 
 
