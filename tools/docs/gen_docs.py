@@ -514,8 +514,9 @@ class Annotator:
             # the rest of the stream from the end of the last field read (possibly nothing)
             segs.append([pos, len(data), len(res.frames), "rejected",
                          f"frame at offset {res.error.offset}: {res.error.requirement}"])
-        elif pos < len(data):  # pragma: no cover
-            raise SystemExit("oracle consumed less than the stream without an error")
+        elif pos < len(data):  # the protocol ends the stream before its bytes do (e.g. a WebSocket close)
+            segs.append([pos, len(data), len(res.frames), "not read",
+                         "after the frame that ends the stream: the decoder reads no further"])
         return res, segs
 
 
@@ -649,7 +650,10 @@ def annotated(ann, codec, data, title) -> list:
         err = oracle.decode(codec, data).error
         segs = [[0, len(data), 0, "rejected", f"{err.requirement} (invalid configuration)"]] if data else []
     else:
-        _res, segs = ann.segments(codec, data)
+        try:
+            _res, segs = ann.segments(codec, data)
+        except SystemExit as e:
+            raise SystemExit(f"{title}: {e}") from e
     out = [f"**{title}** ({len(data)} bytes){' ' + note if note else ''}:", ""]
     if not data:
         return out + ["(empty)", ""]
@@ -710,7 +714,7 @@ def vector_section(v, ann, test_names) -> list:
         data = v.data
         if v.splits:
             out += [f"Split into reads at offsets {v.splits}.", ""]
-        out += annotated(ann, v.codec, data, "Input stream")
+        out += annotated(ann, v.codec, data, f"Input stream of {v.protocol}/{v.id}")
         outcomes = v.outcomes()
         if len(outcomes) == 1:
             exp = expected_lines(outcomes[0].frames, outcomes[0].error, proto, "../")
