@@ -45,6 +45,10 @@ def cmd_net(args):
         print("frameproof net: give --protocol or --codec", file=sys.stderr)
         return 2
     args.protocol = [codec.protocol if codec else args.protocol]
+    from . import protocols as registry
+    if args.client and not registry.get(args.protocol[0]).load_client_checks:
+        print(f"frameproof net: --client checks are not available for {args.protocol[0]} yet", file=sys.stderr)
+        return 2
     extra = ["--fp-codec", json.dumps(codec.to_json())] if codec else []
     for opt, val in (("--fp-xfail", args.xfail), ("--fp-json", args.json), ("--fp-cwd", args.cwd),
                      ("--fp-net-name", args.name)):

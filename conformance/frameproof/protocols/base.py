@@ -31,6 +31,8 @@ class Protocol:
     truncation_requirement: str = ""
     #: the requirement a decoder breaks by going on after an error (stop at the first error)
     stop_requirement: str = ""
+    #: the checking server of `frameproof net --client` (and the Python load client) handle it
+    load_client_checks: bool = True
     #: Python reference codec module (used by the Python testee, server and load client)
     reference = None
     #: deliberate bugs of the Python testee: name -> the requirement it breaks

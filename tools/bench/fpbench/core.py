@@ -67,7 +67,8 @@ class Program:
     name: str
     argv: List[str]          # command prefix (absolute paths)
     kind: str = "reference"  # reference | baseline | extra
-    protocols: tuple = field(default_factory=registry.names)  # default: every registered protocol
+    # default: every registered protocol the load-client checks support
+    protocols: tuple = field(default_factory=lambda: tuple(p.name for p in registry.all_protocols() if p.load_client_checks))
     stats: bool = False      # server: accepts --stats (reads / read_bytes in its counters)
     modes: tuple = ("per-packet", "pipelined", "receive")  # client: supported modes
 
