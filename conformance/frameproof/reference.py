@@ -96,3 +96,38 @@ class EchoSession:
         except CodecError as e:
             self.error = e
         return b""
+
+
+class KeyedMatcher:
+    """The client-side pending table of protocols whose replies carry the request's key (a
+    sequence number, a request id): entries by key and in send order. Subclasses allocate keys
+    (``next_request``, ``sent`` via ``_pend``) and find a reply's key (``take`` via ``_take``)."""
+    fails_on_timeout = False
+
+    def __init__(self, codec, bound):
+        self.codec = codec
+        self.pending = {}  # key -> entry
+        self.order = []  # (key, entry) in send order
+        self.bound = bound
+
+    def _pend(self, key, entry, one_way):
+        if not one_way:
+            self.pending[key] = entry
+            self.order.append((key, entry))
+
+    def _take(self, key, oldest_instead: bool = False):
+        """The entry pending under ``key`` (the oldest one when ``oldest_instead``: a mutant)."""
+        if oldest_instead:
+            key = self.order[0][0] if self.order else None
+        entry = self.pending.pop(key, None)
+        if entry is not None:
+            self.order.remove((key, entry))
+        return entry
+
+    def expire(self, entry):
+        key = next(k for k, e in self.order if e is entry)
+        self.order.remove((key, entry))
+        del self.pending[key]
+
+    def entries(self):
+        return [e for _k, e in self.order]

@@ -244,17 +244,13 @@ class RpcSession:
         return b""
 
 
-class ClientMatcher:
+class ClientMatcher(R.KeyedMatcher):
     """Client side: ids 0, 1, 2 ... (RPC-ID-1/2), responses matched by id (RPC-MATCH-*), as the
     Python testee's ``match`` and the Python load client need it."""
-    fails_on_timeout = False
 
     def __init__(self, codec, bound=4096):
-        self.codec = codec
+        super().__init__(codec, bound)
         self.next_id = 1 if R.MUTANT == "rpc-ids-start-at-1" else 0
-        self.pending = {}  # id -> entry
-        self.order = []  # (id, entry) in send order
-        self.bound = bound
 
     def next_request(self, arg, one_way=False, check_pending=True):
         rid = self.next_id
@@ -269,29 +265,12 @@ class ClientMatcher:
 
     def sent(self, key, entry, one_way=False):
         self.next_id = (key + 1) & 0xFFFFFFFF
-        if not one_way:
-            self.pending[key] = entry
-            self.order.append((key, entry))
+        self._pend(key, entry, one_way)
 
     def take(self, frame):
         if frame.header.type != 0x02:
             return False
-        if R.MUTANT == "rpc-fifo-matching":
-            key = self.order[0][0] if self.order else None
-        else:
-            key = frame.header.id
-        entry = self.pending.pop(key, None)
-        if entry is not None:
-            self.order.remove((key, entry))
-        return entry
-
-    def expire(self, entry):
-        key = next(k for k, e in self.order if e is entry)
-        self.order.remove((key, entry))
-        del self.pending[key]
-
-    def entries(self):
-        return [e for _k, e in self.order]
+        return self._take(frame.header.id, oldest_instead=R.MUTANT == "rpc-fifo-matching")
 
     def reply_ok(self, frame):
         return frame.header.type == 0x02 and frame.header.error_code == 0

@@ -82,17 +82,13 @@ def echo_reply(frame, fault=""):
     return Frame(0x80 | (frame.flag & 0x3F), frame.sequence, frame.payload)
 
 
-class ClientMatcher:
+class ClientMatcher(R.KeyedMatcher):
     """Client side: allocates sequence numbers (STD-SEQ-1/3) and matches replies by sequence
     (STD-MATCH-*), as the Python testee's ``match`` and the Python load client need it."""
-    fails_on_timeout = False
 
     def __init__(self, codec, bound=255):
-        self.codec = codec
+        super().__init__(codec, bound)
         self.counter = -1 if R.MUTANT == "seq-starts-at-zero" else 0
-        self.pending = {}  # seq -> entry
-        self.order = []  # entries in send order
-        self.bound = bound
 
     def next_request(self, payload, one_way=False, check_pending=True):
         """(key, frame) for a new request, or None if its sequence number is still pending."""
@@ -103,30 +99,13 @@ class ClientMatcher:
 
     def sent(self, key, entry, one_way=False):
         self.counter = key
-        if not one_way:
-            self.pending[key] = entry
-            self.order.append((key, entry))
+        self._pend(key, entry, one_way)
 
     def take(self, frame):
         """The pending entry a received frame completes; None if unmatched; False: not a reply."""
         if not frame.flag & 0x80:
             return False
-        if R.MUTANT == "mismatched-sequence":
-            key = self.order[0][0] if self.order else None
-        else:
-            key = frame.sequence
-        entry = self.pending.pop(key, None)
-        if entry is not None:
-            self.order.remove((key, entry))
-        return entry
-
-    def expire(self, entry):
-        key = next(k for k, e in self.order if e is entry)
-        self.order.remove((key, entry))
-        del self.pending[key]
-
-    def entries(self):
-        return [e for _k, e in self.order]
+        return self._take(frame.sequence, oldest_instead=R.MUTANT == "mismatched-sequence")
 
     def reply_ok(self, frame):
         return frame.flag == 0x81
