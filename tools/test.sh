@@ -52,6 +52,11 @@ for dir in reference-impls/*/; do
   fi
   rm -f "$log"
 done
+for dir in tools/third-party/*/; do
+  [ -f "$dir/impl.json" ] || continue
+  echo "== 2. third-party $(basename "$dir"): build (its codec suite runs in the matrix)"
+  if (cd "$dir" && bash build.sh) >/tmp/fp-third-party-build.log 2>&1; then add 1 0; else tail -30 /tmp/fp-third-party-build.log; add 0 1; fi
+done
 echo "== 3. conformance matrix (all bundled implementations)"
 ./frameproof matrix --no-build --profile smoke --out reports/ci-matrix
 rc=$?
