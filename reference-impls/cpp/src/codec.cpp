@@ -41,6 +41,38 @@ std::span<std::uint8_t> FrameBuffer::prepare() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Frames as the testee's JSON
+
+ByteView json_bytes(const nlohmann::ordered_json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_string()) return {};
+  const std::string& s = it->get_ref<const std::string&>();
+  return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
+}
+
+std::uint64_t json_uint(const nlohmann::ordered_json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number_integer()) return 0;
+  return it->get<std::uint64_t>();
+}
+
+nlohmann::ordered_json plain_frame_json(const Frame& f) {
+  nlohmann::ordered_json j;
+  j["flag"] = f.flag;
+  j["sequence"] = f.sequence;
+  j["payload"] = std::string(reinterpret_cast<const char*>(f.payload.data()), f.payload.size());
+  return j;
+}
+
+Frame plain_frame_from_json(const nlohmann::ordered_json& j) {
+  const std::uint64_t flag = json_uint(j, "flag");
+  const std::uint64_t seq = json_uint(j, "sequence");
+  if (flag > 0xFF || seq > 0xFF)
+    throw Unsupported("flag " + std::to_string(flag) + " / sequence " + std::to_string(seq) + " do not fit a byte");
+  return Frame{static_cast<std::uint8_t>(flag), static_cast<std::uint8_t>(seq), json_bytes(j, "payload")};
+}
+
+// ---------------------------------------------------------------------------------------------
 // JsonParams
 
 JsonParams::JsonParams(const nlohmann::ordered_json& obj, std::string where, bool strict)

@@ -1,5 +1,7 @@
 #include "frameproof/length_field.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <cstring>
 #include <limits>
 
@@ -8,6 +10,9 @@ namespace fp {
 template class Decoder<LengthField>;
 
 using namespace header_result;
+
+nlohmann::ordered_json LengthField::frame_json(const Frame& f) const { return plain_frame_json(f); }
+Frame LengthField::frame_from_json(const nlohmann::ordered_json& j) const { return plain_frame_from_json(j); }
 
 namespace {
 

@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -48,6 +49,8 @@ struct Options {
   std::size_t window = 1;
   std::uint64_t timeout_ms = 5000;
   std::string json;
+  std::size_t variant = 0;  // index into P::variants()
+  std::string variant_name;
 };
 
 // Payload of request `index`: bytes 0..7 the index (u64 LE, truncated if the payload is
@@ -86,6 +89,9 @@ struct Result {
 template <class P>
 class Connection {
  public:
+  using FrameT = typename P::FrameType;
+  using Dec = typename P::DecoderType;
+
   Connection(const P& proto, const Options& opt, Shared& shared, int id, std::uint64_t first_index,
              std::uint64_t count, std::uint64_t end_ns)
       : proto_(proto),
@@ -97,7 +103,9 @@ class Connection {
         end_ns_(end_ns),
         decoder_(proto),
         client_(opt.timeout_ms * 1000000ull),
-        scratch_(opt.payload) {}
+        scratch_(opt.payload) {
+    if constexpr (P::kSendsFrames) request_ = proto.variant_request(opt.variant);
+  }
 
   Result run() {
     if (!connect_socket()) {
@@ -172,12 +180,14 @@ class Connection {
       }
       // nullopt: the matcher refuses for now (STD-SEQ-3: the next number is still pending because
       // its reply was lost): wait.
-      const std::optional<fp::Frame> header = client_.next(kind);
+      std::optional<FrameT> header;
+      if constexpr (P::kSendsFrames) header = client_.next(kind, &request_);
+      else header = client_.next(kind);
       if (!header) break;
       const std::uint64_t index = take_index();
       client_.begin(kind, index, now);
       const std::size_t at = out_.size();
-      out_.resize(at + proto_.max_header_size() + opt_.payload);
+      out_.resize(at + proto_.header_bound(*header) + opt_.payload);
       const std::size_t h = proto_.write_header(out_.data() + at, *header, opt_.payload);
       fill_payload(index, out_.data() + at + h, opt_.payload);
       out_.resize(at + h + opt_.payload);
@@ -217,22 +227,28 @@ class Connection {
     shared_.note("connection " + std::to_string(id_) + ": " + what);
   }
 
-  void on_frame(const fp::Frame& f, std::uint64_t now) {
+  // A frame's header fields for an error message (its JSON without the payload).
+  std::string describe(const FrameT& f) const {
+    nlohmann::ordered_json j = proto_.frame_json(f);
+    j.erase("payload");
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+
+  void on_frame(const FrameT& f, std::uint64_t now) {
     ++res_.received;
     const fp::Match m = client_.complete(f);
     switch (m.kind) {
       case fp::Match::Kind::Ignored:
-        error("received a frame that is not a reply (flag 0x" + hex(f.flag) + ")");
+        error("received a frame that is not a reply " + describe(f));
         return;
       case fp::Match::Kind::Unmatched:
-        error("a reply (flag 0x" + hex(f.flag) + ", sequence " + std::to_string(f.sequence) +
-              ") matches no pending request");
+        error("a reply " + describe(f) + " matches no pending request");
         return;
       case fp::Match::Kind::Reply:
         break;
     }
     const std::string request = "request " + std::to_string(m.id) + ": ";
-    if (auto bad = P::Client::check_echo(f)) {
+    if (auto bad = P::Client::check_echo(f, request_)) {
       error(request + *bad);
       return;
     }
@@ -264,10 +280,10 @@ class Connection {
       const ssize_t n = ::recv(fd_, space.data(), space.size(), MSG_DONTWAIT);
       if (n > 0) {
         decoder_.commit(static_cast<std::size_t>(n));
-        fp::Frame f;
-        typename fp::Decoder<P>::Status st;
-        while ((st = decoder_.next(f)) == fp::Decoder<P>::Status::Frame) on_frame(f, now);
-        if (st == fp::Decoder<P>::Status::Error) {
+        FrameT f;
+        typename Dec::Status st;
+        while ((st = decoder_.next(f)) == Dec::Status::Frame) on_frame(f, now);
+        if (st == Dec::Status::Error) {
           error("reply stream rejected: " + decoder_.error()->requirement + " at offset " +
                 std::to_string(decoder_.error()->offset));
           return false;
@@ -378,7 +394,8 @@ class Connection {
   std::uint64_t next_index_;
   std::uint64_t quota_;
   std::uint64_t end_ns_;
-  fp::Decoder<P> decoder_;
+  Dec decoder_;
+  FrameT request_{};  // the request every send is made from (its variant), see P::variant_request
   typename P::Client client_;
   bool failed_ = false;
   std::uint64_t write_stalled_since_ = 0;  // when unsent bytes last stopped draining (0 = none)
@@ -474,7 +491,7 @@ Report run(const P& proto, const Options& opt) {
 int main(int argc, char** argv) {
   fp::cli::Args args(argc, argv, usage(), {},
                      {"codec", "protocol", "connect", "connections", "requests", "duration", "payload", "mode",
-                      "window", "timeout-ms", "json"});
+                      "window", "timeout-ms", "json", "variant", "frames-per-stream"});
   const fp::cli::CodecOption codec = fp::cli::codec_option(args);
   Options opt;
   opt.codec_json = codec.json;
@@ -500,6 +517,15 @@ int main(int argc, char** argv) {
   std::visit(
       [&](const auto& proto) {
         using P = std::decay_t<decltype(proto)>;
+        const std::vector<std::string_view> variants = P::variants();
+        opt.variant_name = args.str("variant", std::string(variants.front()));
+        const auto it = std::find(variants.begin(), variants.end(), opt.variant_name);
+        if (it == variants.end()) {
+          std::string names;
+          for (auto v : variants) names += (names.empty() ? "" : ", ") + std::string(v);
+          args.die("--variant: " + std::string(P::kName) + " has the variants " + names);
+        }
+        opt.variant = static_cast<std::size_t>(it - variants.begin());
         if (opt.payload > proto.max_payload()) args.die("--payload is above what the protocol can carry");
         if (opt.mode == Mode::Pipelined && opt.window > P::Client::kMaxWindow)
           args.die("--window must be at most " + std::to_string(P::Client::kMaxWindow) + " for " + std::string(P::kName));

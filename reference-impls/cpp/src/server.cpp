@@ -226,7 +226,8 @@ class Worker {
   struct Out {
     Worker* w;
     Conn* c;
-    void frame(const fp::Frame& f) {
+    template <class F>
+    void frame(const F& f) {
       ++w->counters_.frames;
       w->counters_.bytes += f.payload.size();
     }

@@ -1,5 +1,7 @@
 #include "frameproof/standard.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cstdio>
 
@@ -8,6 +10,9 @@ namespace fp {
 template class Decoder<Standard>;
 
 using namespace header_result;
+
+nlohmann::ordered_json Standard::frame_json(const Frame& f) const { return plain_frame_json(f); }
+Frame Standard::frame_from_json(const nlohmann::ordered_json& j) const { return plain_frame_from_json(j); }
 
 // ---------------------------------------------------------------------------------------------
 // Configuration and framing
@@ -121,7 +126,7 @@ std::optional<std::uint64_t> SequenceMatcher::next_deadline() const {
   return d;
 }
 
-std::optional<std::string> SequenceMatcher::check_echo(const Frame& reply) {
+std::optional<std::string> SequenceMatcher::check_echo(const Frame& reply, const Frame&) {
   if (reply.flag == 0x81) return std::nullopt;
   char b[48];
   std::snprintf(b, sizeof b, "reply flag 0x%02X, expected 0x81", reply.flag);

@@ -68,16 +68,67 @@ nlohmann::ordered_json message_json(const gp::Message& m) {
   return j;
 }
 
+// JSON with the schema's field names into a protobuf message (the reverse of message_json):
+// numbers, booleans, strings/bytes (raw bytes in a JSON string), enums by name or number, nested
+// messages and arrays. Unknown keys and nulls are ignored.
+void json_to_message(const nlohmann::ordered_json& j, gp::Message* m) {
+  const gp::Descriptor* d = m->GetDescriptor();
+  const gp::Reflection* r = m->GetReflection();
+  for (const auto& [key, v] : j.items()) {
+    const gp::FieldDescriptor* f = d->FindFieldByName(key);
+    if (!f || v.is_null()) continue;
+    auto set_one = [&](const nlohmann::ordered_json& x) {
+      const bool rep = f->is_repeated();
+      switch (f->cpp_type()) {
+        case gp::FieldDescriptor::CPPTYPE_INT32:
+          rep ? r->AddInt32(m, f, x.get<std::int32_t>()) : r->SetInt32(m, f, x.get<std::int32_t>());
+          break;
+        case gp::FieldDescriptor::CPPTYPE_INT64:
+          rep ? r->AddInt64(m, f, x.get<std::int64_t>()) : r->SetInt64(m, f, x.get<std::int64_t>());
+          break;
+        case gp::FieldDescriptor::CPPTYPE_UINT32:
+          rep ? r->AddUInt32(m, f, x.get<std::uint32_t>()) : r->SetUInt32(m, f, x.get<std::uint32_t>());
+          break;
+        case gp::FieldDescriptor::CPPTYPE_UINT64:
+          rep ? r->AddUInt64(m, f, x.get<std::uint64_t>()) : r->SetUInt64(m, f, x.get<std::uint64_t>());
+          break;
+        case gp::FieldDescriptor::CPPTYPE_DOUBLE:
+          rep ? r->AddDouble(m, f, x.get<double>()) : r->SetDouble(m, f, x.get<double>());
+          break;
+        case gp::FieldDescriptor::CPPTYPE_FLOAT:
+          rep ? r->AddFloat(m, f, x.get<float>()) : r->SetFloat(m, f, x.get<float>());
+          break;
+        case gp::FieldDescriptor::CPPTYPE_BOOL:
+          rep ? r->AddBool(m, f, x.get<bool>()) : r->SetBool(m, f, x.get<bool>());
+          break;
+        case gp::FieldDescriptor::CPPTYPE_ENUM: {
+          const gp::EnumValueDescriptor* e = x.is_string() ? f->enum_type()->FindValueByName(x.get<std::string>())
+                                                          : f->enum_type()->FindValueByNumber(x.get<int>());
+          if (e) rep ? r->AddEnum(m, f, e) : r->SetEnum(m, f, e);
+          break;
+        }
+        case gp::FieldDescriptor::CPPTYPE_STRING:
+          rep ? r->AddString(m, f, x.get<std::string>()) : r->SetString(m, f, x.get<std::string>());
+          break;
+        case gp::FieldDescriptor::CPPTYPE_MESSAGE:
+          json_to_message(x, rep ? r->AddMessage(m, f) : r->MutableMessage(m, f));
+          break;
+      }
+    };
+    if (f->is_repeated()) {
+      if (v.is_array())
+        for (const auto& x : v) set_one(x);
+    } else {
+      set_one(v);
+    }
+  }
+}
+
 void set_error(pb::ProtocolError* out, const fp::ProtocolError& e) {
   out->set_requirement(e.requirement);
   out->set_offset(e.offset);
   out->set_message(e.message);
-}
-
-void add_frame(pb::Frame* out, std::uint8_t flag, std::uint8_t seq, fp::ByteView payload) {
-  out->set_flag(flag);
-  out->set_sequence(seq);
-  out->set_payload(str(payload));
+  if (!e.detail.empty()) json_to_message(nlohmann::ordered_json::parse(e.detail), out);  // {"websocket": {...}}
 }
 
 // An invalid configuration (e.g. LF-FMT-3) is the answer's error: true if so.
@@ -91,8 +142,8 @@ bool refused(const P& proto, Response* out) {
 template <class P>
 void do_decode(const pb::DecodeRequest& req, const P& proto, pb::DecodeResponse* out) {
   if (refused(proto, out)) return;
-  fp::Decoder<P> dec(proto);
-  auto on_frame = [&](const fp::Frame& f) { add_frame(out->add_frames(), f.flag, f.sequence, f.payload); };
+  typename P::DecoderType dec(proto);
+  auto on_frame = [&](const typename P::FrameType& f) { json_to_message(proto.frame_json(f), out->add_frames()); };
   for (const std::string& chunk : req.chunks()) {
     if (auto e = dec.feed(view(chunk), on_frame)) {
       set_error(out->mutable_error(), *e);
@@ -105,8 +156,8 @@ void do_decode(const pb::DecodeRequest& req, const P& proto, pb::DecodeResponse*
 template <class P>
 void do_encode(const pb::EncodeRequest& req, const P& proto, pb::EncodeResponse* out) {
   fp::Bytes bytes;
-  const auto& f = req.frame();
-  const fp::Frame frame{static_cast<std::uint8_t>(f.flag()), static_cast<std::uint8_t>(f.sequence()), view(f.payload())};
+  const nlohmann::ordered_json fj = message_json(req.frame());
+  const typename P::FrameType frame = proto.frame_from_json(fj);  // views into fj
   if (auto e = proto.encode(frame, bytes)) {
     set_error(out->mutable_error(), *e);
     return;
@@ -119,6 +170,7 @@ void do_match(const pb::MatchRequest& req, const P& proto, pb::MatchResponse* ou
   if (refused(proto, out)) return;
   fp::ClientConnection<P> conn(proto, req.timeout_ms());
   std::vector<fp::Completion> done;
+  nlohmann::ordered_json fj;
   for (const pb::MatchEvent& ev : req.events()) {
     switch (ev.event_case()) {
       case pb::MatchEvent::kSend:
@@ -133,7 +185,13 @@ void do_match(const pb::MatchRequest& req, const P& proto, pb::MatchResponse* ou
       case pb::MatchEvent::kAdvanceMs:
         conn.advance(ev.advance_ms(), done);
         break;
-      default:  // send_frame: answered skipped before (see handle)
+      case pb::MatchEvent::kSendFrame:  // answered skipped before unless P::kSendsFrames (see handle)
+        if constexpr (P::kSendsFrames) {
+          fj = message_json(ev.send_frame());
+          out->add_sent(str(conn.send_frame(proto.frame_from_json(fj), done)));
+        }
+        break;
+      default:
         break;
     }
   }
@@ -142,14 +200,15 @@ void do_match(const pb::MatchRequest& req, const P& proto, pb::MatchResponse* ou
     pc->set_kind(static_cast<pb::Completion::Kind>(static_cast<int>(c.kind)));
     if (c.request) pc->set_request(static_cast<std::uint32_t>(*c.request));
     if (c.kind == fp::Completion::Kind::Reply || c.kind == fp::Completion::Kind::Unmatched)
-      add_frame(pc->mutable_frame(), c.flag, c.sequence, c.payload);
+      json_to_message(c.frame, pc->mutable_frame());
   }
 }
 
 // What the server session writes, one entry per chunk (or EOF).
 struct Written {
   std::string bytes;
-  void frame(const fp::Frame&) {}
+  template <class F>
+  void frame(const F&) {}
   void reply(fp::ByteView header, fp::ByteView payload) {
     bytes.append(reinterpret_cast<const char*>(header.data()), header.size());
     bytes.append(reinterpret_cast<const char*>(payload.data()), payload.size());
@@ -162,7 +221,7 @@ void do_serve(const pb::ServeRequest& req, const P& proto, pb::ServeResponse* ou
     out->set_closed(true);
     return;
   }
-  typename P::Session session(proto);
+  typename P::Session session(proto, std::string_view(req.endpoint()));
   Written w;
   for (const std::string& chunk : req.chunks()) {
     w.bytes.clear();
@@ -221,26 +280,21 @@ pb::TesteeResponse handle(const pb::TesteeRequest& req) {
     resp.set_skipped(*why + " by this testee");
     return resp;
   }
-  if (req.request_case() == pb::TesteeRequest::kEncode &&
-      (req.encode().frame().flag() > 0xFF || req.encode().frame().sequence() > 0xFF)) {
-    resp.set_skipped("flag " + std::to_string(req.encode().frame().flag()) + " / sequence " +
-                     std::to_string(req.encode().frame().sequence()) + " do not fit a byte");
-    return resp;
-  }
-  if (req.request_case() == pb::TesteeRequest::kMatch) {
-    for (const pb::MatchEvent& ev : req.match().events()) {
-      if (ev.event_case() == pb::MatchEvent::kSendFrame) {  // v2, for requests that carry a header
-        resp.set_skipped("match event send_frame is not supported by this testee");
-        return resp;
-      }
-    }
-  }
-  if (req.request_case() == pb::TesteeRequest::kServe && !req.serve().endpoint().empty()) {
-    resp.set_skipped("endpoint '" + req.serve().endpoint() + "' not implemented (only the default echo endpoint)");
-    return resp;
-  }
   std::visit(
       [&](const auto& p) {
+        using P = std::decay_t<decltype(p)>;
+        if (req.request_case() == pb::TesteeRequest::kMatch && !P::kSendsFrames) {
+          for (const pb::MatchEvent& ev : req.match().events()) {
+            if (ev.event_case() == pb::MatchEvent::kSendFrame) {  // v2, for requests that carry a header
+              resp.set_skipped("match event send_frame is not supported by this testee for " + std::string(P::kName));
+              return;
+            }
+          }
+        }
+        if (req.request_case() == pb::TesteeRequest::kServe && !P::has_endpoint(req.serve().endpoint())) {
+          resp.set_skipped("endpoint '" + req.serve().endpoint() + "' not implemented for " + std::string(P::kName));
+          return;
+        }
         switch (req.request_case()) {
           case pb::TesteeRequest::kDecode: do_decode(req.decode(), p, resp.mutable_decode()); break;
           case pb::TesteeRequest::kEncode: do_encode(req.encode(), p, resp.mutable_encode()); break;
@@ -279,6 +333,9 @@ int main() {
     } else {
       try {
         resp = handle(req);
+      } catch (const fp::Unsupported& e) {
+        resp.Clear();
+        resp.set_skipped(e.what());
       } catch (const std::exception& e) {
         resp.Clear();
         resp.set_runtime_error(std::string("exception: ") + e.what());

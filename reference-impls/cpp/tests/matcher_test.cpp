@@ -283,8 +283,8 @@ TEST(Matchers, SequenceMatcherDeadlines) {
   EXPECT_TRUE(failed.empty());
   EXPECT_EQ(m.pending(), 0u);
   EXPECT_FALSE(m.next_deadline());
-  EXPECT_FALSE(fp::SequenceMatcher::check_echo(fp::Frame{0x81, 1, {}}));
-  EXPECT_EQ(*fp::SequenceMatcher::check_echo(fp::Frame{0xC1, 1, {}}), "reply flag 0xC1, expected 0x81");
+  EXPECT_FALSE(fp::SequenceMatcher::check_echo(fp::Frame{0x81, 1, {}}, fp::Frame{0x01, 1, {}}));
+  EXPECT_EQ(*fp::SequenceMatcher::check_echo(fp::Frame{0xC1, 1, {}}, fp::Frame{0x01, 1, {}}), "reply flag 0xC1, expected 0x81");
 }
 
 // fp-load's receive mode: untracked requests take sequence numbers (flag 0x01) but are never

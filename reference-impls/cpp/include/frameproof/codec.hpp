@@ -24,6 +24,19 @@
 //   std::size_t write_header(std::uint8_t* dst, const Frame& header, std::uint64_t len) const;
 //   std::optional<Frame> echo(const Frame& request) const;   reply header of the echo service
 //   using Client = ...;                                       client matcher (matcher.hpp)
+// and, for the generic programs (every protocol, also those with a decoder of their own):
+//   using FrameType = ...;     the decoded frame (fp::Frame here; rpc and websocket have their own)
+//   using DecoderType = ...;   the streaming decoder (Decoder<P> here): prepare/commit/next/feed/
+//                              finish/error/position, as Decoder<P> has them
+//   using Session = ...;       the server session (session.hpp): Session(proto) is the network
+//                              server's connection, Session(proto, endpoint) the testee's `serve`
+//   static bool has_endpoint(std::string_view);   the `serve` endpoints ("" = the default)
+//   static constexpr bool kSendsFrames;  the client sends whole frames (the testee's send_frame)
+//   nlohmann::ordered_json frame_json(const FrameType&) const;    the testee's Frame message as
+//   FrameType frame_from_json(const nlohmann::ordered_json&) const;  JSON (schema field names),
+//                              the frame's views pointing into the JSON; throws Unsupported
+//   std::size_t header_bound(const FrameType& header) const;    bytes write_header may write
+//   static std::vector<std::string_view> variants();   fp-load --variant names (first: default)
 #pragma once
 
 #include <algorithm>
@@ -55,6 +68,9 @@ struct ProtocolError {
   std::string requirement;
   std::uint64_t offset = 0;
   std::string message;
+  // What the protocol itself says about the error on the wire, as the JSON object of the testee's
+  // ProtocolError.detail (e.g. {"websocket": {"close_code": 1002}}); empty: nothing.
+  std::string detail = {};
 };
 
 // Limits shared by every protocol's codec JSON ("limits"). 0 = the spec's default.
@@ -255,6 +271,21 @@ class CodecError : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
 };
+
+// A valid request this implementation does not support (the testee answers `skipped`).
+class Unsupported : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The testee's Frame message of a protocol whose frames are flag, sequence and payload
+// (standard, length-field) as JSON, and back (the payload view points into the JSON).
+nlohmann::ordered_json plain_frame_json(const Frame& f);
+Frame plain_frame_from_json(const nlohmann::ordered_json& j);
+// The bytes of a JSON string (a protobuf bytes field), as a view into it; empty if absent.
+ByteView json_bytes(const nlohmann::ordered_json& j, const char* key);
+// An unsigned JSON number, 0 if absent.
+std::uint64_t json_uint(const nlohmann::ordered_json& j, const char* key);
 
 // A protocol name that is not in the registry (the testee answers `skipped`).
 class UnknownProtocol : public CodecError {

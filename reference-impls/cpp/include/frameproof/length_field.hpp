@@ -34,7 +34,7 @@ class FifoMatcher {
   [[nodiscard]] std::optional<std::uint64_t> next_deadline() const;
   [[nodiscard]] std::size_t pending() const { return queue_.size(); }
   // The order of replies is the only check there is.
-  static std::optional<std::string> check_echo(const Frame&) { return std::nullopt; }
+  static std::optional<std::string> check_echo(const Frame&, const Frame&) { return std::nullopt; }
 
  private:
   struct Pending {
@@ -51,6 +51,11 @@ class LengthField {
   static constexpr std::uint32_t kMaxOffset = 1u << 24;  // 16 MiB: larger offsets are not supported
   using Client = FifoMatcher;
   using Session = EchoSession<LengthField>;
+  using FrameType = Frame;
+  using DecoderType = Decoder<LengthField>;
+  static constexpr bool kSendsFrames = false;
+  static bool has_endpoint(std::string_view endpoint) { return endpoint.empty(); }
+  static std::vector<std::string_view> variants() { return {"default"}; }
 
   // offset: bytes before the length field (zeros on send, ignored on receive). size: 1, 2, 4
   // little-endian; -2, -4 big-endian; 0 = unsigned LEB128. Anything else is invalid (LF-FMT-3).
@@ -83,6 +88,10 @@ class LengthField {
   // Writes the header (zero header bytes, then the minimal length field) of a frame of `len`
   // payload bytes already known to be encodable; returns its length.
   std::size_t write_header(std::uint8_t* dst, const Frame& header, std::uint64_t len) const;
+  // The testee's Frame message as JSON: flag, sequence, payload (Unsupported above a byte).
+  [[nodiscard]] nlohmann::ordered_json frame_json(const Frame& f) const;
+  [[nodiscard]] Frame frame_from_json(const nlohmann::ordered_json& j) const;
+  [[nodiscard]] std::size_t header_bound(const Frame&) const { return max_header_size(); }
   // LF-ECHO-1: every frame is answered with the same payload.
   [[nodiscard]] std::optional<Frame> echo(const Frame&) const { return Frame{}; }
 

@@ -8,7 +8,10 @@
 // A matcher (P::Client) provides:
 //   explicit Client(std::uint64_t timeout);
 //   std::optional<Frame> next(SendKind) const;   header fields of the next message of that kind,
-//                                                nullopt if it must be refused now
+//                                                nullopt if it must be refused now (a protocol
+//                                                with P::kSendsFrames: next(SendKind, const
+//                                                FrameType* given), given = the application's
+//                                                frame, nullptr for a plain call)
 //   void begin(SendKind, std::uint64_t id, std::uint64_t now);   commits what next() returned
 //   Match complete(const Frame& received);
 //   bool expire(std::uint64_t now, std::vector<std::uint64_t>& timed_out,
@@ -18,12 +21,15 @@
 //   std::optional<std::uint64_t> next_deadline() const;
 //   std::size_t pending() const;
 //   static constexpr std::size_t kMaxWindow;          requests one connection may keep in flight
-//   static std::optional<std::string> check_echo(const Frame& reply);   why a reply that matched
-//                                                      is not the echo of its request (fp-load)
+//   static std::optional<std::string> check_echo(const Frame& reply, const Frame& request);
+//                                                      why a reply that matched is not the echo
+//                                                      of its request (fp-load)
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "frameproof/codec.hpp"
@@ -55,9 +61,10 @@ struct Completion {
   enum class Kind { Reply = 1, Timeout = 2, Unmatched = 3, Failed = 4, Refused = 5 };
   Kind kind;
   std::optional<std::uint64_t> request;  // unset for Unmatched
-  std::uint8_t flag = 0;
+  std::uint8_t flag = 0;      // Reply / Unmatched, protocols whose FrameType is Frame
   std::uint8_t sequence = 0;
   Bytes payload;  // Reply / Unmatched
+  nlohmann::ordered_json frame = nullptr;  // Reply / Unmatched: P::frame_json of the reply
 };
 
 // A whole client connection: encoder, decoder, matcher and the failed state, with the exact
@@ -66,6 +73,8 @@ struct Completion {
 template <class P>
 class ClientConnection {
  public:
+  using FrameType = typename P::FrameType;
+
   // proto must be valid; timeout 0 = the default (3000).
   ClientConnection(const P& proto, std::uint64_t timeout)
       : proto_(proto), decoder_(proto), client_(timeout ? timeout : kDefaultTimeoutMs) {}
@@ -73,10 +82,23 @@ class ClientConnection {
   // Sends a request (or a one-way message). Returns the bytes written, empty if the send was
   // refused (a Refused completion is appended).
   Bytes send(ByteView payload, bool one_way, std::vector<Completion>& out) {
+    return send_impl(payload, one_way ? SendKind::OneWay : SendKind::Request, nullptr, out);
+  }
+
+  // Sends the application's frame (P::kSendsFrames: e.g. an rpc call with its service, method
+  // and flags); the client fills in what is its own (e.g. the id).
+  Bytes send_frame(const FrameType& given, std::vector<Completion>& out) {
+    return send_impl(given.payload, SendKind::Request, &given, out);
+  }
+
+ private:
+  Bytes send_impl(ByteView payload, SendKind kind, const FrameType* given, std::vector<Completion>& out) {
     const std::uint64_t id = next_id_++;
-    const SendKind kind = one_way ? SendKind::OneWay : SendKind::Request;
-    std::optional<Frame> header;
-    if (!failed_) header = client_.next(kind);
+    std::optional<FrameType> header;
+    if (!failed_) {
+      if constexpr (P::kSendsFrames) header = client_.next(kind, given);
+      else header = client_.next(kind);
+    }
     Bytes bytes;
     if (header) {
       header->payload = payload;
@@ -89,11 +111,13 @@ class ClientConnection {
     return {};
   }
 
+ public:
+
   // Bytes from the peer. Returns the decode error if the stream was rejected (the connection
   // then fails: pending requests complete Failed).
   std::optional<ProtocolError> receive(ByteView data, std::vector<Completion>& out) {
     if (failed_) return std::nullopt;
-    auto err = decoder_.feed(data, [&](const Frame& f) { deliver(f, out); });
+    auto err = decoder_.feed(data, [&](const FrameType& f) { deliver(f, out); });
     if (err) {
       ids_.clear();
       client_.clear(ids_);
@@ -118,10 +142,15 @@ class ClientConnection {
   [[nodiscard]] std::uint64_t now() const { return now_; }
 
  private:
-  void deliver(const Frame& f, std::vector<Completion>& out) {
+  void deliver(const FrameType& f, std::vector<Completion>& out) {
     const Match m = client_.complete(f);
     if (m.kind == Match::Kind::Ignored) return;
-    Completion c{Completion::Kind::Unmatched, std::nullopt, f.flag, f.sequence, Bytes(f.payload.begin(), f.payload.end())};
+    Completion c{Completion::Kind::Unmatched, std::nullopt, 0, 0, Bytes(f.payload.begin(), f.payload.end())};
+    if constexpr (std::is_same_v<FrameType, Frame>) {
+      c.flag = f.flag;
+      c.sequence = f.sequence;
+    }
+    c.frame = proto_.frame_json(f);
     if (m.kind == Match::Kind::Reply) {
       c.kind = Completion::Kind::Reply;
       c.request = m.id;
@@ -134,7 +163,7 @@ class ClientConnection {
   }
 
   P proto_;
-  Decoder<P> decoder_;
+  typename P::DecoderType decoder_;
   typename P::Client client_;
   std::uint64_t now_ = 0;
   std::uint64_t next_id_ = 0;

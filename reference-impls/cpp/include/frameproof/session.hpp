@@ -7,7 +7,7 @@
 // (LF-ECHO-*). Each module names its session type as P::Session.
 //
 // Output goes to a sink `out` with two calls:
-//   out.frame(const Frame&)                      every decoded frame (counters)
+//   out.frame(const F&)                          every decoded frame (counters; F = P::FrameType)
 //   out.reply(ByteView header, ByteView payload)  one reply, header then payload; both views
 //                                                 are valid until the next prepare()/feed()
 #pragma once
@@ -22,6 +22,8 @@ class EchoSession {
   // proto must be valid (throws std::invalid_argument otherwise).
   explicit EchoSession(const P& proto, std::size_t read_chunk = kReadChunk)
       : dec_(proto, read_chunk), header_(proto.max_header_size()) {}
+  // The testee's `serve` endpoint: these protocols have one, the default.
+  EchoSession(const P& proto, std::string_view /*endpoint*/) : EchoSession(proto) {}
 
   // Input side for a socket reader (see Decoder::prepare/commit); then call process().
   std::span<std::uint8_t> prepare() { return dec_.prepare(); }

@@ -35,7 +35,7 @@ class SequenceMatcher {
   [[nodiscard]] std::optional<std::uint64_t> next_deadline() const;
   [[nodiscard]] std::size_t pending() const { return pending_; }
   // fp-load: the echo of a request (flag 0x01) is a plain reply, flag 0x81.
-  static std::optional<std::string> check_echo(const Frame& reply);
+  static std::optional<std::string> check_echo(const Frame& reply, const Frame& request);
 
  private:
   struct Slot {
@@ -56,6 +56,11 @@ class Standard {
   static constexpr std::size_t kMaxHeader = 8;
   using Client = SequenceMatcher;
   using Session = EchoSession<Standard>;
+  using FrameType = Frame;
+  using DecoderType = Decoder<Standard>;
+  static constexpr bool kSendsFrames = false;
+  static bool has_endpoint(std::string_view endpoint) { return endpoint.empty(); }
+  static std::vector<std::string_view> variants() { return {"default"}; }
 
   explicit Standard(Limits limits = {}) : limits_(limits) {}
   // The codec JSON: {"protocol": "standard", "limits": {...}}; no parameters of its own.
@@ -76,6 +81,10 @@ class Standard {
   // Writes the header of a frame of `len` payload bytes already known to be encodable; returns
   // its length (4, or 8 with the extended length).
   std::size_t write_header(std::uint8_t* dst, const Frame& header, std::uint64_t len) const;
+  // The testee's Frame message as JSON: flag, sequence, payload (Unsupported above a byte).
+  [[nodiscard]] nlohmann::ordered_json frame_json(const Frame& f) const;
+  [[nodiscard]] Frame frame_from_json(const nlohmann::ordered_json& j) const;
+  [[nodiscard]] std::size_t header_bound(const Frame&) const { return kMaxHeader; }
   // STD-ECHO-1..3: a request (bits 6 and 7 clear) is answered with the same sequence and payload
   // and flag | 0x80; one-way messages, replies and errors are not answered.
   [[nodiscard]] std::optional<Frame> echo(const Frame& request) const {
