@@ -128,6 +128,10 @@ def main(argv=None):
                 raise
             continue
         m.add_parsers(sub)
+    from . import protocols
+    for p in protocols.all_protocols():  # subcommands a protocol adds (Protocol.commands)
+        for add in p.commands():
+            add(sub)
 
     m = sub.add_parser("matrix", help="main job: build every bundled implementation and run all suites against it")
     m.add_argument("--impl", action="append", help="only this implementation (repeatable)")

@@ -164,6 +164,13 @@ class Protocol:
         (the HAR-CLI-1 violation, if any) on every request a load client sends."""
         return lambda frame: None
 
+    # ------------------------------------------------------------ extra commands
+    def commands(self) -> list:
+        """Extra ``frameproof`` subcommands this protocol provides (e.g. websocket's ``autobahn``):
+        callables ``add(subparsers)``, each adding one argparse subcommand whose ``fn(args)``
+        returns the exit status. Default: none."""
+        return []
+
     # ------------------------------------------------------------ docs
     def kaitai_frame(self, codec):
         """(generated module, class, parameters) of the Kaitai parser of one frame, for the docs'

@@ -254,6 +254,10 @@ class WebSocket(Protocol):
             return bytes([0x82, 0x80 | 126]) + n.to_bytes(2, "big") + b"\x00\x00\x00\x00"
         return bytes([0x82, 0x80 | 127]) + (n & (2 ** 63 - 1)).to_bytes(8, "big") + b"\x00\x00\x00\x00"
 
+    def commands(self):
+        from . import autobahn  # `frameproof autobahn`: the Autobahn testsuite (docs/autobahn.md)
+        return [autobahn.add_parser]
+
     # -- docs
     def kaitai_frame(self, codec):
         return "websocket_frame", "WebsocketFrame", ()
