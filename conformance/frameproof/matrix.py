@@ -163,10 +163,14 @@ def run_matrix(names=None, build=True, profile="ci", out_dir=None, readme=False)
                 r["net"][label] = _cell(*_fp(["net", "--codec", json.dumps(codec.to_json()), "--server-cmd", server,
                                               "--name", name], log))
         for proto in protos if "load" in impl else ():
-            print(f"[{name}] load client checks, {proto} …", flush=True)
-            client = (f"{_cmd(impl, 'load')} --protocol {proto} --connect {{host}}:{{port}} --connections 4 "
-                      f"--requests 4000 --payload 32 --mode pipelined --window 16 --timeout-ms 2000 --json {{json}}")
-            r["client"][proto] = _cell(*_fp(["net", "--protocol", proto, "--client", client], log))
+            # the default run, then the protocol's own (call variants, streams): Protocol.load_client_profiles
+            for label, args in (("", "--mode pipelined --window 16 --requests 4000"),) + \
+                    tuple(registry.get(proto).load_client_profiles):
+                key = f"{proto} {label}".strip()
+                print(f"[{name}] load client checks, {key} …", flush=True)
+                client = (f"{_cmd(impl, 'load')} --protocol {proto} --connect {{host}}:{{port}} --connections 4 "
+                          f"--payload 32 {args} --timeout-ms 2000 --json {{json}}")
+                r["client"][key] = _cell(*_fp(["net", "--protocol", proto, "--client", client], log))
     ok_impls = [i for i in impls if results[i["name"]]["build"] in (None, 0)]
     inter = {}
     for proto in registry.names():

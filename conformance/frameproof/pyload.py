@@ -13,6 +13,7 @@ import socket
 import sys
 import time
 
+from .loadside import payload_for  # noqa: F401  (the contract's payload, re-exported)
 from .pyserver import add_codec_args, codec_arg
 from .reference import CodecError
 
@@ -20,14 +21,9 @@ FAULTS = {"miscount": "HAR-COUNT-1", "no-verify": "HAR-VERIFY-1", "hangs-on-miss
           "bad-sequence": "HAR-CLI-1", "no-json-keys": "HAR-JSON-1", "nagle": "HAR-NODELAY-1"}
 
 
-def payload_for(index: int, size: int) -> bytes:
-    seed = index.to_bytes(8, "little")
-    return (seed * (size // 8 + 1))[:size]
-
-
 class Stats:
     def __init__(self):
-        self.sent = self.received = self.verified = self.errors = 0
+        self.sent = self.received = self.verified = self.errors = self.streams = 0
         self.details = []
         self.lat = []
 
@@ -37,7 +33,7 @@ class Stats:
             self.details.append(msg)
 
 
-async def connection(args, k, count, stats, index0, deadline):
+async def open_connection(args, side):
     host, _, port = args.connect.rpartition(":")
     host = host.strip("[]")
     # TCP_NODELAY is set before connecting, so no observer ever sees the socket without it
@@ -46,23 +42,57 @@ async def connection(args, k, count, stats, index0, deadline):
     raw.setblocking(False)
     await asyncio.get_running_loop().sock_connect(raw, (host, int(port)))
     reader, writer = await asyncio.open_connection(sock=raw)
-    sock = writer.get_extra_info("socket")
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 0 if args.fault == "nagle" else 1)
-    codec = args.codec_obj
-    ref = codec.spec.reference
-    dec = ref.decoder(codec.with_limit(0))
-    m = ref.ClientMatcher(codec)
-    window = 1 if args.mode == "per-packet" else max(1, min(args.window, m.bound))
+    opening = side.opening(host)
+    rest = b""
+    if opening:  # the protocol's opening handshake (websocket)
+        writer.write(opening)
+        await writer.drain()
+        rest = None
+        while rest is None:
+            data = await asyncio.wait_for(reader.read(65536), timeout=args.timeout_ms / 1000)
+            if not data:
+                raise ValueError("the server closed during the opening handshake")
+            rest = side.opened(data)
+    return reader, writer, rest
+
+
+async def connection(args, k, count, stats, index0, deadline):
+    side = args.codec_obj.spec.load_side(args.codec_obj, args.variant)
+    try:
+        reader, writer, rest = await open_connection(args, side)
+    except (OSError, ValueError, asyncio.TimeoutError) as e:
+        stats.error(f"connection {k}: {e}")
+        return
+    dec = side.decoder()
+    try:
+        if args.mode == "stream":
+            await streams(args, k, count, stats, index0, deadline, side, reader, writer, dec, rest)
+        else:
+            await requests(args, k, count, stats, index0, deadline, side, reader, writer, dec, rest)
+    finally:
+        bye = side.goodbye()
+        try:
+            if bye:
+                writer.write(bye)
+                await writer.drain()
+                await asyncio.wait_for(reader.read(65536), timeout=min(1.0, args.timeout_ms / 1000))
+        except (OSError, asyncio.TimeoutError):
+            pass
+        writer.close()
+
+
+async def requests(args, k, count, stats, index0, deadline, side, reader, writer, dec, rest):
+    window = 1 if args.mode == "per-packet" else max(1, min(args.window, side.bound))
     sent = 0
     done = asyncio.Event()
 
     def encode(i):
         """(key, payload, bytes) of request i; the bad-sequence fault breaks the protocol's allocation."""
-        p = payload_for(i, args.payload)
-        key, frame = m.next_request(p, check_pending=False)
+        p = side.payload(i, args.payload)
+        key, frame = side.request(p)
         if args.fault == "bad-sequence":
-            frame = codec.spec.net_request(7, p)
-        return key, p, ref.encode(codec, frame)
+            frame = args.codec_obj.spec.net_request(7, p)
+        return key, p, side.encode(frame)
 
     if args.mode == "receive":
         while sent < count and time.monotonic() < deadline:
@@ -70,72 +100,148 @@ async def connection(args, k, count, stats, index0, deadline):
             buf = bytearray()
             for j in range(n):
                 key, _, b = encode(index0 + sent + j)
-                m.sent(key, None, one_way=True)
+                side.sent(key, None, one_way=True)
                 buf += b
             writer.write(bytes(buf))
             await writer.drain()
             sent += n
             stats.sent += n
-        writer.close()
         return
 
     async def reader_task():
+        data = rest
         while True:
-            try:
-                data = await asyncio.wait_for(reader.read(65536), timeout=args.timeout_ms / 1000)
-            except asyncio.TimeoutError:
-                return
             if not data:
-                return
+                try:
+                    data = await asyncio.wait_for(reader.read(65536), timeout=args.timeout_ms / 1000)
+                except asyncio.TimeoutError:
+                    return
+                if not data:
+                    return
             try:
                 frames = dec.feed(data)
             except CodecError as e:
                 stats.error(f"connection {k}: malformed reply ({e.requirement})")
                 return
+            data = b""
             now = time.monotonic()
             for frame in frames:
+                if not side.counted(frame):
+                    continue
                 stats.received += 1
-                ent = m.take(frame)
+                ent = side.take(frame)
                 if not ent:
                     stats.error(f"connection {k}: unmatched reply")
                     continue
                 t0, expect = ent
                 stats.lat.append((now - t0) * 1e6)
-                if args.fault == "no-verify" or (frame.payload == expect and m.reply_ok(frame)):
+                if args.fault == "no-verify" or side.reply_ok(frame, expect):
                     stats.verified += 1
                 else:
-                    stats.error(f"connection {k}: reply payload differs from its request")
-                if not m.entries() and sent >= count:
+                    stats.error(f"connection {k}: reply differs from its request ({frame.header or 'payload'})")
+                if not side.entries() and sent >= count:
                     done.set()
+                    refill.set()
                     return
                 refill.set()
 
     refill = asyncio.Event()
     rt = asyncio.ensure_future(reader_task())
     while sent < count and time.monotonic() < deadline and not rt.done():
-        while len(m.entries()) < window and sent < count:
+        while len(side.entries()) < window and sent < count:
             key, p, b = encode(index0 + sent)
-            m.sent(key, (time.monotonic(), p))
+            side.sent(key, (time.monotonic(), p))
             writer.write(b)
             sent += 1
             stats.sent += 1
         await writer.drain()
         refill.clear()
-        if len(m.entries()) >= window:
+        if len(side.entries()) >= window:
             try:
                 await asyncio.wait_for(refill.wait(), timeout=args.timeout_ms / 1000)
             except asyncio.TimeoutError:
                 if args.fault == "hangs-on-missing":
                     await asyncio.sleep(3600)
                 break
-    if m.entries() and not rt.done():
+    if side.entries() and not rt.done():
         try:
             await asyncio.wait_for(done.wait(), timeout=args.timeout_ms / 1000)
         except asyncio.TimeoutError:
             if args.fault == "hangs-on-missing":
                 await asyncio.sleep(3600)
     rt.cancel()
-    writer.close()
+
+
+class _Frames:
+    """Frames of one connection, read on demand (stream mode is strictly request/answer)."""
+
+    def __init__(self, reader, dec, rest, timeout):
+        self.reader, self.dec, self.timeout = reader, dec, timeout
+        self.queue = list(dec.feed(rest)) if rest else []
+
+    async def next(self):
+        while not self.queue:
+            data = await asyncio.wait_for(self.reader.read(65536), timeout=self.timeout)
+            if not data:
+                raise EOFError("the server closed the connection")
+            self.queue += self.dec.feed(data)
+        return self.queue.pop(0)
+
+
+async def streams(args, k, count, stats, index0, deadline, side, reader, writer, dec, rest):
+    """--mode stream: streams one after another, each INIT -> ACK, DATA echoes with at most
+    --window unanswered, END -> END; every echo verified (same id, same payload, in order)."""
+    frames = _Frames(reader, dec, rest, args.timeout_ms / 1000)
+    index = index0 * args.frames_per_stream
+    try:
+        for _ in range(count):
+            if time.monotonic() >= deadline:
+                break
+            if args.fault == "bad-sequence":
+                side.stream_open()  # the bug: skips an id (RPC-ID-1)
+            sid, init = side.stream_open()
+            writer.write(side.encode(init))
+            await writer.drain()
+            kind, rid = side.stream_kind(await frames.next())
+            if kind != "ack" or rid != sid:
+                stats.error(f"connection {k}: stream {sid}: expected STREAM_INIT_ACK with its id, got {kind} id {rid}")
+                return
+            inflight, sent, ok = [], 0, True
+            while sent < args.frames_per_stream or inflight:
+                while sent < args.frames_per_stream and len(inflight) < args.window:
+                    p = side.payload(index, args.payload)
+                    index += 1
+                    writer.write(side.encode(side.stream_data(sid, p)))
+                    inflight.append((time.monotonic(), p))
+                    sent += 1
+                    stats.sent += 1
+                await writer.drain()
+                f = await frames.next()
+                kind, rid = side.stream_kind(f)
+                if kind != "data":
+                    stats.error(f"connection {k}: stream {sid}: expected a DATA echo, got {kind} id {rid}")
+                    return
+                stats.received += 1
+                t0, expect = inflight.pop(0)
+                stats.lat.append((time.monotonic() - t0) * 1e6)
+                if args.fault == "no-verify" or (rid == sid and f.payload == expect):
+                    stats.verified += 1
+                else:
+                    ok = False
+                    stats.error(f"connection {k}: stream {sid}: DATA echo differs (id {rid}, "
+                                f"{len(f.payload)} bytes)")
+            writer.write(side.encode(side.stream_end(sid)))
+            await writer.drain()
+            kind, rid = side.stream_kind(await frames.next())
+            if kind != "end" or rid != sid:
+                stats.error(f"connection {k}: stream {sid}: expected STREAM_END, got {kind} id {rid}")
+                return
+            if ok:
+                stats.streams += 1
+    except (asyncio.TimeoutError, EOFError, CodecError) as e:
+        if args.fault == "hangs-on-missing":
+            await asyncio.sleep(3600)
+        stats.error(f"connection {k}: {type(e).__name__}: {e or 'no answer within the timeout'}")
 
 
 async def run(args):
@@ -157,8 +263,10 @@ def main(argv=None):
     ap.add_argument("--requests", type=int, default=0)
     ap.add_argument("--duration", type=float, default=0)
     ap.add_argument("--payload", type=int, default=32)
-    ap.add_argument("--mode", choices=["per-packet", "pipelined", "receive"], default="per-packet")
-    ap.add_argument("--window", type=int, default=1)
+    ap.add_argument("--mode", choices=["per-packet", "pipelined", "receive", "stream"], default="per-packet")
+    ap.add_argument("--window", type=int, default=None)
+    ap.add_argument("--variant", default=None, help="the protocol's request variant (default: its first)")
+    ap.add_argument("--frames-per-stream", type=int, default=16)
     ap.add_argument("--timeout-ms", type=int, default=2000)
     ap.add_argument("--json")
     ap.add_argument("--fault", choices=sorted(FAULTS), default="")
@@ -166,6 +274,16 @@ def main(argv=None):
     args.codec_obj = codec_arg(args, ap)
     if not args.requests and not args.duration:
         ap.error("--requests or --duration is required")
+    proto = args.codec_obj.spec
+    args.variant = args.variant or proto.load_variants[0]
+    if args.variant not in proto.load_variants:
+        ap.error(f"--variant {args.variant}: {proto.name} has the variants {', '.join(proto.load_variants)}")
+    if args.mode == "stream" and not proto.load_streams:
+        ap.error(f"--mode stream: {proto.name} has no streams")
+    if args.window is None:
+        args.window = {"pipelined": 32, "receive": 256}.get(args.mode, 1)
+    elif args.mode == "per-packet" and args.window != 1:
+        ap.error("--window: per-packet mode has one request in flight (window 1)")
     stats, dur = asyncio.run(run(args))
     lat = sorted(stats.lat)
 
@@ -173,13 +291,15 @@ def main(argv=None):
         return round(lat[min(len(lat) - 1, int(len(lat) * q))], 1) if lat else 0
 
     rep = {"implementation": "python", "protocol": args.codec_obj.protocol, "codec": args.codec_obj.to_json(),
-           "mode": args.mode,
+           "mode": args.mode, "variant": args.variant,
            "connections": args.connections, "window": args.window, "payload": args.payload,
            "requests_sent": stats.sent + (1 if args.fault == "miscount" else 0),
            "replies_received": stats.received, "replies_verified": stats.verified,
            "errors": stats.errors, "error_details": stats.details, "duration_s": round(dur, 6),
            "msgs_per_s": round((stats.verified if args.mode != "receive" else stats.sent) / dur, 1) if dur else 0,
            "mb_per_s": round(stats.verified * args.payload / dur / 1e6, 3) if dur else 0,
+           "streams_completed": stats.streams,
+           "streams_per_s": round(stats.streams / dur, 1) if dur else 0,
            "latency_us": {"p50": pct(0.5), "p90": pct(0.9), "p99": pct(0.99), "p999": pct(0.999), "max": round(lat[-1], 1) if lat else 0}}
     if args.fault == "no-json-keys":
         del rep["latency_us"], rep["replies_verified"]
@@ -189,6 +309,8 @@ def main(argv=None):
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(rep, f)
     ok = stats.errors == 0 and (args.mode == "receive" or stats.received == stats.sent)
+    if args.mode == "stream" and args.requests:
+        ok = ok and stats.streams == args.requests
     return 0 if ok else 1
 
 

@@ -123,8 +123,9 @@ class EchoServer:
                     frames, err = e.frames, e
                 batch = []
                 for frame in frames:
-                    st.frames += 1
-                    st.bytes += len(frame.payload)
+                    if self.proto.counted(frame):  # requests, not the traffic around them (stream set-up, close)
+                        st.frames += 1
+                        st.bytes += len(frame.payload)
                     if self.check:
                         bad = check(frame)
                         if bad:
@@ -138,25 +139,32 @@ class EchoServer:
                         break
                     if reply is None:
                         continue  # the protocol answers nothing to this frame
+                    if not self.proto.counted(reply):
+                        batch.append(self.ref.encode(self.codec, reply, 2 ** 31 - 1))
+                        continue
+                    st.replies += 1
                     self._seen += 1
                     if self.fault == "drop-every-100th" and self._seen % 100 == 0:
+                        st.replies -= 1
                         continue
                     if self.drop_every and self._seen % self.drop_every == 0:
                         st.dropped += 1
+                        st.replies -= 1
                         continue
                     if self.corrupt_every and self._seen % self.corrupt_every == 0 and reply.payload:
                         from dataclasses import replace
-                        reply = replace(reply, payload=bytes([reply.payload[0] ^ 0xFF]) + reply.payload[1:])
+                        # bit 0 only: text stays valid UTF-8, so the client sees a wrong payload, not a broken stream
+                        reply = replace(reply, payload=bytes([reply.payload[0] ^ 0x01]) + reply.payload[1:])
                         st.corrupted += 1
                     batch.append(self.ref.encode(self.codec, reply, 2 ** 31 - 1))
                 if self.fault == "reverse-order":
                     batch.reverse()
-                st.replies += len(batch)
                 if batch:
                     writer.write(b"".join(batch))
                     await writer.drain()
                 if err is not None:
-                    st.protocol_errors += 1
+                    if not getattr(err, "clean", False):
+                        st.protocol_errors += 1
                     closing = self.proto.closing_bytes(self.codec, err, self.fault)
                     if closing:
                         writer.write(closing)

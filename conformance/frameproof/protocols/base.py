@@ -164,6 +164,25 @@ class Protocol:
         (the HAR-CLI-1 violation, if any) on every request a load client sends."""
         return lambda frame: None
 
+    # ------------------------------------------------------------ the load client (fp-load, net --client)
+    #: the values of the load clients' ``--variant`` (reference-impls/README.md); the first is the default
+    load_variants: Tuple[str, ...] = ("default",)
+    #: the load clients have ``--mode stream`` for this protocol
+    load_streams: bool = False
+    #: extra load-client runs the matrix checks with ``net --client`` beside the default one:
+    #: (label, fp-load arguments replacing the default mode/window/requests)
+    load_client_profiles: Tuple[Tuple[str, str], ...] = ()
+
+    def load_side(self, codec, variant: str):
+        """The protocol side of one Python load-client connection (frameproof.loadside.LoadSide)."""
+        from ..loadside import LoadSide
+        return LoadSide(self, codec, variant)
+
+    def counted(self, frame) -> bool:
+        """True for a frame the checking server counts as a request (from the client) or a reply
+        (to it); False for protocol traffic around them (stream set-up, close frames). Default: all."""
+        return True
+
     # ------------------------------------------------------------ extra commands
     def commands(self) -> list:
         """Extra ``frameproof`` subcommands this protocol provides (e.g. websocket's ``autobahn``):

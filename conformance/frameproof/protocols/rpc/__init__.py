@@ -10,7 +10,7 @@ from ...checks import CheckFailure, check_serve, chunk, chunk_every
 from ...oracle import Error, Frame
 from ..base import Protocol
 from . import frames as K
-from . import net, oracle, reference
+from . import load, net, oracle, reference
 from .frames import RpcHeader
 from .oracle import RpcCodec
 from .strategies import RpcStrategies
@@ -263,20 +263,19 @@ class Rpc(Protocol):
         return K.MAGIC + bytes([1, K.REQUEST, K.END_STREAM, 0]) + (9).to_bytes(4, "big") + (n & 0xFFFFFFFF).to_bytes(4, "big")
 
     def client_request_check(self):
-        """HAR-CLI-1: requests are REQUESTs with ids 0, 1, 2 ... (RPC-ID-1)."""
-        state = {"expect": 0, "n": 0}
+        return load.request_check()
 
-        def check(frame):
-            state["n"] += 1
-            h = frame.header
-            if h.type != K.REQUEST:
-                return f"frame {state['n']} is not a REQUEST (type 0x{h.type:02X})"
-            want = state["expect"]
-            state["expect"] = (h.id + 1) & 0xFFFFFFFF
-            if h.id != want:
-                return f"request {state['n']} has id {h.id}, RPC-ID-1 expects {want}"
-            return None
-        return check
+    # -- the load client
+    load_variants = load.VARIANTS
+    load_streams = True
+    load_client_profiles = (("bidi", "--variant bidi --mode pipelined --window 16 --requests 4000"),
+                            ("stream", "--mode stream --frames-per-stream 16 --window 4 --requests 300"))
+
+    def load_side(self, codec, variant):
+        return load.RpcLoadSide(self, codec, variant)
+
+    def counted(self, f):
+        return f.header is not None and f.header.type in (K.REQUEST, K.RESPONSE, K.DATA)
 
     # -- docs
     def kaitai_frame(self, codec):

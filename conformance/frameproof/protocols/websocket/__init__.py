@@ -11,7 +11,7 @@ from ... import properties as P
 from ...checks import CheckFailure, check_decode, check_serve, chunk, chunk_every
 from ...oracle import Frame
 from ..base import Protocol
-from . import net, oracle, reference
+from . import load, net, oracle, reference
 from .frames import BINARY, CLOSE, CONT, PING, PONG, TEXT, WsHeader, frame, key_for
 from .oracle import WsCodec
 from .strategies import WsStrategies
@@ -71,7 +71,6 @@ SERVE_CASES = [
 
 class WebSocket(Protocol):
     name = "websocket"
-    load_client_checks = False  # the Python load client and checking server do no opening handshake yet
     spec_name = "websocket"
     schema = "websocket"
     codec_type = WsCodec
@@ -202,6 +201,34 @@ class WebSocket(Protocol):
 
     def net_is_goodbye(self, f):
         return f.header is not None and f.header.opcode == CLOSE
+
+    # -- the load client
+    load_variants = load.VARIANTS
+    load_client_profiles = (("text", "--variant text --mode pipelined --window 16 --requests 4000"),)
+
+    def load_side(self, codec, variant):
+        return load.WsLoadSide(self, codec, variant)
+
+    def counted(self, f):
+        return f.header is not None and f.header.opcode in (TEXT, BINARY)
+
+    def client_request_check(self):
+        """HAR-CLI-1 for websocket: a load client sends whole messages (FIN text or binary frames,
+        masked: the server-role decoder enforces WS-MASK-1) and at most a close at the end."""
+        st = {"n": 0, "closed": False}
+
+        def check(f):
+            st["n"] += 1
+            h = f.header
+            if st["closed"]:
+                return f"frame {st['n']} comes after the client's close frame (WS-CLOSE-4)"
+            if h.opcode == CLOSE:
+                st["closed"] = True
+                return None
+            if h.opcode not in (TEXT, BINARY) or not h.fin:
+                return f"frame {st['n']} is opcode {h.opcode} fin={h.fin}; the load client sends single-frame messages"
+            return None
+        return check
 
     # -- suites
     def properties(self):

@@ -240,6 +240,7 @@ def _server(opcode, payload=b""):
 
 class Goodbye(CodecError):
     """The peer's close frame: the endpoint answers ``reply`` and closes (WS-CLOSE-5)."""
+    clean = True  # an orderly end, not a protocol error (frameproof.pyserver counts none)
 
     def __init__(self, offset, reply):
         super().__init__("WS-CLOSE-5", offset, "close handshake")

@@ -1,0 +1,80 @@
+"""The websocket side of the Python load client (reference-impls/README.md, "websocket: what
+changes"): the opening handshake (WS-HS-1/2, client side), messages as single masked FIN frames
+with a fresh key each (WS-MASK-3), echoes matched first in, first out, a close with 1000 at the end."""
+from __future__ import annotations
+
+import base64
+import collections
+import os
+
+from ...loadside import LoadSide, payload_for
+from .frames import BINARY, CLOSE, TEXT, frame
+from .reference import accept_for
+
+VARIANTS = ("binary", "text")
+
+
+class WsLoadSide(LoadSide):
+    def __init__(self, proto, codec, variant):
+        self.proto = proto
+        self.ref = proto.reference
+        self.codec = proto.net_client_codec(codec)
+        self.variant = variant
+        self.opcode = TEXT if variant == "text" else BINARY
+        self.pending = collections.deque()  # (key, entry), in send order: echoes come back in order
+        self.next_key = 0
+        self.key = base64.b64encode(os.urandom(16)).decode()
+        self.head = b""
+
+    def opening(self, host):
+        return (f"GET / HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                f"Sec-WebSocket-Key: {self.key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode()
+
+    def opened(self, data):
+        self.head += data
+        end = self.head.find(b"\r\n\r\n")
+        if end < 0:
+            if len(self.head) > 16384:
+                raise ValueError("the handshake answer has no end within 16 KiB")
+            return None
+        lines = self.head[:end].decode("latin-1").split("\r\n")
+        hdrs = {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:])}
+        status = lines[0].split(" ")
+        if len(status) < 2 or status[1] != "101":
+            raise ValueError(f"handshake answered {lines[0]!r}, expected status 101 (WS-HS-2)")
+        if hdrs.get("sec-websocket-accept") != accept_for(self.key):
+            raise ValueError(f"Sec-WebSocket-Accept {hdrs.get('sec-websocket-accept')!r}, expected "
+                             f"{accept_for(self.key)!r} (WS-HS-2)")
+        return self.head[end + 4:]
+
+    def payload(self, index, size):
+        if self.opcode == TEXT:  # the hex of the binary payload: valid UTF-8, unique per index
+            return payload_for(index, (size + 1) // 2).hex()[:size].encode()
+        return payload_for(index, size)
+
+    def request(self, payload):
+        key = self.next_key
+        return key, frame(self.opcode, payload, True, os.urandom(4))
+
+    def sent(self, key, entry, one_way=False):
+        self.next_key = key + 1
+        if not one_way:
+            self.pending.append((key, entry))
+
+    def entries(self):
+        return [e for _k, e in self.pending]
+
+    def counted(self, f):
+        return f.header is not None and f.header.opcode in (TEXT, BINARY)
+
+    def take(self, f):
+        if not self.counted(f) or not self.pending:
+            return None
+        return self.pending.popleft()[1]
+
+    def reply_ok(self, f, payload):
+        h = f.header
+        return f.payload == payload and h.opcode == self.opcode and h.fin and not h.masked
+
+    def goodbye(self):
+        return self.encode(frame(CLOSE, (1000).to_bytes(2, "big"), True, os.urandom(4)))

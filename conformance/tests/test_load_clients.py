@@ -1,0 +1,50 @@
+"""`frameproof net --client` for every registered protocol and each of its load-client profiles
+(call variants, streams, text messages): the Python load client passes, and deliberately broken
+ones are caught with the right HAR-* requirement in those modes too."""
+import pytest
+
+from frameproof import protocols as registry
+
+from conftest import PY
+
+LOAD = f"{PY} -m frameproof.pyload --connect {{host}}:{{port}} --connections 3 --payload 24 --timeout-ms 1000 --json {{json}}"
+PROFILES = [(p.name, label, args) for p in registry.all_protocols()
+            for label, args in (("default", "--mode pipelined --window 16 --requests 3000"),) + tuple(p.load_client_profiles)]
+
+
+def failed(doc):
+    return {rid for rid, v in doc["requirements"].items() if v["failed"]}
+
+
+@pytest.mark.parametrize("protocol,label,args", PROFILES, ids=[f"{p}-{lab}" for p, lab, _ in PROFILES])
+def test_correct_client_passes(frameproof, protocol, label, args):
+    rc, out, doc = frameproof("net", "--protocol", protocol, "--client", f"{LOAD} --protocol {protocol} {args}", timeout=300)
+    assert rc == 0, out[-3000:]
+    assert doc["totals"] == {"passed": 6, "failed": 0, "skipped": 0, "xfailed": 0, "xpassed": 0}
+
+
+BROKEN = [("rpc", "--mode stream --window 4 --requests 300", "no-verify", "HAR-VERIFY-1"),
+          ("rpc", "--mode stream --window 4 --requests 300", "bad-sequence", "HAR-CLI-1"),
+          ("rpc", "--mode stream --window 4 --requests 300", "miscount", "HAR-COUNT-1"),
+          ("rpc", "--variant bidi --mode pipelined --window 8 --requests 3000", "no-verify", "HAR-VERIFY-1"),
+          ("websocket", "--variant text --mode pipelined --window 8 --requests 3000", "no-verify", "HAR-VERIFY-1"),
+          ("websocket", "--mode pipelined --window 8 --requests 3000", "miscount", "HAR-COUNT-1")]
+
+
+@pytest.mark.parametrize("protocol,args,fault,broken", BROKEN, ids=[f"{p}-{f}-{a.split()[1]}" for p, a, f, _ in BROKEN])
+def test_broken_client_is_caught(frameproof, protocol, args, fault, broken, monkeypatch):
+    monkeypatch.setenv("FRAMEPROOF_CLIENT_TIMEOUT", "8")
+    rc, out, doc = frameproof("net", "--protocol", protocol, "--client",
+                              f"{LOAD} --protocol {protocol} {args} --fault {fault}", timeout=300)
+    assert rc == 1, out[-2000:]
+    assert broken in failed(doc), sorted(failed(doc))
+
+
+def test_usage_errors(tmp_path):
+    import subprocess
+    for args, says in (("--protocol rpc --variant nope", "rpc has the variants unary, client-stream"),
+                       ("--protocol websocket --mode stream", "websocket has no streams"),
+                       ("--protocol standard --mode per-packet --window 4", "window 1")):
+        p = subprocess.run(f"{PY} -m frameproof.pyload --connect 127.0.0.1:9 --requests 1 {args}", shell=True,
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 2 and says in p.stderr, p.stderr
