@@ -6,7 +6,8 @@
 //! * [`config`]: the codec configuration (`--codec` JSON, the vectors' `"codec"`).
 //! * One module per protocol: [`standard`], the 4-byte-header request/reply framing
 //!   (`spec/standard.md`, `STD-*`); [`length_field`], length-prefixed framing in every profile
-//!   (`spec/length-field.md`, `LF-*`).
+//!   (`spec/length-field.md`, `LF-*`); [`rpc`], galay-rpc's 16-byte big-endian header with
+//!   typed bodies, unary calls and streams (`spec/rpc.md`, `RPC-*`).
 //! * [`matcher`]: the bookkeeping of client-side matching (sequence table for `standard`, FIFO
 //!   for `length-field`), driven by a caller-supplied clock so that it works with a virtual
 //!   clock (the testee's `match` request) as well as a real one (the load client).
@@ -25,6 +26,7 @@ pub mod length_field;
 pub mod matcher;
 pub mod protocol;
 pub mod registry;
+pub mod rpc;
 pub mod standard;
 
 use std::fmt;
@@ -63,6 +65,30 @@ pub enum Violation {
     LfLim2,
     /// `LF-STR-3`: the stream ended inside a frame.
     LfStr3,
+    /// `RPC-HDR-2`: bad magic.
+    RpcHdr2,
+    /// `RPC-HDR-3`: version other than 1 (received, or to encode).
+    RpcHdr3,
+    /// `RPC-HDR-4`: unknown message type (received, or to encode).
+    RpcHdr4,
+    /// `RPC-BODY-1`: a REQUEST body too short for its name fields.
+    RpcBody1,
+    /// `RPC-BODY-2`: a RESPONSE body shorter than 2 bytes, or an error code above 65535 to encode.
+    RpcBody2,
+    /// `RPC-BODY-3`: a STREAM_INIT body too short for its name fields.
+    RpcBody3,
+    /// `RPC-BODY-5`: STREAM_INIT_ACK/END/CANCEL with a body.
+    RpcBody5,
+    /// `RPC-BODY-6`: a service or method name longer than 65535 bytes to encode.
+    RpcBody6,
+    /// `RPC-LIM-1`: declared body above the receiver's maximum.
+    RpcLim1,
+    /// `RPC-LIM-2`: body to encode above the sender's maximum.
+    RpcLim2,
+    /// `RPC-STR-3`: the stream ended inside a frame.
+    RpcStr3,
+    /// `RPC-ECHO-4`: a frame other than REQUEST on the unary endpoint.
+    RpcEcho4,
 }
 
 impl Violation {
@@ -81,12 +107,27 @@ impl Violation {
             Violation::LfLim1 => "LF-LIM-1",
             Violation::LfLim2 => "LF-LIM-2",
             Violation::LfStr3 => "LF-STR-3",
+            Violation::RpcHdr2 => "RPC-HDR-2",
+            Violation::RpcHdr3 => "RPC-HDR-3",
+            Violation::RpcHdr4 => "RPC-HDR-4",
+            Violation::RpcBody1 => "RPC-BODY-1",
+            Violation::RpcBody2 => "RPC-BODY-2",
+            Violation::RpcBody3 => "RPC-BODY-3",
+            Violation::RpcBody5 => "RPC-BODY-5",
+            Violation::RpcBody6 => "RPC-BODY-6",
+            Violation::RpcLim1 => "RPC-LIM-1",
+            Violation::RpcLim2 => "RPC-LIM-2",
+            Violation::RpcStr3 => "RPC-STR-3",
+            Violation::RpcEcho4 => "RPC-ECHO-4",
         }
     }
 
     /// True for an input that ended inside a frame (as opposed to a malformed one).
     pub fn is_truncation(self) -> bool {
-        matches!(self, Violation::StdStr3 | Violation::LfStr3)
+        matches!(
+            self,
+            Violation::StdStr3 | Violation::LfStr3 | Violation::RpcStr3
+        )
     }
 }
 
@@ -225,6 +266,18 @@ mod tests {
             Violation::LfLim1,
             Violation::LfLim2,
             Violation::LfStr3,
+            Violation::RpcHdr2,
+            Violation::RpcHdr3,
+            Violation::RpcHdr4,
+            Violation::RpcBody1,
+            Violation::RpcBody2,
+            Violation::RpcBody3,
+            Violation::RpcBody5,
+            Violation::RpcBody6,
+            Violation::RpcLim1,
+            Violation::RpcLim2,
+            Violation::RpcStr3,
+            Violation::RpcEcho4,
         ];
         let ids: std::collections::HashSet<&str> = all.iter().map(|v| v.id()).collect();
         assert_eq!(ids.len(), all.len());

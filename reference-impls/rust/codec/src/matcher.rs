@@ -27,6 +27,11 @@ pub enum SendError<E> {
     Encode(E),
     /// The protocol has no such message (e.g. a one-way message in `length-field`).
     Unsupported,
+    /// `RPC-ID-2`: the next id is held by a pending request.
+    IdBusy(u32),
+    /// The protocol refuses this send (e.g. an rpc one-way call, a call frame that is not a
+    /// REQUEST): nothing is written.
+    Refused(&'static str),
 }
 
 impl<E: std::fmt::Display> std::fmt::Display for SendError<E> {
@@ -37,6 +42,8 @@ impl<E: std::fmt::Display> std::fmt::Display for SendError<E> {
             SendError::ConnectionFailed => f.write_str("connection failed"),
             SendError::Encode(e) => write!(f, "{e}"),
             SendError::Unsupported => f.write_str("not supported by the protocol"),
+            SendError::IdBusy(id) => write!(f, "id {id} still pending (RPC-ID-2)"),
+            SendError::Refused(why) => f.write_str(why),
         }
     }
 }
@@ -308,6 +315,130 @@ impl<T> FifoMatcher<T> {
     }
 }
 
+/// Matching by a 32-bit key the reply carries back (`rpc`: the request id, `RPC-MATCH-*`):
+/// pending requests by key, and in send order for timeouts and failures. The caller allocates
+/// the keys (a per-connection counter, `RPC-ID-1`) and checks [`IdMatcher::is_pending`] before
+/// it uses one (`RPC-ID-2`).
+#[derive(Debug)]
+pub struct IdMatcher<T> {
+    by_id: std::collections::HashMap<u32, Pending<T>>,
+    /// (serial, id) in send order; entries whose request completed are skipped lazily.
+    order: VecDeque<(u64, u32)>,
+    serial: u64,
+    timeout: u64,
+    failed: bool,
+}
+
+impl<T> IdMatcher<T> {
+    pub fn new(timeout: u64) -> Self {
+        IdMatcher {
+            by_id: std::collections::HashMap::new(),
+            order: VecDeque::new(),
+            serial: 0,
+            timeout,
+            failed: false,
+        }
+    }
+
+    pub fn pending(&self) -> usize {
+        self.by_id.len()
+    }
+
+    pub fn is_failed(&self) -> bool {
+        self.failed
+    }
+
+    pub fn is_pending(&self, id: u32) -> bool {
+        self.by_id.contains_key(&id)
+    }
+
+    /// Sends a request under `id`: refused on a failed connection or when `id` is pending;
+    /// otherwise `write()` encodes it and, if that succeeds, it is pending until `now + timeout`.
+    pub fn send_request<E>(
+        &mut self,
+        now: u64,
+        id: u32,
+        tag: T,
+        write: impl FnOnce() -> Result<(), E>,
+    ) -> Result<(), SendError<E>> {
+        if self.failed {
+            return Err(SendError::ConnectionFailed);
+        }
+        if self.by_id.contains_key(&id) {
+            return Err(SendError::IdBusy(id));
+        }
+        write().map_err(SendError::Encode)?;
+        self.serial += 1;
+        self.by_id.insert(
+            id,
+            Pending {
+                serial: self.serial,
+                deadline: now.saturating_add(self.timeout),
+                tag,
+            },
+        );
+        self.order.push_back((self.serial, id));
+        Ok(())
+    }
+
+    /// Drops the completed entries at the front of the send order.
+    fn trim(&mut self) {
+        while let Some(&(serial, id)) = self.order.front() {
+            if self.by_id.get(&id).is_some_and(|p| p.serial == serial) {
+                break;
+            }
+            self.order.pop_front();
+        }
+    }
+
+    /// A reply carrying `id`: completes the request pending under it (`RPC-MATCH-1`), else
+    /// unmatched (`RPC-MATCH-2`).
+    pub fn receive(&mut self, id: u32) -> Received<T> {
+        if self.failed {
+            return Received::Ignored;
+        }
+        match self.by_id.remove(&id) {
+            Some(p) => {
+                self.trim();
+                Received::Reply(p.tag)
+            }
+            None => Received::Unmatched,
+        }
+    }
+
+    /// Completes, oldest first, the requests whose deadline is `<= now` (`RPC-MATCH-3`); their
+    /// ids are free again. Deadlines grow with the send order (one timeout, a clock that never
+    /// goes back), so the expired requests are a prefix of it.
+    pub fn expire(&mut self, now: u64) -> Vec<T> {
+        let mut out = Vec::new();
+        if self.failed {
+            return out;
+        }
+        self.trim();
+        while let Some(&(_, id)) = self.order.front() {
+            if self.by_id[&id].deadline > now {
+                break;
+            }
+            self.order.pop_front();
+            out.extend(self.by_id.remove(&id).map(|p| p.tag));
+            self.trim();
+        }
+        out
+    }
+
+    /// Fails the connection: every pending request, oldest first.
+    pub fn fail(&mut self) -> Vec<T> {
+        self.failed = true;
+        let mut out = Vec::new();
+        for (serial, id) in self.order.drain(..) {
+            if self.by_id.get(&id).is_some_and(|p| p.serial == serial) {
+                out.extend(self.by_id.remove(&id).map(|p| p.tag));
+            }
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -459,6 +590,33 @@ mod tests {
         assert_eq!(m.receive(), Received::Ignored);
         assert_eq!(
             m.send_request(300, 'd', fok),
+            Err(SendError::ConnectionFailed)
+        );
+    }
+
+    #[test]
+    fn ids_match_in_any_order_and_expire_oldest_first() {
+        let mut m = IdMatcher::new(100);
+        for id in 0..4u32 {
+            m.send_request(id as u64, id, id * 10, fok).unwrap();
+        }
+        assert_eq!(m.send_request(0, 2, 99, fok), Err(SendError::IdBusy(2)));
+        assert_eq!(m.receive(2), Received::Reply(20));
+        assert_eq!(m.receive(2), Received::Unmatched);
+        assert_eq!(m.receive(0), Received::Reply(0));
+        assert_eq!(m.pending(), 2);
+        assert!(m.expire(100).is_empty());
+        assert_eq!(m.expire(101), vec![10]);
+        assert_eq!(m.receive(1), Received::Unmatched);
+        m.send_request(200, 1, 11, fok).unwrap();
+        assert_eq!(m.expire(1000), vec![30, 11]);
+        assert_eq!(m.pending(), 0);
+        m.send_request(0, 5, 50, fok).unwrap();
+        m.send_request(0, 6, 60, fok).unwrap();
+        assert_eq!(m.fail(), vec![50, 60]);
+        assert_eq!(m.receive(5), Received::Ignored);
+        assert_eq!(
+            m.send_request(0, 7, 70, fok),
             Err(SendError::ConnectionFailed)
         );
     }

@@ -43,6 +43,19 @@ pub trait Protocol: Sized + Clone + Send + Sync + 'static {
     /// several (`""` = the default echo service); `sink` decodes and counts, replying nothing.
     fn session(&self, endpoint: &str, sink: bool) -> Result<Self::Session, ConfigError>;
 
+    /// The network echo server's endpoint of one connection (fp-server). Default: the default
+    /// endpoint; a protocol with several picks one per connection itself (rpc, `RPC-ECHO-7`).
+    fn net_session(&self, sink: bool) -> Result<Self::Session, ConfigError> {
+        self.session("", sink)
+    }
+
+    /// What the protocol itself says on the wire about an error (an rpc error code, a WebSocket
+    /// close code), as the fields of the testee's `ProtocolError.detail` oneof
+    /// (`{"websocket": {"close_code": 1002}}`); `None` where it says nothing.
+    fn error_detail(&self, _error: &ProtocolError) -> Option<Map<String, Value>> {
+        None
+    }
+
     /// The client side of one connection; requests time out `timeout` units (of the caller's
     /// clock) after they are sent.
     fn client<T: Send + 'static>(&self, timeout: u64) -> Self::Client<T>;
@@ -204,6 +217,19 @@ pub trait ClientMatcher<T> {
         out: &mut BytesMut,
         fill: impl FnOnce(&mut [u8]),
     ) -> Result<(), SendError<ProtocolError>>;
+
+    /// Sends a request built from a whole frame (the testee's `send_frame`: an rpc call with its
+    /// own service, method and mode); the client still sets what it owns (the id, `RPC-ID-1`).
+    /// [`SendError::Unsupported`] where requests carry nothing but a payload.
+    fn send_frame(
+        &mut self,
+        _now: u64,
+        _tag: T,
+        _frame: &Self::Frame,
+        _out: &mut BytesMut,
+    ) -> Result<(), SendError<ProtocolError>> {
+        Err(SendError::Unsupported)
+    }
 
     /// Sends a one-way message, never pending; [`SendError::Unsupported`] where the protocol
     /// has none.

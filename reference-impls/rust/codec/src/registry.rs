@@ -47,6 +47,7 @@ macro_rules! registry {
 registry! {
     standard::Standard,
     length_field::LengthField,
+    rpc::Rpc,
 }
 
 /// Checks a configuration (builds its protocol) without using it.
@@ -95,7 +96,7 @@ mod tests {
 
     #[test]
     fn lists_every_protocol_once() {
-        assert_eq!(PROTOCOLS, &["standard", "length-field"]);
+        assert_eq!(PROTOCOLS, &["standard", "length-field", "rpc"]);
     }
 
     #[test]
@@ -111,6 +112,11 @@ mod tests {
             r#"{"protocol": "length-field", "length_field": {"offset": 1, "size": -4}}"#,
         );
         assert_eq!(&wire[..], b"\x00\x00\x00\x00\x03abc");
+        let (name, wire, payload) = round_trip(r#"{"protocol": "rpc", "rpc": {"max_body": 64}}"#);
+        assert_eq!(
+            (name, &wire[..4], &payload[..]),
+            ("rpc", &b"GRPC"[..], &b"abc"[..])
+        );
     }
 
     #[test]
@@ -118,7 +124,7 @@ mod tests {
         let cfg = |s: &str| CodecConfig::parse(s).unwrap();
         assert!(matches!(
             check(&cfg(r#"{"protocol": "websocket"}"#)),
-            Err(ConfigError::Unsupported(m)) if m.contains("standard, length-field")
+            Err(ConfigError::Unsupported(m)) if m.contains("standard, length-field, rpc")
         ));
         match check(&cfg(
             r#"{"protocol": "length-field", "length_field": {"size": 3}}"#,
