@@ -286,7 +286,7 @@ namespace Frameproof.Tests
             int port = ((IPEndPoint)listener.LocalEndpoint).Port;
             try
             {
-                foreach (string proto in Registry.Names)
+                foreach (string proto in RegistryTests.ByteLevel())
                 {
                     var c = new RequestClient(Connect(port), Registry.Create(CodecSpec.Named(proto)), 150, new Verifier { Len = 1 });
                     Socket peer = listener.AcceptSocket(); // accepts, never replies

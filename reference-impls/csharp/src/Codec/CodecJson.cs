@@ -264,6 +264,7 @@ namespace Frameproof.Codec
                 if (m.Key == "protocol") continue;
                 if (m.Key == "limits")
                 {
+                    if (!module.TakesLimits) throw new FormatException("\"limits\" does not apply to protocol \"" + spec.Protocol + "\" (its limit is in its own parameters)");
                     foreach (KeyValuePair<string, JsonValue> l in m.Value.AsObject("\"limits\""))
                     {
                         if (l.Key != "max_payload") throw new FormatException("unknown key \"limits\"." + Quote(l.Key));

@@ -9,13 +9,20 @@ namespace Frameproof.Codec
         public readonly string Requirement;
         public readonly long Offset;
         public readonly string Message;
+        /// <summary>What the protocol itself says about the error on the wire (e.g. a WebSocket
+        /// close code), or null.</summary>
+        public readonly object Detail;
 
-        public ProtocolError(string requirement, long offset, string message)
+        public ProtocolError(string requirement, long offset, string message, object detail = null)
         {
             Requirement = requirement;
             Offset = offset;
             Message = message;
+            Detail = detail;
         }
+
+        /// <summary>The same error at another stream offset.</summary>
+        public ProtocolError At(long offset) { return new ProtocolError(Requirement, offset, Message, Detail); }
 
         public bool IsSet { get { return Requirement != null; } }
 

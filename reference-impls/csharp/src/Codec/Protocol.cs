@@ -38,6 +38,10 @@ namespace Frameproof.Codec
         /// the testee's <c>Codec.params</c> oneof), or null if it takes none.</summary>
         public virtual string ParamsKey { get { return null; } }
 
+        /// <summary>False for protocols whose limit travels in their own parameters (rpc's max_body):
+        /// then "limits" in the codec JSON is a usage error.</summary>
+        public virtual bool TakesLimits { get { return true; } }
+
         /// <summary>Reads the parameter object given under <see cref="ParamsKey"/>. Throws
         /// <see cref="FormatException"/> for unknown keys or values of the wrong type.</summary>
         public virtual object ParseParams(JsonValue value)
@@ -129,6 +133,20 @@ namespace Frameproof.Codec
         /// <summary>A server-side echo session for one connection (the configuration must be valid).
         /// With <paramref name="sink"/>, frames are decoded and counted, nothing is written.</summary>
         public abstract ServerSession NewSession(bool sink);
+
+        /// <summary>The server session of a named endpoint (the testee's <c>serve</c>; "" = the
+        /// default), or null if the protocol has no such endpoint. Protocols with one endpoint take
+        /// only "".</summary>
+        public virtual ServerSession NewSession(string endpoint, bool sink)
+        {
+            return endpoint == "" ? NewSession(sink) : null;
+        }
+
+        // ---------------------------------------------------------------- typed frames
+
+        /// <summary>The whole-stream operations on typed frames for protocols whose frames carry more
+        /// than (flag, sequence, payload), or null (the testee then uses the decoder and matcher).</summary>
+        public virtual ITypedFrames Typed { get { return null; } }
     }
 
     /// <summary>

@@ -163,7 +163,9 @@ namespace Frameproof.Testee
         public bool HasLengthField;         // params: LengthFieldParams length_field = 3
         public uint LfOffset;               // LengthFieldParams.offset = 1
         public int LfSize;                  // LengthFieldParams.size = 2 (sint32)
-        public int OtherParams;             // params: the field number of a member skipped (rpc 4, websocket 5), else 0
+        public int OtherParams;             // params: the field number of the member given if not length_field (rpc 4, websocket 5, ...), else 0
+        public RpcParams Rpc;               // params: RpcParams rpc = 4 (max_body = 1)
+        public WebSocketParamsMsg WebSocket; // params: WebSocketParams websocket = 5
 
         public static CodecConfig Parse(ProtoReader r)
         {
@@ -200,14 +202,29 @@ namespace Frameproof.Testee
                 else if (f >= 4 && f <= 15)
                 {
                     ProtoReader.Expect(wt, 2, f); // another protocol's parameters (oneof params)
-                    r.Skip(wt);
                     c.HasLengthField = false;
                     c.LfOffset = 0; c.LfSize = 0;
+                    c.Rpc = null; c.WebSocket = null;
                     c.OtherParams = f;
+                    if (f == 4) c.Rpc = ParseRpc(r.ReadMessage());
+                    else if (f == 5) c.WebSocket = WebSocketParamsMsg.Parse(r.ReadMessage());
+                    else r.Skip(wt);
                 }
                 else r.Skip(wt);
             }
             return c;
+        }
+
+        static RpcParams ParseRpc(ProtoReader r)
+        {
+            var p = new RpcParams();
+            while (!r.AtEnd)
+            {
+                int g, w; r.ReadTag(out g, out w);
+                if (g == 1) { ProtoReader.Expect(w, 0, g); ulong v = r.ReadVarint(); p.MaxBody = v > long.MaxValue ? long.MaxValue : (long)v; }
+                else r.Skip(w);
+            }
+            return p;
         }
 
         public void WriteTo(ProtoWriter w)
@@ -215,6 +232,8 @@ namespace Frameproof.Testee
             w.String(1, Protocol);
             if (HasLimits || MaxPayload != 0) { var l = new ProtoWriter(); l.UInt64(1, MaxPayload); w.Message(2, l); }
             if (HasLengthField) { var p = new ProtoWriter(); p.UInt32(1, LfOffset); p.SInt32(2, LfSize); w.Message(3, p); }
+            if (Rpc != null) { var p = new ProtoWriter(); p.UInt64(1, (ulong)Rpc.MaxBody); w.Message(4, p); }
+            if (WebSocket != null) w.Message(5, WebSocket.ToWriter());
         }
 
         /// <summary>The codec for the registry: the oneof member given becomes the protocol's parameters.</summary>
@@ -226,6 +245,16 @@ namespace Frameproof.Testee
                 spec.ParamsKey = LengthFieldProtocol.Module.ParamsKey;
                 spec.Params = new LengthFieldProfile(LfOffset, LfSize);
             }
+            else if (Rpc != null)
+            {
+                spec.ParamsKey = "rpc";
+                spec.Params = Rpc;
+            }
+            else if (WebSocket != null)
+            {
+                spec.ParamsKey = "websocket";
+                spec.Params = WebSocket.ToParams();
+            }
             return spec;
         }
     }
@@ -235,7 +264,8 @@ namespace Frameproof.Testee
         public uint Flag;
         public uint Sequence;
         public byte[] Payload = new byte[0];
-        public int OtherHeader;             // header: the field number of a member skipped (rpc 4, websocket 5), else 0
+        public int OtherHeader;             // header: the field number of the member given (rpc 4, websocket 5, ...), else 0
+        public object Header;               // header: RpcHeader (4) or WebSocketHeader (5), else null
 
         public static FrameMsg Parse(ProtoReader r)
         {
@@ -246,17 +276,89 @@ namespace Frameproof.Testee
                 if (f == 1) { ProtoReader.Expect(wt, 0, f); m.Flag = (uint)r.ReadVarint(); }
                 else if (f == 2) { ProtoReader.Expect(wt, 0, f); m.Sequence = (uint)r.ReadVarint(); }
                 else if (f == 3) { ProtoReader.Expect(wt, 2, f); m.Payload = r.ReadBytes(); }
-                else if (f >= 4 && f <= 15) { ProtoReader.Expect(wt, 2, f); r.Skip(wt); m.OtherHeader = f; }
+                else if (f >= 4 && f <= 15)
+                {
+                    ProtoReader.Expect(wt, 2, f);
+                    m.OtherHeader = f;
+                    m.Header = null;
+                    if (f == 4) m.Header = ParseRpc(r.ReadMessage());
+                    else if (f == 5) m.Header = ParseWebSocket(r.ReadMessage());
+                    else r.Skip(wt);
+                }
                 else r.Skip(wt);
             }
             return m;
+        }
+
+        static RpcHeader ParseRpc(ProtoReader r)
+        {
+            var h = new RpcHeader { Version = 0 };
+            while (!r.AtEnd)
+            {
+                int g, w; r.ReadTag(out g, out w);
+                switch (g)
+                {
+                    case 1: ProtoReader.Expect(w, 0, g); h.Version = (uint)r.ReadVarint(); break;
+                    case 2: ProtoReader.Expect(w, 0, g); h.Type = (uint)r.ReadVarint(); break;
+                    case 3: ProtoReader.Expect(w, 0, g); h.Flags = (uint)r.ReadVarint(); break;
+                    case 4: ProtoReader.Expect(w, 0, g); h.Reserved = (uint)r.ReadVarint(); break;
+                    case 5: ProtoReader.Expect(w, 0, g); h.Id = (uint)r.ReadVarint(); break;
+                    case 6: ProtoReader.Expect(w, 2, g); h.Service = r.ReadBytes(); break;
+                    case 7: ProtoReader.Expect(w, 2, g); h.Method = r.ReadBytes(); break;
+                    case 8: ProtoReader.Expect(w, 0, g); h.ErrorCode = (uint)r.ReadVarint(); break;
+                    default: r.Skip(w); break;
+                }
+            }
+            return h;
+        }
+
+        static WebSocketHeader ParseWebSocket(ProtoReader r)
+        {
+            var h = new WebSocketHeader();
+            while (!r.AtEnd)
+            {
+                int g, w; r.ReadTag(out g, out w);
+                switch (g)
+                {
+                    case 1: ProtoReader.Expect(w, 0, g); h.Fin = r.ReadVarint() != 0; break;
+                    case 2: ProtoReader.Expect(w, 0, g); h.Rsv = (uint)r.ReadVarint(); break;
+                    case 3: ProtoReader.Expect(w, 0, g); h.Opcode = (uint)r.ReadVarint(); break;
+                    case 4: ProtoReader.Expect(w, 0, g); h.Masked = r.ReadVarint() != 0; break;
+                    case 5: ProtoReader.Expect(w, 2, g); h.MaskKey = r.ReadBytes(); break;
+                    default: r.Skip(w); break;
+                }
+            }
+            return h;
         }
 
         public ProtoWriter ToWriter()
         {
             var w = new ProtoWriter();
             w.UInt32(1, Flag); w.UInt32(2, Sequence); w.Bytes(3, Payload);
+            var rpc = Header as RpcHeader;
+            if (rpc != null)
+            {
+                var h = new ProtoWriter();
+                h.UInt32(1, rpc.Version); h.UInt32(2, rpc.Type); h.UInt32(3, rpc.Flags); h.UInt32(4, rpc.Reserved);
+                h.UInt32(5, rpc.Id); h.Bytes(6, rpc.Service); h.Bytes(7, rpc.Method); h.UInt32(8, rpc.ErrorCode);
+                w.Message(4, h);
+            }
+            var ws = Header as WebSocketHeader;
+            if (ws != null)
+            {
+                var h = new ProtoWriter();
+                h.Bool(1, ws.Fin); h.UInt32(2, ws.Rsv); h.UInt32(3, ws.Opcode); h.Bool(4, ws.Masked); h.Bytes(5, ws.MaskKey);
+                w.Message(5, h);
+            }
             return w;
+        }
+
+        public FrameValue ToValue() { return new FrameValue { Flag = Flag, Sequence = Sequence, Payload = Payload, Header = Header }; }
+
+        public static FrameMsg From(FrameValue v)
+        {
+            return new FrameMsg { Flag = v.Flag, Sequence = v.Sequence, Payload = v.Payload ?? new byte[0], Header = v.Header,
+                OtherHeader = v.Header is RpcHeader ? 4 : v.Header is WebSocketHeader ? 5 : 0 };
         }
     }
 
@@ -265,13 +367,28 @@ namespace Frameproof.Testee
         public string Requirement = "";
         public ulong Offset;
         public string Message = "";
-        public int OtherDetail;             // detail: the field number of a member skipped (rpc 4, websocket 5), else 0
+        public int OtherDetail;             // detail: the field number of the member given (rpc 4, websocket 5, ...), else 0
+        public uint RpcErrorCode;           // detail: RpcErrorDetail rpc = 4 (error_code = 1)
+        public uint CloseCode;              // detail: WebSocketErrorDetail websocket = 5 (close_code = 1)
 
         public ProtoWriter ToWriter()
         {
             var w = new ProtoWriter();
             w.String(1, Requirement); w.UInt64(2, Offset); w.String(3, Message);
+            if (OtherDetail == 4) { var d = new ProtoWriter(); d.UInt32(1, RpcErrorCode); w.Message(4, d); }
+            else if (OtherDetail == 5) { var d = new ProtoWriter(); d.UInt32(1, CloseCode); w.Message(5, d); }
             return w;
+        }
+
+        static uint ParseDetail(ProtoReader r)
+        {
+            uint v = 0;
+            while (!r.AtEnd)
+            {
+                int g, w; r.ReadTag(out g, out w);
+                if (g == 1) { ProtoReader.Expect(w, 0, g); v = (uint)r.ReadVarint(); } else r.Skip(w);
+            }
+            return v;
         }
 
         public static ErrorMsg Parse(ProtoReader r)
@@ -283,7 +400,15 @@ namespace Frameproof.Testee
                 if (f == 1) { ProtoReader.Expect(wt, 2, f); m.Requirement = r.ReadString(); }
                 else if (f == 2) { ProtoReader.Expect(wt, 0, f); m.Offset = r.ReadVarint(); }
                 else if (f == 3) { ProtoReader.Expect(wt, 2, f); m.Message = r.ReadString(); }
-                else if (f >= 4 && f <= 15) { ProtoReader.Expect(wt, 2, f); r.Skip(wt); m.OtherDetail = f; }
+                else if (f >= 4 && f <= 15)
+                {
+                    ProtoReader.Expect(wt, 2, f);
+                    m.OtherDetail = f;
+                    m.RpcErrorCode = 0; m.CloseCode = 0;
+                    if (f == 4) m.RpcErrorCode = ParseDetail(r.ReadMessage());
+                    else if (f == 5) m.CloseCode = ParseDetail(r.ReadMessage());
+                    else r.Skip(wt);
+                }
                 else r.Skip(wt);
             }
             return m;
@@ -291,7 +416,10 @@ namespace Frameproof.Testee
 
         public static ErrorMsg From(ProtocolError e)
         {
-            return new ErrorMsg { Requirement = e.Requirement, Offset = (ulong)e.Offset, Message = e.Message ?? "" };
+            var m = new ErrorMsg { Requirement = e.Requirement, Offset = (ulong)e.Offset, Message = e.Message ?? "" };
+            var close = e.Detail as WebSocketCloseDetail;
+            if (close != null) { m.OtherDetail = 5; m.CloseCode = close.Code; }
+            return m;
         }
     }
 
@@ -552,6 +680,41 @@ namespace Frameproof.Testee
                 }
             }
             return m;
+        }
+    }
+}
+
+namespace Frameproof.Testee
+{
+    /// <summary>WebSocketParams (role = 1: 0/1 server, 2 client; max_message = 2).</summary>
+    public sealed class WebSocketParamsMsg
+    {
+        public int Role;
+        public ulong MaxMessage;
+
+        public static WebSocketParamsMsg Parse(ProtoReader r)
+        {
+            var p = new WebSocketParamsMsg();
+            while (!r.AtEnd)
+            {
+                int g, w; r.ReadTag(out g, out w);
+                if (g == 1) { ProtoReader.Expect(w, 0, g); p.Role = (int)r.ReadVarint(); }
+                else if (g == 2) { ProtoReader.Expect(w, 0, g); p.MaxMessage = r.ReadVarint(); }
+                else r.Skip(w);
+            }
+            return p;
+        }
+
+        public ProtoWriter ToWriter()
+        {
+            var w = new ProtoWriter();
+            w.Enum(1, Role); w.UInt64(2, MaxMessage);
+            return w;
+        }
+
+        public WebSocketParams ToParams()
+        {
+            return new WebSocketParams { Client = Role == 2, MaxMessage = MaxMessage > long.MaxValue ? long.MaxValue : (long)MaxMessage };
         }
     }
 }

@@ -70,6 +70,13 @@ namespace Frameproof.Testee
             if (codec == null) return skipped;
             var resp = new TesteeResponseMsg { Kind = ResponseKind.Decode };
             if (codec.ConfigError.IsSet) { resp.Error = ErrorMsg.From(codec.ConfigError); return resp; }
+            if (codec.Typed != null)
+            {
+                DecodeOutcome d = codec.Typed.Decode(req.Chunks);
+                foreach (FrameValue f in d.Frames) resp.Frames.Add(FrameMsg.From(f));
+                if (d.Error.IsSet) resp.Error = ErrorMsg.From(d.Error);
+                return resp;
+            }
             using (FrameDecoder dec = codec.NewDecoder())
             {
                 var sink = new Collector();
@@ -92,6 +99,14 @@ namespace Frameproof.Testee
             if (codec == null) return skipped;
             var resp = new TesteeResponseMsg { Kind = ResponseKind.Encode };
             byte[] payload = req.Frame.Payload ?? new byte[0];
+            if (codec.Typed != null && !codec.ConfigError.IsSet)
+            {
+                EncodeOutcome e = codec.Typed.Encode(req.Frame.ToValue());
+                if (e.Skipped != null) return Skipped(e.Skipped);
+                if (e.Error.IsSet) resp.Error = ErrorMsg.From(e.Error);
+                else resp.Encoded = e.Encoded;
+                return resp;
+            }
             if (req.Frame.OtherHeader != 0) return Skipped("frame header field " + req.Frame.OtherHeader + " does not apply to " + codec.Protocol);
             string why = codec.UnsupportedHeader(req.Frame.Flag, req.Frame.Sequence);
             if (why != null) return Skipped(why);
@@ -138,6 +153,7 @@ namespace Frameproof.Testee
             TesteeResponseMsg skipped;
             FrameCodec codec = CodecOf(req, out skipped);
             if (codec == null) return skipped;
+            if (codec.Typed != null && !codec.ConfigError.IsSet) return TypedMatch(codec.Typed, req);
             foreach (MatchEventMsg e in req.Events)
                 if (e.Kind == MatchEventKind.SendFrame) return Skipped("send_frame does not apply to " + codec.Protocol);
             var resp = new TesteeResponseMsg { Kind = ResponseKind.Match };
@@ -207,13 +223,40 @@ namespace Frameproof.Testee
             return resp;
         }
 
+        /// <summary>match for protocols with typed frames: the script runs in the protocol's module.</summary>
+        static TesteeResponseMsg TypedMatch(ITypedFrames typed, TesteeRequestMsg req)
+        {
+            var steps = new List<MatchStep>();
+            foreach (MatchEventMsg e in req.Events)
+            {
+                var s = new MatchStep { Bytes = e.Bytes ?? new byte[0], AdvanceMs = e.AdvanceMs };
+                switch (e.Kind)
+                {
+                    case MatchEventKind.Send: s.Kind = MatchStepKind.Send; break;
+                    case MatchEventKind.SendOneWay: s.Kind = MatchStepKind.SendOneWay; break;
+                    case MatchEventKind.SendFrame: s.Kind = MatchStepKind.SendFrame; s.Frame = (e.Frame ?? new FrameMsg()).ToValue(); break;
+                    case MatchEventKind.Receive: s.Kind = MatchStepKind.Receive; break;
+                    case MatchEventKind.AdvanceMs: s.Kind = MatchStepKind.AdvanceMs; break;
+                    default: continue;
+                }
+                steps.Add(s);
+            }
+            MatchOutcome m = typed.Match(req.TimeoutMs, steps);
+            if (m.Skipped != null) return Skipped(m.Skipped);
+            var resp = new TesteeResponseMsg { Kind = ResponseKind.Match };
+            resp.Sent.AddRange(m.Sent);
+            foreach (MatchCompletion c in m.Completions)
+                resp.Completions.Add(new CompletionMsg { Kind = (CompletionKindMsg)(int)c.Kind, Request = c.Request, Frame = c.Frame == null ? null : FrameMsg.From(c.Frame) });
+            if (m.Error.IsSet) resp.Error = ErrorMsg.From(m.Error);
+            return resp;
+        }
+
         /// <summary>serve (v2): the codec's server session, fed chunk by chunk, offline.</summary>
         static TesteeResponseMsg Serve(TesteeRequestMsg req)
         {
             TesteeResponseMsg skipped;
             FrameCodec codec = CodecOf(req, out skipped);
             if (codec == null) return skipped;
-            if (req.Endpoint != "") return Skipped("endpoint '" + req.Endpoint + "' not implemented for " + codec.Protocol);
             var resp = new TesteeResponseMsg { Kind = ResponseKind.Serve };
             if (codec.ConfigError.IsSet)
             {
@@ -223,7 +266,9 @@ namespace Frameproof.Testee
                 return resp;
             }
             if (codec.EncoderUnsupported != null) return Skipped(codec.EncoderUnsupported);
-            using (ServerSession session = codec.NewSession(false))
+            ServerSession endpoint = codec.NewSession(req.Endpoint, false);
+            if (endpoint == null) return Skipped("endpoint '" + req.Endpoint + "' not implemented for " + codec.Protocol);
+            using (ServerSession session = endpoint)
             {
                 foreach (byte[] chunk in req.Chunks)
                 {

@@ -1,0 +1,798 @@
+using System;
+using System.Buffers;
+using System.Buffers.Binary;
+using System.Collections.Generic;
+
+namespace Frameproof.Codec
+{
+    /// <summary>rpc frame types, flags and the conformance echo service's names (spec/rpc.md §2, §3, §9).</summary>
+    public static class RpcTypes
+    {
+        public const byte Request = 0x01, Response = 0x02, Heartbeat = 0x03, Error = 0x04;
+        public const byte StreamInit = 0x10, StreamInitAck = 0x11, StreamData = 0x12, StreamEnd = 0x13, StreamCancel = 0x14;
+        public const byte EndStream = 0x04;
+        public const byte ModeMask = 0x03;
+        public const int HeaderLength = 16;
+        /// <summary>RPC-LIM-1 default: 16 MiB (upstream RPC_MAX_BODY_SIZE).</summary>
+        public const long DefaultMaxBody = 16L * 1024 * 1024;
+        public const ushort CodeOk = 0, CodeServiceNotFound = 2, CodeMethodNotFound = 3;
+
+        /// <summary>"frameproof.Echo" and "echo" (spec/rpc.md §9).</summary>
+        public static readonly byte[] EchoService = { 0x66, 0x72, 0x61, 0x6d, 0x65, 0x70, 0x72, 0x6f, 0x6f, 0x66, 0x2e, 0x45, 0x63, 0x68, 0x6f };
+        public static readonly byte[] EchoMethod = { 0x65, 0x63, 0x68, 0x6f };
+
+        /// <summary>RPC-HDR-4: the nine types.</summary>
+        public static bool IsKnown(uint type)
+        {
+            return (type >= Request && type <= Error) || (type >= StreamInit && type <= StreamCancel);
+        }
+
+        /// <summary>RPC-BODY-5: STREAM_INIT_ACK, STREAM_END, STREAM_CANCEL have an empty body.</summary>
+        public static bool IsControl(uint type) { return type == StreamInitAck || type == StreamEnd || type == StreamCancel; }
+
+        /// <summary>REQUEST and STREAM_INIT carry service and method (RPC-BODY-1, RPC-BODY-3).</summary>
+        public static bool HasNames(uint type) { return type == Request || type == StreamInit; }
+
+        /// <summary>STREAM_INIT .. STREAM_CANCEL: the types that pick the stream endpoint (RPC-ECHO-7).</summary>
+        public static bool IsStream(uint type) { return type >= StreamInit && type <= StreamCancel; }
+    }
+
+    /// <summary>The rpc header and the typed body fields before the payload, in owning form
+    /// (testee frames, <see cref="FrameValue.Header"/>). Values are kept as given, so an encoder can
+    /// refuse out-of-range ones.</summary>
+    public sealed class RpcHeader
+    {
+        public uint Version = 1;
+        public uint Type;
+        public uint Flags;
+        public uint Reserved;
+        public uint Id;
+        public byte[] Service = new byte[0];
+        public byte[] Method = new byte[0];
+        public uint ErrorCode;
+    }
+
+    /// <summary>The rpc codec's parameters: codec JSON <c>{"rpc": {"max_body": N}}</c>, testee <c>RpcParams</c>.</summary>
+    public sealed class RpcParams
+    {
+        /// <summary>Largest body; 0 = the spec default (16 MiB).</summary>
+        public long MaxBody;
+    }
+
+    /// <summary>One decoded frame, valid only during the handler call (spans into the decoder's input
+    /// or its buffer). <see cref="Offset"/> is where the frame starts in the stream.</summary>
+    public ref struct RpcFrame
+    {
+        public byte Version, Type, Flags, Reserved;
+        public uint Id;
+        public ushort ErrorCode;
+        public ReadOnlySpan<byte> Service, Method, Payload;
+        public long Offset;
+
+        public RpcHeader ToHeader()
+        {
+            return new RpcHeader
+            {
+                Version = Version, Type = Type, Flags = Flags, Reserved = Reserved, Id = Id,
+                Service = Service.ToArray(), Method = Method.ToArray(), ErrorCode = ErrorCode
+            };
+        }
+
+        public FrameValue ToValue() { return new FrameValue { Payload = Payload.ToArray(), Header = ToHeader() }; }
+    }
+
+    /// <summary>Receives decoded rpc frames; returns false to stop the decoder (the receiver closes).</summary>
+    public interface IRpcFrameHandler
+    {
+        bool OnFrame(ref RpcFrame frame);
+    }
+
+    /// <summary>
+    /// Streaming rpc decoder (spec/rpc.md §2, §3, §6, §11). Any split of the stream gives the same
+    /// frames (RPC-STR-1/2). The header is judged once its 16 bytes are complete, in the order magic,
+    /// version, type, control frame with a body, limit (RPC-HDR-2/3/4, RPC-BODY-5, RPC-LIM-1), so an
+    /// oversized frame is rejected before any body byte is buffered (RPC-LIM-3); the body fields are
+    /// judged once the whole body is present (RPC-BODY-1/2/3). A frame inside one fed chunk is
+    /// delivered from the caller's span (no copy); a split body is accumulated in a pooled buffer that
+    /// grows with the bytes received, never beyond the declared body. Errors carry the offset of the
+    /// frame's first byte and stop the decoder (RPC-STR-4).
+    /// </summary>
+    public sealed class RpcDecoder : IDisposable
+    {
+        const int InitialBuffer = 4096;
+        readonly long _max;
+        readonly byte[] _hdr = new byte[RpcTypes.HeaderLength];
+        int _hdrCount;
+        byte[] _body;
+        int _bodyCount, _need;
+        bool _inBody;
+        long _pos, _frameStart;
+        bool _failed, _halted;
+        ProtocolError _error;
+
+        public RpcDecoder(long maxBody = 0)
+        {
+            _max = maxBody <= 0 ? RpcTypes.DefaultMaxBody : maxBody;
+        }
+
+        public bool Failed { get { return _failed; } }
+        public ProtocolError Error { get { return _error; } }
+        public long Position { get { return _pos; } }
+        /// <summary>Bytes buffered for the frame in progress.</summary>
+        public int BufferedBytes { get { return _hdrCount + _bodyCount; } }
+
+        /// <summary>Feeds one chunk. Returns false once the decoder has failed or a handler stopped it.</summary>
+        public bool Feed(ReadOnlySpan<byte> data, IRpcFrameHandler handler)
+        {
+            while (!_failed && !_halted && data.Length > 0)
+            {
+                if (_inBody)
+                {
+                    int n = Math.Min(_need - _bodyCount, data.Length);
+                    Ensure(_bodyCount + n);
+                    data.Slice(0, n).CopyTo(new Span<byte>(_body, _bodyCount, n));
+                    _bodyCount += n;
+                    _pos += n;
+                    data = data.Slice(n);
+                    if (_bodyCount == _need)
+                    {
+                        _inBody = false;
+                        Deliver(_hdr, new ReadOnlySpan<byte>(_body, 0, _need), handler);
+                        _hdrCount = 0;
+                        _bodyCount = 0;
+                        if (_body != null && _body.Length > 64 * 1024) Drop();
+                    }
+                    continue;
+                }
+                if (_hdrCount == 0 && data.Length >= RpcTypes.HeaderLength)
+                {
+                    // Fast path: the header is inside this chunk, often the whole frame too.
+                    int n;
+                    if (!Judge(data, out n)) return false;
+                    if (data.Length - RpcTypes.HeaderLength >= n)
+                    {
+                        _pos += RpcTypes.HeaderLength + n;
+                        Deliver(data, data.Slice(RpcTypes.HeaderLength, n), handler);
+                        data = data.Slice(RpcTypes.HeaderLength + n);
+                        continue;
+                    }
+                    data.Slice(0, RpcTypes.HeaderLength).CopyTo(_hdr);
+                    _hdrCount = RpcTypes.HeaderLength;
+                    _pos += RpcTypes.HeaderLength;
+                    data = data.Slice(RpcTypes.HeaderLength);
+                    BeginBody(n);
+                    continue;
+                }
+                // Slow path: the header is split across chunks.
+                int k = Math.Min(RpcTypes.HeaderLength - _hdrCount, data.Length);
+                data.Slice(0, k).CopyTo(new Span<byte>(_hdr, _hdrCount, k));
+                _hdrCount += k;
+                _pos += k;
+                data = data.Slice(k);
+                if (_hdrCount < RpcTypes.HeaderLength) continue;
+                int len;
+                if (!Judge(_hdr, out len)) return false;
+                if (len == 0)
+                {
+                    Deliver(_hdr, ReadOnlySpan<byte>.Empty, handler);
+                    _hdrCount = 0;
+                }
+                else BeginBody(len);
+            }
+            return !_failed && !_halted;
+        }
+
+        /// <summary>End of stream: a frame left unfinished is truncated (RPC-STR-3). Returns false if
+        /// the stream was rejected (now or before).</summary>
+        public bool Finish()
+        {
+            if (_failed) return false;
+            if (_pos > _frameStart && !_halted)
+            {
+                Fail("RPC-STR-3", "stream ended inside a frame (" + (_pos - _frameStart) + " bytes of it received)");
+                return false;
+            }
+            Drop();
+            return true;
+        }
+
+        /// <summary>True if the stream so far ends inside a frame.</summary>
+        public bool InsideFrame { get { return _pos > _frameStart; } }
+
+        public void Dispose() { Drop(); }
+
+        void BeginBody(int n)
+        {
+            _need = n;
+            _bodyCount = 0;
+            _inBody = true;
+        }
+
+        /// <summary>The header checks of §11, from the 16 header bytes alone.</summary>
+        bool Judge(ReadOnlySpan<byte> h, out int bodyLength)
+        {
+            bodyLength = 0;
+            if (h[0] != 0x47 || h[1] != 0x52 || h[2] != 0x50 || h[3] != 0x43)
+                return Fail("RPC-HDR-2", "bad magic " + Hex(h.Slice(0, 4)));
+            if (h[4] != 1) return Fail("RPC-HDR-3", "version " + h[4]);
+            if (!RpcTypes.IsKnown(h[5])) return Fail("RPC-HDR-4", "unknown type 0x" + h[5].ToString("x2"));
+            uint n = BinaryPrimitives.ReadUInt32BigEndian(h.Slice(12));
+            if (RpcTypes.IsControl(h[5]) && n != 0) return Fail("RPC-BODY-5", "control frame type 0x" + h[5].ToString("x2") + " with a body of " + n + " bytes");
+            if (n > _max) return Fail("RPC-LIM-1", "body of " + n + " bytes exceeds the maximum " + _max);
+            bodyLength = (int)n;
+            return true;
+        }
+
+        /// <summary>Parses the body fields, hands the frame over, starts the next frame.</summary>
+        void Deliver(ReadOnlySpan<byte> h, ReadOnlySpan<byte> body, IRpcFrameHandler handler)
+        {
+            var f = new RpcFrame
+            {
+                Version = h[4], Type = h[5], Flags = h[6], Reserved = h[7],
+                Id = BinaryPrimitives.ReadUInt32BigEndian(h.Slice(8)), Offset = _frameStart,
+                Service = ReadOnlySpan<byte>.Empty, Method = ReadOnlySpan<byte>.Empty, Payload = body,
+            };
+            if (RpcTypes.HasNames(f.Type))
+            {
+                string req = f.Type == RpcTypes.Request ? "RPC-BODY-1" : "RPC-BODY-3";
+                if (body.Length < 2) { Fail(req, "body too short for the service length"); return; }
+                int sl = BinaryPrimitives.ReadUInt16BigEndian(body);
+                if (2 + sl + 2 > body.Length) { Fail(req, "service name of " + sl + " bytes beyond the body"); return; }
+                int ml = BinaryPrimitives.ReadUInt16BigEndian(body.Slice(2 + sl));
+                if (4 + sl + ml > body.Length) { Fail(req, "method name of " + ml + " bytes beyond the body"); return; }
+                f.Service = body.Slice(2, sl);
+                f.Method = body.Slice(4 + sl, ml);
+                f.Payload = body.Slice(4 + sl + ml);
+            }
+            else if (f.Type == RpcTypes.Response)
+            {
+                if (body.Length < 2) { Fail("RPC-BODY-2", "response body shorter than its error code"); return; }
+                f.ErrorCode = BinaryPrimitives.ReadUInt16BigEndian(body);
+                f.Payload = body.Slice(2);
+            }
+            _frameStart = _pos;
+            if (!handler.OnFrame(ref f)) _halted = true;
+        }
+
+        void Ensure(int size)
+        {
+            if (_body != null && _body.Length >= size) return;
+            int cap = _body == null ? Math.Min(_need, InitialBuffer) : _body.Length;
+            while (cap < size) cap = (long)cap * 2 >= _need ? _need : cap * 2;
+            byte[] nb = ArrayPool<byte>.Shared.Rent(cap);
+            if (_body != null)
+            {
+                Buffer.BlockCopy(_body, 0, nb, 0, _bodyCount);
+                ArrayPool<byte>.Shared.Return(_body);
+            }
+            _body = nb;
+        }
+
+        void Drop()
+        {
+            if (_body == null) return;
+            ArrayPool<byte>.Shared.Return(_body);
+            _body = null;
+        }
+
+        bool Fail(string requirement, string message)
+        {
+            _failed = true;
+            _error = new ProtocolError(requirement, _frameStart, message);
+            _inBody = false;
+            _hdrCount = 0;
+            _bodyCount = 0;
+            Drop();
+            return false;
+        }
+
+        static string Hex(ReadOnlySpan<byte> b)
+        {
+            var c = new char[b.Length * 2];
+            for (int i = 0; i < b.Length; i++) { c[2 * i] = "0123456789abcdef"[b[i] >> 4]; c[2 * i + 1] = "0123456789abcdef"[b[i] & 15]; }
+            return new string(c);
+        }
+    }
+
+    /// <summary>rpc encoder (spec/rpc.md §2, §3): checks in the order of §11's encoder list, then
+    /// writes header and body straight into the destination.</summary>
+    public static class RpcEncoder
+    {
+        /// <summary>Body length of a frame of this type with these field lengths.</summary>
+        public static long BodyLength(uint type, int serviceLength, int methodLength, long payloadLength)
+        {
+            if (RpcTypes.HasNames(type)) return 4L + serviceLength + methodLength + payloadLength;
+            if (type == RpcTypes.Response) return 2L + payloadLength;
+            return payloadLength;
+        }
+
+        /// <summary>RPC-HDR-3, RPC-HDR-4, RPC-BODY-5, RPC-BODY-6, RPC-BODY-2, RPC-LIM-2.</summary>
+        public static bool Check(uint version, uint type, uint errorCode, int serviceLength, int methodLength, long payloadLength,
+            long maxBody, out ProtocolError error)
+        {
+            error = default(ProtocolError);
+            if (version != 1) { error = new ProtocolError("RPC-HDR-3", 0, "version " + version + " (only 1 is written)"); return false; }
+            if (!RpcTypes.IsKnown(type)) { error = new ProtocolError("RPC-HDR-4", 0, "unknown type " + type); return false; }
+            if (RpcTypes.IsControl(type) && payloadLength > 0) { error = new ProtocolError("RPC-BODY-5", 0, "control frame with a payload"); return false; }
+            if (RpcTypes.HasNames(type) && (serviceLength > 0xFFFF || methodLength > 0xFFFF))
+            {
+                error = new ProtocolError("RPC-BODY-6", 0, "name longer than 65535 bytes");
+                return false;
+            }
+            if (type == RpcTypes.Response && errorCode > 0xFFFF) { error = new ProtocolError("RPC-BODY-2", 0, "error code " + errorCode + " above 65535"); return false; }
+            long max = Math.Min(maxBody <= 0 ? RpcTypes.DefaultMaxBody : maxBody, uint.MaxValue);
+            long body = BodyLength(type, serviceLength, methodLength, payloadLength);
+            if (body > max) { error = new ProtocolError("RPC-LIM-2", 0, "body of " + body + " bytes exceeds the maximum " + max); return false; }
+            return true;
+        }
+
+        /// <summary>Writes a checked frame into dest (16 + BodyLength bytes); returns the bytes written.
+        /// Flags and reserved are written as their low byte.</summary>
+        public static int Write(byte type, uint flags, uint reserved, uint id, uint errorCode,
+            ReadOnlySpan<byte> service, ReadOnlySpan<byte> method, ReadOnlySpan<byte> payload, Span<byte> dest)
+        {
+            int body = (int)BodyLength(type, service.Length, method.Length, payload.Length);
+            dest[0] = 0x47; dest[1] = 0x52; dest[2] = 0x50; dest[3] = 0x43;
+            dest[4] = 1;
+            dest[5] = type;
+            dest[6] = (byte)flags;
+            dest[7] = (byte)reserved;
+            BinaryPrimitives.WriteUInt32BigEndian(dest.Slice(8), id);
+            BinaryPrimitives.WriteUInt32BigEndian(dest.Slice(12), (uint)body);
+            int p = RpcTypes.HeaderLength;
+            if (RpcTypes.HasNames(type))
+            {
+                BinaryPrimitives.WriteUInt16BigEndian(dest.Slice(p), (ushort)service.Length);
+                service.CopyTo(dest.Slice(p + 2));
+                p += 2 + service.Length;
+                BinaryPrimitives.WriteUInt16BigEndian(dest.Slice(p), (ushort)method.Length);
+                method.CopyTo(dest.Slice(p + 2));
+                p += 2 + method.Length;
+            }
+            else if (type == RpcTypes.Response)
+            {
+                BinaryPrimitives.WriteUInt16BigEndian(dest.Slice(p), (ushort)errorCode);
+                p += 2;
+            }
+            payload.CopyTo(dest.Slice(p));
+            return p + payload.Length;
+        }
+
+        /// <summary>A frame without names or error code (stream frames): header + payload.</summary>
+        public static int WriteSimple(byte type, uint id, ReadOnlySpan<byte> payload, Span<byte> dest)
+        {
+            return Write(type, 0, 0, id, 0, ReadOnlySpan<byte>.Empty, ReadOnlySpan<byte>.Empty, payload, dest);
+        }
+
+        /// <summary>Allocating convenience for a header object: checks, then encodes.</summary>
+        public static bool Encode(RpcHeader h, byte[] payload, long maxBody, out byte[] bytes, out ProtocolError error)
+        {
+            bytes = null;
+            if (!Check(h.Version, h.Type, h.ErrorCode, h.Service.Length, h.Method.Length, payload.Length, maxBody, out error)) return false;
+            bytes = new byte[RpcTypes.HeaderLength + BodyLength(h.Type, h.Service.Length, h.Method.Length, payload.Length)];
+            Write((byte)h.Type, h.Flags, h.Reserved, h.Id, h.ErrorCode, h.Service, h.Method, payload, bytes);
+            return true;
+        }
+    }
+
+    /// <summary>Outcomes of rpc client matching (called synchronously by <see cref="RpcMatcher"/>).</summary>
+    public interface IRpcMatchObserver
+    {
+        void OnReply(long request, object state, ref RpcFrame frame);
+        void OnTimeout(long request, object state);
+        void OnFailed(long request, object state);
+        void OnUnmatched(ref RpcFrame frame);
+    }
+
+    /// <summary>
+    /// rpc client side of one connection (spec/rpc.md §8): ids 0, 1, 2 ... from a per-connection
+    /// counter (RPC-ID-1), a send refused while the next id is pending (RPC-ID-2), RESPONSEs matched
+    /// by id whatever their order or flags (RPC-MATCH-1), unmatched ones reported (RPC-MATCH-2),
+    /// timeouts oldest first (RPC-MATCH-3), other types ignored (RPC-MATCH-4), error codes passed
+    /// on (RPC-MATCH-5). Feed it decoded frames as an <see cref="IRpcFrameHandler"/>. Not thread-safe.
+    /// </summary>
+    public sealed class RpcMatcher : IRpcFrameHandler
+    {
+        sealed class Entry
+        {
+            public uint Id;
+            public long Request;
+            public object State;
+            public long Deadline;
+            public LinkedListNode<Entry> Node;
+        }
+
+        readonly IRpcMatchObserver _observer;
+        readonly long _timeoutMs;
+        readonly Dictionary<uint, Entry> _pending = new Dictionary<uint, Entry>();
+        readonly LinkedList<Entry> _order = new LinkedList<Entry>();
+        uint _next;
+        bool _failed;
+
+        public RpcMatcher(IRpcMatchObserver observer, long timeoutMs = 0)
+        {
+            _observer = observer;
+            _timeoutMs = timeoutMs <= 0 ? Limits.DefaultTimeoutMs : timeoutMs;
+        }
+
+        public bool Failed { get { return _failed; } }
+        public int PendingCount { get { return _pending.Count; } }
+        public long NextDeadline { get { return _order.First == null ? long.MaxValue : _order.First.Value.Deadline; } }
+
+        /// <summary>The id the next request would carry, if it may be sent (RPC-ID-2; not on a failed connection).</summary>
+        public bool TryNextId(out uint id)
+        {
+            id = _next;
+            return !_failed && !_pending.ContainsKey(_next);
+        }
+
+        /// <summary>Registers the request just written with <paramref name="id"/> (from TryNextId) and
+        /// advances the counter.</summary>
+        public void Sent(uint id, long request, object state, long nowMs)
+        {
+            var e = new Entry { Id = id, Request = request, State = state, Deadline = nowMs + _timeoutMs };
+            e.Node = _order.AddLast(e);
+            _pending[id] = e;
+            _next = unchecked(id + 1);
+        }
+
+        public bool OnFrame(ref RpcFrame f)
+        {
+            if (_failed) return false;
+            if (f.Type != RpcTypes.Response) return true; // RPC-MATCH-4
+            Entry e;
+            if (_pending.TryGetValue(f.Id, out e))
+            {
+                Remove(e);
+                _observer.OnReply(e.Request, e.State, ref f);
+            }
+            else _observer.OnUnmatched(ref f); // RPC-MATCH-2
+            return true;
+        }
+
+        public void Expire(long nowMs)
+        {
+            while (_order.First != null && _order.First.Value.Deadline <= nowMs)
+            {
+                Entry e = _order.First.Value;
+                Remove(e);
+                _observer.OnTimeout(e.Request, e.State);
+            }
+        }
+
+        public void FailAll()
+        {
+            _failed = true;
+            while (_order.First != null)
+            {
+                Entry e = _order.First.Value;
+                Remove(e);
+                _observer.OnFailed(e.Request, e.State);
+            }
+        }
+
+        void Remove(Entry e)
+        {
+            _pending.Remove(e.Id);
+            _order.Remove(e.Node);
+            e.State = null;
+        }
+    }
+
+    /// <summary>
+    /// rpc's server session: the unary echo endpoint (RPC-ECHO-1..5, RPC-MODE-1/2), the stream echo
+    /// endpoint (RPC-STREAM-1..8), or, for the network server, the one the connection's first frame
+    /// picks (RPC-ECHO-7). Replies are written as soon as the frame that asks for them is complete.
+    /// </summary>
+    public sealed class RpcSession : ServerSession, IRpcFrameHandler
+    {
+        public enum Endpoint { Auto, Unary, Stream }
+
+        readonly RpcDecoder _decoder;
+        readonly bool _sink;
+        Endpoint _endpoint;
+        bool _open;      // stream endpoint: a stream is open
+        uint _sid;       // its id
+
+        public RpcSession(long maxBody, Endpoint endpoint, bool sink)
+        {
+            _decoder = new RpcDecoder(maxBody);
+            _endpoint = endpoint;
+            _sink = sink;
+        }
+
+        public override bool Receive(ReadOnlySpan<byte> data)
+        {
+            if (Closed) return false;
+            if (!_decoder.Feed(data, this) && !Closed) Close(_decoder.Error);
+            return !Closed;
+        }
+
+        /// <summary>EOF: the replies are already written; close, truncated if a frame was unfinished
+        /// (RPC-ECHO-5, RPC-STREAM-8: no END or CANCEL for an open stream).</summary>
+        public override void EndOfInput()
+        {
+            if (Closed) return;
+            Close(_decoder.Finish() ? default(ProtocolError) : _decoder.Error);
+        }
+
+        public bool OnFrame(ref RpcFrame f)
+        {
+            Frames++;
+            PayloadBytes += f.Payload.Length;
+            if (_endpoint == Endpoint.Auto) _endpoint = RpcTypes.IsStream(f.Type) ? Endpoint.Stream : Endpoint.Unary;
+            if (_sink) return true;
+            return _endpoint == Endpoint.Unary ? Unary(ref f) : Stream(ref f);
+        }
+
+        bool Unary(ref RpcFrame f)
+        {
+            if (f.Type != RpcTypes.Request)
+            {
+                Close(new ProtocolError("RPC-ECHO-4", f.Offset, "frame type 0x" + f.Type.ToString("x2") + " on the unary endpoint"));
+                return false;
+            }
+            ushort code = !f.Service.SequenceEqual(RpcTypes.EchoService) ? RpcTypes.CodeServiceNotFound
+                : !f.Method.SequenceEqual(RpcTypes.EchoMethod) ? RpcTypes.CodeMethodNotFound : RpcTypes.CodeOk;
+            ReadOnlySpan<byte> payload = code == RpcTypes.CodeOk ? f.Payload : ReadOnlySpan<byte>.Empty;
+            int need = RpcTypes.HeaderLength + 2 + payload.Length;
+            Commit(RpcEncoder.Write(RpcTypes.Response, (uint)((f.Flags & RpcTypes.ModeMask) | RpcTypes.EndStream), 0, f.Id, code,
+                ReadOnlySpan<byte>.Empty, ReadOnlySpan<byte>.Empty, payload, Reserve(need)));
+            return true;
+        }
+
+        bool Stream(ref RpcFrame f)
+        {
+            if (!_open)
+            {
+                if (f.Type != RpcTypes.StreamInit) { Control(RpcTypes.StreamCancel, f.Id); return true; }          // RPC-STREAM-5
+                if (!f.Service.SequenceEqual(RpcTypes.EchoService) || !f.Method.SequenceEqual(RpcTypes.EchoMethod))
+                {
+                    Control(RpcTypes.StreamCancel, f.Id);                                                         // RPC-STREAM-6
+                    return true;
+                }
+                _open = true;
+                _sid = f.Id;
+                Control(RpcTypes.StreamInitAck, f.Id);                                                            // RPC-STREAM-1
+                return true;
+            }
+            switch (f.Type)
+            {
+                case RpcTypes.StreamData:                                                                         // RPC-STREAM-2
+                    Commit(RpcEncoder.WriteSimple(RpcTypes.StreamData, _sid, f.Payload, Reserve(RpcTypes.HeaderLength + f.Payload.Length)));
+                    break;
+                case RpcTypes.StreamEnd:                                                                          // RPC-STREAM-3
+                    _open = false;
+                    Control(RpcTypes.StreamEnd, _sid);
+                    break;
+                case RpcTypes.StreamCancel:                                                                       // RPC-STREAM-4
+                    _open = false;
+                    break;
+                default:                                                                                          // RPC-STREAM-7
+                    _open = false;
+                    Control(RpcTypes.StreamCancel, _sid);
+                    break;
+            }
+            return true;
+        }
+
+        void Control(byte type, uint id)
+        {
+            Commit(RpcEncoder.WriteSimple(type, id, ReadOnlySpan<byte>.Empty, Reserve(RpcTypes.HeaderLength)));
+        }
+
+        public override void Dispose()
+        {
+            _decoder.Dispose();
+            base.Dispose();
+        }
+    }
+
+    /// <summary>`rpc` with its configuration (rpc.max_body). Its frames carry a typed header, so the
+    /// testee uses <see cref="Typed"/>; the byte-level (flag, sequence) members of
+    /// <see cref="FrameCodec"/> do not apply to it and say so.</summary>
+    public sealed class RpcCodec : FrameCodec, ITypedFrames
+    {
+        public readonly long MaxBody;
+
+        public RpcCodec(CodecSpec spec) : base(spec)
+        {
+            var p = spec.Params as RpcParams;
+            MaxBody = p == null || p.MaxBody <= 0 ? RpcTypes.DefaultMaxBody : p.MaxBody;
+        }
+
+        public override ITypedFrames Typed { get { return this; } }
+
+        // ---------------------------------------------------------------- byte-level members
+
+        const string NotByteLevel = "rpc frames carry a typed header: use RpcDecoder / RpcMatcher (FrameCodec.Typed)";
+
+        public override FrameDecoder NewDecoder() { throw new NotSupportedException(NotByteLevel); }
+
+        /// <summary>A REQUEST to frameproof.Echo/echo with a payload of this length fits the limit.</summary>
+        public override bool CheckPayload(long payloadLength, out ProtocolError error)
+        {
+            return RpcEncoder.Check(1, RpcTypes.Request, 0, RpcTypes.EchoService.Length, RpcTypes.EchoMethod.Length, payloadLength, MaxBody, out error);
+        }
+
+        /// <summary>Length of an echo REQUEST with this payload.</summary>
+        public override int EncodedLength(int payloadLength)
+        {
+            return RpcTypes.HeaderLength + (int)RpcEncoder.BodyLength(RpcTypes.Request, RpcTypes.EchoService.Length, RpcTypes.EchoMethod.Length, payloadLength);
+        }
+
+        /// <summary>An echo REQUEST with flags = <paramref name="flag"/> and id = <paramref name="sequence"/>.</summary>
+        public override int Write(byte flag, byte sequence, ReadOnlySpan<byte> payload, Span<byte> dest)
+        {
+            return WriteEchoRequest(sequence, flag, payload, dest);
+        }
+
+        public static int WriteEchoRequest(uint id, uint flags, ReadOnlySpan<byte> payload, Span<byte> dest)
+        {
+            return RpcEncoder.Write(RpcTypes.Request, flags, 0, id, 0, RpcTypes.EchoService, RpcTypes.EchoMethod, payload, dest);
+        }
+
+        public override IRequestMatcher NewMatcher(IMatchObserver observer, long timeoutMs) { throw new NotSupportedException(NotByteLevel); }
+        public override int WriteRequest(byte sequence, ReadOnlySpan<byte> payload, Span<byte> dest) { throw new NotSupportedException(NotByteLevel); }
+        public override int WriteOneWay(byte sequence, ReadOnlySpan<byte> payload, Span<byte> dest) { throw new NotSupportedException("rpc has no one-way call"); }
+        public override int MaxInFlight { get { return 1 << 16; } }
+
+        // ---------------------------------------------------------------- server
+
+        /// <summary>The network server's session: the first frame picks the endpoint (RPC-ECHO-7).</summary>
+        public override ServerSession NewSession(bool sink) { return new RpcSession(MaxBody, RpcSession.Endpoint.Auto, sink); }
+
+        /// <summary>serve endpoints: "" and "unary" (the default), "stream".</summary>
+        public override ServerSession NewSession(string endpoint, bool sink)
+        {
+            if (endpoint == "" || endpoint == "unary") return new RpcSession(MaxBody, RpcSession.Endpoint.Unary, sink);
+            if (endpoint == "stream") return new RpcSession(MaxBody, RpcSession.Endpoint.Stream, sink);
+            return null;
+        }
+
+        // ---------------------------------------------------------------- typed frames (testee)
+
+        sealed class Collector : IRpcFrameHandler
+        {
+            public readonly List<FrameValue> Frames = new List<FrameValue>();
+            public bool OnFrame(ref RpcFrame f) { Frames.Add(f.ToValue()); return true; }
+        }
+
+        public DecodeOutcome Decode(IList<byte[]> chunks)
+        {
+            var r = new DecodeOutcome();
+            var c = new Collector();
+            using (var d = new RpcDecoder(MaxBody))
+            {
+                bool ok = true;
+                foreach (byte[] ch in chunks) if (!d.Feed(ch, c)) { ok = false; break; }
+                if (ok) ok = d.Finish();
+                if (!ok) r.Error = d.Error;
+            }
+            r.Frames.AddRange(c.Frames);
+            return r;
+        }
+
+        static RpcHeader HeaderOf(FrameValue f)
+        {
+            return f.Header as RpcHeader ?? new RpcHeader { Version = 0, Type = 0 };
+        }
+
+        public EncodeOutcome Encode(FrameValue frame)
+        {
+            var r = new EncodeOutcome();
+            byte[] bytes;
+            ProtocolError err;
+            if (RpcEncoder.Encode(HeaderOf(frame), frame.Payload ?? new byte[0], MaxBody, out bytes, out err)) r.Encoded = bytes;
+            else r.Error = err;
+            return r;
+        }
+
+        sealed class Recorder : IRpcMatchObserver
+        {
+            public MatchOutcome Out;
+            public void OnReply(long request, object state, ref RpcFrame f)
+            {
+                Out.Completions.Add(new MatchCompletion { Kind = CompletionKind.Reply, Request = (uint)request, Frame = f.ToValue() });
+            }
+            public void OnTimeout(long request, object state) { Out.Completions.Add(new MatchCompletion { Kind = CompletionKind.Timeout, Request = (uint)request }); }
+            public void OnFailed(long request, object state) { Out.Completions.Add(new MatchCompletion { Kind = CompletionKind.Failed, Request = (uint)request }); }
+            public void OnUnmatched(ref RpcFrame f) { Out.Completions.Add(new MatchCompletion { Kind = CompletionKind.Unmatched, Frame = f.ToValue() }); }
+        }
+
+        /// <summary>spec/testee.md match for rpc: <c>send(p)</c> is a plain call (frameproof.Echo/echo,
+        /// flags 0x04), <c>send_frame(f)</c> a REQUEST with f's service, method and flags (another
+        /// type is refused), <c>send_one_way</c> is refused. A refused send takes no id.</summary>
+        public MatchOutcome Match(long timeoutMs, IList<MatchStep> steps)
+        {
+            var rec = new Recorder { Out = new MatchOutcome() };
+            MatchOutcome r = rec.Out;
+            var m = new RpcMatcher(rec, timeoutMs);
+            long now = 0;
+            uint index = 0;
+            using (var dec = new RpcDecoder(MaxBody))
+            {
+                foreach (MatchStep s in steps)
+                {
+                    switch (s.Kind)
+                    {
+                        case MatchStepKind.Send:
+                        case MatchStepKind.SendOneWay:
+                        case MatchStepKind.SendFrame:
+                            {
+                                uint n = index++;
+                                byte[] bytes = null;
+                                uint id;
+                                if (s.Kind != MatchStepKind.SendOneWay && m.TryNextId(out id))
+                                {
+                                    RpcHeader h;
+                                    byte[] payload;
+                                    if (s.Kind == MatchStepKind.Send)
+                                    {
+                                        h = new RpcHeader { Type = RpcTypes.Request, Flags = RpcTypes.EndStream, Service = RpcTypes.EchoService, Method = RpcTypes.EchoMethod };
+                                        payload = s.Bytes;
+                                    }
+                                    else
+                                    {
+                                        RpcHeader g = HeaderOf(s.Frame);
+                                        h = g.Type == RpcTypes.Request ? new RpcHeader { Type = RpcTypes.Request, Flags = g.Flags, Service = g.Service, Method = g.Method } : null;
+                                        payload = s.Frame.Payload ?? new byte[0];
+                                    }
+                                    ProtocolError err;
+                                    if (h != null)
+                                    {
+                                        h.Id = id;
+                                        if (RpcEncoder.Encode(h, payload, MaxBody, out bytes, out err)) m.Sent(id, n, null, now);
+                                        else bytes = null;
+                                    }
+                                }
+                                if (bytes == null)
+                                {
+                                    r.Sent.Add(new byte[0]);
+                                    r.Completions.Add(new MatchCompletion { Kind = CompletionKind.Refused, Request = n });
+                                }
+                                else r.Sent.Add(bytes);
+                                break;
+                            }
+                        case MatchStepKind.Receive:
+                            if (m.Failed) break;
+                            if (!dec.Feed(s.Bytes, m))
+                            {
+                                r.Error = dec.Error;
+                                m.FailAll();
+                            }
+                            break;
+                        case MatchStepKind.AdvanceMs:
+                            now += s.AdvanceMs;
+                            if (!m.Failed) m.Expire(now);
+                            break;
+                    }
+                }
+            }
+            return r;
+        }
+    }
+
+    /// <summary>Registry entry of `rpc` (spec/rpc.md): parameters under "rpc": {"max_body": N}.</summary>
+    public sealed class RpcProtocol : ProtocolModule
+    {
+        public static readonly RpcProtocol Module = new RpcProtocol();
+
+        public override string Name { get { return "rpc"; } }
+
+        public override string ParamsKey { get { return "rpc"; } }
+
+        /// <summary>The limit is rpc.max_body; "limits" does not apply.</summary>
+        public override bool TakesLimits { get { return false; } }
+
+        public override object ParseParams(JsonValue value)
+        {
+            var members = value.AsObject("\"rpc\"");
+            CodecJson.CheckKeys(members, "rpc", "max_body");
+            JsonValue v;
+            return new RpcParams { MaxBody = CodecJson.TryGet(members, "max_body", out v) ? v.AsInteger("rpc.max_body", 0, long.MaxValue) : 0 };
+        }
+
+        public override FrameCodec Create(CodecSpec spec) { return new RpcCodec(spec); }
+    }
+}
