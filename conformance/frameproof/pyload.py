@@ -170,6 +170,7 @@ async def requests(args, k, count, stats, index0, deadline, side, reader, writer
             if args.fault == "hangs-on-missing":
                 await asyncio.sleep(3600)
     rt.cancel()
+    await asyncio.gather(rt, return_exceptions=True)  # its read() must end before the goodbye reads
 
 
 class _Frames:
