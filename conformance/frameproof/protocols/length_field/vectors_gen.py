@@ -36,8 +36,14 @@ for o, s in PROFILES:
                lf(b"abc", o, s)[:-1], [], ("LF-STR-3", 0), codec=c)
     if o or abs(s) > 1 or s == 0:
         cut = o + (1 if s else 0)
-        add_decode(L, f"n_truncated_header_{pname(o, s)}", f"Stream ends inside the header/length field, offset {o}, size {s}",
+        # a 1-byte length field is whole after one byte: that cut ends right before the payload (the
+        # case LengthDelimitedCodec misses, tools/third-party/tokio-util); one byte less ends in the offset
+        where = "after the length field, before any of the 150 payload bytes" if s == 1 else "inside the length field"
+        add_decode(L, f"n_truncated_header_{pname(o, s)}", f"Stream ends {where}, offset {o}, size {s}",
                    ["LF-STR-3"], lf(b"abc" * 50, o, s)[:max(cut, 1)], [], ("LF-STR-3", 0), codec=c)
+        if o > 1:
+            add_decode(L, f"n_truncated_offset_{pname(o, s)}", f"Stream ends inside the {o} bytes before the length "
+                       f"field, offset {o}, size {s}", ["LF-STR-3"], lf(b"abc", o, s)[:o - 1], [], ("LF-STR-3", 0), codec=c)
     add_decode(L, f"y_split_in_length_field_{pname(o, s)}", f"Frames split one byte at a time across the length field, offset {o}, size {s}",
                ["LF-STR-1"], lf(b"x" * 200 if s != 1 else b"x" * 200, o, s) + lf(b"yz", o, s), [F(0, 0, b"x" * 200), F(0, 0, b"yz")],
                codec=c, splits=list(range(1, o + 4)))
