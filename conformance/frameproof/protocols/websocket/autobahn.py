@@ -188,6 +188,12 @@ def _short(v, n=60) -> str:
     return s if len(s) <= n else s[:n] + f"... ({len(s)} chars)"
 
 
+def _text(s: str) -> str:
+    """Autobahn's descriptions carry HTML (<b>, <br>) and line breaks: plain text on one line."""
+    import re
+    return " ".join(re.sub(r"<br\s*/?>", " ", re.sub(r"</?b>", "", s or "")).split())
+
+
 def _events(evs) -> str:
     """Autobahn's event lists (["message", payload, binary], ["ping", payload], ...) in short."""
     out = []
@@ -223,10 +229,10 @@ def case_result(rep: dict, entry: dict, side: str, driver: str, report_path: str
     behavior = rep.get("behavior", entry.get("behavior", "FAILED"))
     behavior_close = rep.get("behaviorClose", entry.get("behaviorClose", "FAILED"))
     exp = rep.get("expected") or {}
-    expected = (rep.get("expectation") or "").strip()
+    expected = _text(rep.get("expectation"))
     if exp:
         expected += " | Autobahn accepts " + "; ".join(f"{k}: {_events(v)}" for k, v in exp.items())
-    actual = (rep.get("result") or "").strip()
+    actual = _text(rep.get("result"))
     if "received" in rep:
         actual += f" | received {_events(rep['received'])}"
     ec = rep.get("expectedClose") or {}
@@ -241,7 +247,7 @@ def case_result(rep: dict, entry: dict, side: str, driver: str, report_path: str
         actual_close += (f" | remote close code {remote}, {'clean' if rep.get('wasClean') else 'not clean'}"
                          f"{', dropped by Autobahn' if rep.get('droppedByMe') else ''}")
     v = verdict_of(behavior, behavior_close)
-    return CaseResult(test_name(driver, side, case), case, side, driver, (rep.get("description") or "").strip(),
+    return CaseResult(test_name(driver, side, case), case, side, driver, _text(rep.get("description")),
                       behavior, behavior_close, v, "failed" if v == "FAILED" else "passed",
                       MAP.requirements(case, side), expected, actual, expected_close, actual_close, remote,
                       entry.get("duration", rep.get("duration")), report_path)
@@ -489,7 +495,7 @@ def summary(results: List[CaseResult], w=print, verbose=False) -> None:
             if notable:
                 w("  not OK but allowed (NON-STRICT / INFORMATIONAL / UNIMPLEMENTED):")
                 for r in notable:
-                    w(f"    {r.case:8} {r.behavior}/{r.behavior_close:13} {_short(r.description, 70)}")
+                    w(f"    {r.case:8} {r.behavior + '/' + r.behavior_close:27} {r.description[:80]}")
                     if verbose:
                         w(f"             expected: {r.expected}\n             actual:   {r.actual}")
             bad = [r for r in srs if r.status in ("failed", "xfailed", "xpassed")]
@@ -507,8 +513,9 @@ def summary(results: List[CaseResult], w=print, verbose=False) -> None:
     reqs = per_requirement(results)
     if reqs:
         w("per requirement (cases): " + "; ".join(
-            f"{rid} {'FAIL' if d['failed'] or d['xpassed'] else 'ok'} {d['passed']}"
-            + "".join(f"/{d[k]} {k}" for k in ("failed", "xfailed", "xpassed") if d[k]) for rid, d in reqs.items()))
+            f"{rid} {'FAIL' if d['failed'] or d['xpassed'] else 'ok'} ({d['passed']} passed"
+            + "".join(f", {d[k]} {k}" for k in ("failed", "xfailed", "xpassed") if d[k]) + ")"
+            for rid, d in reqs.items()))
 
 
 # ------------------------------------------------------------------ the command
