@@ -25,10 +25,10 @@ if [ "${1:-}" = "--install-toolchain" ]; then
 fi
 out=${1:-$here/build}
 root=$here/..
-srcs=("$root/src/codec.cpp" "$root/src/standard.cpp" "$root/src/length_field.cpp")
+srcs=("$root/src/codec.cpp" "$root/src/standard.cpp" "$root/src/length_field.cpp" "$root/src/rpc.cpp")
 if [ -d "${2:-}" ]; then
   root=$(cd "$2" && pwd)
-  srcs=("$root/src/codec.cpp" "$root/src/standard.cpp" "$root/src/length_field.cpp")
+  srcs=("$root/src/codec.cpp" "$root/src/standard.cpp" "$root/src/length_field.cpp" "$root/src/rpc.cpp")
 elif [ -n "${2:-}" ]; then
   srcs[0]=$2
 fi

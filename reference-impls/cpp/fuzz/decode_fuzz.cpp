@@ -22,6 +22,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "frameproof/registry.hpp"
@@ -51,8 +52,13 @@ struct Outcome {
   std::abort();
 }
 
+// The protocols of this target: frames of flag, sequence and payload.
+template <class P>
+constexpr bool kPlain = std::is_same_v<typename P::FrameType, fp::Frame>;
+
 template <class P>
 Outcome run(const P& proto, std::size_t read_chunk, const std::vector<fp::ByteView>& parts) {
+  static_assert(kPlain<P>);
   fp::Decoder<P> d(proto, read_chunk);
   Outcome out;
   auto collect = [&](const fp::Frame& f) {
@@ -69,7 +75,12 @@ Outcome run(const P& proto, std::size_t read_chunk, const std::vector<fp::ByteVi
 }
 
 Outcome run(const fp::AnyProtocol& proto, std::size_t read_chunk, const std::vector<fp::ByteView>& parts) {
-  return std::visit([&](const auto& p) { return run(p, read_chunk, parts); }, proto);
+  return std::visit(
+      [&](const auto& p) -> Outcome {
+        if constexpr (kPlain<std::decay_t<decltype(p)>>) return run(p, read_chunk, parts);
+        else fail("not a protocol of this target");
+      },
+      proto);
 }
 
 std::vector<fp::ByteView> chunks(fp::ByteView data, std::uint8_t ctl) {
@@ -120,7 +131,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* input, std::size_t siz
     if (f.payload.size() > max) fail("payload above the maximum", std::to_string(f.payload.size()));
     fp::Bytes enc;
     const fp::Frame frame{f.flag, f.sequence, f.payload};
-    if (auto e = std::visit([&](const auto& p) { return p.encode(frame, enc); }, enc_cfg))
+    if (auto e = std::visit(
+            [&](const auto& p) -> std::optional<fp::ProtocolError> {
+              if constexpr (kPlain<std::decay_t<decltype(p)>>) return p.encode(frame, enc);
+              else fail("not a protocol of this target");
+            },
+            enc_cfg))
       fail("a decoded frame does not encode:", e->requirement);
     if (std_) {
       if (pos + enc.size() > data.size() || std::memcmp(data.data() + pos, enc.data(), enc.size()) != 0)

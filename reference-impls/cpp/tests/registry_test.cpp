@@ -86,11 +86,11 @@ TEST(Registry, BadJson) {
 }
 
 TEST(Registry, UnknownProtocol) {
-  EXPECT_THROW(parse(R"({"protocol": "rpc"})"), fp::UnknownProtocol);
+  EXPECT_THROW(parse(R"({"protocol": "mqtt"})"), fp::UnknownProtocol);
   EXPECT_THROW(parse(R"({"protocol": "Standard"})"), fp::UnknownProtocol);  // names are exact
   EXPECT_THROW(parse(R"({"protocol": ""})"), fp::UnknownProtocol);
-  EXPECT_THROW(fp::parse_codec(nlohmann::ordered_json{{"protocol", "websocket"}}, false), fp::UnknownProtocol);
-  EXPECT_EQ(error_of(R"({"protocol": "rpc"})"), "unknown protocol \"rpc\"");
+  EXPECT_THROW(fp::parse_codec(nlohmann::ordered_json{{"protocol", "http2"}}, false), fp::UnknownProtocol);
+  EXPECT_EQ(error_of(R"({"protocol": "mqtt"})"), "unknown protocol \"mqtt\"");
 }
 
 TEST(Registry, UnknownKeys) {

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "frameproof/registry.hpp"
@@ -59,10 +60,18 @@ struct Decoded {
   std::optional<fp::ProtocolError> error;
 };
 
+// The protocols whose frames are fp::Frame (flag, sequence, payload): the helpers below that take
+// an AnyProtocol are for them (rpc and websocket have tests of their own).
+template <class P>
+inline constexpr bool kPlain = std::is_same_v<typename P::FrameType, fp::Frame>;
+
 // Feeds `chunks` one by one into a fresh decoder, then ends the stream (like the testee's decode).
 template <class P>
 Decoded decode_chunks(const P& proto, const std::vector<fp::Bytes>& chunks, std::size_t read_chunk = 64 * 1024) {
   Decoded d;
+  if constexpr (!kPlain<P>) {
+    throw std::logic_error("decode_chunks: not a flag/sequence protocol");
+  } else {
   fp::Decoder<P> dec(proto, read_chunk);
   auto on = [&](const fp::Frame& f) {
     d.frames.push_back({f.flag, f.sequence, fp::Bytes(f.payload.begin(), f.payload.end())});
@@ -74,6 +83,7 @@ Decoded decode_chunks(const P& proto, const std::vector<fp::Bytes>& chunks, std:
     }
   }
   d.error = dec.finish();
+  }
   return d;
 }
 
@@ -91,7 +101,12 @@ inline Decoded decode_all(const fp::AnyProtocol& proto, const fp::Bytes& stream)
 
 // Appends `f` encoded with a protocol from the registry.
 inline std::optional<fp::ProtocolError> encode(const fp::AnyProtocol& proto, const OwnedFrame& f, fp::Bytes& out) {
-  return std::visit([&](const auto& p) { return p.encode(fp::Frame{f.flag, f.sequence, f.payload}, out); }, proto);
+  return std::visit(
+      [&](const auto& p) -> std::optional<fp::ProtocolError> {
+        if constexpr (kPlain<std::decay_t<decltype(p)>>) return p.encode(fp::Frame{f.flag, f.sequence, f.payload}, out);
+        else throw std::logic_error("encode: not a flag/sequence protocol");
+      },
+      proto);
 }
 
 // Splits `stream` at the given cut points (sorted, within bounds).

@@ -17,6 +17,7 @@
 
 #include "frameproof/codec.hpp"
 #include "frameproof/length_field.hpp"  // one line per protocol
+#include "frameproof/rpc.hpp"
 #include "frameproof/standard.hpp"
 
 namespace fp {
@@ -24,7 +25,8 @@ namespace fp {
 // A configured protocol. One line per protocol, in registration order.
 using AnyProtocol = std::variant<
     Standard,     // spec/standard.md
-    LengthField>  // spec/length-field.md
+    LengthField,  // spec/length-field.md
+    Rpc>          // spec/rpc.md
     ;
 
 // Registered protocol names, in registration order.
