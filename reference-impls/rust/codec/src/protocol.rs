@@ -80,8 +80,22 @@ pub trait Protocol: Sized + Clone + Send + Sync + 'static {
 
     /// Whether a frame that completed a request is the successful reply a load client expects
     /// (its payload is checked separately); `Err` says what is wrong with it.
-    fn check_reply(_frame: &Self::Frame) -> Result<(), String> {
+    fn check_reply(&self, _frame: &Self::Frame) -> Result<(), String> {
         Ok(())
+    }
+
+    /// The values of the load client's `--variant` (which kind of request it sends), the
+    /// default first.
+    const VARIANTS: &'static [&'static str] = &["default"];
+
+    /// This protocol sending requests of `variant` (one of [`Protocol::VARIANTS`]).
+    fn with_variant(self, _variant: &str) -> Self {
+        self
+    }
+
+    /// Whether the protocol has streams (the load client's `--mode stream`, [`StreamOps`]).
+    fn streams(&self) -> Option<&dyn StreamOps<Self::Frame>> {
+        None
     }
 
     /// A [`HeaderWalker`] for this configuration, where the protocol has one (the raw echo
@@ -89,6 +103,32 @@ pub trait Protocol: Sized + Clone + Send + Sync + 'static {
     fn walker(&self, _reply: bool) -> Option<Box<dyn HeaderWalker>> {
         None
     }
+}
+
+/// The client side of a protocol's streams, as a load client runs them: open a stream, send
+/// data frames and have each echoed, end the stream (rpc: STREAM_INIT, STREAM_DATA, STREAM_END).
+pub trait StreamOps<F>: Send + Sync {
+    /// Appends the frame that opens stream `id`.
+    fn put_open(&self, id: u32, out: &mut BytesMut);
+    /// Appends a data frame of stream `id` with `len` payload bytes written by `fill`.
+    fn put_data(&self, id: u32, len: usize, out: &mut BytesMut, fill: &mut dyn FnMut(&mut [u8]));
+    /// Appends the frame that ends stream `id`.
+    fn put_end(&self, id: u32, out: &mut BytesMut);
+    /// What a frame from the server is to the stream client.
+    fn classify<'a>(&self, frame: &'a F) -> StreamReply<'a>;
+}
+
+/// A frame a stream client receives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamReply<'a> {
+    /// The stream `id` is open.
+    Opened(u32),
+    /// A data frame of stream `id` with this payload.
+    Data(u32, &'a [u8]),
+    /// The stream `id` has ended.
+    Ended(u32),
+    /// Anything else (a refusal, a cancel): described for the error report.
+    Other,
 }
 
 /// Walks a byte stream frame by frame by reading only the headers: no buffering, no copies,

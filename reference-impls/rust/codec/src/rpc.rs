@@ -12,7 +12,10 @@ use serde_json::{Map, Value};
 
 use crate::config::{CodecConfig, ConfigError};
 use crate::matcher::{Expired, IdMatcher, Received, SendError};
-use crate::protocol::{put_payload, ClientMatcher, FrameFields, Protocol, Served, ServerSession};
+use crate::protocol::{
+    put_payload, ClientMatcher, FrameFields, Protocol, Served, ServerSession, StreamOps,
+    StreamReply,
+};
 use crate::{FrameDecoder, ProtocolError, Violation};
 
 /// The 16-byte header (`RPC-HDR-1`).
@@ -566,22 +569,70 @@ impl Protocol for Rpc {
         (1 << 24, "RPC-ID-2")
     }
 
-    /// `RPC-ECHO-1`, `RPC-MODE-2`: a RESPONSE with error code 0 and the call's mode with
-    /// END_STREAM.
-    fn check_reply(f: &RpcFrame) -> Result<(), String> {
+    /// `RPC-ECHO-1`, `RPC-MODE-2`: a RESPONSE with error code 0 and flags = the calls' mode
+    /// with END_STREAM.
+    fn check_reply(&self, f: &RpcFrame) -> Result<(), String> {
         if f.kind != RESPONSE as u32 {
             return Err(format!("reply of type 0x{:02X}, expected RESPONSE", f.kind));
         }
         if f.error_code != CODE_OK as u32 {
             return Err(format!("RESPONSE with error code {}", f.error_code));
         }
-        if f.flags & END_STREAM == 0 || f.flags & !(MODE_MASK | END_STREAM) != 0 {
+        let want = self.mode | END_STREAM;
+        if f.flags != want {
             return Err(format!(
-                "RESPONSE flags 0x{:02X}, expected the call mode with END_STREAM",
+                "RESPONSE flags 0x{:02X}, expected 0x{want:02X} (RPC-MODE-2)",
                 f.flags
             ));
         }
         Ok(())
+    }
+
+    /// The call modes (`RPC-MODE-1`), in the order of their values 0..3.
+    const VARIANTS: &'static [&'static str] = &["unary", "client-stream", "server-stream", "bidi"];
+
+    fn with_variant(self, variant: &str) -> Self {
+        let mode = Self::VARIANTS
+            .iter()
+            .position(|v| *v == variant)
+            .unwrap_or(0) as u8;
+        Rpc { mode, ..self }
+    }
+
+    fn streams(&self) -> Option<&dyn StreamOps<RpcFrame>> {
+        Some(self)
+    }
+}
+
+/// The stream client of §10: STREAM_INIT to the echo service, STREAM_DATA, STREAM_END, all with
+/// flags 0 and the stream's id.
+impl StreamOps<RpcFrame> for Rpc {
+    fn put_open(&self, id: u32, out: &mut BytesMut) {
+        out.reserve(HEADER_LEN + ECHO_NAMES_LEN);
+        put_header(out, STREAM_INIT, 0, id, ECHO_NAMES_LEN);
+        out.put_u16(ECHO_SERVICE.len() as u16);
+        out.put_slice(ECHO_SERVICE);
+        out.put_u16(ECHO_METHOD.len() as u16);
+        out.put_slice(ECHO_METHOD);
+    }
+
+    fn put_data(&self, id: u32, len: usize, out: &mut BytesMut, fill: &mut dyn FnMut(&mut [u8])) {
+        out.reserve(HEADER_LEN + len);
+        put_header(out, STREAM_DATA, 0, id, len);
+        put_payload(out, len, fill);
+    }
+
+    fn put_end(&self, id: u32, out: &mut BytesMut) {
+        put_control(out, STREAM_END, id);
+    }
+
+    fn classify<'a>(&self, f: &'a RpcFrame) -> StreamReply<'a> {
+        match f.kind as u8 {
+            STREAM_INIT_ACK => StreamReply::Opened(f.id),
+            STREAM_DATA => StreamReply::Data(f.id, &f.payload),
+            STREAM_END => StreamReply::Ended(f.id),
+            _ => StreamReply::Other,
+        }
     }
 }
 
@@ -1106,8 +1157,11 @@ mod tests {
         );
         assert_eq!(c.receive(&resp), Received::Reply(0));
         assert_eq!(c.receive(&resp), Received::Unmatched);
-        assert!(Rpc::check_reply(&resp).is_ok());
+        assert!(p.check_reply(&resp).is_err()); // flags 0x05, unary calls expect 0x04
+        assert!(p.with_variant("client-stream").check_reply(&resp).is_ok());
+        resp.flags = 4;
+        assert!(p.check_reply(&resp).is_ok());
         resp.error_code = 2;
-        assert!(Rpc::check_reply(&resp).is_err());
+        assert!(p.check_reply(&resp).is_err());
     }
 }

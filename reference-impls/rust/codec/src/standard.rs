@@ -339,7 +339,7 @@ impl Protocol for Standard {
         (255, "STD-SEQ-3")
     }
 
-    fn check_reply(f: &StdFrame) -> Result<(), String> {
+    fn check_reply(&self, f: &StdFrame) -> Result<(), String> {
         if f.flag == FLAG_REPLY | REQUEST {
             Ok(())
         } else {

@@ -617,3 +617,56 @@ fn usage_errors_exit_2_and_help_exits_0() {
         assert!(stdout.starts_with("usage: ") && stdout.contains("--codec JSON | --protocol NAME"));
     }
 }
+
+#[test]
+fn rpc_calls_and_streams_on_one_port() {
+    let srv = Server::start(&["--protocol", "rpc"]);
+    // unary calls in the bidi mode, pipelined: every RESPONSE checked (flags 0x07, code 0)
+    let (code, json) = load(
+        &srv.addr,
+        &[
+            "--protocol",
+            "rpc",
+            "--variant",
+            "bidi",
+            "--mode",
+            "pipelined",
+            "--window",
+            "8",
+            "--connections",
+            "2",
+            "--requests",
+            "300",
+        ],
+    );
+    assert_eq!(code, 0, "{json}");
+    assert_eq!(num(&json, "replies_verified"), 300.0);
+    assert!(json.contains("\"variant\": \"bidi\""), "{json}");
+    assert_eq!(num(&json, "streams_completed"), 0.0);
+    // streams on the same port: the first frame picks the stream endpoint (RPC-ECHO-7)
+    let (code, json) = load(
+        &srv.addr,
+        &[
+            "--protocol",
+            "rpc",
+            "--mode",
+            "stream",
+            "--frames-per-stream",
+            "5",
+            "--window",
+            "3",
+            "--connections",
+            "2",
+            "--requests",
+            "7",
+        ],
+    );
+    assert_eq!(code, 0, "{json}");
+    assert_eq!(num(&json, "streams_completed"), 7.0);
+    assert_eq!(num(&json, "requests_sent"), 35.0);
+    assert_eq!(num(&json, "replies_verified"), 35.0);
+    let counters = srv.stop();
+    // 300 REQUESTs, 7 x (INIT + 5 DATA + END)
+    assert_eq!(num(&counters, "frames"), 300.0 + 7.0 * 7.0, "{counters}");
+    assert_eq!(num(&counters, "protocol_errors"), 0.0, "{counters}");
+}

@@ -3,8 +3,14 @@
 //! ```text
 //! fp-load (--codec JSON | --protocol NAME) --connect HOST:PORT
 //!         [--connections N] (--requests N | --duration SECONDS) [--payload BYTES]
-//!         [--mode per-packet|pipelined|receive] [--window W] [--timeout-ms MS] [--json FILE]
+//!         [--mode per-packet|pipelined|receive|stream] [--window W] [--timeout-ms MS]
+//!         [--variant NAME] [--frames-per-stream F] [--json FILE]
 //! ```
+//!
+//! `--variant` picks the kind of request among the protocol's own (`Protocol::VARIANTS`: rpc's
+//! call modes); `--mode stream` (protocols with streams, `Protocol::streams`) runs streams one
+//! after another on each connection: open, `F` data frames with at most `W` unanswered, each echo
+//! verified in order, end; `--requests` then counts streams.
 //!
 //! Generic over the protocol: the registry builds the one `--codec` names, and every
 //! connection uses that protocol's client matcher (sequence table for `standard`, FIFO for
@@ -28,7 +34,7 @@ use bytes::BytesMut;
 use fp_net::{fill_payload, json_f64, json_string, online_cpus, payload_matches, Cli};
 use frameproof_codec::config::CodecConfig;
 use frameproof_codec::matcher::Received;
-use frameproof_codec::protocol::{ClientMatcher, Protocol};
+use frameproof_codec::protocol::{ClientMatcher, Protocol, StreamReply};
 use frameproof_codec::registry::Visitor;
 use frameproof_codec::FrameDecoder;
 use hdrhistogram::Histogram;
@@ -41,7 +47,8 @@ const CLI: Cli = Cli {
     program: "fp-load",
     usage: "usage: fp-load (--codec JSON | --protocol NAME) --connect HOST:PORT \
 [--connections N] (--requests N | --duration SECONDS) [--payload BYTES] \
-[--mode per-packet|pipelined|receive] [--window W] [--timeout-ms MS] [--json FILE]",
+[--mode per-packet|pipelined|receive|stream] [--window W] [--timeout-ms MS] \
+[--variant NAME] [--frames-per-stream F] [--json FILE]",
 };
 
 const READ_CHUNK: usize = 64 * 1024;
@@ -59,6 +66,7 @@ enum Mode {
     PerPacket,
     Pipelined,
     Receive,
+    Stream,
 }
 
 impl Mode {
@@ -67,6 +75,7 @@ impl Mode {
             Mode::PerPacket => "per-packet",
             Mode::Pipelined => "pipelined",
             Mode::Receive => "receive",
+            Mode::Stream => "stream",
         }
     }
 }
@@ -83,6 +92,9 @@ struct Config {
     window: usize,
     timeout: Duration,
     json: Option<String>,
+    /// `--variant`; resolved to the protocol's default at start-up.
+    variant: Option<String>,
+    frames_per_stream: u64,
 }
 
 fn parse_config() -> Result<Config, String> {
@@ -99,6 +111,8 @@ fn parse_config() -> Result<Config, String> {
             "window",
             "timeout-ms",
             "json",
+            "variant",
+            "frames-per-stream",
         ],
         &[],
     );
@@ -130,13 +144,21 @@ fn parse_config() -> Result<Config, String> {
         "per-packet" => Mode::PerPacket,
         "pipelined" => Mode::Pipelined,
         "receive" => Mode::Receive,
+        "stream" => Mode::Stream,
         other => return Err(format!("--mode: unknown mode {other:?}")),
     };
     let window: usize = match mode {
-        Mode::PerPacket => o.num("window", 1)?,
+        Mode::PerPacket | Mode::Stream => o.num("window", 1)?,
         Mode::Pipelined => o.num("window", 32)?,
         Mode::Receive => o.num("window", 256)?,
     };
+    let frames_per_stream: u64 = o.num("frames-per-stream", 16)?;
+    if mode == Mode::Stream && frames_per_stream == 0 {
+        return Err("--frames-per-stream must be at least 1".into());
+    }
+    if mode != Mode::Stream && o.get("frames-per-stream").is_some() {
+        return Err("--frames-per-stream needs --mode stream".into());
+    }
     if window == 0 {
         return Err("--window must be at least 1".into());
     }
@@ -158,11 +180,28 @@ fn parse_config() -> Result<Config, String> {
         window,
         timeout: Duration::from_millis(timeout_ms),
         json: o.get("json").map(|s| s.to_string()),
+        variant: o.get("variant").map(|s| s.to_string()),
+        frames_per_stream,
     })
 }
 
 /// The checks that depend on the protocol; an error is a usage error.
 fn check<P: Protocol>(proto: &P, cfg: &Config) -> Result<(), String> {
+    if let Some(v) = &cfg.variant {
+        if !P::VARIANTS.contains(&v.as_str()) {
+            return Err(format!(
+                "--variant: {v:?} is not a variant of {} (it has: {})",
+                P::NAME,
+                P::VARIANTS.join(", ")
+            ));
+        }
+    }
+    if cfg.mode == Mode::Stream && proto.streams().is_none() {
+        return Err(format!(
+            "--mode stream: {} has no streams (per-packet, pipelined or receive)",
+            P::NAME
+        ));
+    }
     let (max, requirement) = proto.max_in_flight();
     if cfg.mode == Mode::Pipelined && cfg.window > max {
         return Err(format!(
@@ -209,6 +248,9 @@ struct Report {
     last: Option<Instant>,
     /// Every request this connection had to send was written.
     all_written: bool,
+    /// Stream mode: streams opened, and completed (ended with every echo verified).
+    streams_started: u64,
+    streams_completed: u64,
 }
 
 impl Report {
@@ -223,6 +265,8 @@ impl Report {
             hist: Histogram::new_with_bounds(1, HIST_MAX_US, 3).expect("histogram bounds"),
             last: None,
             all_written: true,
+            streams_started: 0,
+            streams_completed: 0,
         }
     }
 
@@ -250,6 +294,8 @@ impl Report {
             (a, b) => a.or(b),
         };
         self.all_written &= o.all_written;
+        self.streams_started += o.streams_started;
+        self.streams_completed += o.streams_completed;
     }
 }
 
@@ -265,8 +311,13 @@ struct Start(Config);
 impl Visitor for Start {
     type Output = Result<(), String>;
     fn visit<P: Protocol>(self, proto: P) -> Result<(), String> {
-        check(&proto, &self.0)?;
-        CLI.run(online_cpus(), run(proto, self.0))
+        let mut cfg = self.0;
+        check(&proto, &cfg)?;
+        let variant = cfg
+            .variant
+            .get_or_insert_with(|| P::VARIANTS[0].to_string());
+        let proto = proto.with_variant(variant);
+        CLI.run(online_cpus(), run(proto, cfg))
     }
 }
 
@@ -331,6 +382,7 @@ async fn run<P: Protocol>(proto: P, cfg: Config) -> i32 {
                 Mode::Receive => receive_connection(run, stream, quota).await,
                 Mode::PerPacket => per_packet_connection(run, stream, quota).await,
                 Mode::Pipelined => echo_connection(run, stream, quota).await,
+                Mode::Stream => stream_connection(run, stream, quota).await,
             }
         }));
     }
@@ -361,6 +413,7 @@ fn report(cfg: &Config, r: &Report, duration: f64) -> i32 {
         }
     };
     let msgs_per_s = per_s(msgs);
+    let streams_per_s = per_s(r.streams_completed);
     let mb_per_s = per_s(bytes) / 1e6;
     let q = |q: f64| {
         if r.hist.is_empty() {
@@ -371,9 +424,11 @@ fn report(cfg: &Config, r: &Report, duration: f64) -> i32 {
     };
     let (p50, p90, p99, p999) = (q(0.5), q(0.9), q(0.99), q(0.999));
     let max = if r.hist.is_empty() { 0 } else { r.hist.max() };
+    let variant = cfg.variant.as_deref().unwrap_or("default");
     println!(
-        "fp-load (rust): {} {}, {} connections, window {}, payload {} B",
+        "fp-load (rust): {} {} {}, {} connections, window {}, payload {} B",
         cfg.codec.to_json(),
+        variant,
         cfg.mode.name(),
         cfg.connections,
         cfg.window,
@@ -384,6 +439,12 @@ fn report(cfg: &Config, r: &Report, duration: f64) -> i32 {
         r.sent, r.received, r.verified, r.errors
     );
     println!("  {duration:.3} s, {msgs_per_s:.1} msg/s, {mb_per_s:.2} MB/s");
+    if cfg.mode == Mode::Stream {
+        println!(
+            "  streams completed {} of {}, {streams_per_s:.1} streams/s",
+            r.streams_completed, r.streams_started
+        );
+    }
     if !receive {
         println!("  latency us: p50 {p50}  p90 {p90}  p99 {p99}  p99.9 {p999}  max {max}");
     }
@@ -394,14 +455,16 @@ fn report(cfg: &Config, r: &Report, duration: f64) -> i32 {
         let details: Vec<String> = r.details.iter().map(|d| json_string(d)).collect();
         let json = format!(
             "{{\"implementation\": \"rust\", \"protocol\": {}, \"codec\": {}, \"mode\": {}, \
-\"connections\": {}, \"window\": {}, \"payload\": {}, \
+\"variant\": {}, \"connections\": {}, \"window\": {}, \"payload\": {}, \
 \"requests_sent\": {}, \"replies_received\": {}, \"replies_verified\": {}, \
 \"errors\": {}, \"error_details\": [{}], \
 \"duration_s\": {}, \"msgs_per_s\": {}, \"mb_per_s\": {}, \
+\"streams_completed\": {}, \"streams_per_s\": {}, \
 \"latency_us\": {{\"p50\": {p50}, \"p90\": {p90}, \"p99\": {p99}, \"p999\": {p999}, \"max\": {max}}}}}\n",
             json_string(&cfg.codec.protocol),
             cfg.codec.to_json(),
             json_string(cfg.mode.name()),
+            json_string(variant),
             cfg.connections,
             cfg.window,
             cfg.payload,
@@ -413,6 +476,8 @@ fn report(cfg: &Config, r: &Report, duration: f64) -> i32 {
             json_f64(duration, 6),
             json_f64(msgs_per_s, 1),
             json_f64(mb_per_s, 3),
+            r.streams_completed,
+            json_f64(streams_per_s, 1),
         );
         if let Err(e) = std::fs::File::create(path).and_then(|mut f| f.write_all(json.as_bytes())) {
             eprintln!("fp-load: cannot write {path}: {e}");
@@ -422,7 +487,10 @@ fn report(cfg: &Config, r: &Report, duration: f64) -> i32 {
     let ok = if receive {
         r.errors == 0 && r.all_written
     } else {
-        r.errors == 0 && r.all_written && r.verified == r.sent
+        r.errors == 0
+            && r.all_written
+            && r.verified == r.sent
+            && r.streams_completed == r.streams_started
     };
     if ok {
         0
@@ -614,7 +682,7 @@ async fn read_replies<P: Protocol>(run: &Run<P>, conn: &Conn<P>, mut rd: OwnedRe
             loop {
                 match dec.decode() {
                     Ok(Some(f)) => {
-                        if on_frame::<P>(&mut m, &f, now, &mut rep, len) {
+                        if on_frame::<P>(&run.proto, &mut m, &f, now, &mut rep, len) {
                             conn.window.add_permits(1);
                         }
                     }
@@ -666,6 +734,7 @@ fn describe<P: Protocol>(f: &P::Frame) -> String {
 
 /// Matches and verifies one received frame; true if it completed a pending request.
 fn on_frame<P: Protocol>(
+    proto: &P,
     m: &mut Client<P>,
     f: &P::Frame,
     now: Instant,
@@ -676,7 +745,7 @@ fn on_frame<P: Protocol>(
     match m.receive(f) {
         Received::Reply(tag) => {
             let payload = P::payload(f);
-            if let Err(why) = P::check_reply(f) {
+            if let Err(why) = proto.check_reply(f) {
                 rep.error(format!("request {}: {why}", tag.index));
             } else if !payload_matches(tag.index, len, payload) {
                 rep.error(format!(
@@ -746,7 +815,7 @@ async fn per_packet_connection<P: Protocol>(
         while m.pending() > 0 {
             match dec.decode() {
                 Ok(Some(f)) => {
-                    on_frame::<P>(&mut m, &f, Instant::now(), &mut rep, len);
+                    on_frame::<P>(&run.proto, &mut m, &f, Instant::now(), &mut rep, len);
                     continue;
                 }
                 Ok(None) => {}
@@ -875,5 +944,164 @@ async fn receive_connection<P: Protocol>(
         }
     }
     drop(wr);
+    rep
+}
+
+/// Reads the next frame, waiting at most until `deadline`.
+async fn next_frame<P: Protocol>(
+    stream: &mut TcpStream,
+    dec: &mut P::Decoder,
+    deadline: tokio::time::Instant,
+) -> Result<P::Frame, String> {
+    loop {
+        match dec.decode() {
+            Ok(Some(f)) => return Ok(f),
+            Ok(None) => {}
+            Err(e) => return Err(format!("reply stream rejected: {e}")),
+        }
+        dec.buffer_mut().reserve(READ_CHUNK);
+        match tokio::time::timeout_at(deadline, stream.read_buf(dec.buffer_mut())).await {
+            Ok(Ok(0)) => return Err("the server closed the connection".into()),
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => return Err(format!("read failed: {e}")),
+            Err(_) => return Err("timed out waiting for the server".into()),
+        }
+    }
+}
+
+/// Writes `buf`, waiting at most until `deadline`.
+async fn write_by(
+    stream: &mut TcpStream,
+    buf: &[u8],
+    deadline: tokio::time::Instant,
+) -> Result<(), String> {
+    match tokio::time::timeout_at(deadline, stream.write_all(buf)).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(format!("write failed: {e}")),
+        Err(_) => Err("write timed out".into()),
+    }
+}
+
+/// Stream mode: streams one after another on this connection (reference-impls/README.md, rpc):
+/// open (next id) and wait for the acknowledgement, `--frames-per-stream` data frames with at
+/// most `--window` unanswered, each echo verified (same stream, payload equal, in order), then
+/// end and wait for the end. Every wait is bounded by the timeout; an error ends the connection.
+async fn stream_connection<P: Protocol>(
+    run: Arc<Run<P>>,
+    mut stream: TcpStream,
+    quota: Option<u64>,
+) -> Report {
+    let mut rep = Report::new();
+    let ops = run
+        .proto
+        .streams()
+        .expect("--mode stream checked at start-up");
+    let len = run.cfg.payload;
+    let frames = run.cfg.frames_per_stream;
+    let window = run.cfg.window;
+    let timeout = run.cfg.timeout;
+    let mut dec = run.proto.decoder();
+    let mut out = BytesMut::with_capacity(READ_CHUNK);
+    let mut inflight: std::collections::VecDeque<Tag> = std::collections::VecDeque::new();
+    let mut next_id: u32 = 0;
+    let deadline = || tokio::time::Instant::now() + timeout;
+    let r: Result<(), String> = async {
+        loop {
+            if quota.is_some_and(|q| rep.streams_started >= q)
+                || run.stop_at.is_some_and(|s| Instant::now() >= s)
+            {
+                return Ok(());
+            }
+            let id = next_id;
+            next_id = next_id.wrapping_add(1);
+            rep.streams_started += 1;
+            out.clear();
+            ops.put_open(id, &mut out);
+            write_by(&mut stream, &out, deadline()).await?;
+            let f = next_frame::<P>(&mut stream, &mut dec, deadline()).await?;
+            if ops.classify(&f) != StreamReply::Opened(id) {
+                return Err(format!(
+                    "stream {id}: expected its opening acknowledged, got {}",
+                    describe::<P>(&f)
+                ));
+            }
+            let (mut sent, mut echoed) = (0u64, 0u64);
+            let mut intact = true;
+            while echoed < frames {
+                out.clear();
+                let now = Instant::now();
+                let mut k = 0;
+                while sent < frames && inflight.len() < window {
+                    let index = run.next_index.fetch_add(1, Relaxed);
+                    ops.put_data(id, len, &mut out, &mut |p| fill_payload(index, p));
+                    inflight.push_back(Tag {
+                        index,
+                        sent_at: now,
+                    });
+                    sent += 1;
+                    k += 1;
+                }
+                if k > 0 {
+                    write_by(&mut stream, &out, deadline()).await?;
+                    rep.sent += k;
+                }
+                let f = next_frame::<P>(&mut stream, &mut dec, deadline()).await?;
+                let now = Instant::now();
+                match ops.classify(&f) {
+                    StreamReply::Data(sid, payload) if sid == id => {
+                        rep.received += 1;
+                        let tag = inflight.pop_front().ok_or_else(|| {
+                            format!("stream {id}: a data frame beyond those sent")
+                        })?;
+                        echoed += 1;
+                        // A wrong echo is counted and the stream goes on (it will not count as
+                        // completed); only a missing or foreign frame ends the connection.
+                        if !payload_matches(tag.index, len, payload) {
+                            intact = false;
+                            rep.error(format!(
+                                "stream {id}: echo of data frame {} differs ({} bytes received, {len} sent)",
+                                tag.index,
+                                payload.len()
+                            ));
+                            continue;
+                        }
+                        rep.verified += 1;
+                        rep.verified_bytes += payload.len() as u64;
+                        let us = now.saturating_duration_since(tag.sent_at).as_micros() as u64;
+                        rep.hist.saturating_record(us);
+                        rep.last = Some(now);
+                    }
+                    _ => {
+                        return Err(format!(
+                            "stream {id}: expected the echo of a data frame, got {}",
+                            describe::<P>(&f)
+                        ))
+                    }
+                }
+            }
+            out.clear();
+            ops.put_end(id, &mut out);
+            write_by(&mut stream, &out, deadline()).await?;
+            let f = next_frame::<P>(&mut stream, &mut dec, deadline()).await?;
+            if ops.classify(&f) != StreamReply::Ended(id) {
+                return Err(format!(
+                    "stream {id}: expected its end answered, got {}",
+                    describe::<P>(&f)
+                ));
+            }
+            if intact {
+                rep.streams_completed += 1;
+            }
+            rep.last = Some(Instant::now());
+        }
+    }
+    .await;
+    if let Err(e) = r {
+        // the frames still in flight stay unanswered: requests_sent - replies_received
+        rep.error(format!("{e} ({} data frames unanswered)", inflight.len()));
+    }
+    if let Some(q) = quota {
+        rep.all_written &= rep.streams_started == q;
+    }
     rep
 }

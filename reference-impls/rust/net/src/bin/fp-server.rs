@@ -86,7 +86,7 @@ impl Visitor for Start {
     fn visit<P: Protocol>(self, proto: P) -> Result<(), String> {
         // The default endpoint, in the requested mode, must exist before we listen.
         proto
-            .session("", self.cfg.sink)
+            .net_session(self.cfg.sink)
             .map_err(|e| e.to_string())?;
         CLI.run(self.threads, serve(proto, self.cfg))
     }
@@ -110,7 +110,7 @@ async fn serve<P: Protocol>(proto: P, cfg: Config) -> i32 {
         tokio::select! {
             r = server.listener.accept() => match r {
                 Ok((stream, _)) => {
-                    if let Ok(session) = proto.session("", cfg.sink) {
+                    if let Ok(session) = proto.net_session(cfg.sink) {
                         tasks.spawn(connection(stream, session, cfg.stats, counters.clone(), stop_rx.clone()));
                     }
                 }
