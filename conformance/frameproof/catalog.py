@@ -1,5 +1,5 @@
 """The map from requirements to the tests that check them, for every suite
-(codec vectors and properties, network cases, load-client cases). The docs site and
+(codec vectors and properties, network cases, stress scenarios, load-client cases). The docs site and
 the coverage test read it; nothing here is typed twice."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from .protocols import names as protocol_names
 
 def tests() -> List[dict]:
     """Every test of every suite: name, suite, protocol, requirements, description."""
-    from . import clientsuite, netsuite, plugin
+    from . import clientsuite, netsuite, plugin, stress
     from .properties import properties
     out = []
     for protocol in protocol_names():
@@ -27,6 +27,9 @@ def tests() -> List[dict]:
             reqs = netsuite.requirements_for(case, protocol)
             out.append({"name": f"{protocol}/{reqs[0]}/net/{case.name}", "suite": "net", "protocol": protocol,
                         "requirements": reqs, "description": case.description})
+        for sc in stress.SCENARIOS:
+            out.append({"name": stress.scenario_name(protocol, sc), "suite": "stress", "protocol": protocol,
+                        "requirements": stress.scenario_requirements(protocol, sc), "description": sc.description})
         for case in clientsuite.all_cases():
             out.append({"name": f"{protocol}/{case.requirements[0]}/client/{case.name}", "suite": "client",
                         "protocol": protocol, "requirements": case.requirements, "description": case.description})

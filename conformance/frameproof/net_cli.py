@@ -24,6 +24,17 @@ def add_parsers(sub):
     n.add_argument("--json")
     n.add_argument("--junit")
     n.add_argument("-v", "--verbose", action="store_true")
+    st = n.add_argument_group("hostile peers at scale (--stress; the *-RES-* requirements)")
+    st.add_argument("--stress", action="store_true",
+                    help="run the stress scenarios (frameproof.stress) instead of the network cases: many "
+                         "slow, silent, never-reading, resetting peers, connection churn, the connection limit, "
+                         "descriptor exhaustion, SIGSTOP/SIGCONT, each with healthy traffic measured alongside")
+    st.add_argument("--stress-scale", type=float, default=1.0,
+                    help="multiplies the scenarios' connection and cycle counts (default 1: e.g. 10,000 cycles)")
+    st.add_argument("--stress-p99-ms", type=float, default=2000.0,
+                    help="largest healthy p99 latency during a scenario (default 2000 ms)")
+    from .stress import add_limit_args
+    add_limit_args(st, "the server's")
     n.set_defaults(fn=cmd_net)
 
 
@@ -56,6 +67,8 @@ def cmd_net(args):
             extra += [opt, val]
     if args.verbose:
         extra.append("-v")
+    if args.stress:
+        return cmd_stress(args, codec or registry.get(args.protocol[0]).codec())
     srv = None
     if args.client:
         extra += ["--fp-client", args.client] + (["--fp-client-sink"] if args.sink else [])
@@ -84,4 +97,57 @@ def cmd_net(args):
                 rc = rc or 1
             else:
                 print(f"server stopped with status {code}; counters: {counters}")
+    return rc
+
+
+def cmd_stress(args, codec):
+    """`frameproof net --stress`: the scenarios of frameproof.stress against one server. With
+    --server-cmd the limit flags whose values differ from the spec's defaults are appended to the
+    command (every fp-server takes them, reference-impls/README.md); with --server they say how the
+    running server is configured."""
+    from .netsuite import NetTarget
+    from .servers import start_server
+    from . import stress
+    if args.client:
+        print("frameproof net: --stress tests a server (--server or --server-cmd), not a --client", file=sys.stderr)
+        return 2
+    limits = stress.limits_from_args(args)
+    srv = None
+    pid = args.server_pid
+    name = args.name
+    if args.server_cmd:
+        cmd = " ".join([args.server_cmd] + limits.server_flags())
+        try:
+            srv = start_server(cmd, cwd=args.cwd)
+        except RuntimeError as e:
+            print(f"frameproof net: {e}", file=sys.stderr)
+            return 2
+        host, port, pid = srv.host, srv.port, srv.proc.pid
+        name = name or cmd
+    else:
+        host, _, port = args.server.rpartition(":")
+        host, port = host.strip("[]"), int(port)
+    if host not in ("127.0.0.1", "::1", "localhost"):
+        print(f"frameproof net: --stress talks to 127.0.0.1 or ::1 only, not {host}", file=sys.stderr)
+        if srv:
+            srv.stop()
+        return 2
+    t = NetTarget(host, port, codec, pid, codec.max_payload)
+    rc = 0
+    try:
+        doc = stress.run(t, limits, args.stress_scale, args.select, args.stress_p99_ms, name or f"{host}:{port}")
+        rc = 0 if doc["passed"] else 1
+    finally:
+        if srv:
+            alive = srv.alive()
+            code, counters, _ = srv.stop()
+            if not alive:
+                print(f"frameproof net: the server exited during the run (status {code})", file=sys.stderr)
+                rc = 1
+            else:
+                print(f"server stopped with status {code}; counters: {counters}")
+    if args.json:
+        doc["exit_status"] = rc
+        stress.write_json(doc, args.json)
+        print(f"JSON report: {args.json}")
     return rc

@@ -7,23 +7,31 @@
 * with ``--fault``, deliberately broken servers that ``frameproof net`` must catch.
 
 Run: python -m frameproof.pyserver (--protocol NAME | --codec JSON) --listen 127.0.0.1:0 [--fault NAME]
-It prints ``LISTENING host:port`` and, on SIGTERM/SIGINT, one JSON line of counters.
+      [--memory-budget BYTES] [--idle-timeout-ms MS] [--frame-timeout-ms MS] [--max-output-bytes BYTES]
+      [--write-timeout-ms MS] [--max-connections N]
+The resource limits (*-RES-*) are the spec's, with its defaults. It prints ``LISTENING host:port`` and, on SIGTERM/SIGINT, one JSON line of counters.
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
+import fcntl
 import json
 import os
 import signal
 import socket
+import struct
 import sys
+import termios
+import time
 from dataclasses import dataclass, field
 from typing import Optional
 
 from . import protocols
 from .oracle import Codec
 from .reference import CodecError
+from .stress import FLOOR, Limits, add_limit_args, limits_from_args
 
 # Faults that break no one requirement: they probe the suite's reports (tests of the suite).
 PROBES = ("stops-reading",)
@@ -48,6 +56,10 @@ class Stats:
     corrupted: int = 0  # replies corrupted on purpose
     dropped: int = 0  # requests not answered on purpose
     error_details: list = field(default_factory=list)
+    refused: int = 0  # connections beyond --max-connections, accepted and closed at once (RES-6)
+    accept_errors: int = 0  # accepts that failed for want of descriptors (RES-7)
+    closed_for: dict = field(default_factory=lambda: {"budget": 0, "idle": 0, "handshake": 0, "frame": 0,
+                                                       "write": 0})  # connections closed for a limit
 
     def note(self, msg):
         self.client_errors += 1
@@ -55,8 +67,200 @@ class Stats:
             self.error_details.append(msg)
 
 
+# Deliberately broken servers for the resource limits (every protocol alike): name -> the RES
+# requirement number it breaks (the protocol's prefix goes in front: STD-RES-1, WS-RES-1, ...).
+RES_FAULTS = {
+    "no-memory-budget": 1,  # buffers every unfinished frame, whatever the total
+    "no-idle-timeout": 3,  # keeps silent connections forever
+    "no-frame-timeout": 4,  # keeps a connection stuck in the middle of a frame forever
+    "unbounded-output": 5,  # keeps reading and queueing replies for a peer that never reads
+    "no-connection-limit": 6,  # accepts every connection
+    "spins-at-emfile": 7,  # retries accept in a busy loop when out of descriptors
+    "pause-drops-connections": 8,  # after a scheduling gap, closes connections as timed out without reading
+}
+EXHAUSTED = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
+
+
+class EchoConn(asyncio.Protocol):
+    """One connection of the echo server: the protocol's opening handshake, then frames through the
+    reference decoder and the protocol's replier; what it holds is accounted for the RES limits."""
+
+    def __init__(self, srv: "EchoServer"):
+        self.srv = srv
+        self.tr = None
+        self.closing = False
+        self.why = ""
+        self.dec = self.replier = self.opening = None  # set once the transport is made
+        self.held = self.last_out = 0
+
+    # -- asyncio callbacks
+    def connection_made(self, tr):
+        srv, st = self.srv, self.srv.stats
+        self.tr = tr
+        st.connections += 1
+        self.no = st.connections
+        now = time.monotonic()
+        self.accepted = self.last_rx = self.out_progress = now
+        self.last_out = 0
+        self.received = 0
+        self.held = 0
+        self.dec = srv.decoder()
+        self.check = srv.proto.client_request_check()
+        self.replier = srv.proto.echo_replier(srv.codec, srv.fault)
+        self.opening = srv.proto.server_opening(srv.codec, srv.fault)
+        if srv.fault != "unbounded-output":
+            tr.set_write_buffer_limits(high=srv.limits.max_output_bytes)
+        else:
+            tr.set_write_buffer_limits(high=2 ** 40)
+        if srv.stopping:
+            tr.abort()
+
+    def connection_lost(self, exc):
+        self.closing = True
+        self.srv._forget(self)
+        self.dec = self.replier = self.opening = None
+
+    def pause_writing(self):  # pending output reached --max-output-bytes (RES-5): stop reading
+        if self.tr and not self.closing:
+            self.tr.pause_reading()
+
+    def resume_writing(self):
+        if self.tr and not self.closing and not getattr(self, "stuck", False):
+            self.tr.resume_reading()
+
+    def eof_received(self):
+        if self.opening is not None or self.dec is None:
+            return False
+        try:
+            self.dec.finish()
+        except CodecError:
+            pass  # a partial frame at EOF is discarded (truncation)
+        if self.srv.fault == "ignore-half-close":
+            return True  # the bug: keeps the connection open and silent
+        self.closing = True
+        self.srv._account(self)
+        return False  # the transport closes once the replies are written
+
+    def data_received(self, data):
+        if self.closing or self.dec is None:
+            return
+        srv, st = self.srv, self.srv.stats
+        self.last_rx = time.monotonic()
+        self.received += len(data)
+        if srv.fault == "stops-reading" and self.received >= 65536:
+            self.stuck = True
+            self.tr.pause_reading()  # the bug: never reads again
+        if self.opening is not None:  # the protocol's opening handshake, before any frame
+            reply, rest = self.opening.feed(data)
+            if reply:
+                self.tr.write(reply)
+            if rest is None:
+                srv._account(self)
+                return
+            if not self.opening.ok:
+                self.close("handshake refused")
+                return
+            self.opening, data = None, rest
+            if not data:
+                srv._account(self)
+                return
+        if srv.fault == "allocate-declared":
+            hog = srv.proto.reference.allocate_declared(data)  # the bug: trusts the header
+            srv._hog = hog if hog is not None else getattr(srv, "_hog", None)
+        err = None
+        try:
+            frames = self.dec.feed(data)
+        except CodecError as e:
+            frames, err = e.frames, e
+        batch = []
+        for frame in frames:
+            if srv.proto.counted(frame):  # requests, not the traffic around them (stream set-up, close)
+                st.frames += 1
+                st.bytes += len(frame.payload)
+            if srv.check:
+                bad = self.check(frame)
+                if bad:
+                    st.note(f"connection {self.no}: {bad}")
+            if srv.sink:
+                continue
+            try:
+                reply = self.replier(frame)
+            except CodecError as e:  # the endpoint closes the connection on this frame
+                err = e
+                break
+            if reply is None:
+                continue  # the protocol answers nothing to this frame
+            if not srv.proto.counted(reply):
+                batch.append(srv.ref.encode(srv.codec, reply, 2 ** 31 - 1))
+                continue
+            st.replies += 1
+            srv._seen += 1
+            if srv.fault == "drop-every-100th" and srv._seen % 100 == 0:
+                st.replies -= 1
+                continue
+            if srv.drop_every and srv._seen % srv.drop_every == 0:
+                st.dropped += 1
+                st.replies -= 1
+                continue
+            if srv.corrupt_every and srv._seen % srv.corrupt_every == 0 and reply.payload:
+                from dataclasses import replace
+                # bit 0 only: text stays valid UTF-8, so the client sees a wrong payload, not a broken stream
+                reply = replace(reply, payload=bytes([reply.payload[0] ^ 0x01]) + reply.payload[1:])
+                st.corrupted += 1
+            batch.append(srv.ref.encode(srv.codec, reply, 2 ** 31 - 1))
+        if srv.fault == "reverse-order":
+            batch.reverse()
+        if batch:
+            self.tr.write(b"".join(batch))
+        if err is not None:
+            if not getattr(err, "clean", False):
+                st.protocol_errors += 1
+            closing = srv.proto.closing_bytes(srv.codec, err, srv.fault)
+            if closing:
+                self.tr.write(closing)
+            if srv.fault == "crash-on-oversize" and err.requirement.endswith("LIM-1"):
+                os._exit(70)
+            if srv.fault == "keep-open-on-error":
+                self.dec = srv.decoder()  # the bug: resynchronise and carry on
+            else:
+                self.close(f"protocol error {err.requirement}")
+                return
+        srv._account(self)
+
+    # -- accounting and closing
+    def holding_input(self) -> int:
+        """Bytes held for what is unfinished: a partial handshake, frame or message (RES-1)."""
+        if self.dec is None:
+            return 0
+        if self.opening is not None:
+            return len(getattr(self.opening, "buf", b""))
+        return self.srv.proto.held_bytes(self.dec, self.replier)
+
+    def pending_output(self) -> int:
+        return self.tr.get_write_buffer_size() if self.tr else 0
+
+    def close(self, why, abort=False):
+        if self.tr is None or (self.closing and not abort):
+            return
+        self.closing = True
+        self.why = why
+        if abort:
+            self.tr.abort()
+        else:
+            self.tr.close()  # after the pending replies are written
+
+    def waiting_bytes(self) -> int:
+        """Bytes the kernel holds for us, not read yet (RES-8: never close those for a timeout)."""
+        try:
+            sock = self.tr.get_extra_info("socket")
+            return struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0\0\0\0"))[0]
+        except (OSError, AttributeError, ValueError):
+            return 0
+
+
 class EchoServer:
-    def __init__(self, codec: Codec, sink=False, fault="", check=False, corrupt_every=0, drop_every=0):
+    def __init__(self, codec: Codec, sink=False, fault="", check=False, corrupt_every=0, drop_every=0,
+                 limits: Optional[Limits] = None):
         self.codec = codec
         self.proto = codec.spec
         self.ref = self.proto.reference
@@ -65,135 +269,173 @@ class EchoServer:
         self.check = check
         self.corrupt_every = corrupt_every
         self.drop_every = drop_every
+        self.limits = limits or Limits()
         self.stats = Stats()
-        self.server: Optional[asyncio.base_events.Server] = None
+        self.conns = set()
+        self.total_held = 0
+        self.stopping = False
+        self.lsock = None
+        self.loop = None
+        self._accepting = False
+        self._retry = None
+        self._sweeper = None
         self._seen = 0
-        self._tasks = set()
 
     def decoder(self):
         return self.ref.decoder(self.codec)
 
-    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
-        self._tasks.add(asyncio.current_task())
-        st = self.stats
-        st.connections += 1
-        conn_no = st.connections
-        sock = writer.get_extra_info("socket")
-        if sock is not None:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        dec = self.decoder()
-        check = self.proto.client_request_check()
-        replier = self.proto.echo_replier(self.codec, self.fault)
-        try:
-            received = 0
-            opening = self.proto.server_opening(self.codec, self.fault)
-            pending = b""
-            while opening is not None:  # the protocol's opening handshake, before any frame
-                data = await reader.read(65536)
-                if not data:
-                    return
-                reply, rest = opening.feed(data)
-                if reply:
-                    writer.write(reply)
-                    await writer.drain()
-                if rest is not None:
-                    if not opening.ok:
-                        return
-                    pending, opening = rest, None
-            while True:
-                if self.fault == "stops-reading" and received >= 65536:
-                    await asyncio.sleep(3600)  # the bug: never reads again
-                data, pending = (pending, b"") if pending else (await reader.read(65536), b"")
-                received += len(data)
-                if not data:
-                    try:
-                        dec.finish()
-                    except CodecError:
-                        pass  # a partial frame at EOF is discarded (truncation)
-                    if self.fault == "ignore-half-close":
-                        await asyncio.sleep(3600)
-                    break
-                if self.fault == "allocate-declared":
-                    hog = self.proto.reference.allocate_declared(data)  # the bug: trusts the header
-                    self._hog = hog if hog is not None else getattr(self, "_hog", None)
-                err = None
-                try:
-                    frames = dec.feed(data)
-                except CodecError as e:
-                    frames, err = e.frames, e
-                batch = []
-                for frame in frames:
-                    if self.proto.counted(frame):  # requests, not the traffic around them (stream set-up, close)
-                        st.frames += 1
-                        st.bytes += len(frame.payload)
-                    if self.check:
-                        bad = check(frame)
-                        if bad:
-                            st.note(f"connection {conn_no}: {bad}")
-                    if self.sink:
-                        continue
-                    try:
-                        reply = replier(frame)
-                    except CodecError as e:  # the endpoint closes the connection on this frame
-                        err = e
-                        break
-                    if reply is None:
-                        continue  # the protocol answers nothing to this frame
-                    if not self.proto.counted(reply):
-                        batch.append(self.ref.encode(self.codec, reply, 2 ** 31 - 1))
-                        continue
-                    st.replies += 1
-                    self._seen += 1
-                    if self.fault == "drop-every-100th" and self._seen % 100 == 0:
-                        st.replies -= 1
-                        continue
-                    if self.drop_every and self._seen % self.drop_every == 0:
-                        st.dropped += 1
-                        st.replies -= 1
-                        continue
-                    if self.corrupt_every and self._seen % self.corrupt_every == 0 and reply.payload:
-                        from dataclasses import replace
-                        # bit 0 only: text stays valid UTF-8, so the client sees a wrong payload, not a broken stream
-                        reply = replace(reply, payload=bytes([reply.payload[0] ^ 0x01]) + reply.payload[1:])
-                        st.corrupted += 1
-                    batch.append(self.ref.encode(self.codec, reply, 2 ** 31 - 1))
-                if self.fault == "reverse-order":
-                    batch.reverse()
-                if batch:
-                    writer.write(b"".join(batch))
-                    await writer.drain()
-                if err is not None:
-                    if not getattr(err, "clean", False):
-                        st.protocol_errors += 1
-                    closing = self.proto.closing_bytes(self.codec, err, self.fault)
-                    if closing:
-                        writer.write(closing)
-                        await writer.drain()
-                    if self.fault == "crash-on-oversize" and err.requirement.endswith("LIM-1"):
-                        os._exit(70)
-                    if self.fault == "keep-open-on-error":
-                        dec = self.decoder()  # the bug: resynchronise and carry on
-                        continue
-                    break
-        except (ConnectionResetError, BrokenPipeError, asyncio.CancelledError):
-            pass  # peer gone, or the server is stopping
-        finally:
-            try:
-                writer.close()
-            except Exception:
-                pass
-            self._tasks.discard(asyncio.current_task())
-
     async def start(self, host, port):
-        self.server = await asyncio.start_server(self.handle, host, port, limit=1 << 20)
-        return self.server.sockets[0].getsockname()[:2]
+        self.loop = asyncio.get_running_loop()
+        fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+        ls = socket.socket(fam, socket.SOCK_STREAM)
+        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        ls.bind((host, port))
+        ls.listen(1024)
+        ls.setblocking(False)
+        self.lsock = ls
+        self._accept_on()
+        self._sweeper = self.loop.create_task(self._sweep())
+        return ls.getsockname()[:2]
+
+    # -- accepting (RES-6, RES-7)
+    def _accept_on(self):
+        if not self._accepting and not self.stopping and self.lsock is not None:
+            self.loop.add_reader(self.lsock.fileno(), self._on_accept)
+            self._accepting = True
+
+    def _accept_off(self):
+        if self._accepting:
+            self.loop.remove_reader(self.lsock.fileno())
+            self._accepting = False
+
+    def _on_accept(self):
+        st = self.stats
+        for _ in range(64):
+            try:
+                sock, _addr = self.lsock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as e:
+                if e.errno in EXHAUSTED:
+                    st.accept_errors += 1
+                    if self.fault == "spins-at-emfile":
+                        return  # the bug: stays registered; the pending connection wakes the loop at once, again
+                    self._accept_off()  # keep serving; retry after a pause or when a connection closes
+                    if self._retry is None:
+                        self._retry = self.loop.call_later(0.25, self._retry_accept)
+                return  # ECONNABORTED and the like: the peer is gone already
+            if len(self.conns) >= self.limits.max_connections and self.fault != "no-connection-limit":
+                st.refused += 1
+                sock.close()  # accepted and closed at once (RES-6)
+                continue
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            conn = EchoConn(self)
+            self.conns.add(conn)
+            self.loop.create_task(self._attach(conn, sock))
+
+    async def _attach(self, conn, sock):
+        try:
+            await self.loop.connect_accepted_socket(lambda: conn, sock)
+        except OSError:
+            self._forget(conn)
+            sock.close()
+
+    def _retry_accept(self):
+        self._retry = None
+        self._accept_on()
+
+    def _forget(self, conn):
+        if conn in self.conns:
+            self.conns.discard(conn)
+            self.total_held -= conn.held
+            conn.held = 0
+            if not self._accepting and self._retry is not None:  # a descriptor is free again
+                self._retry.cancel()
+                self._retry = None
+                self._accept_on()
+
+    # -- the memory budget (RES-1, RES-2)
+    def _account(self, conn):
+        new = conn.holding_input() + conn.pending_output()
+        self.total_held += new - conn.held
+        conn.held = new
+        if self.total_held <= self.limits.memory_budget or self.fault == "no-memory-budget":
+            return
+        for c in self.conns:  # the output drains on its own: recount before closing anyone
+            c.held = 0 if c.closing else c.holding_input() + c.pending_output()
+        self.total_held = sum(c.held for c in self.conns)
+        while self.total_held > self.limits.memory_budget:
+            big = max((c for c in self.conns if not c.closing), key=lambda c: c.held, default=None)
+            if big is None or big.held <= FLOOR:
+                break  # never close a connection holding 64 KiB or less for the budget
+            self.stats.closed_for["budget"] += 1
+            self.total_held -= big.held
+            big.held = 0
+            big.close("memory budget", abort=True)
+            big.dec = None  # release its buffers now
+
+    # -- timeouts (RES-3, RES-4, RES-5, RES-8)
+    async def _sweep(self):
+        lim = self.limits
+        every = min(1.0, max(0.02, min(lim.idle_timeout_ms, lim.frame_timeout_ms, lim.write_timeout_ms) / 10000))
+        last = time.monotonic()
+        while not self.stopping:
+            await asyncio.sleep(every)
+            now = time.monotonic()
+            gap, last = now - last, now
+            if self.fault == "pause-drops-connections" and gap > max(1.0, 5 * every):
+                for c in list(self.conns):  # the bug: the pause is taken for the peers' silence
+                    c.close("timed out after a pause", abort=True)
+                continue
+            for c in list(self.conns):
+                if c.closing or c.tr is None:
+                    continue
+                self._check_timeouts(c, now)
+
+    def _check_timeouts(self, c, now):
+        lim, fault, closed = self.limits, self.fault, self.stats.closed_for
+        out = c.pending_output()
+        if out:
+            if out < c.last_out:
+                c.out_progress = now
+            c.last_out = out
+            if now - c.out_progress > lim.write_timeout_ms / 1000 and fault != "unbounded-output":
+                closed["write"] += 1
+                c.close("write timeout", abort=True)
+                return
+        else:
+            c.last_out, c.out_progress = 0, now
+        if c.opening is not None and now - c.accepted > lim.idle_timeout_ms / 1000 and fault != "no-idle-timeout":
+            if not c.waiting_bytes():
+                closed["handshake"] += 1
+                c.close("handshake timeout", abort=True)
+            return
+        silent = now - c.last_rx
+        if c.holding_input():
+            if silent > lim.frame_timeout_ms / 1000 and fault != "no-frame-timeout" and not c.waiting_bytes():
+                closed["frame"] += 1
+                c.close("frame timeout", abort=True)
+        elif not out and silent > lim.idle_timeout_ms / 1000 and fault != "no-idle-timeout" \
+                and not c.waiting_bytes():
+            closed["idle"] += 1
+            c.close("idle timeout")
 
     async def stop(self):
-        if self.server:
-            self.server.close()
-            for t in list(self._tasks):
-                t.cancel()
-            await self.server.wait_closed()
+        self.stopping = True
+        if self.loop is None:
+            return
+        self._accept_off()
+        if self._retry is not None:
+            self._retry.cancel()
+        if self.lsock is not None:
+            self.lsock.close()
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+        for c in list(self.conns):
+            if c.tr is not None:
+                c.tr.abort()
+        await asyncio.sleep(0)
 
 
 class ServerThread:
@@ -251,11 +493,17 @@ def main(argv=None):
     add_codec_args(ap)
     ap.add_argument("--listen", default="127.0.0.1:0")
     ap.add_argument("--sink", action="store_true")
-    ap.add_argument("--fault", choices=sorted(faults()) + list(PROBES), default="")
+    ap.add_argument("--fault", choices=sorted(faults()) + sorted(RES_FAULTS) + list(PROBES), default="")
+    add_limit_args(ap, "")
     args = ap.parse_args(argv)
     codec = codec_arg(args, ap)
+    limits = limits_from_args(args)
+    largest = codec.spec.largest_unit(codec)
+    if limits.memory_budget < largest:
+        ap.error(f"--memory-budget {limits.memory_budget} is below the largest frame or message the server "
+                 f"accepts ({largest}; {codec.spec.name} RES-1)")
     host, _, port = args.listen.rpartition(":")
-    srv = EchoServer(codec, args.sink, args.fault)
+    srv = EchoServer(codec, args.sink, args.fault, limits=limits)
 
     async def run():
         h, p = await srv.start(host.strip("[]"), int(port))

@@ -135,6 +135,18 @@ class Protocol:
         (True: frames follow; False: the server closes after the reply)."""
         return None
 
+    # ------------------------------------------------------------ resource limits (the echo server, *-RES-*)
+    def held_bytes(self, decoder, replier) -> int:
+        """Input the Python echo server holds for one connection's unfinished frame (RES-1): what
+        ``decoder`` (``reference.decoder``) buffers, plus what the ``echo_replier`` keeps (a message's
+        fragments). Default: the decoder's buffer."""
+        return len(getattr(decoder, "buf", b""))
+
+    def largest_unit(self, codec) -> int:
+        """The largest frame (or message) a server with ``codec`` accepts: a memory budget below it is a
+        usage error (RES-1). Default: the frame limit."""
+        return codec.limit
+
     # ------------------------------------------------------------ the network client (netsuite)
     def net_client_codec(self, codec):
         """The codec the network suite's client speaks to a server configured with ``codec``.

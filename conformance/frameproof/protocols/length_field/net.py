@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import List
 
 from ... import netsuite as N
-from ...netsuite import NetCase, SkipCase
+from ...checks import CheckFailure
+from ...netsuite import Conn, NetCase, SkipCase
+from ...oracle import Frame
 from .oracle import encode_length
 
 
@@ -28,6 +30,31 @@ def c_bad_length(t):
         raise SkipCase("the profile's length field has no invalid values")
 
 
+ROLES = dict(prefix="LF", close="LF-ECHO-2", lim="LF-LIM-1", mem="LF-LIM-3", trunc="LF-STR-3", stop="LF-STR-4",
+             split="LF-STR-1", half="LF-ECHO-3", order="LF-ECHO-1")
+
+
+def c_empty_flood(t):
+    """100,000 empty frames in one write: 100,000 empty replies, in order, then a request."""
+    def body():
+        c = Conn(t)
+        try:
+            empty = c.frame(Frame(0, 0, b""))
+            last = Frame(0, 0, b"after-100000-empty-frames")
+            c.send(empty * 100000 + c.frame(last))
+            got = c.read_frames(100001, timeout=N.READ_TIMEOUT * 6)
+            if any(f.payload for f in got[:-1]) or got[-1] != last:
+                raise CheckFailure(f"expected 100,000 empty replies then {last.short()}, actual last {got[-1].short()}")
+        finally:
+            c.close()
+    N.watched(t, body, "100,000 empty frames in one write")
+
+
+def c_length_stall_64(t):
+    """64 connections declare the largest length their field allows and stall after 100 bytes."""
+    N.stalled_maximal_frames(t, 64)
+
+
 def cases() -> List[NetCase]:
     return [
         N.generic("one_request_one_reply", ["LF-ECHO-1"]),
@@ -39,13 +66,18 @@ def cases() -> List[NetCase]:
         N.generic("fifo_order", ["LF-ECHO-1"]),
         N.generic("oversize_closes_connection", ["LF-ECHO-2", "LF-LIM-1"]),
         NetCase("header_promises_gigabytes", ["LF-LIM-3"], "A header promising 2 GiB: no allocation, server keeps serving",
-                c_gigabytes),
+                c_gigabytes, hostile=True),
         N.generic("garbage_bytes", ["LF-LIM-3"]),
         N.generic("stops_mid_frame", ["LF-STR-3"]),
         N.generic("half_close_gets_replies", ["LF-ECHO-3"]),
         NetCase("bad_length_field_closes", ["LF-ECHO-2", "LF-LEN-2", "LF-LEN-3"], "An invalid length field closes the connection",
-                c_bad_length),
+                c_bad_length, hostile=True),
+        NetCase("empty_frames_flood", ["LF-ECHO-1", "LF-STR-2"], "100,000 empty frames in one write: as many empty "
+                "replies, in order", c_empty_flood, hostile=True),
+        NetCase("largest_length_stall_64", ["LF-LIM-3", "LF-RES-2"], "64 connections declare the largest length their "
+                "field allows and stall", c_length_stall_64, hostile=True),
         N.generic("tcp_nodelay", ["LF-ECHO-4"]),
         N.generic("long_connection_100k", ["LF-ECHO-1", "LF-STR-2"]),
         N.generic("connection_churn_2000", ["LF-ECHO-1"]),
+        *N.hostile_cases(ROLES),
     ]

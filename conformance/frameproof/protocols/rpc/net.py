@@ -91,6 +91,34 @@ def c_gigabytes(t):
     N.hostile(t, _hdr(K.REQUEST, 9, 2 ** 32 - 1, flags=4), "a header promising a 4 GiB body")
 
 
+ROLES = dict(prefix="RPC", close="RPC-ECHO-4", lim="RPC-LIM-1", mem="RPC-LIM-3", trunc="RPC-STR-3",
+             stop="RPC-STR-4", split="RPC-STR-1", half="RPC-ECHO-5", order="RPC-ECHO-3")
+
+
+def c_stream_flood_unread(t):
+    """A stream: INIT, then 20,000 DATA frames written before any read: every echo, in order."""
+    s = K.stream
+
+    def body():
+        c = Conn(t)
+        try:
+            frames = [K.init(5)] + [s(K.DATA, 5, payload_for(i, 12)) for i in range(20000)] + [s(K.END, 5)]
+            c.send(b"".join(c.frame(f) for f in frames))
+            got = c.read_frames(len(frames), timeout=N.READ_TIMEOUT * 6)
+            exp = [s(K.INIT_ACK, 5)] + frames[1:]
+            for i, (e, a) in enumerate(zip(exp, got)):
+                if e != a:
+                    raise CheckFailure(f"stream reply {i}:\n  expected {e.short()}\n  actual   {a.short()}")
+        finally:
+            c.close()
+    N.watched(t, body, "20,000 stream DATA frames written before any read")
+
+
+def c_heartbeat_flood(t):
+    """10,000 HEARTBEAT frames on the unary endpoint: a protocol violation at the first one (RPC-ECHO-4)."""
+    N.hostile(t, _hdr(K.HEARTBEAT, 1, 0) * 10000, "10,000 heartbeats on the unary endpoint")
+
+
 def cases() -> List[NetCase]:
     h = N.hostile
     return [
@@ -111,27 +139,32 @@ def cases() -> List[NetCase]:
         NetCase("stream_refusals", ["RPC-STREAM-5", "RPC-STREAM-6", "RPC-STREAM-7", "RPC-ECHO-7"],
                 "DATA before INIT, unknown names and a second INIT are answered with CANCEL", c_stream_refusals),
         NetCase("stream_end_with_body_closes", ["RPC-BODY-5", "RPC-STREAM-8"],
-                "A STREAM_END with a body closes the connection", c_stream_end_with_body),
+                "A STREAM_END with a body closes the connection", c_stream_end_with_body, hostile=True),
         N.generic("oversize_closes_connection", ["RPC-ECHO-4", "RPC-LIM-1"]),
         NetCase("header_promises_4gib", ["RPC-LIM-3", "RPC-LIM-1"], "A header promising 4 GiB: no allocation, "
-                "server keeps serving", c_gigabytes),
+                "server keeps serving", c_gigabytes, hostile=True),
         NetCase("bad_magic_closes", ["RPC-HDR-2", "RPC-ECHO-4"], "A header with magic GRPX closes the connection",
-                lambda t: h(t, _hdr(K.REQUEST, 1, 0, magic=b"GRPX"), "magic GRPX")),
+                lambda t: h(t, _hdr(K.REQUEST, 1, 0, magic=b"GRPX"), "magic GRPX"), hostile=True),
         NetCase("bad_version_closes", ["RPC-HDR-3", "RPC-ECHO-4"], "A header with version 2 closes the connection",
-                lambda t: h(t, _hdr(K.REQUEST, 1, 4, version=2) + b"\0\0\0\0", "version 2")),
+                lambda t: h(t, _hdr(K.REQUEST, 1, 4, version=2) + b"\0\0\0\0", "version 2"), hostile=True),
         NetCase("bad_type_closes", ["RPC-HDR-4", "RPC-ECHO-4"], "A header with type 0x55 closes the connection",
-                lambda t: h(t, _hdr(0x55, 1, 0), "type 0x55")),
+                lambda t: h(t, _hdr(0x55, 1, 0), "type 0x55"), hostile=True),
         NetCase("short_request_body_closes", ["RPC-BODY-1", "RPC-ECHO-4"],
                 "A REQUEST whose service length runs past its body closes the connection",
-                lambda t: h(t, _hdr(K.REQUEST, 1, 3, flags=4) + b"\x00\x09a", "a short REQUEST body")),
+                lambda t: h(t, _hdr(K.REQUEST, 1, 3, flags=4) + b"\x00\x09a", "a short REQUEST body"), hostile=True),
         NetCase("end_with_body_closes", ["RPC-BODY-5", "RPC-ECHO-4"], "A STREAM_END with a body on a unary connection "
-                "closes it", lambda t: h(t, _hdr(K.END, 1, 3) + b"abc", "a STREAM_END with a body")),
+                "closes it", lambda t: h(t, _hdr(K.END, 1, 3) + b"abc", "a STREAM_END with a body"), hostile=True),
         NetCase("non_request_closes", ["RPC-ECHO-4"], "A RESPONSE sent to the unary endpoint closes the connection",
-                lambda t: h(t, _hdr(K.RESPONSE, 1, 2) + b"\x00\x00", "a RESPONSE frame")),
+                lambda t: h(t, _hdr(K.RESPONSE, 1, 2) + b"\x00\x00", "a RESPONSE frame"), hostile=True),
         N.generic("garbage_bytes", ["RPC-LIM-3", "RPC-HDR-2"]),
         N.generic("stops_mid_frame", ["RPC-STR-3"]),
         N.generic("half_close_gets_replies", ["RPC-ECHO-5"]),
         N.generic("tcp_nodelay", ["RPC-ECHO-6"]),
         N.generic("long_connection_100k", ["RPC-ECHO-3", "RPC-HDR-7"]),
         N.generic("connection_churn_2000", ["RPC-ECHO-3"]),
+        NetCase("stream_flood_unread", ["RPC-STREAM-2", "RPC-ECHO-3", "RPC-RES-5"], "A stream of 20,000 DATA frames "
+                "written before any read: every echo, in order", c_stream_flood_unread, hostile=True),
+        NetCase("heartbeat_flood_closes", ["RPC-ECHO-4"], "10,000 HEARTBEATs on the unary endpoint: closed at the "
+                "first", c_heartbeat_flood, hostile=True),
+        *N.hostile_cases(ROLES),
     ]

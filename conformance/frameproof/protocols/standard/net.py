@@ -2,6 +2,7 @@
 frameproof.netsuite with this protocol's requirement IDs, and the standard-only ones."""
 from __future__ import annotations
 
+import time
 from typing import List
 
 from ... import netsuite as N
@@ -68,6 +69,42 @@ def c_bit31(t):
     N.hostile(t, bytes.fromhex("0109ffff00000080"), "an extended length with bit 31 set")
 
 
+ROLES = dict(prefix="STD", close="STD-ECHO-4", lim="STD-LIM-1", mem="STD-LIM-3", trunc="STD-STR-3",
+             stop="STD-STR-4", split="STD-STR-1", half="STD-ECHO-5", order="STD-ECHO-3")
+
+
+def c_one_way_flood(t):
+    """50,000 one-way messages and replies, never answered, then one request: its reply only."""
+    def body():
+        c = Conn(t)
+        try:
+            junk = b"".join(c.frame(Frame(0x41 if i % 2 else 0x81, i & 0xFF, b"no-answer")) for i in range(50000))
+            c.send(junk + c.frame(Frame(1, 7, b"answer-me")))
+            check_replies(t, [Frame(1, 7, b"answer-me")], c.read_frames(1, timeout=N.READ_TIMEOUT * 4),
+                          "after 50,000 one-way and reply frames: ")
+            extra = c.idle(0.3)
+            if extra:
+                raise CheckFailure(f"expected nothing more, got {len(extra)} bytes: {extra[:16].hex(' ')}")
+        finally:
+            c.close()
+    N.watched(t, body, "50,000 one-way and reply frames")
+
+
+def c_extended_stall(t):
+    """An extended header declaring the limit, split inside its extended length, then silence."""
+    def body():
+        c = Conn(t)
+        try:
+            head = t.spec.oversize_header(t.codec, t.limit)
+            c.send(head[:6])
+            time.sleep(0.2)
+            c.send(head[6:] + b"p" * 1000)
+            N.healthy(t, "while a connection holds a partial maximal extended frame: ")
+        finally:
+            c.close()
+    N.watched(t, body, "a partial extended header of a maximal frame")
+
+
 def cases() -> List[NetCase]:
     return [
         N.generic("one_request_one_reply", ["STD-ECHO-1"]),
@@ -84,15 +121,20 @@ def cases() -> List[NetCase]:
         N.generic("fifo_order", ["STD-ECHO-3"]),
         N.generic("oversize_closes_connection", ["STD-ECHO-4", "STD-LIM-1"]),
         NetCase("header_promises_gigabytes", ["STD-LIM-3"], "A header promising 2 GiB: no allocation, server keeps serving",
-                c_gigabytes),
+                c_gigabytes, hostile=True),
         N.generic("garbage_bytes", ["STD-LIM-3", "STD-STR-5"]),
         N.generic("stops_mid_frame", ["STD-STR-3"]),
         N.generic("half_close_gets_replies", ["STD-ECHO-5"]),
         NetCase("noncanonical_extended_closes", ["STD-ECHO-4", "STD-LEN-3"],
-                "A non-canonical extended header closes the connection", c_noncanonical),
+                "A non-canonical extended header closes the connection", c_noncanonical, hostile=True),
         NetCase("extended_bit31_closes", ["STD-ECHO-4", "STD-LEN-4"], "An extended length with bit 31 closes the connection",
-                c_bit31),
+                c_bit31, hostile=True),
+        NetCase("one_way_flood", ["STD-ECHO-2", "STD-LIM-3"], "50,000 one-way and reply frames get no reply; a "
+                "request after them does", c_one_way_flood, hostile=True),
+        NetCase("extended_header_stall", ["STD-LEN-2", "STD-LIM-3", "STD-STR-1"], "An extended header declaring the "
+                "limit, split inside its extended length, then silence", c_extended_stall, hostile=True),
         N.generic("tcp_nodelay", ["STD-ECHO-6"]),
         N.generic("long_connection_100k", ["STD-ECHO-3", "STD-SEQ-2"]),
         N.generic("connection_churn_2000", ["STD-ECHO-3"]),
+        *N.hostile_cases(ROLES),
     ]

@@ -190,6 +190,13 @@ class WebSocket(Protocol):
         f = reference.closing_frame(err, fault)
         return reference.encode(codec, f, 2 ** 63) if f is not None else b""
 
+    def held_bytes(self, decoder, replier):
+        echo = getattr(replier, "echo", None)
+        return len(decoder.buf) + (sum(len(p) for p in echo.parts) if echo is not None else 0)
+
+    def largest_unit(self, codec):
+        return max(codec.limit, codec.message_limit)
+
     def server_opening(self, codec, fault=""):
         return reference.ServerOpening(fault)
 

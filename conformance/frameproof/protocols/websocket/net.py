@@ -222,6 +222,81 @@ def c_reserved_bits_1002(t):
     _close_expect(t, b"\xc2\x80\x00\x00\x00\x00", 1002, "RSV1 without an extension")
 
 
+ROLES = dict(prefix="WS", close="WS-ECHO-2", lim="WS-LIM-1", mem="WS-LIM-1", trunc="WS-STR-3", stop="WS-STR-4",
+             split="WS-STR-1", half="WS-ECHO-3", order="WS-ECHO-1")
+
+
+def c_ping_flood(t):
+    """10,000 pings written before any read: 10,000 pongs, in order, then the echo of a message."""
+    def body():
+        c = Conn(t)
+        try:
+            pings = [frame(PING, b"p%d" % i, True, key_for(i)) for i in range(10000)]
+            last = frame(BINARY, b"after-the-pings", True, key_for(7))
+            c.send(b"".join(c.frame(f) for f in pings + [last]))
+            got = c.read_frames(len(pings) + 1, timeout=N.READ_TIMEOUT * 6)
+            exp = [frame(PONG, f.payload) for f in pings] + [frame(BINARY, b"after-the-pings")]
+            for i, (e, a) in enumerate(zip(exp, got)):
+                if e != a:
+                    raise CheckFailure(f"reply {i}:\n  expected {e.short()}\n  actual   {a.short()}")
+        finally:
+            c.close()
+    N.watched(t, body, "10,000 pings written before any read")
+
+
+def c_message_over_limit_1009(t):
+    n = min(t.limit, 1 << 20)
+    total = t.codec.message_limit
+    if total // n > 2000:
+        raise N.SkipCase(f"the message limit ({total}) takes more than 2000 frames of {n} bytes")
+    k = total // n + 1
+    frags = [frame(BINARY if i == 0 else CONT, b"f" * n, False, key_for(i)) for i in range(k)]
+    c = Conn(t)
+    try:
+        c.send(b"".join(c.frame(f) for f in frags[:-1]))
+        _quiet = frags[-1]
+        try:
+            c.send(c.frame(_quiet))
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        got = c.read_frames(1)
+        if got[0].header.opcode != CLOSE or got[0].payload[:2] != (1009).to_bytes(2, "big"):
+            raise CheckFailure(f"a message beyond the message limit:\n  expected a close frame with code 1009\n"
+                               f"  actual   {got[0].short()}")
+        c.expect_closed(what=" after a message beyond the limit")
+    finally:
+        c.close()
+    N.healthy(t)
+
+
+def c_control_over_125(t):
+    _close_expect(t, bytes([0x89, 0x80 | 126, 0, 126]) + b"\x00" * 4 + b"x" * 126, 1002, "a ping of 126 bytes")
+
+
+def c_continuation_first(t):
+    _close_expect(t, c_bytes(frame(CONT, b"orphan", True, key_for(1))), 1002, "a continuation with no message started")
+
+
+def c_bad_close_code(t):
+    c = Conn(t)
+    try:
+        c.send(c.frame(frame(CLOSE, (1005).to_bytes(2, "big"), True, key_for(1))))
+        got = c.read_frames(1)
+        if got[0].header.opcode != CLOSE or got[0].payload[:2] != (1002).to_bytes(2, "big"):
+            raise CheckFailure(f"a close frame with code 1005:\n  expected a close frame with code 1002\n"
+                               f"  actual   {got[0].short()}")
+        c.expect_closed(what=" after a close frame with code 1005")
+    finally:
+        c.close()
+    N.healthy(t)
+
+
+def c_bytes(f):
+    from .reference import encode
+    from .oracle import WsCodec
+    return encode(WsCodec("websocket", role="client", max_payload=2 ** 63 - 1, max_message=2 ** 63 - 1), f, 2 ** 63)
+
+
 def cases() -> List[NetCase]:
     return [
         NetCase("handshake_rfc_example", ["WS-HS-2", "WS-HS-5"],
@@ -235,7 +310,7 @@ def cases() -> List[NetCase]:
         NetCase("handshake_deflate_declined", ["WS-HS-5"], "permessage-deflate offered: declined, frames uncompressed",
                 c_extensions_declined),
         NetCase("handshake_hostile", ["WS-HS-1"], "Endless headers, garbage and frames before the handshake: no "
-                "upgrade, the server stays up", c_hostile_handshakes),
+                "upgrade, the server stays up", c_hostile_handshakes, hostile=True),
         N.generic("one_request_one_reply", ["WS-ECHO-1", "WS-MASK-4"]),
         N.generic("pipelined_one_write", ["WS-ECHO-1", "WS-STR-2"]),
         N.generic("dribbled_byte_by_byte", ["WS-STR-1"]),
@@ -252,11 +327,22 @@ def cases() -> List[NetCase]:
                 c_fragments_and_ping),
         NetCase("close_handshake", ["WS-CLOSE-5"], "A close frame is answered with its code, then the server closes",
                 c_close_handshake),
-        NetCase("unmasked_frame_1002", ["WS-ERR-1", "WS-MASK-1"], "An unmasked client frame: close 1002", c_unmasked_1002),
-        NetCase("invalid_utf8_1007", ["WS-ERR-1", "WS-UTF8-1"], "Invalid UTF-8 in a text frame: close 1007", c_utf8_1007),
-        NetCase("oversize_1009", ["WS-ERR-1", "WS-LIM-1"], "A frame over the limit: close 1009", c_oversize_1009),
-        NetCase("reserved_bits_1002", ["WS-ERR-1", "WS-HDR-2"], "RSV1 set: close 1002", c_reserved_bits_1002),
+        NetCase("unmasked_frame_1002", ["WS-ERR-1", "WS-MASK-1"], "An unmasked client frame: close 1002", c_unmasked_1002, hostile=True),
+        NetCase("invalid_utf8_1007", ["WS-ERR-1", "WS-UTF8-1"], "Invalid UTF-8 in a text frame: close 1007", c_utf8_1007, hostile=True),
+        NetCase("oversize_1009", ["WS-ERR-1", "WS-LIM-1"], "A frame over the limit: close 1009", c_oversize_1009, hostile=True),
+        NetCase("reserved_bits_1002", ["WS-ERR-1", "WS-HDR-2"], "RSV1 set: close 1002", c_reserved_bits_1002, hostile=True),
         N.generic("tcp_nodelay", ["WS-ECHO-1"]),
         N.generic("long_connection_100k", ["WS-ECHO-1", "WS-STR-2"]),
         N.generic("connection_churn_2000", ["WS-ECHO-1"]),
+        NetCase("ping_flood_unread", ["WS-PING-1", "WS-ECHO-1", "WS-RES-5"], "10,000 pings written before any read: "
+                "every pong, in order", c_ping_flood, hostile=True),
+        NetCase("message_over_limit_1009", ["WS-LIM-2", "WS-ERR-1"], "Fragments adding up to more than the message "
+                "limit: close 1009", c_message_over_limit_1009, hostile=True),
+        NetCase("control_over_125_1002", ["WS-CTL-2", "WS-ERR-1"], "A ping of 126 bytes: close 1002", c_control_over_125,
+                hostile=True),
+        NetCase("continuation_first_1002", ["WS-FRAG-2", "WS-ERR-1"], "A continuation frame with no message started: "
+                "close 1002", c_continuation_first, hostile=True),
+        NetCase("close_code_1005_1002", ["WS-CLOSE-2", "WS-ERR-1"], "A close frame carrying code 1005: close 1002",
+                c_bad_close_code, hostile=True),
+        *N.hostile_cases(ROLES),
     ]

@@ -417,6 +417,7 @@ def net_replier(fault=""):
         if r is not None and fault == "ws-masks-replies":
             r = Frame(0, 0, r.payload, WsHeader(True, 0, r.header.opcode, True, b"\x01\x02\x03\x04"))
         return r
+    reply.echo = echo  # the fragments it holds count against the server's memory budget (WS-RES-1)
     return reply
 
 
