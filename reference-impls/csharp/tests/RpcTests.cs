@@ -181,9 +181,10 @@ namespace Frameproof.Tests
         sealed class Outcomes : IRpcMatchObserver
         {
             public readonly List<string> Log = new List<string>();
-            public void OnReply(long request, object state, ref RpcFrame f) { Log.Add("reply " + request + " code " + f.ErrorCode + " " + T.ToHex(f.Payload.ToArray())); }
-            public void OnTimeout(long request, object state) { Log.Add("timeout " + request); }
-            public void OnFailed(long request, object state) { Log.Add("failed " + request); }
+            public void OnReply(long request, object state, ref RpcFrame f) { Log.Add("reply " + request + " code " + f.ErrorCode + " " + T.ToHex(f.Payload.ToArray()) + St(state)); }
+            public void OnTimeout(long request, object state) { Log.Add("timeout " + request + St(state)); }
+            public void OnFailed(long request, object state) { Log.Add("failed " + request + St(state)); }
+            static string St(object state) { return state == null ? "" : " " + state; }
             public void OnUnmatched(ref RpcFrame f) { Log.Add("unmatched id " + f.Id); }
         }
 
@@ -205,7 +206,7 @@ namespace Frameproof.Tests
             {
                 Assert.IsTrue(m.TryNextId(out id));
                 Assert.AreEqual((uint)r, id, "RPC-ID-1");
-                m.Sent(id, r, null, 0);
+                m.Sent(id, r, r == 1 ? "s1" : null, 0);
             }
             using (var d = new RpcDecoder())
             {
@@ -217,7 +218,7 @@ namespace Frameproof.Tests
             m.Expire(99);
             Assert.AreEqual(1, m.PendingCount);
             m.Expire(100);
-            Assert.AreEqual("timeout 1", o.Log[o.Log.Count - 1], "RPC-MATCH-3");
+            Assert.AreEqual("timeout 1 s1", o.Log[o.Log.Count - 1], "RPC-MATCH-3, with the caller's state");
         }
 
         [Test]
@@ -234,11 +235,11 @@ namespace Frameproof.Tests
             Assert.IsTrue(m.TryNextId(out id));
             Assert.AreEqual(1u, id);
             // Force the next id onto a pending one: 0xFFFFFFFF is pending.
-            m.Sent(0xFFFFFFFE, 2, null, 0);
+            m.Sent(0xFFFFFFFE, 2, "s2", 0);
             Assert.IsFalse(m.TryNextId(out id), "RPC-ID-2");
             Assert.AreEqual(0xFFFFFFFFu, id);
             m.FailAll();
-            CollectionAssert.AreEqual(new[] { "failed 0", "failed 1", "failed 2" }, o.Log);
+            CollectionAssert.AreEqual(new[] { "failed 0", "failed 1", "failed 2 s2" }, o.Log);
             Assert.IsFalse(m.TryNextId(out id), "failed connection");
         }
 
@@ -330,6 +331,74 @@ namespace Frameproof.Tests
             Assert.AreEqual(2, s.Frames);
             Assert.AreEqual(4, s.PayloadBytes);
             Assert.AreEqual(0, s.OutputLength);
+        }
+
+        sealed class ClientLog : IClientObserver
+        {
+            public readonly List<string> Log = new List<string>();
+            public void OnReply(RequestId id, object state, byte flag, byte sequence, ReadOnlySpan<byte> payload) { Log.Add("reply " + id + " " + T.ToHex(payload.ToArray())); }
+            public void OnTimeout(RequestId id, object state) { Log.Add("timeout " + id); }
+            public void OnFailed(RequestId id, object state) { Log.Add("failed " + id); }
+            public void OnUnmatched(byte flag, byte sequence, ReadOnlySpan<byte> payload) { Log.Add("unmatched"); }
+            public void OnRejectedReply(RequestId id, object state, string why) { Log.Add("rejected " + id + ": " + why); }
+        }
+
+        [Test]
+        public void LoadChannel_VariantsAgainstTheSession_AndRejectedReplies()
+        {
+            var codec = (RpcCodec)Registry.Create(CodecSpec.Named("rpc"));
+            CollectionAssert.AreEqual(new[] { "unary", "client-stream", "server-stream", "bidi" }, codec.LoadVariants);
+            for (int mode = 0; mode < 4; mode++)
+            {
+                var log = new ClientLog();
+                ClientChannel ch = codec.NewClientChannel(log, 1000, mode);
+                var output = new SendBuffer();
+                Assert.IsTrue(ch.TryRequest(new RequestId(100), null, 0, T.Hex("0a0b"), output));
+                Assert.IsTrue(ch.TryRequest(new RequestId(101), null, 0, T.Hex("0c"), output));
+                byte[] wire = new ReadOnlySpan<byte>(output.Buffer, 0, output.Length).ToArray();
+                Assert.AreEqual(mode | 4, wire[6], "flags = call mode | END_STREAM");
+                Assert.AreEqual(T.ToHex(T.Hex("00000000")), T.ToHex(new ReadOnlySpan<byte>(wire, 8, 4).ToArray()), "first id 0 (RPC-ID-1)");
+                using (var s = new RpcSession(0, RpcSession.Endpoint.Auto, false))
+                {
+                    Assert.IsTrue(s.Receive(wire));
+                    Assert.IsTrue(ch.Feed(s.Output));
+                }
+                CollectionAssert.AreEqual(new[] { "reply 100 0A0B", "reply 101 0C" }, log.Log, "mode " + mode);
+                Assert.AreEqual(0, ch.PendingCount);
+                ch.Dispose();
+            }
+            var l2 = new ClientLog();
+            ClientChannel c2 = codec.NewClientChannel(l2, 1000, 3);
+            var o2 = new SendBuffer();
+            c2.TryRequest(new RequestId(7), null, 0, T.Hex("01"), o2);
+            c2.TryRequest(new RequestId(8), null, 0, T.Hex("02"), o2);
+            Assert.IsTrue(c2.Feed(T.Concat(Response(0, 2, ""), Response(1, 0, "02", 0x04))));
+            Assert.AreEqual(2, l2.Log.Count);
+            StringAssert.StartsWith("rejected 7: RESPONSE id 0 has error code 2", l2.Log[0]);
+            StringAssert.StartsWith("rejected 8: RESPONSE id 1 has flags 0x04, expected 0x07", l2.Log[1]);
+        }
+
+        [Test]
+        public void StreamClient_AgainstTheSession()
+        {
+            StreamClient sc = Registry.Create(CodecSpec.Named("rpc")).NewStreamClient(0);
+            Assert.IsNotNull(sc);
+            Assert.IsNull(Registry.Create(CodecSpec.Named("standard")).NewStreamClient(0), "standard has no streams");
+            var output = new SendBuffer();
+            long a = sc.Open(output);
+            Assert.IsTrue(sc.Data(a, T.Hex("aa"), output));
+            sc.End(a, output);
+            long b = sc.Open(output);
+            Assert.AreEqual(a + 1, b, "ids from one counter");
+            using (var s = new RpcSession(0, RpcSession.Endpoint.Auto, false))
+            {
+                Assert.IsTrue(s.Receive(new ReadOnlySpan<byte>(output.Buffer, 0, output.Length)));
+                Assert.IsTrue(sc.Feed(s.Output));
+            }
+            var got = new List<string>();
+            StreamEventKind k; long id; byte[] p;
+            while (sc.TryTake(out k, out id, out p)) got.Add(k + " " + id + (p == null ? "" : " " + T.ToHex(p)));
+            CollectionAssert.AreEqual(new[] { "Ack 0", "Data 0 AA", "End 0", "Ack 1" }, got);
         }
 
         [Test]

@@ -20,6 +20,8 @@ namespace Frameproof.Codec
         public bool Verified;
         /// <summary>Stopwatch ticks from writing the request to reading its reply.</summary>
         public long LatencyTicks;
+        /// <summary>Why the protocol's client side rejected the reply's header, or null.</summary>
+        public string Rejected;
     }
 
     /// <summary>

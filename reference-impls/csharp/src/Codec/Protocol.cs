@@ -147,6 +147,22 @@ namespace Frameproof.Codec
         /// <summary>The whole-stream operations on typed frames for protocols whose frames carry more
         /// than (flag, sequence, payload), or null (the testee then uses the decoder and matcher).</summary>
         public virtual ITypedFrames Typed { get { return null; } }
+
+        // ---------------------------------------------------------------- load client
+
+        /// <summary>The kinds of request the load client can send (<c>--variant</c>); the first is the
+        /// default. Protocols with one kind: "default".</summary>
+        public virtual string[] LoadVariants { get { return new[] { "default" }; } }
+
+        /// <summary>The load client's side of one connection, sending requests of variant
+        /// <paramref name="variant"/> (an index into <see cref="LoadVariants"/>).</summary>
+        public virtual ClientChannel NewClientChannel(IClientObserver observer, long timeoutMs, int variant)
+        {
+            return new ByteLevelChannel(this, observer, timeoutMs);
+        }
+
+        /// <summary>The stream client of <c>--mode stream</c>, or null if the protocol has no streams.</summary>
+        public virtual StreamClient NewStreamClient(int variant) { return null; }
     }
 
     /// <summary>

@@ -18,16 +18,16 @@ namespace Frameproof.Codec
     /// <summary>
     /// One client connection with request/reply matching on a real clock: requests are encoded into
     /// a send buffer (<see cref="TryEnqueue"/>) and written by <see cref="Flush"/>; a receive thread
-    /// decodes replies and completes pooled ValueTasks through the codec's matcher; a timer expires
-    /// requests (STD-MATCH-3 / LF-MATCH-3).
+    /// decodes replies and completes pooled ValueTasks through the protocol's
+    /// <see cref="ClientChannel"/> (decoder and matcher); a timer expires requests (STD-MATCH-3 /
+    /// LF-MATCH-3 / RPC-MATCH-3). A protocol with an opening handshake (websocket) has it done in
+    /// the constructor, before the receive thread starts.
     /// Enqueue/Flush are for a single driver at a time.
     /// </summary>
-    public sealed class RequestClient : IMatchObserver, IDisposable
+    public sealed class RequestClient : IClientObserver, IDisposable
     {
         readonly Socket _socket;
-        readonly FrameCodec _codec;
-        readonly FrameDecoder _decoder;
-        readonly IRequestMatcher _matcher;
+        readonly ClientChannel _channel;
         readonly IReplyVerifier _verifier;
         readonly CompletionSourcePool _pool;
         // Completions decided under _lock, delivered after it is released (so that an inline
@@ -38,36 +38,65 @@ namespace Frameproof.Codec
         readonly object _lock = new object();
         readonly Timer _timer;
         readonly Thread _receiver;
-        byte[] _out;
-        int _outLen;
-        byte _oneWaySeq;
+        readonly SendBuffer _out = new SendBuffer();
+        byte[] _initial;       // frames that arrived with the opening handshake's answer
         volatile bool _closed;
 
-        public long FramesReceived;
+        public long FramesReceived { get { return _channel.FramesReceived; } }
         public long Unmatched;
 
         /// <summary>With inlineCompletions, awaiting code resumes directly on the receive thread (no
         /// thread-pool hop); use it only when that code cannot block on a full socket, e.g. one
-        /// request in flight per connection.</summary>
-        public RequestClient(Socket socket, FrameCodec codec, long timeoutMs, IReplyVerifier verifier, bool inlineCompletions = false)
+        /// request in flight per connection. The last two arguments: the index of the request variant
+        /// in <see cref="FrameCodec.LoadVariants"/>, and the host name an opening handshake names.</summary>
+        public RequestClient(Socket socket, FrameCodec codec, long timeoutMs, IReplyVerifier verifier, bool inlineCompletions = false,
+            int variant = 0, string host = "127.0.0.1")
         {
             _pool = new CompletionSourcePool(512, inlineCompletions);
             _socket = socket;
-            _codec = codec;
             _verifier = verifier;
-            _decoder = codec.NewDecoder();
-            _matcher = codec.NewMatcher(this, timeoutMs);
-            _out = ArrayPool<byte>.Shared.Rent(64 * 1024);
+            _channel = codec.NewClientChannel(this, timeoutMs, variant);
+            Opening(host, timeoutMs <= 0 ? Limits.DefaultTimeoutMs : timeoutMs);
             long period = Math.Max(5, Math.Min(100, (timeoutMs <= 0 ? Limits.DefaultTimeoutMs : timeoutMs) / 4));
             _timer = new Timer(OnTimer, null, period, period);
             _receiver = new Thread(ReceiveLoop) { IsBackground = true, Name = "fp-recv" };
             _receiver.Start();
         }
 
+        /// <summary>The opening handshake, if the protocol has one (blocking, bounded by the timeout);
+        /// throws if it fails.</summary>
+        void Opening(string host, long timeoutMs)
+        {
+            byte[] request = _channel.OpeningRequest(host);
+            if (request == null) return;
+            int old = _socket.ReceiveTimeout;
+            _socket.ReceiveTimeout = (int)Math.Min(timeoutMs, int.MaxValue);
+            try
+            {
+                _socket.Send(request);
+                var got = new byte[16 * 1024];
+                int n = 0;
+                while (true)
+                {
+                    if (n == got.Length) throw new InvalidOperationException("opening handshake: answer longer than " + got.Length + " bytes");
+                    int m = _socket.Receive(got, n, got.Length - n, SocketFlags.None);
+                    if (m <= 0) throw new InvalidOperationException("opening handshake: the server closed the connection");
+                    n += m;
+                    string error;
+                    int used = _channel.AcceptOpening(new ReadOnlySpan<byte>(got, 0, n), out error);
+                    if (used < 0) throw new InvalidOperationException("opening handshake: " + error);
+                    if (used == 0) continue;
+                    if (used < n) _initial = new ReadOnlySpan<byte>(got, used, n - used).ToArray();
+                    return;
+                }
+            }
+            finally { _socket.ReceiveTimeout = old; }
+        }
+
         public static long NowMs { get { return Stopwatch.GetTimestamp() * 1000 / Stopwatch.Frequency; } }
 
-        public bool Failed { get { lock (_lock) return _matcher.Failed || _closed; } }
-        public int BufferedBytes { get { return _outLen; } }
+        public bool Failed { get { lock (_lock) return _channel.Failed || _closed; } }
+        public int BufferedBytes { get { return _out.Length; } }
 
         /// <summary>Encodes a request into the send buffer and registers it as pending. Returns false
         /// (nothing buffered) if the send is refused (STD-SEQ-3, LF-MATCH-4, failed connection) or the
@@ -75,77 +104,70 @@ namespace Frameproof.Codec
         public bool TryEnqueue(RequestId id, ReadOnlySpan<byte> payload, out ValueTask<Completion> task)
         {
             task = default(ValueTask<Completion>);
-            ProtocolError err;
-            if (!_codec.CheckPayload(payload.Length, out err)) return false;
             PooledCompletionSource src = _pool.Rent();
             src.SentTicks = Stopwatch.GetTimestamp();
             ValueTask<Completion> t = src.Task; // before registering: the source may complete at once
-            byte seq;
             lock (_lock)
             {
-                if (_closed || !_matcher.TryRequest(id, src, NowMs, out seq))
+                if (_closed || !_channel.TryRequest(id, src, NowMs, payload, _out))
                 {
                     src.TrySetResult(new Completion { Kind = CompletionKind.Refused, Id = id });
                     task = t;
                     return false;
                 }
             }
-            Append(seq, payload);
             task = t;
             return true;
         }
 
-        /// <summary>Encodes a request that is not matched (receive mode: the server is a sink): it
-        /// takes the next sequence number of a counter of its own.</summary>
+        /// <summary>Encodes a request that is not matched (receive mode: the server is a sink).</summary>
         public bool EnqueueUnmatched(ReadOnlySpan<byte> payload)
         {
-            ProtocolError err;
-            if (!_codec.CheckPayload(payload.Length, out err)) return false;
-            _oneWaySeq = unchecked((byte)(_oneWaySeq + 1));
-            Append(_oneWaySeq, payload);
-            return true;
-        }
-
-        void Append(byte seq, ReadOnlySpan<byte> payload)
-        {
-            int need = _codec.EncodedLength(payload.Length);
-            if (_outLen + need > _out.Length)
-            {
-                byte[] nb = ArrayPool<byte>.Shared.Rent(Math.Max(_out.Length * 2, _outLen + need));
-                Buffer.BlockCopy(_out, 0, nb, 0, _outLen);
-                ArrayPool<byte>.Shared.Return(_out);
-                _out = nb;
-            }
-            _outLen += _codec.WriteRequest(seq, payload, new Span<byte>(_out, _outLen, need));
+            lock (_lock) return _channel.EncodeUnmatched(payload, _out);
         }
 
         /// <summary>Writes the buffered requests (blocking). Returns false if the socket failed.</summary>
         public bool Flush()
         {
-            if (_outLen == 0) return true;
+            if (_out.Length == 0) return true;
             try
             {
-                int off = 0;
-                while (off < _outLen)
+                int off = 0, len = _out.Length;
+                byte[] buf = _out.Buffer;
+                while (off < len)
                 {
-                    int n = _socket.Send(_out, off, _outLen - off, SocketFlags.None);
+                    int n = _socket.Send(buf, off, len - off, SocketFlags.None);
                     if (n <= 0) throw new SocketException((int)SocketError.ConnectionReset);
                     off += n;
                 }
-                _outLen = 0;
-                if (_out.Length > 1024 * 1024)
-                {
-                    ArrayPool<byte>.Shared.Return(_out);
-                    _out = ArrayPool<byte>.Shared.Rent(64 * 1024);
-                }
+                _out.Clear();
                 return true;
             }
             catch (Exception)
             {
-                _outLen = 0;
+                _out.Clear();
                 Close();
                 return false;
             }
+        }
+
+        /// <summary>The protocol's closing handshake, if it has one (websocket: a close frame with
+        /// code 1000): writes it and waits, at most <paramref name="timeoutMs"/>, for the peer's answer
+        /// (the receive thread sees it). Returns false if the answer did not come.</summary>
+        public bool CloseHandshake(int timeoutMs)
+        {
+            byte[] frame;
+            lock (_lock) frame = _closed ? null : _channel.ClosingFrame();
+            if (frame == null) return true;
+            try { _socket.Send(frame); }
+            catch (Exception) { return false; }
+            var sw = Stopwatch.StartNew();
+            while (sw.ElapsedMilliseconds < timeoutMs)
+            {
+                lock (_lock) if (_channel.PeerClosed) return true;
+                if (_receiver.Join(5)) break;
+            }
+            lock (_lock) return _channel.PeerClosed;
         }
 
         void ReceiveLoop()
@@ -153,55 +175,49 @@ namespace Frameproof.Codec
             byte[] buf = new byte[64 * 1024];
             try
             {
+                if (_initial != null && !FeedReceived(_initial, _initial.Length)) throw new InvalidOperationException("rejected");
+                _initial = null;
                 while (!_closed)
                 {
                     int n = _socket.Receive(buf, 0, buf.Length, SocketFlags.None);
                     if (n <= 0) break;
-                    bool failed = false;
-                    lock (_lock)
-                    {
-                        if (!_decoder.Feed(new ReadOnlySpan<byte>(buf, 0, n), _matcherHandler ?? (_matcherHandler = new CountingHandler(this))))
-                        {
-                            _verifier.OnProtocolError(_decoder.Error);
-                            _matcher.FailAll();
-                            failed = true;
-                        }
-                    }
-                    DeliverCompletions();
-                    if (failed) break;
+                    if (!FeedReceived(buf, n)) break;
                 }
             }
             catch (Exception) { }
             lock (_lock)
             {
-                if (!_decoder.Failed && !_decoder.Finish() && _matcher.PendingCount > 0)
-                    _verifier.OnProtocolError(_decoder.Error);
-                _matcher.FailAll();
+                if (!_channel.Error.IsSet && !_channel.Finish() && _channel.PendingCount > 0)
+                    _verifier.OnProtocolError(_channel.Error);
+                _channel.FailAll();
             }
             DeliverCompletions();
             Close();
         }
 
-        CountingHandler _matcherHandler;
-
-        sealed class CountingHandler : IFrameHandler
+        bool FeedReceived(byte[] buf, int n)
         {
-            readonly RequestClient _c;
-            public CountingHandler(RequestClient c) { _c = c; }
-            public void OnFrame(byte flag, byte sequence, ReadOnlySpan<byte> payload)
+            bool failed = false;
+            lock (_lock)
             {
-                _c.FramesReceived++;
-                _c._matcher.OnFrame(flag, sequence, payload);
+                if (!_channel.Feed(new ReadOnlySpan<byte>(buf, 0, n)))
+                {
+                    _verifier.OnProtocolError(_channel.Error);
+                    _channel.FailAll();
+                    failed = true;
+                }
             }
+            DeliverCompletions();
+            return !failed;
         }
 
         void OnTimer(object _)
         {
             lock (_lock)
             {
-                if (_matcher.PendingCount == 0) return;
-                _matcher.Expire(NowMs);
-                if (_matcher.Failed) _closed = true; // a timeout that fails the connection (LF-MATCH-3)
+                if (_channel.PendingCount == 0) return;
+                _channel.Expire(NowMs);
+                if (_channel.Failed) _closed = true; // a timeout that fails the connection (LF-MATCH-3)
             }
             DeliverCompletions();
             if (_closed) Close();
@@ -217,6 +233,16 @@ namespace Frameproof.Codec
             {
                 Kind = CompletionKind.Reply, Id = id, Flag = flag, Sequence = sequence,
                 PayloadLength = payload.Length, Verified = ok, LatencyTicks = now - src.SentTicks
+            });
+        }
+
+        public void OnRejectedReply(RequestId id, object state, string why)
+        {
+            var src = (PooledCompletionSource)state;
+            Defer(src, new Completion
+            {
+                Kind = CompletionKind.Reply, Id = id, Verified = false, Rejected = why,
+                LatencyTicks = Stopwatch.GetTimestamp() - src.SentTicks
             });
         }
 
@@ -315,9 +341,10 @@ namespace Frameproof.Codec
             Close();
             _timer.Dispose();
             _receiver.Join(2000);
-            lock (_lock) { _matcher.FailAll(); }
+            lock (_lock) { _channel.FailAll(); }
             DeliverCompletions();
-            _decoder.Dispose();
+            _channel.Dispose();
+            _out.Dispose();
         }
     }
 }

@@ -443,8 +443,9 @@ namespace Frameproof.Codec
             Entry e;
             if (_pending.TryGetValue(f.Id, out e))
             {
+                object st = e.State;
                 Remove(e);
-                _observer.OnReply(e.Request, e.State, ref f);
+                _observer.OnReply(e.Request, st, ref f);
             }
             else _observer.OnUnmatched(ref f); // RPC-MATCH-2
             return true;
@@ -455,8 +456,9 @@ namespace Frameproof.Codec
             while (_order.First != null && _order.First.Value.Deadline <= nowMs)
             {
                 Entry e = _order.First.Value;
+                object st = e.State;
                 Remove(e);
-                _observer.OnTimeout(e.Request, e.State);
+                _observer.OnTimeout(e.Request, st);
             }
         }
 
@@ -466,8 +468,9 @@ namespace Frameproof.Codec
             while (_order.First != null)
             {
                 Entry e = _order.First.Value;
+                object st = e.State;
                 Remove(e);
-                _observer.OnFailed(e.Request, e.State);
+                _observer.OnFailed(e.Request, st);
             }
         }
 
@@ -637,6 +640,18 @@ namespace Frameproof.Codec
         public override int WriteOneWay(byte sequence, ReadOnlySpan<byte> payload, Span<byte> dest) { throw new NotSupportedException("rpc has no one-way call"); }
         public override int MaxInFlight { get { return 1 << 16; } }
 
+        // ---------------------------------------------------------------- load client
+
+        /// <summary>The call modes 0..3 (spec/rpc.md §7, RPC-MODE-1).</summary>
+        public override string[] LoadVariants { get { return new[] { "unary", "client-stream", "server-stream", "bidi" }; } }
+
+        public override ClientChannel NewClientChannel(IClientObserver observer, long timeoutMs, int variant)
+        {
+            return new RpcClientChannel(this, observer, timeoutMs, variant);
+        }
+
+        public override StreamClient NewStreamClient(int variant) { return new RpcStreamClient(MaxBody); }
+
         // ---------------------------------------------------------------- server
 
         /// <summary>The network server's session: the first frame picks the endpoint (RPC-ECHO-7).</summary>
@@ -771,6 +786,147 @@ namespace Frameproof.Codec
             }
             return r;
         }
+    }
+
+    /// <summary>
+    /// The load client's rpc side of one connection: REQUESTs to frameproof.Echo/echo with the
+    /// variant's call mode and END_STREAM, ids from the per-connection counter (RPC-ID-1/2), RESPONSEs
+    /// matched by id (RPC-MATCH-1) and checked: error code 0, flags = mode | END_STREAM (RPC-MODE-2).
+    /// </summary>
+    public sealed class RpcClientChannel : ClientChannel, IRpcMatchObserver
+    {
+        readonly RpcCodec _codec;
+        readonly IClientObserver _observer;
+        readonly RpcMatcher _matcher;
+        readonly RpcDecoder _decoder;
+        readonly byte _flags;
+        uint _unmatchedId;
+
+        public RpcClientChannel(RpcCodec codec, IClientObserver observer, long timeoutMs, int mode)
+        {
+            _codec = codec;
+            _observer = observer;
+            _matcher = new RpcMatcher(this, timeoutMs);
+            _decoder = new RpcDecoder(codec.MaxBody);
+            _flags = (byte)((mode & RpcTypes.ModeMask) | RpcTypes.EndStream);
+        }
+
+        public override bool TryRequest(RequestId id, object state, long nowMs, ReadOnlySpan<byte> payload, SendBuffer output)
+        {
+            ProtocolError err;
+            uint rid;
+            if (!_codec.CheckPayload(payload.Length, out err) || !_matcher.TryNextId(out rid)) return false;
+            output.Commit(RpcCodec.WriteEchoRequest(rid, _flags, payload, output.Reserve(_codec.EncodedLength(payload.Length))));
+            _matcher.Sent(rid, id.Value, state, nowMs);
+            return true;
+        }
+
+        public override bool EncodeUnmatched(ReadOnlySpan<byte> payload, SendBuffer output)
+        {
+            ProtocolError err;
+            if (!_codec.CheckPayload(payload.Length, out err)) return false;
+            output.Commit(RpcCodec.WriteEchoRequest(_unmatchedId++, _flags, payload, output.Reserve(_codec.EncodedLength(payload.Length))));
+            return true;
+        }
+
+        sealed class Counter : IRpcFrameHandler
+        {
+            public RpcClientChannel C;
+            public bool OnFrame(ref RpcFrame f)
+            {
+                C.FramesReceived++;
+                return C._matcher.OnFrame(ref f);
+            }
+        }
+
+        Counter _counter;
+
+        public override bool Feed(ReadOnlySpan<byte> data)
+        {
+            return _decoder.Feed(data, _counter ?? (_counter = new Counter { C = this })) || !_decoder.Failed;
+        }
+
+        public override bool Finish() { return _decoder.Finish(); }
+        public override ProtocolError Error { get { return _decoder.Error; } }
+        public override void Expire(long nowMs) { _matcher.Expire(nowMs); }
+        public override void FailAll() { _matcher.FailAll(); }
+        public override bool Failed { get { return _matcher.Failed; } }
+        public override int PendingCount { get { return _matcher.PendingCount; } }
+        public override void Dispose() { _decoder.Dispose(); }
+
+        public void OnReply(long request, object state, ref RpcFrame f)
+        {
+            if (f.ErrorCode != 0) _observer.OnRejectedReply(new RequestId(request), state, "RESPONSE id " + f.Id + " has error code " + f.ErrorCode);
+            else if (f.Flags != _flags) _observer.OnRejectedReply(new RequestId(request), state, "RESPONSE id " + f.Id + " has flags 0x" + f.Flags.ToString("x2") + ", expected 0x" + _flags.ToString("x2") + " (RPC-MODE-2)");
+            else _observer.OnReply(new RequestId(request), state, f.Flags, 0, f.Payload);
+        }
+
+        public void OnTimeout(long request, object state) { _observer.OnTimeout(new RequestId(request), state); }
+        public void OnFailed(long request, object state) { _observer.OnFailed(new RequestId(request), state); }
+        public void OnUnmatched(ref RpcFrame f) { _observer.OnUnmatched(f.Flags, (byte)f.Id, f.Payload); }
+    }
+
+    /// <summary>The load client's stream side (spec/rpc.md §10): STREAM_INIT to frameproof.Echo/echo
+    /// with the next id of the connection's counter (shared with requests, RPC-ID-1), DATA and END with
+    /// the stream's id; the stream endpoint's frames classified.</summary>
+    public sealed class RpcStreamClient : StreamClient, IRpcFrameHandler
+    {
+        readonly RpcDecoder _decoder;
+        readonly long _maxBody;
+        readonly Queue<KeyValuePair<long, byte[]>> _events = new Queue<KeyValuePair<long, byte[]>>();
+        readonly Queue<StreamEventKind> _kinds = new Queue<StreamEventKind>();
+        uint _next;
+
+        public RpcStreamClient(long maxBody)
+        {
+            _maxBody = maxBody;
+            _decoder = new RpcDecoder(maxBody);
+        }
+
+        public override long Open(SendBuffer output)
+        {
+            uint sid = _next++;
+            int n = RpcTypes.HeaderLength + 4 + RpcTypes.EchoService.Length + RpcTypes.EchoMethod.Length;
+            output.Commit(RpcEncoder.Write(RpcTypes.StreamInit, 0, 0, sid, 0, RpcTypes.EchoService, RpcTypes.EchoMethod, ReadOnlySpan<byte>.Empty, output.Reserve(n)));
+            return sid;
+        }
+
+        public override bool Data(long streamId, ReadOnlySpan<byte> payload, SendBuffer output)
+        {
+            if (payload.Length > _maxBody) return false;
+            output.Commit(RpcEncoder.WriteSimple(RpcTypes.StreamData, (uint)streamId, payload, output.Reserve(RpcTypes.HeaderLength + payload.Length)));
+            return true;
+        }
+
+        public override void End(long streamId, SendBuffer output)
+        {
+            output.Commit(RpcEncoder.WriteSimple(RpcTypes.StreamEnd, (uint)streamId, ReadOnlySpan<byte>.Empty, output.Reserve(RpcTypes.HeaderLength)));
+        }
+
+        public override bool Feed(ReadOnlySpan<byte> data) { return _decoder.Feed(data, this); }
+        public override ProtocolError Error { get { return _decoder.Error; } }
+
+        public bool OnFrame(ref RpcFrame f)
+        {
+            StreamEventKind k = f.Type == RpcTypes.StreamInitAck ? StreamEventKind.Ack : f.Type == RpcTypes.StreamData ? StreamEventKind.Data
+                : f.Type == RpcTypes.StreamEnd ? StreamEventKind.End : StreamEventKind.Other;
+            _kinds.Enqueue(k);
+            _events.Enqueue(new KeyValuePair<long, byte[]>(f.Id, k == StreamEventKind.Data ? f.Payload.ToArray() : null));
+            return true;
+        }
+
+        public override bool TryTake(out StreamEventKind kind, out long id, out byte[] payload)
+        {
+            kind = StreamEventKind.Other; id = 0; payload = null;
+            if (_kinds.Count == 0) return false;
+            kind = _kinds.Dequeue();
+            KeyValuePair<long, byte[]> e = _events.Dequeue();
+            id = e.Key;
+            payload = e.Value;
+            return true;
+        }
+
+        public override void Dispose() { _decoder.Dispose(); }
     }
 
     /// <summary>Registry entry of `rpc` (spec/rpc.md): parameters under "rpc": {"max_body": N}.</summary>

@@ -12,7 +12,7 @@ using Frameproof.Codec;
 
 namespace Frameproof.Load
 {
-    enum Mode { PerPacket, Pipelined, Receive }
+    enum Mode { PerPacket, Pipelined, Receive, Stream }
 
     sealed class LoadConfig
     {
@@ -27,6 +27,10 @@ namespace Frameproof.Load
         public int Window;
         public long TimeoutMs = 5000;
         public string JsonFile;
+        public int Variant;              // index into Codec.LoadVariants
+        public string VariantName;
+        public int FramesPerStream = 16; // --mode stream
+        public string Host;              // the host as given in --connect (opening handshakes)
     }
 
     /// <summary>Run-wide results shared by the connections.</summary>
@@ -55,7 +59,8 @@ namespace Frameproof.Load
         long _issued;
         bool _stop;
         public RequestClient Client;
-        public long Sent, Replies, Verified, VerifiedBytes, Unmatched;
+        public long Sent, Replies, Verified, VerifiedBytes, Unmatched, Streams;
+        Socket _socket;                    // stream mode: driven directly
         public readonly LatencyHistogram Histogram = new LatencyHistogram();
 
         public Driver(LoadConfig cfg, Shared shared, int id, long first, long quota)
@@ -69,11 +74,20 @@ namespace Frameproof.Load
             s.NoDelay = true; // STD-ECHO-6
             s.SendTimeout = (int)Math.Max(1000, _cfg.TimeoutMs);
             s.Connect(_cfg.Endpoint);
+            if (_cfg.Mode == Mode.Stream) { _socket = s; return; }
             // Per-packet: resume the driver on the receive thread (no thread-pool hop per request);
             // safe because one request in flight cannot fill the socket buffers both ways. (Tried for
             // small pipelined windows too: slower, as the driver then writes once per reply.)
             bool inline = _cfg.Mode == Mode.PerPacket;
-            Client = new RequestClient(s, _cfg.Codec, _cfg.TimeoutMs, this, inline);
+            try { Client = new RequestClient(s, _cfg.Codec, _cfg.TimeoutMs, this, inline, _cfg.Variant, _cfg.Host); }
+            catch (Exception) { s.Close(); throw; }
+        }
+
+        /// <summary>Closes the connection now (watchdog, failed start).</summary>
+        public void Abort()
+        {
+            if (Client != null) Client.Close();
+            if (_socket != null) try { _socket.Close(); } catch (Exception) { }
         }
 
         bool More()
@@ -93,6 +107,14 @@ namespace Frameproof.Load
         public async Task RunAsync()
         {
             await Task.Yield();
+            if (_cfg.Mode == Mode.Stream)
+            {
+                try { RunStreams(); }
+                catch (Exception e) { _shared.Error("connection " + _id + ": " + e.GetType().Name + ": " + e.Message); }
+                try { _socket.Shutdown(SocketShutdown.Send); } catch (Exception) { }
+                try { _socket.Close(); } catch (Exception) { }
+                return;
+            }
             try
             {
                 if (_cfg.Mode == Mode.Receive) RunReceiveMode();
@@ -103,7 +125,10 @@ namespace Frameproof.Load
             {
                 _shared.Error("connection " + _id + ": " + e.GetType().Name + ": " + e.Message);
             }
-            // Half-close, let the server finish, then close (bounded).
+            // The protocol's closing handshake (websocket: close 1000), then half-close, let the
+            // server finish, then close (bounded).
+            if (!Client.Failed && !Client.CloseHandshake((int)Math.Min(_cfg.TimeoutMs, int.MaxValue)))
+                _shared.Error("connection " + _id + ": no answer to the closing handshake within " + _cfg.TimeoutMs + " ms");
             Client.ShutdownSend();
             Client.WaitReceiver((int)Math.Min(_cfg.TimeoutMs, 5000));
             Client.Dispose();
@@ -165,6 +190,7 @@ namespace Frameproof.Load
                     Replies++;
                     Histogram.Record(c.LatencyTicks * 1000000 / Stopwatch.Frequency);
                     if (c.Verified) { Verified++; VerifiedBytes += c.PayloadLength; }
+                    else if (c.Rejected != null) _shared.Error("request " + c.Id + ": " + c.Rejected);
                     else _shared.Error("request " + c.Id + ": reply payload differs from the request (" + c.PayloadLength + " bytes)");
                     break;
                 case CompletionKind.Timeout:
@@ -198,6 +224,114 @@ namespace Frameproof.Load
             }
         }
 
+        /// <summary>--mode stream: streams one after another on a blocking socket: open, wait for the
+        /// ack, DATA frames with at most --window unanswered (each echo verified: same stream id,
+        /// payload equal, in order), end, wait for the end. --requests counts streams.</summary>
+        void RunStreams()
+        {
+            StreamClient sc = _cfg.Codec.NewStreamClient(_cfg.Variant);
+            var output = new SendBuffer();
+            var rx = new byte[64 * 1024];
+            var payload = new byte[_cfg.Payload];
+            int f = _cfg.FramesPerStream, w = _cfg.Window;
+            var sentAt = new long[w];
+            var indices = new long[w];
+            _socket.ReceiveTimeout = (int)Math.Min(_cfg.TimeoutMs, int.MaxValue);
+            try
+            {
+                while (More())
+                {
+                    long first = NextIndex() * f;   // DATA payload indices of this stream
+                    long sid = sc.Open(output);
+                    Send(output);
+                    StreamEventKind kind; long id; byte[] echo;
+                    Next(sc, rx, out kind, out id, out echo);
+                    if (kind != StreamEventKind.Ack || id != sid)
+                    {
+                        _shared.Error("connection " + _id + ": stream " + sid + ": expected the open's ack with its id, got " + kind + " id " + id);
+                        return;
+                    }
+                    int sent = 0, head = 0, inflight = 0;
+                    bool ok = true;
+                    while (sent < f || inflight > 0)
+                    {
+                        while (sent < f && inflight < w)
+                        {
+                            long idx = first + sent;
+                            Payloads.Fill(idx, payload);
+                            if (!sc.Data(sid, payload, output)) { _shared.Error("encoder refused a payload of " + payload.Length + " bytes"); return; }
+                            int slot = (head + inflight) % w;
+                            sentAt[slot] = Stopwatch.GetTimestamp();
+                            indices[slot] = idx;
+                            inflight++;
+                            sent++;
+                            Sent++;
+                        }
+                        Send(output);
+                        Next(sc, rx, out kind, out id, out echo);
+                        if (kind != StreamEventKind.Data)
+                        {
+                            _shared.Error("connection " + _id + ": stream " + sid + ": expected a DATA echo, got " + kind + " id " + id);
+                            return;
+                        }
+                        Replies++;
+                        Histogram.Record((Stopwatch.GetTimestamp() - sentAt[head]) * 1000000 / Stopwatch.Frequency);
+                        long expect = indices[head];
+                        head = (head + 1) % w;
+                        inflight--;
+                        Interlocked.Increment(ref _shared.Progress);
+                        if (id == sid && Payloads.Verify(expect, _cfg.Payload, echo)) { Verified++; VerifiedBytes += echo.Length; }
+                        else
+                        {
+                            ok = false;
+                            _shared.Error("connection " + _id + ": stream " + sid + ": DATA echo differs (id " + id + ", " + echo.Length + " bytes)");
+                        }
+                    }
+                    sc.End(sid, output);
+                    Send(output);
+                    Next(sc, rx, out kind, out id, out echo);
+                    if (kind != StreamEventKind.End || id != sid)
+                    {
+                        _shared.Error("connection " + _id + ": stream " + sid + ": expected the end with its id, got " + kind + " id " + id);
+                        return;
+                    }
+                    if (ok) Streams++;
+                }
+            }
+            catch (SocketException e)
+            {
+                _shared.Error("connection " + _id + ": " + (e.SocketErrorCode == SocketError.TimedOut ? "no answer within " + _cfg.TimeoutMs + " ms" : e.Message));
+            }
+            finally
+            {
+                sc.Dispose();
+                output.Dispose();
+            }
+        }
+
+        void Send(SendBuffer output)
+        {
+            int off = 0, len = output.Length;
+            while (off < len)
+            {
+                int n = _socket.Send(output.Buffer, off, len - off, SocketFlags.None);
+                if (n <= 0) throw new SocketException((int)SocketError.ConnectionReset);
+                off += n;
+            }
+            output.Clear();
+        }
+
+        /// <summary>The next frame from the server (reads until one is there; bounded by the receive timeout).</summary>
+        void Next(StreamClient sc, byte[] rx, out StreamEventKind kind, out long id, out byte[] payload)
+        {
+            while (!sc.TryTake(out kind, out id, out payload))
+            {
+                int n = _socket.Receive(rx, 0, rx.Length, SocketFlags.None);
+                if (n <= 0) throw new InvalidOperationException("the server closed the connection");
+                if (!sc.Feed(new ReadOnlySpan<byte>(rx, 0, n))) throw new InvalidOperationException("reply stream rejected: " + sc.Error);
+            }
+        }
+
         // IReplyVerifier (receive thread).
         public bool Verify(RequestId id, ReadOnlySpan<byte> payload)
         {
@@ -219,7 +353,7 @@ namespace Frameproof.Load
 
     public static class Program
     {
-        const string Usage = "usage: fp-load (--codec JSON | --protocol NAME) --connect HOST:PORT [--connections N] (--requests N | --duration SECONDS) [--payload BYTES] [--mode per-packet|pipelined|receive] [--window W] [--timeout-ms MS] [--json FILE]";
+        const string Usage = "usage: fp-load (--codec JSON | --protocol NAME) --connect HOST:PORT [--connections N] (--requests N | --duration SECONDS) [--payload BYTES] [--mode per-packet|pipelined|receive|stream] [--window W] [--variant NAME] [--frames-per-stream F] [--timeout-ms MS] [--json FILE]";
 
         public static int Main(string[] args)
         {
@@ -241,10 +375,16 @@ namespace Frameproof.Load
         static LoadConfig Parse(string[] args)
         {
             var o = new Options(args, new string[0], new[] { "codec", "protocol", "connect", "connections", "requests", "duration",
-                "payload", "mode", "window", "timeout-ms", "json" });
+                "payload", "mode", "window", "timeout-ms", "json", "variant", "frames-per-stream" });
             var c = new LoadConfig();
             c.Codec = o.CreateCodec();
-            c.Endpoint = Options.ParseEndPoint(o.Require("connect"));
+            string connect = o.Require("connect");
+            c.Endpoint = Options.ParseEndPoint(connect);
+            c.Host = connect.Substring(0, connect.LastIndexOf(':')).Trim('[', ']');
+            string[] variants = c.Codec.LoadVariants;
+            c.VariantName = o.Get("variant", variants[0]);
+            c.Variant = Array.IndexOf(variants, c.VariantName);
+            if (c.Variant < 0) throw new UsageException("--variant " + c.VariantName + ": " + c.Codec.Protocol + " has the variants " + string.Join(", ", variants));
             c.Connections = (int)Math.Min(o.GetLong("connections", 1), int.MaxValue);
             if (c.Connections < 1) throw new UsageException("--connections must be at least 1");
             if (o.Has("requests") == o.Has("duration")) throw new UsageException("give exactly one of --requests and --duration");
@@ -257,8 +397,19 @@ namespace Frameproof.Load
             if (c.ModeName == "per-packet") c.Mode = Mode.PerPacket;
             else if (c.ModeName == "pipelined") c.Mode = Mode.Pipelined;
             else if (c.ModeName == "receive") c.Mode = Mode.Receive;
-            else throw new UsageException("unknown --mode '" + c.ModeName + "' (per-packet|pipelined|receive)");
-            long window = o.GetLong("window", c.Mode == Mode.PerPacket ? 1 : c.Mode == Mode.Pipelined ? 32 : 256);
+            else if (c.ModeName == "stream") c.Mode = Mode.Stream;
+            else throw new UsageException("unknown --mode '" + c.ModeName + "' (per-packet|pipelined|receive|stream)");
+            if (c.Mode == Mode.Stream)
+            {
+                StreamClient sc = c.Codec.NewStreamClient(c.Variant);
+                if (sc == null) throw new UsageException("--mode stream: " + c.Codec.Protocol + " has no streams");
+                sc.Dispose();
+            }
+            long fps = o.GetLong("frames-per-stream", 16);
+            if (fps < 1 || fps > int.MaxValue) throw new UsageException("--frames-per-stream must be at least 1");
+            if (o.Has("frames-per-stream") && c.Mode != Mode.Stream) throw new UsageException("--frames-per-stream applies to --mode stream only");
+            c.FramesPerStream = (int)fps;
+            long window = o.GetLong("window", c.Mode == Mode.PerPacket || c.Mode == Mode.Stream ? 1 : c.Mode == Mode.Pipelined ? 32 : 256);
             if (c.Mode == Mode.PerPacket && window != 1) throw new UsageException("--window must be 1 in per-packet mode");
             if (window < 1) throw new UsageException("--window must be at least 1");
             if (c.Mode == Mode.Pipelined && window > c.Codec.MaxInFlight)
@@ -300,7 +451,7 @@ namespace Frameproof.Load
             }
             if (!connected)
             {
-                foreach (Driver d in drivers) if (d.Client != null) d.Client.Dispose();
+                foreach (Driver d in drivers) { if (d.Client != null) d.Client.Dispose(); else d.Abort(); }
                 drivers = new Driver[0];
             }
 
@@ -322,7 +473,7 @@ namespace Frameproof.Load
                 {
                     if (aborted) break;
                     shared.Error("no progress for " + stallMs + " ms: aborting");
-                    foreach (Driver d in drivers) if (d.Client != null) d.Client.Close();
+                    foreach (Driver d in drivers) d.Abort();
                     aborted = true;
                     sinceProgress.Restart();
                 }
@@ -330,28 +481,33 @@ namespace Frameproof.Load
             shared.Clock.Stop();
             double seconds = Math.Max(shared.Clock.Elapsed.TotalSeconds, 1e-9);
 
-            long sent = 0, replies = 0, verified = 0, bytes = 0;
+            long sent = 0, replies = 0, verified = 0, bytes = 0, streams = 0;
             var hist = new LatencyHistogram();
             foreach (Driver d in drivers)
             {
                 sent += d.Sent; replies += d.Replies + d.Unmatched; verified += d.Verified; bytes += d.VerifiedBytes;
+                streams += d.Streams;
                 hist.Add(d.Histogram);
             }
             long errors = Interlocked.Read(ref shared.Errors);
             bool receive = cfg.Mode == Mode.Receive;
+            bool streamMode = cfg.Mode == Mode.Stream;
             double msgs = (receive ? sent : verified) / seconds;
             double mb = bytes / 1e6 / seconds;
-            bool success = errors == 0 && (receive || verified == sent) && (cfg.Requests < 0 || sent == cfg.Requests);
+            double streamsPerS = streams / seconds;
+            bool success = errors == 0 && (receive || verified == sent)
+                && (cfg.Requests < 0 || (streamMode ? streams == cfg.Requests : sent == cfg.Requests));
 
             var inv = CultureInfo.InvariantCulture;
             Console.Out.WriteLine(string.Format(inv,
-                "fp-load (csharp): {0} {1}, {2} connections, window {3}, payload {4} B\n" +
+                "fp-load (csharp): {0} {1} ({17}), {2} connections, window {3}, payload {4} B\n" +
                 "  sent {5}, replies {6}, verified {7}, errors {8}\n" +
                 "  {9:F3} s, {10:F1} msg/s, {11:F2} MB/s\n" +
-                "  latency us: p50 {12} p90 {13} p99 {14} p99.9 {15} max {16}",
+                "  latency us: p50 {12} p90 {13} p99 {14} p99.9 {15} max {16}" + (streamMode ? "\n  streams completed {18}, {19:F1} streams/s" : ""),
                 cfg.Codec.Protocol, cfg.ModeName, cfg.Connections, cfg.Window, cfg.Payload,
                 sent, replies, verified, errors, seconds, msgs, mb,
-                hist.Percentile(0.5), hist.Percentile(0.9), hist.Percentile(0.99), hist.Percentile(0.999), hist.Max));
+                hist.Percentile(0.5), hist.Percentile(0.9), hist.Percentile(0.99), hist.Percentile(0.999), hist.Max,
+                cfg.VariantName, streams, streamsPerS));
             lock (shared.Details)
             {
                 foreach (string d in shared.Details) Console.Out.WriteLine("  error: " + d);
@@ -363,6 +519,7 @@ namespace Frameproof.Load
                 sb.Append("{\"implementation\": \"csharp\", \"protocol\": ").Append(CodecJson.Quote(cfg.Codec.Protocol));
                 sb.Append(", \"codec\": ").Append(cfg.Codec.Spec.Json);
                 sb.Append(", \"mode\": ").Append(CodecJson.Quote(cfg.ModeName));
+                sb.Append(", \"variant\": ").Append(CodecJson.Quote(cfg.VariantName));
                 sb.AppendFormat(inv, ", \"connections\": {0}, \"window\": {1}, \"payload\": {2}", cfg.Connections, cfg.Window, cfg.Payload);
                 sb.AppendFormat(inv, ", \"requests_sent\": {0}, \"replies_received\": {1}, \"replies_verified\": {2}, \"errors\": {3}", sent, replies, verified, errors);
                 sb.Append(", \"error_details\": [");
@@ -372,6 +529,7 @@ namespace Frameproof.Load
                 }
                 sb.Append(']');
                 sb.AppendFormat(inv, ", \"duration_s\": {0:F6}, \"msgs_per_s\": {1:F1}, \"mb_per_s\": {2:F3}", seconds, msgs, mb);
+                sb.AppendFormat(inv, ", \"streams_completed\": {0}, \"streams_per_s\": {1:F1}", streams, streamsPerS);
                 sb.AppendFormat(inv, ", \"latency_us\": {{\"p50\": {0}, \"p90\": {1}, \"p99\": {2}, \"p999\": {3}, \"max\": {4}}}}}",
                     hist.Percentile(0.5), hist.Percentile(0.9), hist.Percentile(0.99), hist.Percentile(0.999), hist.Max);
                 File.WriteAllText(cfg.JsonFile, sb.ToString() + "\n");
