@@ -32,7 +32,9 @@ THIRD_PARTY_DIR = ROOT / "tools" / "third-party"
 
 def load_impls(names=None) -> List[dict]:
     """The bundled implementations: reference-impls/*/impl.json, then the third-party wrappers
-    (tools/third-party/*/impl.json, ``"third_party": true``, run with their expected-failure files)."""
+    (tools/third-party/*/impl.json, ``"third_party": true``, run with their expected-failure files:
+    ``"xfail"`` by protocol for the codec suite, ``"xfail_net"`` by network profile label for the
+    network suite). A wrapper may have a server and no testee (a library with no frame layer)."""
     out = []
     for f in sorted(IMPL_DIR.glob("*/impl.json")) + sorted(THIRD_PARTY_DIR.glob("*/impl.json")):
         d = json.loads(f.read_text())
@@ -150,7 +152,7 @@ def run_matrix(names=None, build=True, profile="ci", out_dir=None, readme=False)
                 print(f"[{name}] build FAILED (exit {rc}); see {log}", flush=True)
                 continue
         protos = [p for p in registry.names() if p in impl.get("protocols", registry.names())]
-        for proto in protos:
+        for proto in protos if "testee" in impl else ():
             print(f"[{name}] codec suite, {proto} …", flush=True)
             xfail = (impl.get("xfail") or {}).get(proto)
             r["codec"][proto] = _cell(*_fp(["run", "--testee", _cmd(impl, "testee"), "--protocol", proto,
@@ -160,8 +162,10 @@ def run_matrix(names=None, build=True, profile="ci", out_dir=None, readme=False)
             for label, codec in registry.get(proto).net_profiles():
                 print(f"[{name}] network suite, {label} …", flush=True)
                 server = f"{_cmd(impl, 'server')} {codec_args(codec)} --listen 127.0.0.1:0"
+                xfail = (impl.get("xfail_net") or {}).get(label)
                 r["net"][label] = _cell(*_fp(["net", "--codec", json.dumps(codec.to_json()), "--server-cmd", server,
-                                              "--name", name], log))
+                                              "--name", name] +
+                                             (["--xfail", str(Path(impl["dir"]) / xfail)] if xfail else []), log))
         for proto in protos if "load" in impl else ():
             # the default run, then the protocol's own (call variants, streams): Protocol.load_client_profiles
             for label, args in (("", "--mode pipelined --window 16 --requests 4000"),) + \
