@@ -18,6 +18,7 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -35,7 +36,7 @@ std::uint64_t now_ns() {
       std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count());
 }
 
-enum class Mode { PerPacket, Pipelined, Receive };
+enum class Mode { PerPacket, Pipelined, Receive, Stream };
 
 struct Options {
   std::string codec_json;  // as given
@@ -49,6 +50,7 @@ struct Options {
   std::size_t window = 1;
   std::uint64_t timeout_ms = 5000;
   std::string json;
+  std::size_t frames_per_stream = 16;  // --mode stream
   std::size_t variant = 0;  // index into P::variants()
   std::string variant_name;
 };
@@ -82,6 +84,7 @@ struct Result {
   std::uint64_t verified_bytes = 0;
   std::uint64_t errors = 0;
   std::uint64_t missing = 0;  // requests that never got a reply (timed out, failed, lost)
+  std::uint64_t streams = 0;  // --mode stream: streams completed
   bool fatal = false;         // connect failure, reset, unwritten requests
   fp::Histogram latency;
 };
@@ -113,7 +116,11 @@ class Connection {
       res_.missing = quota_;
       return std::move(res_);
     }
-    loop();
+    if (opt_.mode == Mode::Stream) {
+      if constexpr (P::kStreams) loop_streams();
+    } else {
+      loop();
+    }
     ::close(fd_);
     return std::move(res_);
   }
@@ -386,6 +393,102 @@ class Connection {
     if (!receive) abandon();
   }
 
+  // --mode stream: the next frame from the server, waiting at most --timeout-ms (writing what is
+  // queued meanwhile); false (noted) on a timeout, EOF, a socket or decoding error.
+  bool wait_frame(FrameT& f) {
+    const std::uint64_t deadline = now_ns() + opt_.timeout_ms * 1000000ull;
+    while (true) {
+      const typename Dec::Status st = decoder_.next(f);
+      if (st == Dec::Status::Frame) return true;
+      if (st == Dec::Status::Error) {
+        error("reply stream rejected: " + decoder_.error()->requirement + " at offset " +
+              std::to_string(decoder_.error()->offset));
+        return false;
+      }
+      if (!flush()) return false;
+      const std::uint64_t now = now_ns();
+      if (now >= deadline) {
+        error("no answer within " + std::to_string(opt_.timeout_ms) + " ms");
+        return false;
+      }
+      pollfd p{fd_, static_cast<short>(POLLIN | (out_.empty() ? 0 : POLLOUT)), 0};
+      const int r = ::poll(&p, 1, static_cast<int>(std::min<std::uint64_t>((deadline - now + 999'999) / 1'000'000, 50)));
+      if (r < 0 && errno != EINTR) return false;
+      if (r <= 0 || !(p.revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      auto space = decoder_.prepare();
+      const ssize_t n = ::recv(fd_, space.data(), space.size(), MSG_DONTWAIT);
+      if (n > 0) {
+        decoder_.commit(static_cast<std::size_t>(n));
+      } else if (n == 0) {
+        error("the server closed the connection");
+        return false;
+      } else if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
+        shared_.note("connection " + std::to_string(id_) + ": recv failed: " + std::strerror(errno));
+        res_.fatal = true;
+        return false;
+      }
+    }
+  }
+
+  // Queues one stream frame (header from the protocol, payload of DATA frame `index`).
+  void queue_stream_frame(fp::StreamStep step, std::uint32_t sid, std::optional<std::uint64_t> index) {
+    const FrameT h = proto_.stream_frame(step, sid);
+    const std::size_t len = index ? opt_.payload : 0;
+    const std::size_t at = out_.size();
+    out_.resize(at + proto_.header_bound(h) + len);
+    const std::size_t hl = proto_.write_header(out_.data() + at, h, len);
+    if (index) fill_payload(*index, out_.data() + at + hl, len);
+    out_.resize(at + hl + len);
+  }
+
+  // Streams one after another: open, --frames-per-stream DATA echoes with at most --window
+  // unanswered (each verified: the stream's id, the payload, in order), end. A stream counts once
+  // its end is answered and every echo in it was verified.
+  void loop_streams() {
+    std::uint32_t sid = 0;  // per connection: 0, 1, 2 ... (the protocol's id counter)
+    std::uint64_t index = next_index_ * opt_.frames_per_stream;
+    std::uint64_t done = 0;
+    std::deque<std::pair<std::uint64_t, std::uint64_t>> inflight;  // (payload index, sent at)
+    FrameT f;
+    while (opt_.requests ? done < quota_ : now_ns() < end_ns_) {
+      const std::uint32_t id = sid++;
+      queue_stream_frame(fp::StreamStep::Open, id, std::nullopt);
+      if (!wait_frame(f)) return;
+      if (auto bad = proto_.stream_check(fp::StreamStep::Open, f, id)) return error(*bad);
+      std::size_t sent = 0;
+      bool ok = true;
+      inflight.clear();
+      while (sent < opt_.frames_per_stream || !inflight.empty()) {
+        while (sent < opt_.frames_per_stream && inflight.size() < opt_.window) {
+          queue_stream_frame(fp::StreamStep::Data, id, index);
+          inflight.emplace_back(index++, now_ns());
+          ++sent;
+          ++res_.sent;
+        }
+        if (!wait_frame(f)) return;
+        if (auto bad = proto_.stream_check(fp::StreamStep::Data, f, id)) return error(*bad);
+        ++res_.received;
+        const auto [want, at] = inflight.front();
+        inflight.pop_front();
+        res_.latency.record(now_ns() - at);
+        fill_payload(want, scratch_.data(), scratch_.size());
+        if (f.payload.size() != scratch_.size() || !std::equal(f.payload.begin(), f.payload.end(), scratch_.begin())) {
+          ok = false;
+          error("stream " + std::to_string(id) + ": DATA echo " + std::to_string(want) + " differs from what was sent");
+          continue;
+        }
+        ++res_.verified;
+        res_.verified_bytes += f.payload.size();
+      }
+      queue_stream_frame(fp::StreamStep::End, id, std::nullopt);
+      if (!wait_frame(f)) return;
+      if (auto bad = proto_.stream_check(fp::StreamStep::End, f, id)) return error(*bad);
+      if (ok) ++res_.streams;
+      ++done;
+    }
+    if (!flush()) res_.fatal = true;
+  }
+
   P proto_;
   const Options& opt_;
   Shared& shared_;
@@ -430,6 +533,7 @@ const char* mode_name(Mode m) {
     case Mode::PerPacket: return "per-packet";
     case Mode::Pipelined: return "pipelined";
     case Mode::Receive: return "receive";
+    case Mode::Stream: return "stream";
   }
   return "?";
 }
@@ -437,9 +541,13 @@ const char* mode_name(Mode m) {
 std::string usage() {
   return "usage: fp-load (--codec JSON | --protocol " + fp::cli::protocol_choices() + ") --connect HOST:PORT\n"
          "               [--connections N] (--requests N | --duration SECONDS) [--payload BYTES]\n"
-         "               [--mode per-packet|pipelined|receive] [--window W] [--timeout-ms MS] [--json FILE]\n"
+         "               [--mode per-packet|pipelined|receive|stream] [--window W] [--timeout-ms MS] [--json FILE]\n"
+         "               [--variant NAME] [--frames-per-stream F]\n"
          "  defaults: --connections 1, --payload 32, --mode per-packet, --timeout-ms 5000;\n"
-         "  --window: 1 per-packet (no other value), 32 pipelined, 256 receive (requests per batch)\n";
+         "  --window: 1 per-packet (no other value), 32 pipelined, 256 receive (requests per batch),\n"
+         "            1 stream (DATA frames unanswered at a time)\n"
+         "  --variant: the kind of request (rpc: unary|client-stream|server-stream|bidi; others: default)\n"
+         "  --mode stream (rpc): --requests counts streams of --frames-per-stream DATA frames (default 16)\n";
 }
 
 struct Report {
@@ -479,6 +587,7 @@ Report run(const P& proto, const Options& opt) {
     rep.total.verified_bytes += r.verified_bytes;
     rep.total.errors += r.errors;
     rep.total.missing += r.missing;
+    rep.total.streams += r.streams;
     rep.total.fatal = rep.total.fatal || r.fatal;
     rep.total.latency.merge(r.latency);
   }
@@ -508,8 +617,12 @@ int main(int argc, char** argv) {
   if (mode == "per-packet") opt.mode = Mode::PerPacket;
   else if (mode == "pipelined") opt.mode = Mode::Pipelined;
   else if (mode == "receive") opt.mode = Mode::Receive;
-  else args.die("--mode must be per-packet, pipelined or receive");
-  opt.window = args.num<std::size_t>("window", opt.mode == Mode::PerPacket ? 1 : opt.mode == Mode::Pipelined ? 32 : 256);
+  else if (mode == "stream") opt.mode = Mode::Stream;
+  else args.die("--mode must be per-packet, pipelined, receive or stream");
+  opt.frames_per_stream = args.num<std::size_t>("frames-per-stream", 16);
+  if (args.has("frames-per-stream") && opt.mode != Mode::Stream) args.die("--frames-per-stream needs --mode stream");
+  opt.window = args.num<std::size_t>(
+      "window", opt.mode == Mode::Pipelined ? 32 : opt.mode == Mode::Receive ? 256 : 1);
   if (opt.mode == Mode::PerPacket && opt.window != 1) args.die("--window must be 1 in per-packet mode");
   if (opt.window < 1) args.die("--window must be at least 1");
   opt.timeout_ms = args.num<std::uint64_t>("timeout-ms", 5000);
@@ -526,6 +639,7 @@ int main(int argc, char** argv) {
           args.die("--variant: " + std::string(P::kName) + " has the variants " + names);
         }
         opt.variant = static_cast<std::size_t>(it - variants.begin());
+        if (opt.mode == Mode::Stream && !P::kStreams) args.die("--mode stream: " + std::string(P::kName) + " has no streams");
         if (opt.payload > proto.max_payload()) args.die("--payload is above what the protocol can carry");
         if (opt.mode == Mode::Pipelined && opt.window > P::Client::kMaxWindow)
           args.die("--window must be at most " + std::to_string(P::Client::kMaxWindow) + " for " + std::string(P::kName));
@@ -553,7 +667,10 @@ int main(int argc, char** argv) {
 
   bool ok = total.errors == 0 && !total.fatal;
   if (!receive) ok = ok && total.verified == total.sent;
-  if (opt.requests) ok = ok && total.sent == *opt.requests;
+  const bool streams = opt.mode == Mode::Stream;
+  // --requests counts streams in stream mode: every one must have completed
+  if (opt.requests) ok = ok && (streams ? total.streams : total.sent) == *opt.requests;
+  const double streams_per_s = secs > 0 ? static_cast<double>(total.streams) / secs : 0;
 
   const std::string protocol(fp::name_of(codec.protocol));
   std::printf("fp-load (cpp) %s %s: %d connection(s), window %zu, payload %zu B\n", protocol.c_str(),
@@ -562,6 +679,7 @@ int main(int argc, char** argv) {
               total.sent, total.received, total.verified, total.errors,
               receive ? std::uint64_t{0} : total.sent - std::min(total.sent, total.received));
   std::printf("  %.3f s, %.1f msg/s, %.2f MB/s\n", secs, msgs_per_s, mb_per_s);
+  if (streams) std::printf("  streams completed %" PRIu64 ", %.1f streams/s\n", total.streams, streams_per_s);
   std::printf("  latency us: p50 %.1f  p90 %.1f  p99 %.1f  p99.9 %.1f  max %.1f\n", lat_us[0], lat_us[1], lat_us[2],
               lat_us[3], lat_us[4]);
   for (const auto& d : rep.details) std::printf("  error: %s\n", d.c_str());
@@ -582,13 +700,15 @@ int main(int argc, char** argv) {
     details += "]";
     std::fprintf(f,
                  "{\"implementation\": \"cpp\", \"protocol\": \"%s\", \"codec\": %s, \"mode\": \"%s\", "
-                 "\"connections\": %d, \"window\": %zu, \"payload\": %zu, \"requests_sent\": %" PRIu64
+                 "\"variant\": \"%s\", \"connections\": %d, \"window\": %zu, \"payload\": %zu, \"requests_sent\": %" PRIu64
                  ", \"replies_received\": %" PRIu64 ", \"replies_verified\": %" PRIu64 ", \"errors\": %" PRIu64
                  ", \"error_details\": %s, \"duration_s\": %.6f, \"msgs_per_s\": %.1f, \"mb_per_s\": %.3f, "
+                 "\"streams_completed\": %" PRIu64 ", \"streams_per_s\": %.1f, "
                  "\"latency_us\": {\"p50\": %lld, \"p90\": %lld, \"p99\": %lld, \"p999\": %lld, \"max\": %lld}}\n",
-                 protocol.c_str(), opt.codec_json.c_str(), mode_name(opt.mode), opt.connections, opt.window,
+                 protocol.c_str(), opt.codec_json.c_str(), mode_name(opt.mode), json_escape(opt.variant_name).c_str(),
+                 opt.connections, opt.window,
                  opt.payload, total.sent, total.received, total.verified, total.errors, details.c_str(), secs,
-                 msgs_per_s, mb_per_s, lat_int[0], lat_int[1], lat_int[2], lat_int[3], lat_int[4]);
+                 msgs_per_s, mb_per_s, total.streams, streams_per_s, lat_int[0], lat_int[1], lat_int[2], lat_int[3], lat_int[4]);
     std::fclose(f);
   }
   return ok ? 0 : 1;

@@ -189,10 +189,36 @@ RpcFrame Rpc::frame_from_json(const nlohmann::ordered_json& j) const {
 
 RpcFrame Rpc::variant_request(std::size_t variant) const {
   RpcFrame f;
-  f.flags = static_cast<std::uint32_t>(variant & 3);  // UNARY 0 .. BIDI 3, END_STREAM clear
+  // UNARY 0 .. BIDI 3, with END_STREAM as upstream's client sends every call (RPC-ID-1)
+  f.flags = static_cast<std::uint32_t>(variant & 3) | kEndStream;
   f.service = sv(kEchoService);
   f.method = sv(kEchoMethod);
   return f;
+}
+
+RpcFrame Rpc::stream_frame(StreamStep step, std::uint32_t id) const {
+  RpcFrame f;
+  f.flags = 0;  // stream frames carry flags 0 (RPC-HDR-5)
+  f.id = id;
+  switch (step) {
+    case StreamStep::Open:
+      f.type = kInit;
+      f.service = sv(kEchoService);
+      f.method = sv(kEchoMethod);
+      break;
+    case StreamStep::Data: f.type = kData; break;
+    case StreamStep::End: f.type = kEnd; break;
+  }
+  return f;
+}
+
+std::optional<std::string> Rpc::stream_check(StreamStep step, const RpcFrame& reply, std::uint32_t id) const {
+  const std::uint32_t want = step == StreamStep::Open ? kInitAck : step == StreamStep::Data ? kData : kEnd;
+  if (reply.type == want && reply.id == id) return std::nullopt;
+  char b[112];
+  std::snprintf(b, sizeof b, "stream %u: expected type 0x%02X with its id, got type 0x%02X id %u", id, want,
+                reply.type, reply.id);
+  return std::string(b);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -54,6 +54,7 @@ class LengthField {
   using FrameType = Frame;
   using DecoderType = Decoder<LengthField>;
   static constexpr bool kSendsFrames = false;
+  static constexpr bool kStreams = false;
   static bool has_endpoint(std::string_view endpoint) { return endpoint.empty(); }
   static std::vector<std::string_view> variants() { return {"default"}; }
 

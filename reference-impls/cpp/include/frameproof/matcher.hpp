@@ -45,6 +45,12 @@ enum class SendKind {
   Untracked  // a request whose reply is not awaited (fp-load's receive mode)
 };
 
+// fp-load --mode stream (protocols with streams, P::kStreams): the three steps of one stream.
+// P provides FrameType stream_frame(StreamStep, std::uint32_t id) const (the header of the frame
+// to send; Data frames carry the payload) and std::optional<std::string> stream_check(StreamStep,
+// const FrameType& reply, std::uint32_t id) const (why `reply` is not the answer to that step).
+enum class StreamStep { Open, Data, End };
+
 // What a received frame did.
 struct Match {
   enum class Kind {

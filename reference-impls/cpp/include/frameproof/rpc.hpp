@@ -227,6 +227,7 @@ class Rpc {
  public:
   static constexpr std::string_view kName = "rpc";
   static constexpr bool kSendsFrames = true;
+  static constexpr bool kStreams = true;
   using FrameType = RpcFrame;
   using DecoderType = RpcDecoder;
   using Client = IdMatcher;
@@ -262,6 +263,10 @@ class Rpc {
   // fp-load --variant: the call mode of each REQUEST (RPC-MODE-1), flags 0..3.
   static std::vector<std::string_view> variants() { return {"unary", "client-stream", "server-stream", "bidi"}; }
   [[nodiscard]] RpcFrame variant_request(std::size_t variant) const;
+  // fp-load --mode stream: STREAM_INIT (the echo service) -> STREAM_INIT_ACK, STREAM_DATA ->
+  // its echo, STREAM_END -> STREAM_END, all with the stream's id (spec/rpc.md §10).
+  [[nodiscard]] RpcFrame stream_frame(StreamStep step, std::uint32_t id) const;
+  [[nodiscard]] std::optional<std::string> stream_check(StreamStep step, const RpcFrame& reply, std::uint32_t id) const;
 
  private:
   std::uint64_t max_body_;

@@ -59,6 +59,7 @@ class Standard {
   using FrameType = Frame;
   using DecoderType = Decoder<Standard>;
   static constexpr bool kSendsFrames = false;
+  static constexpr bool kStreams = false;
   static bool has_endpoint(std::string_view endpoint) { return endpoint.empty(); }
   static std::vector<std::string_view> variants() { return {"default"}; }
 
