@@ -1,0 +1,146 @@
+"""Runs the Autobahn testsuite (`frameproof autobahn`, categories 1-7, 9, 10, wstest and kosoku)
+against every websocket peer this checkout has, as server and as client, and writes one summary:
+
+* the Python reference (frameproof.pyserver with a 64 MiB frame limit, and
+  frameproof.protocols.websocket.autobahn_client);
+* every reference implementation whose impl.json lists "websocket" (its "server" with the same
+  limit, and its "autobahn_client" when it has one);
+* the third-party peers under tools/third-party/ that have an autobahn setup (websockets from PyPI),
+  each with its expected-failures file.
+
+    .venv/bin/python tools/autobahn/peers.py [--quick] [--driver wstest|kosoku|both] [--only NAME] [--out DIR]
+
+Writes DIR/<peer>-<side>.json (frameproof autobahn's JSON report) and DIR/summary.{md,json}
+(default DIR: reports/autobahn). Exit status 0 when every run exited 0.
+"""
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PY = sys.executable
+LIMIT_CODEC = json.dumps({"protocol": "websocket", "limits": {"max_payload": 64 * 1024 * 1024}})
+
+
+def peers():
+    out = [{"name": "python", "kind": "reference",
+            "server": f"{PY} -m frameproof.pyserver --codec {shlex.quote(LIMIT_CODEC)} --listen 127.0.0.1:0",
+            "client": f"{PY} -m frameproof.protocols.websocket.autobahn_client", "xfail": None, "cwd": str(ROOT)}]
+    for impl_json in sorted((ROOT / "reference-impls").glob("*/impl.json")):
+        impl = json.loads(impl_json.read_text())
+        if "websocket" not in impl.get("protocols", []):
+            continue
+        d = impl_json.parent
+        p = {"name": impl["name"], "kind": "reference", "xfail": None, "cwd": str(d), "server": None, "client": None}
+        if impl.get("server"):
+            p["server"] = " ".join(shlex.quote(str(d / a) if i == 0 else a) for i, a in enumerate(impl["server"])) + \
+                f" --codec {shlex.quote(LIMIT_CODEC)} --listen 127.0.0.1:0"
+        if impl.get("autobahn_client"):
+            p["client"] = " ".join(shlex.quote(str(d / a) if i == 0 else a) for i, a in enumerate(impl["autobahn_client"]))
+        out.append(p)
+    ws = ROOT / "tools" / "third-party" / "websockets"
+    if (ws / "build.sh").exists():
+        out.append({"name": "websockets", "kind": "third-party", "build": ["bash", str(ws / "build.sh")],
+                    "server": "{py} " + shlex.quote(str(ws / "echo_server.py")) + " --listen 127.0.0.1:0",
+                    "client": "{py} " + shlex.quote(str(ws / "autobahn_client.py")),
+                    "xfail": str(ws / "xfail-autobahn.txt"), "cwd": str(ws)})
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="leave out 9.* (passed to frameproof autobahn)")
+    ap.add_argument("--driver", default="both", choices=["wstest", "kosoku", "both"])
+    ap.add_argument("--only", action="append", help="only this peer (repeatable)")
+    ap.add_argument("--out", default=str(ROOT / "reports" / "autobahn"))
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows, failed = [], 0
+    for p in peers():
+        if args.only and p["name"] not in args.only:
+            continue
+        py = ""
+        if p.get("build"):
+            b = subprocess.run(p["build"], capture_output=True, text=True)
+            if b.returncode:
+                print(f"{p['name']}: build failed:\n{b.stderr[-1500:]}")
+                failed += 1
+                rows.append({"peer": p["name"], "kind": p["kind"], "side": "-", "error": "build failed"})
+                continue
+            py = b.stdout.strip().splitlines()[-1]
+        for side in ("server", "client"):
+            cmd = p[side]
+            if not cmd:
+                rows.append({"peer": p["name"], "kind": p["kind"], "side": side, "error": "not implemented"})
+                continue
+            cmd = cmd.replace("{py}", py)
+            rep = out / f"{p['name']}-{side}.json"
+            argv = [PY, "-m", "frameproof.cli", "autobahn", f"--{side}-cmd", cmd, "--agent", f"{p['name']}-{side}",
+                    "--driver", args.driver, "--json", str(rep), "--junit", str(out / f"{p['name']}-{side}.xml"),
+                    "--outdir", str(out / f"{p['name']}-{side}"), "--cwd", p["cwd"]]
+            if args.quick:
+                argv.append("--quick")
+            if p["xfail"]:
+                argv += ["--xfail", p["xfail"]]
+            t0 = time.monotonic()
+            print(f"== {p['name']} {side}: {' '.join(shlex.quote(a) for a in argv[3:])}", flush=True)
+            r = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
+            tail = [ln for ln in r.stdout.splitlines() if ln.startswith(("autobahn:", "wstest vs", "UNEXPECTED"))]
+            print("\n".join(tail[-4:]) or r.stderr[-1500:], flush=True)
+            row = {"peer": p["name"], "kind": p["kind"], "side": side, "exit": r.returncode,
+                   "duration_s": round(time.monotonic() - t0, 1), "report": str(rep)}
+            if rep.exists():
+                doc = json.loads(rep.read_text())
+                for d in doc["drivers"]:
+                    ts = [t for t in doc["tests"] if t["driver"] == d]
+                    row[d] = {v: sum(t["verdict"] == v for t in ts) for v in
+                              ("OK", "NON-STRICT", "INFORMATIONAL", "UNIMPLEMENTED", "FAILED")}
+                    row[d]["cases"] = len(ts)
+                    row[d]["xfailed"] = sum(t["status"] == "xfailed" for t in ts)
+                    row[d]["failed_cases"] = [t["case"] for t in ts if t["verdict"] == "FAILED"]
+                    row[d]["non_ok_cases"] = [f"{t['case']} {t['behavior']}/{t['behavior_close']}" for t in ts
+                                              if t["verdict"] in ("NON-STRICT", "INFORMATIONAL", "UNIMPLEMENTED")]
+                row["disagreements"] = doc["disagreements"]
+                row["notes"] = doc["notes"]
+                row["unexpected"] = doc["unexpected"]
+            failed += r.returncode != 0
+            rows.append(row)
+    (out / "summary.json").write_text(json.dumps(rows, indent=1))
+    md = [f"Autobahn testsuite (wstest 25.10.1, kosoku 0.1.0), categories 1-7, 9, 10"
+          f"{' without 9.* (--quick)' if args.quick else ''}; {time.strftime('%Y-%m-%d')}; "
+          "`.venv/bin/python tools/autobahn/peers.py`\n",
+          "| peer | side | driver | cases | OK | NON-STRICT | INFORMATIONAL | FAILED (expected) | exit |",
+          "|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        if "error" in row:
+            md.append(f"| {row['peer']} ({row['kind']}) | {row['side']} | - | - | - | - | - | - | {row['error']} |")
+            continue
+        for d in ("wstest", "kosoku"):
+            if d in row:
+                c = row[d]
+                md.append(f"| {row['peer']} ({row['kind']}) | {row['side']} | {d} | {c['cases']} | {c['OK']} | "
+                          f"{c['NON-STRICT']} | {c['INFORMATIONAL']} | {c['FAILED']} ({c['xfailed']}) | {row['exit']} |")
+    md.append("")
+    for row in rows:
+        if "error" in row:
+            continue
+        for d in ("wstest", "kosoku"):
+            if d in row and (row[d]["failed_cases"] or row[d]["non_ok_cases"]):
+                md.append(f"* {row['peer']} {row['side']}, {d}: FAILED {', '.join(row[d]['failed_cases']) or 'none'}; "
+                          f"allowed: {', '.join(row[d]['non_ok_cases']) or 'none'}")
+        if row.get("disagreements"):
+            md.append(f"* {row['peer']} {row['side']}: wstest and kosoku disagree on " + ", ".join(
+                f"{x['case']} ({x['wstest']} vs {x['kosoku']})" for x in row["disagreements"]))
+    (out / "summary.md").write_text("\n".join(md) + "\n")
+    print("\n".join(md))
+    print(f"summary: {out / 'summary.md'}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
