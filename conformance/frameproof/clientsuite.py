@@ -31,6 +31,7 @@ CONTRACT_KEYS = {
     "implementation": str, "protocol": str, "mode": str, "connections": int, "window": int, "payload": int,
     "requests_sent": int, "replies_received": int, "replies_verified": int, "errors": int, "error_details": list,
     "duration_s": (int, float), "msgs_per_s": (int, float), "mb_per_s": (int, float), "latency_us": dict,
+    "variant": str, "streams_completed": int, "streams_per_s": (int, float),
 }
 
 
