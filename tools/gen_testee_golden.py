@@ -8,7 +8,8 @@ field-number, wire-type or zigzag slip changes the bytes), plus the members of t
 oneofs (Codec.params, Frame.header, ProtocolError.detail) of protocols a testee may not have: it
 must skip them correctly.
 
-Output: conformance/testee-golden.json, a list of {"name", "message", "hex", "json"}: the entry's
+Output: conformance/testee-golden.json (and conformance/testee-golden-discovery.json, the registry
+scripts' messages), a list of {"name", "message", "hex", "json"}: the entry's
 name, the message type, the serialized bytes (deterministic serialization) and, for readers, the
 message in protobuf's JSON mapping. conformance/tests/test_testee_golden.py fails if the committed
 file is stale.
@@ -105,9 +106,49 @@ def messages():
     yield "runtime_error", S(runtime_error="InvalidOperationException: \u00e9t\u00e9")
 
 
-def golden():
+def discovery_messages():
+    """The registry scripts (feature "discovery", spec/testee.md): a TesteeDiscoveryRequest and a
+    TesteeDiscoveryResponse that set every field of the Discovery* messages. They are kept in a
+    file of their own (conformance/testee-golden-discovery.json) so that a hand-written codec that
+    does not speak them yet keeps checking every entry of testee-golden.json."""
+    E = pb.DiscoveryEndpoint
+    ep = E(service="svc.\u00e9cho", instance_id="i-300", host="10.0.0.200", port=65535, weight=0xFFFFFFFF)
+    ops = [
+        pb.DiscoveryOp(register=ep),
+        pb.DiscoveryOp(deregister=E(service="svc", instance_id="i")),
+        pb.DiscoveryOp(discover="svc.a"),
+        pb.DiscoveryOp(watch=pb.DiscoveryWatch(service="svc.a", on_first_event=pb.DiscoveryOp(unwatch=300))),
+        pb.DiscoveryOp(unwatch=70000),
+        pb.DiscoveryOp(select=pb.DiscoverySelect(selector_id=300, service="svc.a", selector="weighted-round-robin",
+                                                 seed=0x123456789ABCDEF0, count=2000)),
+        pb.DiscoveryOp(etcd_encode=pb.DiscoveryEtcdEncode(prefix="frameproof/services", endpoint=ep)),
+        pb.DiscoveryOp(etcd_decode=pb.DiscoveryEtcdEntry(prefix="p", key=b"/p/s/i", value=b'{"port":1}')),
+        pb.DiscoveryOp(concurrent=pb.DiscoveryConcurrent(service="svc.c", threads=16, rounds=10000, picks=300)),
+    ]
+    yield "discovery_request", pb.TesteeDiscoveryRequest(discovery=pb.DiscoveryRequest(
+        codec=pb.Codec(protocol="rpc"), ops=ops,
+        etcd=pb.DiscoveryEtcd(endpoint="127.0.0.1:23790", prefix="fp-test/one", lease_ttl_s=300, abandon=True,
+                              request_timeout_ms=70000)))
+    result = pb.DiscoveryResult(
+        code=5, endpoints=[ep, E(service="s", instance_id="i", host="h", port=1, weight=100)], watch=300,
+        picks=["i-300", "i0"], etcd_key=b"/frameproof/services/svc/i-300", etcd_value=pattern(130, 11),
+        concurrent=pb.DiscoveryConcurrentResult(failures=1, added=70000, removed=300, updated=2,
+                                                picks=[pb.DiscoveryCount(instance_id="c0-0", count=150)]))
+    ev = pb.DiscoveryEvent
+    yield "discovery_response", pb.TesteeDiscoveryResponse(discovery=pb.DiscoveryResponse(
+        results=[result, pb.DiscoveryResult()],
+        events=[ev(watch=300, type=ev.UPDATED, endpoint=ep, op=70000, nested=pb.DiscoveryResult(code=1)),
+                ev(watch=0, type=ev.ADDED, endpoint=ep), ev(type=ev.REMOVED, endpoint=ep)]))
+    yield "discovery_response_skipped", pb.TesteeDiscoveryResponse(skipped="no service registry")
+    yield "discovery_response_runtime_error", pb.TesteeDiscoveryResponse(runtime_error="KeyError: 2")
+
+
+OUT_DISCOVERY = ROOT / "conformance" / "testee-golden-discovery.json"
+
+
+def golden(which=None):
     out = []
-    for name, msg in messages():
+    for name, msg in (which or messages)():
         out.append({
             "name": name,
             "message": msg.DESCRIPTOR.name,
@@ -117,8 +158,8 @@ def golden():
     return out
 
 
-def render() -> str:
-    return json.dumps(golden(), indent=1, ensure_ascii=False, sort_keys=False) + "\n"
+def render(which=None) -> str:
+    return json.dumps(golden(which), indent=1, ensure_ascii=False, sort_keys=False) + "\n"
 
 
 def main(argv=None) -> int:
@@ -126,14 +167,17 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--check", action="store_true", help="exit 1 if the file differs from what would be written")
     a = ap.parse_args(argv)
-    text = render()
-    if a.check:
-        same = a.out.exists() and a.out.read_text(encoding="utf-8") == text
-        print(f"{a.out}: {'up to date' if same else 'STALE (run tools/gen_testee_golden.py)'}")
-        return 0 if same else 1
-    a.out.write_text(text, encoding="utf-8")
-    print(f"wrote {a.out} ({len(golden())} messages)")
-    return 0
+    status = 0
+    for out, which in ((a.out, messages), (a.out.with_name(OUT_DISCOVERY.name), discovery_messages)):
+        text = render(which)
+        if a.check:
+            same = out.exists() and out.read_text(encoding="utf-8") == text
+            print(f"{out}: {'up to date' if same else 'STALE (run tools/gen_testee_golden.py)'}")
+            status |= 0 if same else 1
+            continue
+        out.write_text(text, encoding="utf-8")
+        print(f"wrote {out} ({len(golden(which))} messages)")
+    return status
 
 
 if __name__ == "__main__":

@@ -79,8 +79,10 @@ def cmd_list(args):
 
 def cmd_requirements(args):
     from .spec import requirements
+    from .spec import layers_of
+    wanted = set(args.protocol or ()) | {x for p in args.protocol or () for x in layers_of(p)}
     for r in requirements().values():
-        if args.protocol and r.protocol not in args.protocol:
+        if args.protocol and r.protocol not in wanted:
             continue
         print(f"{r.id:12} {r.level:6} {r.text}")
     return 0

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .paths import HARNESS_SPEC
+from .paths import HARNESS_SPEC, SPEC_DIR
 
 _REQ = re.compile(r"^\*\*(?P<id>[A-Z]{2,6}(?:-[A-Z0-9]{1,8})+-\d+)\*\* \((?P<level>MUST|SHOULD|MAY)\): (?P<text>.*)")
 
@@ -27,11 +27,22 @@ class Requirement:
 
 
 def spec_files() -> dict:
-    """name -> spec file: every registered protocol's, then the harness spec."""
+    """name -> spec file: every registered protocol's, the specs of the layers a protocol carries
+    (``Protocol.layer_specs``, e.g. rpc's service discovery), then the harness spec."""
     from . import protocols
     out = {p.name: p.spec_file for p in protocols.all_protocols()}
+    for p in protocols.all_protocols():
+        for name in layers_of(p.name):
+            out[name] = SPEC_DIR / f"{name}.md"
     out["harness"] = HARNESS_SPEC
     return out
+
+
+def layers_of(protocol: str) -> tuple:
+    """The layer specs a protocol carries (their requirements have a prefix of their own, and their
+    tests run under the protocol)."""
+    from . import protocols
+    return tuple(getattr(protocols.get(protocol), "layer_specs", ()))
 
 
 @lru_cache(maxsize=None)

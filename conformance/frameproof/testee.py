@@ -147,7 +147,7 @@ class Testee:
             out += chunk
         return bytes(out)
 
-    def _roundtrip(self, req: pb.TesteeRequest) -> pb.TesteeResponse:
+    def _roundtrip(self, req) -> pb.TesteeResponse:
         data = req.SerializeToString()
         try:
             self.proc.stdin.write(struct.pack("<I", len(data)) + data)
@@ -165,6 +165,11 @@ class Testee:
         except DecodeError as e:
             self._fail("garbage", f"response does not parse as TesteeResponse: {e}")
         if resp.WhichOneof("result") is None:
+            if isinstance(req, pb.TesteeDiscoveryRequest):  # the answer travels outside the oneof
+                d = pb.TesteeDiscoveryResponse()
+                d.ParseFromString(body)
+                if d.HasField("discovery"):
+                    return d
             self._fail("garbage", "empty TesteeResponse")
         return resp
 
@@ -172,6 +177,8 @@ class Testee:
         self.ensure_started()
         self.calls += 1
         resp = self._roundtrip(req)
+        if isinstance(resp, pb.TesteeDiscoveryResponse):
+            return resp
         kind = resp.WhichOneof("result")
         if kind == "skipped":
             raise Skipped(resp.skipped or "testee skipped this configuration")
@@ -263,6 +270,16 @@ class Testee:
             raise TesteeFailure("protocol", f"expected serve response, got {resp.WhichOneof('result')}")
         r = resp.serve
         return ServeResult([bytes(w) for w in r.written], r.closed, error_py(r.error) if r.HasField("error") else None)
+
+
+    def discovery(self, req: pb.DiscoveryRequest) -> pb.DiscoveryResponse:
+        """A registry script (spec/testee.md, ``discovery``): sent as a TesteeDiscoveryRequest."""
+        resp = self.call(pb.TesteeDiscoveryRequest(discovery=req))
+        if not isinstance(resp, pb.TesteeDiscoveryResponse):
+            raise TesteeFailure("protocol", f"expected a discovery response, got {resp.WhichOneof('result')}")
+        if len(resp.discovery.results) != len(req.ops):
+            raise TesteeFailure("protocol", f"{len(req.ops)} ops but {len(resp.discovery.results)} results")
+        return resp.discovery
 
 
 def codec_pb(c: Codec) -> pb.Codec:

@@ -17,9 +17,10 @@ def _generator():
 
 
 def test_committed_golden_file_is_current():
-    text = _generator().render()
-    assert GOLDEN.read_text(encoding="utf-8") == text, \
-        "conformance/testee-golden.json is stale: run .venv/bin/python tools/gen_testee_golden.py"
+    gen = _generator()
+    for path, which in ((GOLDEN, gen.messages), (gen.OUT_DISCOVERY, gen.discovery_messages)):
+        assert path.read_text(encoding="utf-8") == gen.render(which), \
+            f"conformance/{path.name} is stale: run .venv/bin/python tools/gen_testee_golden.py"
 
 
 def test_every_field_of_the_schema_is_set_somewhere():
@@ -34,7 +35,8 @@ def test_every_field_of_the_schema_is_set_somewhere():
                 for v in ([value] if hasattr(value, "ListFields") else value):  # one message or a repeated field
                     walk(v)
 
-    for name, msg in _generator().messages():
+    gen = _generator()
+    for name, msg in list(gen.messages()) + list(gen.discovery_messages()):
         walk(msg)
     missing = []
     for m in pb.DESCRIPTOR.message_types_by_name.values():
@@ -46,7 +48,22 @@ def test_every_field_of_the_schema_is_set_somewhere():
 
 def test_golden_bytes_parse_back():
     gen = _generator()
-    for entry, (name, msg) in zip(gen.golden(), gen.messages()):
-        assert entry["name"] == name
-        back = type(msg).FromString(bytes.fromhex(entry["hex"]))
-        assert back == msg, name
+    for which in (gen.messages, gen.discovery_messages):
+        for entry, (name, msg) in zip(gen.golden(which), which()):
+            assert entry["name"] == name
+            back = type(msg).FromString(bytes.fromhex(entry["hex"]))
+            assert back == msg, name
+
+
+def test_discovery_messages_are_views_of_the_testee_messages():
+    """A discovery request parses as a TesteeRequest with no request set, and its answer as a
+    TesteeResponse with no result set (spec/testee.md, discovery: outside the oneofs)."""
+    gen = _generator()
+    for name, msg in gen.discovery_messages():
+        data = msg.SerializeToString()
+        if isinstance(msg, pb.TesteeDiscoveryRequest):
+            assert pb.TesteeRequest.FromString(data).WhichOneof("request") is None, name
+        else:
+            r = pb.TesteeResponse.FromString(data)
+            want = None if msg.HasField("discovery") else "skipped" if msg.skipped else "runtime_error"
+            assert r.WhichOneof("result") == want, name

@@ -933,7 +933,7 @@ def gen_pages(out: Path, rmap, spec_pages):
           .replace("/*IDS*/{}", json.dumps(ids, sort_keys=True)))
 
 
-SPEC_TITLES = {"harness": "Load-client harness", "testee": "Testee protocol"}
+SPEC_TITLES = {"harness": "Load-client harness", "testee": "Testee protocol", "discovery": "rpc service discovery"}
 
 
 def hand_written_pages():

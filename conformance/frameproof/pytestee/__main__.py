@@ -196,6 +196,24 @@ def do_serve(proto, req):
     return pb.TesteeResponse(serve=out)
 
 
+def do_discovery(req: pb.DiscoveryRequest):
+    """A registry script (spec/testee.md, ``discovery``), over the registry of the protocol that has
+    one (``Protocol.registry_script``); the answer is a TesteeDiscoveryResponse."""
+    try:
+        proto = protocols.get(req.codec.protocol)
+    except KeyError:
+        return pb.TesteeResponse(skipped=f"protocol {req.codec.protocol!r} not implemented")
+    script = getattr(proto, "registry_script", None)
+    if script is None:
+        return pb.TesteeResponse(skipped=f"{proto.name} has no service registry")
+    return pb.TesteeDiscoveryResponse(discovery=script(req))
+
+
+def registry_features() -> list:
+    """The features of the protocols' registries (``Protocol.registry_features``)."""
+    return sorted({f for p in protocols.all_protocols() for f in getattr(p, "registry_features", ())})
+
+
 HANDLERS = {"decode": do_decode, "encode": do_encode, "match": do_match, "serve": do_serve}
 
 
@@ -219,11 +237,22 @@ def main(argv=None):
         req = pb.TesteeRequest()
         req.ParseFromString(data)
         kind = req.WhichOneof("request")
+        if kind is None and version >= 2:  # a discovery script travels outside the oneof
+            dreq = pb.TesteeDiscoveryRequest()
+            dreq.ParseFromString(data)
+            if dreq.HasField("discovery"):
+                try:
+                    resp = do_discovery(dreq.discovery)
+                except Exception as e:  # a bug in this testee is reported, not fatal
+                    resp = pb.TesteeResponse(runtime_error=f"{type(e).__name__}: {e}")
+                write_msg(stdout, resp)
+                continue
         try:
             if kind == "hello":
                 version = min(args.harness, max(1, req.hello.max_harness_version))
                 name = "frameproof-python" + (f"+{args.mutant}" if args.mutant else "")
-                features = ["decode", "encode", "match"] + (["serve"] if version >= 2 else [])
+                features = ["decode", "encode", "match"] + (["serve"] if version >= 2 else []) + \
+                    (registry_features() if version >= 2 else [])
                 resp = pb.TesteeResponse(hello=pb.HelloResponse(
                     harness_version=version, name=name, version=__version__,
                     protocols=list(protocols.names()), features=features))

@@ -10,7 +10,7 @@ from ...checks import CheckFailure, check_serve, chunk, chunk_every
 from ...oracle import Error, Frame
 from ..base import Protocol
 from . import frames as K
-from . import load, net, oracle, reference
+from . import discovery, discovery_suite, load, net, oracle, reference
 from .frames import RpcHeader
 from .oracle import RpcCodec
 from .strategies import RpcStrategies
@@ -128,6 +128,10 @@ class Rpc(Protocol):
         "rpc-unknown-method-opens": "RPC-STREAM-6",
         "rpc-second-init-reopens": "RPC-STREAM-7",
     }
+    mutants.update(discovery.MUTANTS)  # the service registry's (spec/discovery.md)
+    #: specs of the layers rpc carries: service discovery (DISC-*), checked through the testee's
+    #: registry scripts (feature "discovery")
+    layer_specs = ("discovery",)
     server_faults = {
         "rpc-code-0-for-unknown": "RPC-ECHO-2",
         "rpc-keep-open-on-non-request": "RPC-ECHO-4",
@@ -251,10 +255,28 @@ class Rpc(Protocol):
                         "RPC-STREAM-6", "RPC-STREAM-7", "RPC-STREAM-8"], "serve",
                        "Every transition of the stream endpoint, whole, as given and byte by byte",
                        scripted(STREAM_CASES)),
-        ]
+        ] + discovery_suite.properties(self.name)
 
     def net_cases(self):
         return net.cases()
+
+    #: testee features the registry scripts need (spec/testee.md, ``discovery``)
+    registry_features = ("discovery", "discovery-etcd")
+
+    def registry_script(self, req):
+        """The Python reference registry's answer to a registry script (spec/testee.md, ``discovery``):
+        in-process, or on etcd when the request names one."""
+        ops = [discovery_suite.op_from_pb(op) for op in req.ops]
+        if not req.HasField("etcd"):
+            results, events = discovery.ScriptRunner().run(ops)
+            return discovery_suite.response_to_pb(results, events)
+        from .discovery_etcd import EtcdRegistry
+        reg = EtcdRegistry(req.etcd.endpoint, req.etcd.prefix, req.etcd.lease_ttl_s, req.etcd.request_timeout_ms / 1000)
+        try:
+            results, events = discovery.ScriptRunner(reg).run(ops)
+        finally:
+            reg.close(abandon=req.etcd.abandon)
+        return discovery_suite.response_to_pb(results, events)
 
     def net_request(self, seq, payload):
         return K.request(seq, payload)

@@ -1,0 +1,367 @@
+"""rpc's service registry on etcd (spec/discovery.md §8), in Python: the Python testee's answer to
+registry scripts with ``etcd`` set (feature ``discovery-etcd``), and the etcd helpers the suite's
+live check uses (a private etcd on 127.0.0.1, reads through etcd's v3 JSON gateway).
+
+No client library: etcd 3.4 serves its v3 API as JSON over HTTP (``/v3/kv/put``, ``/v3/kv/range``,
+``/v3/kv/deleterange``, ``/v3/lease/*``, and ``/v3/watch`` as a stream of JSON lines), which
+``http.client`` speaks. Keys and values travel base64-encoded."""
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections import deque
+from typing import Dict, List, Optional, Tuple
+
+from ... import reference as R
+from .discovery import _valid, _name_ok, etcd_decode, etcd_encode
+from .discovery_model import ADDED, CONNECTION_ERROR, INVALID_ARGUMENT, NOT_FOUND, OK, REMOVED, UPDATED, Endpoint
+
+DEFAULT_TTL = 10
+REQUEST_TIMEOUT = 5.0  # DISC-ETCD-7: an unreachable etcd answers CONNECTION_ERROR within this
+
+
+def _b64(b: bytes) -> str:
+    return base64.b64encode(b).decode()
+
+
+def _unb64(s: str) -> bytes:
+    return base64.b64decode(s or "")
+
+
+def prefix_end(key: bytes) -> bytes:
+    """The range end of every key starting with ``key`` (etcd's prefix convention)."""
+    k = bytearray(key)
+    while k:
+        if k[-1] < 0xFF:
+            k[-1] += 1
+            return bytes(k)
+        k.pop()
+    return b"\0"
+
+
+class Unreachable(Exception):
+    pass
+
+
+class Gateway:
+    """Unary calls to etcd's JSON gateway."""
+
+    def __init__(self, endpoint: str, timeout: float = REQUEST_TIMEOUT):
+        host, _, port = endpoint.rpartition(":")
+        self.host, self.port, self.timeout = host.strip("[]"), int(port), timeout
+
+    def post(self, path: str, body: dict) -> dict:
+        deadline = time.monotonic() + self.timeout
+        last = None
+        while time.monotonic() < deadline:  # a refused connection is retried until the deadline
+            try:
+                c = http.client.HTTPConnection(self.host, self.port, timeout=max(0.2, deadline - time.monotonic()))
+                try:
+                    c.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+                    r = c.getresponse()
+                    data = r.read()
+                finally:
+                    c.close()
+                d = json.loads(data or b"{}")
+                if r.status != 200 and "error" in d:
+                    raise Unreachable(f"{path}: {d.get('message') or d['error']}")
+                return d
+            except (OSError, http.client.HTTPException, ValueError) as e:
+                last = e
+                time.sleep(0.1)
+        raise Unreachable(f"{path}: {last}")
+
+    def range_prefix(self, key: bytes) -> dict:
+        return self.post("/v3/kv/range", {"key": _b64(key), "range_end": _b64(prefix_end(key)),
+                                          "sort_order": "ASCEND", "sort_target": "CREATE"})
+
+
+class EtcdRegistry:
+    """The registry of spec/discovery.md on etcd: keys ``/<prefix>/<service>/<instance_id>``, JSON
+    values, one lease per registry kept alive every TTL/3, one etcd watch per watcher, callbacks
+    on the registry's own delivery thread, in the order etcd reports the changes."""
+
+    def __init__(self, endpoint: str, prefix: str, ttl: int = 0, timeout: float = 0):
+        self.gw = Gateway(endpoint, timeout or REQUEST_TIMEOUT)
+        self.endpoint, self.prefix, self.ttl = endpoint, prefix, ttl or DEFAULT_TTL
+        self._lock = threading.Lock()
+        self._lease = 0
+        self._mine: Dict[Tuple[str, str], Endpoint] = {}  # what this registry registered (re-put after a lost lease)
+        self._watchers: Dict[int, dict] = {}
+        self._next_handle = 1
+        self._queue = deque()
+        self._cv = threading.Condition(self._lock)
+        self._closed = False
+        self._written: Dict[str, int] = {}  # service -> revision of this registry's last write under it
+        self._keepalive = threading.Thread(target=self._keep_alive, daemon=True)
+        self._keepalive_stop = threading.Event()
+        self._dispatcher = threading.Thread(target=self._dispatch, daemon=True)
+        self._dispatcher.start()
+
+    # -- keys
+    def _key(self, service: str, instance_id: str = "") -> bytes:
+        return f"/{self.prefix}/{service}/{instance_id}".encode()
+
+    # -- the lease (DISC-ETCD-5, DISC-ETCD-7)
+    def _grant(self):
+        d = self.gw.post("/v3/lease/grant", {"TTL": self.ttl})
+        self._lease = int(d["ID"])
+        if not self._keepalive.is_alive() and not self._keepalive_stop.is_set():
+            self._keepalive.start()
+
+    def _keep_alive(self):
+        while not self._keepalive_stop.wait(self.ttl / 3):
+            try:
+                d = self.gw.post("/v3/lease/keepalive", {"ID": str(self._lease)})
+                if int(d.get("result", {}).get("TTL", 0)) <= 0:  # expired meanwhile: a new lease, keys again
+                    with self._lock:
+                        mine = list(self._mine.values())
+                    self._grant()
+                    for e in mine:
+                        self._put(e)
+            except (Unreachable, KeyError, ValueError):
+                continue  # etcd away: try again next period
+
+    def _put(self, e: Endpoint) -> int:
+        _c, key, value = etcd_encode(self.prefix, e)
+        body = {"key": _b64(key), "value": _b64(value), "lease": str(self._lease)}
+        if R.MUTANT == "disc-etcd-no-lease":
+            del body["lease"]
+        d = self.gw.post("/v3/kv/put", body)
+        return int(d["header"]["revision"])
+
+    # -- operations
+    def register(self, e: Endpoint) -> int:
+        if not _valid(e):
+            return INVALID_ARGUMENT
+        try:
+            if not self._lease:
+                self._grant()
+            rev = self._put(e)
+        except (Unreachable, KeyError, ValueError):
+            return CONNECTION_ERROR
+        with self._lock:
+            self._mine[(e.service, e.instance_id)] = e
+            self._written[e.service] = max(rev, self._written.get(e.service, 0))
+        return OK
+
+    def deregister(self, service: str, instance_id: str, given=None) -> int:
+        if not (_name_ok(service) and _name_ok(instance_id)):
+            return INVALID_ARGUMENT
+        try:
+            d = self.gw.post("/v3/kv/deleterange", {"key": _b64(self._key(service, instance_id))})
+        except Unreachable:
+            return CONNECTION_ERROR
+        with self._lock:
+            self._mine.pop((service, instance_id), None)
+            if int(d.get("deleted", 0)):
+                self._written[service] = max(int(d["header"]["revision"]), self._written.get(service, 0))
+        return OK if int(d.get("deleted", 0)) else NOT_FOUND
+
+    def discover(self, service: str) -> Tuple[int, List[Endpoint]]:
+        if not _name_ok(service):
+            return INVALID_ARGUMENT, []
+        try:
+            d = self.gw.range_prefix(self._key(service))
+        except Unreachable:
+            return CONNECTION_ERROR, []
+        out = []
+        for kv in d.get("kvs", []):
+            code, e = etcd_decode(self.prefix, _unb64(kv["key"]), _unb64(kv.get("value", "")))
+            if code == OK and e.service == service:
+                out.append(e)
+        return OK, out
+
+    def watch(self, service: str, callback) -> Tuple[int, int]:
+        if not _name_ok(service):
+            return INVALID_ARGUMENT, 0
+        try:  # the store's revision now: the watch reports what happens after it (no replay)
+            rev = int(self.gw.range_prefix(self._key(service))["header"]["revision"])
+        except (Unreachable, KeyError, ValueError):
+            return CONNECTION_ERROR, 0
+        with self._lock:
+            h = self._next_handle
+            self._next_handle += 1
+            w = {"service": service, "callback": callback, "active": True, "next": rev + 1, "seen": rev,
+                 "conn": None, "since": rev}
+            self._watchers[h] = w
+        threading.Thread(target=self._watch_stream, args=(h, w), daemon=True).start()
+        return OK, h
+
+    def unwatch(self, handle: int) -> int:
+        with self._lock:
+            w = self._watchers.pop(handle, None)
+            if w is None:
+                return NOT_FOUND
+            w["active"] = False
+            conn = w["conn"]
+        if conn is not None and conn.sock is not None:
+            try:
+                conn.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        return OK
+
+    # -- watching (DISC-ETCD-6, DISC-ETCD-7: resumes from the next revision after a lost stream)
+    def _watch_stream(self, h, w):
+        key = self._key(w["service"])
+        host, port = self.gw.host, self.gw.port
+        while w["active"] and not self._closed:
+            conn = http.client.HTTPConnection(host, port, timeout=None)
+            w["conn"] = conn
+            try:
+                conn.request("POST", "/v3/watch", json.dumps({"create_request": {
+                    "key": _b64(key), "range_end": _b64(prefix_end(key)), "start_revision": str(w["next"]),
+                    "prev_kv": True}}), {"Content-Type": "application/json"})
+                r = conn.getresponse()
+                while w["active"]:
+                    line = r.readline()
+                    if not line:
+                        break
+                    res = json.loads(line).get("result", {})
+                    if res.get("compact_revision"):  # history gone: the difference as events is not done here
+                        w["next"] = int(res["compact_revision"])
+                        break
+                    for ev in res.get("events", []):
+                        self._on_event(h, w, ev)
+            except (OSError, http.client.HTTPException, ValueError):
+                pass
+            finally:
+                conn.close()
+            if w["active"] and not self._closed:
+                time.sleep(0.2)  # etcd away: reconnect and resume at w["next"]
+
+    def _on_event(self, h, w, ev):
+        kv = ev.get("kv", {})
+        rev = int(kv.get("mod_revision", 0))
+        w["next"] = rev + 1
+        if ev.get("type") == "DELETE":
+            prev = ev.get("prev_kv")
+            code, e = etcd_decode(self.prefix, _unb64(kv.get("key", "")), _unb64(prev.get("value", ""))) \
+                if prev else (INVALID_ARGUMENT, None)
+            kind = REMOVED
+        else:
+            code, e = etcd_decode(self.prefix, _unb64(kv.get("key", "")), _unb64(kv.get("value", "")))
+            kind = ADDED if kv.get("create_revision") == kv.get("mod_revision") or \
+                R.MUTANT == "disc-etcd-updated-as-added" else UPDATED
+        with self._lock:
+            if code == OK:
+                self._queue.append((h, kind, e))
+            w["seen"] = rev
+            self._cv.notify_all()
+
+    def _dispatch(self):
+        while True:
+            with self._lock:
+                while not self._queue and not self._closed:
+                    self._cv.wait()
+                if self._closed and not self._queue:
+                    return
+                h, kind, e = self._queue.popleft()
+                w = self._watchers.get(h)
+                self._calling = h
+            if w is not None and w["active"]:
+                try:
+                    w["callback"](kind, e)
+                except Exception:  # a callback's exception is not the registry's
+                    pass
+            with self._lock:
+                self._calling = None
+                self._cv.notify_all()
+
+    def deliver(self, timeout: float = REQUEST_TIMEOUT):
+        """Waits (bounded) until every watcher has been told about this registry's writes under its
+        service and the delivery thread is idle: the end of a script."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while time.monotonic() < deadline:
+                behind = [w for w in self._watchers.values()
+                          if w["active"] and self._written.get(w["service"], 0) > max(w["seen"], w["since"])]
+                if not behind and not self._queue and getattr(self, "_calling", None) is None:
+                    return
+                self._cv.wait(0.05)
+
+    def close(self, abandon: bool = False):
+        """Stops the threads; revokes the lease (its keys go) unless ``abandon``."""
+        self._keepalive_stop.set()
+        for h in list(self._watchers):
+            self.unwatch(h)
+        with self._lock:
+            self._closed = True
+            self._cv.notify_all()
+        if not abandon and self._lease:
+            try:
+                self.gw.post("/v3/lease/revoke", {"ID": str(self._lease)})
+            except Unreachable:
+                pass
+
+
+# ------------------------------------------------------------------ a private etcd for the suite
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LocalEtcd:
+    """etcd (Debian's etcd-server) on 127.0.0.1 with a temporary data dir; ``stop`` and ``start``
+    again keep the data (a restart)."""
+
+    def __init__(self):
+        self.binary = shutil.which("etcd")
+        self.dir = tempfile.mkdtemp(prefix="fp-etcd-")
+        self.client, self.peer = free_port(), free_port()
+        self.proc: Optional[subprocess.Popen] = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"127.0.0.1:{self.client}"
+
+    def start(self, timeout: float = 20.0):
+        c, p = f"http://127.0.0.1:{self.client}", f"http://127.0.0.1:{self.peer}"
+        self.log = open(os.path.join(self.dir, "etcd.log"), "ab")
+        self.proc = subprocess.Popen(
+            [self.binary, "--name", "fp", "--data-dir", os.path.join(self.dir, "data"), "--listen-client-urls", c,
+             "--advertise-client-urls", c, "--listen-peer-urls", p, "--initial-advertise-peer-urls", p,
+             "--initial-cluster", f"fp={p}"], stdout=self.log, stderr=self.log, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        gw = Gateway(self.endpoint, timeout=1.0)
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"etcd exited with status {self.proc.returncode} (log: {self.dir}/etcd.log)")
+            try:
+                gw.post("/v3/kv/range", {"key": _b64(b"/")})
+                return
+            except Unreachable:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"etcd did not answer within {timeout:g} s (log: {self.dir}/etcd.log)")
+
+    def stop(self):
+        p, self.proc = self.proc, None
+        if p is None:
+            return
+        try:
+            os.killpg(p.pid, signal.SIGTERM)
+            p.wait(10)
+        except (OSError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            p.wait(5)
+        self.log.close()
+
+    def cleanup(self):
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
