@@ -308,11 +308,36 @@ def run_client_once(c: Program, s: Scenario, addr: str, duration: float, wrap: O
 
 
 def _median_spread(vals: List[float]) -> dict:
-    if not vals:
-        return {"median": None, "min": None, "max": None, "spread_pct": None, "n": 0}
-    med = statistics.median(vals)
-    return {"median": round(med, 1), "min": round(min(vals), 1), "max": round(max(vals), 1),
-            "spread_pct": round(100 * (max(vals) - min(vals)) / med, 1) if med else None, "n": len(vals)}
+    """median, min, max, spread_pct, n; and q1, q3, iqr_pct and the median's 95 % interval
+    (ci_low, ci_high, ci_coverage; fpbench.stats.median_ci)."""
+    from .stats import summary
+    return summary(vals)
+
+
+def repeat_check(rows_a: List[dict], rows_b: List[dict]) -> dict:
+    """--repeat-check: the same matrix twice back to back. Per row (scenario, group, server,
+    client): the two medians with their 95 % intervals, and whether the intervals overlap. Each row
+    of the first matrix gets ``repeat`` = {"median_b", "ci_b", "overlap"}."""
+    from .stats import overlap, rel_diff_pct
+    idx = {(r["key"], r["scenario"]["group"], r["server"], r["client"]): r for r in rows_b}
+    out = []
+    for r in rows_a:
+        b = idx.get((r["key"], r["scenario"]["group"], r["server"], r["client"]))
+        a_s, b_s = r.get("msgs_per_s") or {}, (b or {}).get("msgs_per_s") or {}
+        ov = overlap(a_s, b_s) if b else None
+        row = {"key": r["key"], "group": r["scenario"]["group"], "server": r["server"], "client": r["client"],
+               "a": {k: a_s.get(k) for k in ("median", "ci_low", "ci_high", "ci_coverage", "n")},
+               "b": {k: b_s.get(k) for k in ("median", "ci_low", "ci_high", "ci_coverage", "n")},
+               "median_diff_pct": rel_diff_pct(a_s.get("median"), b_s.get("median")), "overlap": ov,
+               "ratio_to_raw": [r.get("ratio_to_raw"), (b or {}).get("ratio_to_raw")]}
+        r["repeat"] = {"median_b": b_s.get("median"), "ci_b": [b_s.get("ci_low"), b_s.get("ci_high")], "overlap": ov,
+                       "ratio_to_raw_b": (b or {}).get("ratio_to_raw")}
+        out.append(row)
+    compared = [x for x in out if x["overlap"] is not None]
+    return {"what": "the full matrix twice back to back; per row, do the 95 % intervals of the two medians "
+                    "(order statistics, fpbench.stats.median_ci) overlap?",
+            "compared": len(compared), "overlapping": sum(1 for x in compared if x["overlap"]),
+            "rows": out}
 
 
 class ServerPool:

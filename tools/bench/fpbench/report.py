@@ -58,6 +58,8 @@ def markdown(doc: dict, charts: List[str]) -> str:
          + (f"; during the matrix (1-min, after each figure) min {m['loadavg_during']['min']:.2f}, median "
             f"{m['loadavg_during']['median']:.2f}, max {m['loadavg_during']['max']:.2f}" if m.get("loadavg_during") else "") + "  ",
          ]
+    from . import instructions, quiet
+    L += quiet.banner(doc.get("quiet") or {})
     worst = max(list(m.get("loadavg_start", [])) + list(m.get("loadavg_end", []))
                 + [(m.get("loadavg_during") or {}).get("max", 0)] or [0])
     if m.get("cpus") and worst > 2 * m["cpus"]:
@@ -107,6 +109,11 @@ def markdown(doc: dict, charts: List[str]) -> str:
     L += [f"Server counters vs client counts: {len(doc.get('server_checks', [])) - len(bad)} of "
           f"{len(doc.get('server_checks', []))} server processes counted exactly the frames the clients sent."
           + ("" if not bad else " Mismatches: " + "; ".join(f"{c['server']} {c['counters']} vs {c['client_requests_sent']}" for c in bad)), ""]
+    rc = doc.get("repeat_check")
+    if rc:
+        L += repeat_markdown(rc)
+    if doc.get("instructions"):
+        L += instructions.markdown(doc["instructions"])
     pr = doc.get("packets_per_recv")
     if pr:
         L += ["## Packets per recv() — loopback vs network namespaces", "", pr["method"] + ".  ", "Claim: " + pr["claim"] + ".", ""]
@@ -165,6 +172,53 @@ def markdown(doc: dict, charts: List[str]) -> str:
     if charts:
         L += ["## Charts", ""] + [f"![{Path(c).stem}]({Path(c).name})" for c in charts] + [""]
     return "\n".join(L)
+
+
+def repeat_markdown(rc: dict) -> List[str]:
+    """The repeat check row by row: both medians with their 95 % intervals, and whether they overlap."""
+    L = ["## Repeat check: the matrix twice, back to back", "",
+         f"{rc['what'][0].upper() + rc['what'][1:]} **{rc['overlapping']} of {rc['compared']} rows overlap.**", "",
+         "| scenario | server | client | run A: median [95% interval] | run B: median [95% interval] | medians differ | ratio to raw A / B | overlap |",
+         "|---|---|---|---|---|---:|---|---|"]
+
+    def iv(x):
+        if not x.get("median"):
+            return "–"
+        return f"{x['median']:,.0f} [{x['ci_low']:,.0f}–{x['ci_high']:,.0f}]"
+    for r in rc["rows"]:
+        ra = " / ".join("–" if x is None else f"{x:.2f}" for x in r["ratio_to_raw"])
+        L.append(f"| {r['key']} ({r['group']}) | {r['server']} | {r['client']} | {iv(r['a'])} | {iv(r['b'])} | "
+                 f"{'–' if r['median_diff_pct'] is None else str(r['median_diff_pct']) + '%'} | {ra} | "
+                 f"{ {True: 'yes', False: '**no**', None: '–'}[r['overlap']]} |")
+    cov = sorted({x["a"]["ci_coverage"] for x in rc["rows"] if x["a"].get("ci_coverage") is not None})
+    L += ["", f"Interval: order statistics of the runs (coverage {', '.join(f'{c:.1%}' for c in cov) or '–'}; with 5 runs the "
+              "interval is min–max, 93.75 %).", ""]
+    return L
+
+
+def check_instructions(ins: dict) -> List[str]:
+    """Problems with an instructions section (empty = well-formed)."""
+    bad = []
+    if not isinstance(ins, dict):
+        return ["instructions: not an object"]
+    for k in ("method", "messages", "agree_within_pct", "rows", "not_measured", "timing"):
+        if k not in ins:
+            bad.append(f"instructions.{k}: missing")
+    if ins.get("error"):
+        return bad
+    for i, r in enumerate(ins.get("rows", [])):
+        for k in ("server", "protocol", "ok"):
+            if k not in r:
+                bad.append(f"instructions.rows[{i}].{k}: missing")
+        if r.get("ok"):
+            for k in ("scenario", "counts", "ir_per_msg", "agreement_pct", "agree", "marginal_ir_per_msg", "ratio_to_raw"):
+                if k not in r:
+                    bad.append(f"instructions.rows[{i}].{k}: missing")
+            if not isinstance(r.get("ir_per_msg"), (int, float)) or r["ir_per_msg"] <= 0:
+                bad.append(f"instructions.rows[{i}].ir_per_msg: not a positive number")
+            if len(r.get("counts", [])) != 2:
+                bad.append(f"instructions.rows[{i}].counts: needs N and 2N")
+    return bad
 
 
 def summary(doc: dict) -> List[str]:

@@ -13,7 +13,7 @@ from pathlib import Path
 from frameproof import protocols as registry
 from frameproof.paths import ROOT
 
-from . import core, netns, report
+from . import core, instructions, netns, quiet, report, stats, study
 from .core import Scenario, log
 
 FULL_CONC = [1, 4, 16, 64, 256, 1024]
@@ -29,6 +29,7 @@ def add_arguments(b):
     b.add_argument("--duration", type=float, help="seconds per run (default 0.5, quick 0.25)")
     b.add_argument("--concurrency", help="comma-separated connection counts (default 1,4,16,64,256,1024)")
     b.add_argument("--servers", help="only these servers (comma-separated: rust,csharp,cpp,raw,tokio-lf)")
+    b.add_argument("--protocols", help="only these protocols (comma-separated; default every registered one)")
     b.add_argument("--clients", help="only these load clients (comma-separated; the first is the primary client)")
     b.add_argument("--client", action="append", default=[], metavar="NAME=CMD",
                    help="an extra load client following the fp-load contract (validated, then used like the others)")
@@ -36,6 +37,137 @@ def add_arguments(b):
     b.add_argument("--no-netns", action="store_true", help="skip the packets-per-recv / namespace section")
     b.add_argument("--no-alloc", action="store_true", help="skip the allocation figures")
     b.add_argument("--render", metavar="JSON", help="only rewrite the Markdown and charts of an existing results file")
+    b.add_argument("--instructions", action="store_true",
+                   help="only the instruction counts (callgrind): Ir per echoed message of every native server; "
+                        "writes instructions-<date>.{json,md} (also part of the full run)")
+    b.add_argument("--no-instructions", action="store_true", help="full run without the instruction counts")
+    b.add_argument("--instructions-messages", type=int, metavar="N",
+                   help="echoes per counted window (N and 2N; default 20000, quick 5000)")
+    b.add_argument("--method-study", action="store_true",
+                   help="only the timing-method study (pinning, run length, runs, order; two blocks each): "
+                        "writes method-study-<date>.{json,md}")
+    b.add_argument("--study-durations", help="run lengths of the method study (default 0.3,1,3; the middle one is "
+                                             "the baseline)")
+    b.add_argument("--study-runs", help="run counts of the method study (default 5,11)")
+    b.add_argument("--study-pins", help="pinning arms of the method study (default unpinned,pinned,same-core)")
+    b.add_argument("--repeat-check", action="store_true",
+                   help="run the matrix twice back to back; per row: do the two medians' 95%% intervals overlap?")
+    b.add_argument("--allow-noisy", action="store_true",
+                   help="write where asked even when the quiet-machine check fails (the files still say NOISY)")
+    b.add_argument("--noisy-out", help="where a run on a busy machine writes (default reports/bench)")
+    b.add_argument("--quiet-seconds", type=float, help="length of each quiet-machine sample (default 3; smoke 1)")
+
+
+def quiet_before(args) -> dict:
+    secs = args.quiet_seconds if args.quiet_seconds is not None else (1.0 if args.smoke else 3.0)
+    log(f"== quiet-machine check ({secs:g} s)")
+    return quiet.sample(secs)
+
+
+def quiet_after(args, before: dict) -> dict:
+    secs = args.quiet_seconds if args.quiet_seconds is not None else (1.0 if args.smoke else 3.0)
+    q = quiet.judge(before, quiet.sample(secs))
+    q["allowed"] = not q["ok"] and args.allow_noisy
+    log("== quiet-machine check: " + ("quiet" if q["ok"] else "NOISY: " + "; ".join(q["reasons"])))
+    return q
+
+
+def destination(args, q: dict, name: str) -> Path:
+    """The file stem to write: --out/--name (default results/<name>) on a quiet machine or with
+    --allow-noisy; otherwise --noisy-out (default reports/bench) and a name starting NOISY-."""
+    stem = args.name or name
+    if q.get("ok") or args.allow_noisy:
+        d = Path(args.out or ROOT / "results")
+    else:
+        d = Path(args.noisy_out or ROOT / "reports" / "bench")
+        stem = "NOISY-" + stem
+        log(f"bench: the machine is busy: not writing to {args.out or ROOT / 'results'}; writing {d / stem}.* "
+            "(--allow-noisy to override)")
+    d.mkdir(parents=True, exist_ok=True)
+    return d / stem
+
+
+def _command() -> str:
+    argv = sys.argv[2:] if len(sys.argv) > 1 and sys.argv[1] == "bench" else sys.argv[1:]
+    return os.environ.get("FPBENCH_COMMAND", "frameproof bench " + " ".join(shlex.quote(a) for a in argv)).strip()
+
+
+def _protocols(args) -> list:
+    """--protocols (checked against the registry), or every registered protocol."""
+    if not args.protocols:
+        return registry.names()
+    want = args.protocols.split(",")
+    unknown = [p for p in want if p not in registry.names()]
+    if unknown:
+        raise SystemExit(f"bench: --protocols: not registered: {', '.join(unknown)} ({', '.join(registry.names())})")
+    return want
+
+
+def _floats(text, default):
+    return tuple(float(x) for x in text.split(",")) if text else default
+
+
+def main_study(args, servers, clients) -> int:
+    """--method-study: the Rust server against the raw echo, the Rust load client."""
+    t0 = time.monotonic()
+    by = {s.name: s for s in servers}
+    client = next((c for c in clients if c.name == "rust"), None)
+    if "rust" not in by or "raw" not in by or client is None or not all(p.available() for p in (by["rust"], by["raw"], client)):
+        print("bench: the method study needs the Rust fp-server, fp-raw-echo and fp-load (tools/bench/run.sh builds them)",
+              file=sys.stderr)
+        return 2
+    proto = _protocols(args)[0]
+    val = core.validate([client], [proto])
+    if not all(v["ok"] for v in val):
+        log("bench: the load client failed validation; no study was run")
+        return 1
+    before = quiet_before(args)
+    machine = core.machine(0.25)
+    durs = _floats(args.study_durations, (0.05, 0.1, 0.2) if args.smoke else (0.3, 1.0, 3.0))
+    runs = tuple(int(x) for x in _floats(args.study_runs, (2, 3) if args.smoke else (5, 11)))
+    pins = args.study_pins.split(",") if args.study_pins else None
+    base = sorted(durs)[len(durs) // 2]
+    log(f"== method study: {proto}, durations {durs} (baseline {base:g} s), runs {runs}")
+    st = study.run([by["rust"], by["raw"]], client, proto, durs, runs, base, pins,
+                   warmup=0.05 if args.smoke else 0.2)
+    q = quiet_after(args, before)
+    machine["loadavg_end"] = list(os.getloadavg())
+    doc = {"schema": "frameproof-method-study/1", "date": study.stamp(), "command": _command(), "machine": machine,
+           "quiet": q, "validation": val, "study": st, "elapsed_s": round(time.monotonic() - t0, 1)}
+    stem = destination(args, q, f"method-study-{doc['date']}")
+    study.write(doc, stem)
+    problems = study.check(doc)
+    log(f"== wrote {stem}.json and {stem}.md in {doc['elapsed_s']} s" + (f"; problems: {problems}" if problems else ""))
+    return 1 if problems else 0
+
+
+def main_instructions(args, servers, clients) -> int:
+    """--instructions: only the callgrind section."""
+    t0 = time.monotonic()
+    client = next((c for c in clients if c.name == "rust"), None) or instructions.default_client()
+    if not client.available():
+        print("bench: the instruction counts need the Rust fp-load (tools/bench/run.sh builds it)", file=sys.stderr)
+        return 2
+    before = quiet_before(args)
+    machine = core.machine(0.25)
+    n = args.instructions_messages or (500 if args.smoke else 5000 if args.quick else 20000)
+    log(f"== instructions per echoed message (callgrind, N = {n} and {2 * n})")
+    ins = instructions.run(servers, client, n, timing_runs=1 if args.smoke else 3,
+                           timing_duration=0.1 if args.smoke else 0.3, protocols=_protocols(args))
+    q = quiet_after(args, before)
+    machine["loadavg_end"] = list(os.getloadavg())
+    doc = {"schema": "frameproof-instructions/1", "date": datetime.date.today().isoformat(), "command": _command(),
+           "machine": machine, "quiet": q, "instructions": ins, "elapsed_s": round(time.monotonic() - t0, 1)}
+    stem = destination(args, q, f"instructions-{doc['date']}")
+    Path(f"{stem}.json").write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    md = [f"# frameproof instruction counts {doc['date']}", "", f"Command: `{doc['command']}`  ",
+          f"Machine: {machine.get('cpu_model')}, {machine.get('cpus')} CPUs  ",
+          f"Load average: start {', '.join(f'{x:.2f}' for x in machine['loadavg_start'])}; end "
+          f"{', '.join(f'{x:.2f}' for x in machine['loadavg_end'])}  "] + quiet.banner(q) + [""] + instructions.markdown(ins)
+    Path(f"{stem}.md").write_text("\n".join(md), encoding="utf-8")
+    problems = report.check_instructions(ins)
+    log(f"== wrote {stem}.json and {stem}.md in {doc['elapsed_s']} s" + (f"; problems: {problems}" if problems else ""))
+    return 1 if problems else 0
 
 
 def main(args) -> int:
@@ -72,9 +204,13 @@ def main(args) -> int:
     if not clients:
         print("bench: no load client selected", file=sys.stderr)
         return 2
+    if args.method_study:
+        return main_study(args, servers, clients)
+    if args.instructions:
+        return main_instructions(args, servers, clients)
     date = datetime.date.today().isoformat()
     log(f"== harness validation ({len(clients)} clients)")
-    val = core.validate(clients)
+    val = core.validate(clients, _protocols(args))
     if not all(v["ok"] for v in val):
         log("bench: harness validation FAILED; no benchmark was run. A load client whose counts disagree with "
             "the checking server, or that does not verify replies, cannot produce figures.")
@@ -89,7 +225,7 @@ def main(args) -> int:
     conc = [int(x) for x in args.concurrency.split(",")] if args.concurrency else ([4] if smoke else QUICK_CONC if quick else FULL_CONC)
     payloads = [32, 1024] if smoke else [32, 1024, core.KIB64]
     scenarios, cross = [], []
-    for p in registry.names():
+    for p in _protocols(args):
         w = registry.get(p).seed_window
         for c in conc:
             scenarios.append(Scenario(p, "per-packet", 32, c, 1, "concurrency"))
@@ -112,13 +248,20 @@ def main(args) -> int:
     else:  # the Rust client by default: the lightest on a shared machine
         primary = next((c for c in refs if c.name == "rust"), refs[0] if refs else clients[0])
     ordered = [primary] + [c for c in clients if c is not primary]
+    before = quiet_before(args)
     machine = core.machine(0.25 if quick else 0.5)
     log(f"== calibration: {machine.get('calibration')}")
     log(f"== matrix: {len(scenarios)} scenarios x {len(servers)} servers, {runs} runs of {duration} s; "
-        f"primary client {primary.name}")
+        f"primary client {primary.name}" + ("; twice (--repeat-check)" if args.repeat_check else ""))
     pool = core.ServerPool()
     try:
         rows = core.run_matrix(scenarios, servers, ordered, runs, duration, pool, cross)
+        repeat = None
+        if args.repeat_check:
+            log("== matrix again, back to back (--repeat-check)")
+            rows2 = core.run_matrix(scenarios, servers, ordered, runs, duration, pool, cross)
+            repeat = core.repeat_check(rows, rows2)
+            log(f"== repeat check: {repeat['overlapping']} of {repeat['compared']} rows have overlapping intervals")
     finally:
         pool.stop_all()
     if not any(s.name == "cpp" for s in servers):
@@ -133,19 +276,23 @@ def main(args) -> int:
     if not args.no_alloc:
         log("== allocations")
         al = core.allocations(benches, quick, servers)
+    ins = None
+    if not (args.no_instructions or smoke):
+        n = args.instructions_messages or (5000 if quick else 20000)
+        log(f"== instructions per echoed message (callgrind, N = {n} and {2 * n})")
+        ins = instructions.run(servers, instructions.default_client(), n, timing_runs=0, protocols=_protocols(args))
+    else:
+        skipped.append("instruction counts (" + ("--smoke" if smoke else "--no-instructions") + ")")
+    q = quiet_after(args, before)
     machine["loadavg_end"] = list(os.getloadavg())
     la = sorted(r["loadavg_1m"] for r in rows if "loadavg_1m" in r)
     if la:
         machine["loadavg_during"] = {"min": la[0], "median": la[len(la) // 2], "max": la[-1],
                                      "samples": len(la), "what": "1-minute load average after each matrix figure"}
-    out_dir = Path(args.out or ROOT / "results")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    stem = out_dir / (args.name or f"bench-{date}")
-    argv = sys.argv[2:] if len(sys.argv) > 1 and sys.argv[1] == "bench" else sys.argv[1:]
-    cmd = "frameproof bench " + " ".join(shlex.quote(a) for a in argv)
+    stem = destination(args, q, f"bench-{date}")
     doc = {
-        "schema": core.SCHEMA, "date": date, "command": os.environ.get("FPBENCH_COMMAND", cmd).strip(),
-        "machine": machine,
+        "schema": core.SCHEMA, "date": date, "command": _command(),
+        "machine": machine, "quiet": q,
         "settings": {"quick": quick, "smoke": smoke, "runs": runs, "duration_s": duration, "concurrency": conc,
                      "concurrency_not_run": [c for c in FULL_CONC if c not in conc], "payloads": payloads,
                      "primary_client": primary.name, "windows": core.seed_windows(),
@@ -156,13 +303,17 @@ def main(args) -> int:
         "results": rows, "server_checks": pool.checks, "packets_per_recv": pr, "allocations": al,
         "outputs": {}, "skipped": skipped,
     }
+    if repeat is not None:
+        doc["repeat_check"] = repeat
+    if ins is not None:
+        doc["instructions"] = ins
     pngs = report.charts(doc, stem)
     # file names, relative to the results file (the directory is where the JSON is)
     doc["outputs"] = {"json": f"{stem.name}.json", "markdown": f"{stem.name}.md", "charts": [Path(p).name for p in pngs]}
     doc["settings"]["elapsed_s"] = round(time.monotonic() - t_start, 1)
     Path(f"{stem}.md").write_text(report.markdown(doc, pngs), encoding="utf-8")
     Path(f"{stem}.json").write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    problems = report.check_schema(doc)
+    problems = report.check_schema(doc) + (report.check_instructions(ins) if ins else [])
     failed = [r for r in rows if not r["ok"]]
     log(f"== wrote {stem}.json, {stem}.md, {len(pngs)} chart(s) in {doc['settings']['elapsed_s']} s"
         + (f"; {len(failed)} figure(s) had failed runs" if failed else ""))
