@@ -1,0 +1,83 @@
+"""Hostile peers (issue 17): every protocol has at least 30 hostile single-connection network
+cases, `frameproof net --stress` passes the Python reference server (small bounds, so that it
+runs in CI), and each deliberately broken server (no budget, no idle timeout, spins when out of
+descriptors, loses replies across SIGSTOP ...) is caught by the RES requirement it breaks."""
+import json
+
+import pytest
+
+from frameproof import protocols as registry, spec
+from frameproof.pyserver import RES_FAULTS
+from frameproof.stress import SCENARIOS
+
+from conftest import PY
+
+MIN_HOSTILE = 30
+# small bounds: 1 s timeouts, an 8 MiB budget, 1 MiB frames, 256 connections, a tenth of the counts
+LIMITS = ["--memory-budget", "8388608", "--idle-timeout-ms", "1000", "--frame-timeout-ms", "1000",
+          "--write-timeout-ms", "1000", "--max-connections", "256"]
+CODECS = {"standard": {"protocol": "standard", "limits": {"max_payload": 1048576}},
+          "length-field": {"protocol": "length-field", "limits": {"max_payload": 1048576},
+                           "length_field": {"offset": 0, "size": 4}},
+          "rpc": {"protocol": "rpc", "rpc": {"max_body": 1048576}},
+          "websocket": {"protocol": "websocket", "limits": {"max_payload": 1048576},
+                        "websocket": {"max_message": 4194304}}}
+
+
+@pytest.mark.parametrize("p", registry.all_protocols(), ids=lambda p: p.name)
+def test_at_least_30_hostile_cases(p):
+    cases = p.net_cases()
+    hostile = [c for c in cases if c.hostile]
+    assert len({c.name for c in cases}) == len(cases), "network case names repeat"
+    assert len(hostile) >= MIN_HOSTILE, f"{p.name}: {len(hostile)} hostile network cases, at least {MIN_HOSTILE} wanted"
+    known = spec.requirements()
+    for c in hostile:
+        assert c.requirements and set(c.requirements) <= set(known), (c.name, c.requirements)
+
+
+def test_every_res_requirement_has_a_scenario():
+    for p in registry.all_protocols():
+        res = {r for r in spec.requirements() if r.startswith(p.id_prefix + "-RES-")}
+        covered = {f"{p.id_prefix}-RES-{n}" for sc in SCENARIOS for n in sc.res}
+        assert res and res <= covered, (p.name, sorted(res - covered))
+
+
+def _stress(frameproof, protocol, *extra, fault=""):
+    codec = json.dumps(CODECS[protocol])
+    server = f"{PY} -m frameproof.pyserver --codec '{codec}' --listen 127.0.0.1:0" + (f" --fault {fault}" if fault else "")
+    return frameproof("net", "--codec", codec, "--stress", "--stress-scale", "0.1", *LIMITS, "--server-cmd", server,
+                      *extra, timeout=240)
+
+
+@pytest.mark.parametrize("protocol", sorted(CODECS))
+def test_stress_passes_the_python_server(frameproof, protocol):
+    rc, out, doc = _stress(frameproof, protocol, "--stress-p99-ms", "5000")  # a shared CI machine
+    failing = [(r["name"], r["failures"]) for r in (doc or {}).get("scenarios", []) if r["verdict"] != "ok"]
+    assert rc == 0, (failing, out[-4000:])
+    assert doc["passed"] and len(doc["scenarios"]) == len(SCENARIOS)
+    for r in doc["scenarios"]:
+        assert r["verdict"] == "ok", (r["name"], r["failures"], r.get("skip_reason"))
+        assert r["healthy_served"] > 0 and r["healthy_errors"] == 0, r
+        assert r["peak_rss_kib"], r
+    prefix = registry.get(protocol).id_prefix
+    assert set(doc["requirements"]) == {f"{prefix}-RES-{n}" for n in range(1, 9)}
+    assert set(doc["requirements"].values()) == {"passed"}
+
+
+# each fault, and the scenario that must catch it
+CATCHES = {"no-memory-budget": "maximal_unfinished_frames", "no-idle-timeout": "open_and_idle",
+           "no-frame-timeout": "slow_loris", "unbounded-output": "readers_that_never_read",
+           "no-connection-limit": "connection_limit", "spins-at-emfile": "descriptor_exhaustion",
+           "pause-drops-connections": "sigstop_sigcont"}
+
+
+def test_every_res_fault_has_a_catching_scenario():
+    assert set(CATCHES) == set(RES_FAULTS)
+
+
+@pytest.mark.parametrize("fault", sorted(RES_FAULTS))
+def test_broken_server_is_caught(frameproof, fault):
+    rc, out, doc = _stress(frameproof, "standard", "--select", CATCHES[fault], fault=fault)
+    assert rc == 1, out[-3000:]
+    broken = f"STD-RES-{RES_FAULTS[fault]}"
+    assert doc["requirements"].get(broken) == "failed", (broken, doc["requirements"], out[-3000:])
