@@ -67,6 +67,8 @@ async def connection(args, k, count, stats, index0, deadline):
     try:
         if args.mode == "stream":
             await streams(args, k, count, stats, index0, deadline, side, reader, writer, dec, rest)
+        elif args.mode == "batched":
+            await batches(args, k, count, stats, index0, deadline, side, reader, writer, dec, rest)
         else:
             await requests(args, k, count, stats, index0, deadline, side, reader, writer, dec, rest)
     finally:
@@ -81,11 +83,7 @@ async def connection(args, k, count, stats, index0, deadline):
         writer.close()
 
 
-async def requests(args, k, count, stats, index0, deadline, side, reader, writer, dec, rest):
-    window = 1 if args.mode == "per-packet" else max(1, min(args.window, side.bound))
-    sent = 0
-    done = asyncio.Event()
-
+def _encoder(args, side):
     def encode(i):
         """(key, payload, bytes) of request i; the bad-sequence fault breaks the protocol's allocation."""
         p = side.payload(i, args.payload)
@@ -93,6 +91,60 @@ async def requests(args, k, count, stats, index0, deadline, side, reader, writer
         if args.fault == "bad-sequence":
             frame = args.codec_obj.spec.net_request(7, p)
         return key, p, side.encode(frame)
+    return encode
+
+
+async def batches(args, k, count, stats, index0, deadline, side, reader, writer, dec, rest):
+    """--mode batched (the seeds' 批量 echo): write a batch of --batch N requests at once, await all
+    N replies (each verified), then the next batch; the last batch may be smaller. A batch whose
+    replies do not all arrive within --timeout-ms ends the connection (reported as an error)."""
+    encode = _encoder(args, side)
+    n = max(1, min(args.batch, side.bound))
+    frames = _Frames(reader, dec, rest, args.timeout_ms / 1000)
+    sent = 0
+    while sent < count and time.monotonic() < deadline:
+        m = min(n, count - sent)
+        buf = bytearray()
+        t0 = time.monotonic()
+        for j in range(m):
+            key, p, b = encode(index0 + sent + j)
+            side.sent(key, (t0, p))
+            buf += b
+        writer.write(bytes(buf))
+        await writer.drain()
+        sent += m
+        stats.sent += m
+        got = 0
+        while got < m:
+            try:
+                f = await frames.next()
+            except (asyncio.TimeoutError, EOFError, CodecError) as e:
+                if args.fault == "hangs-on-missing":
+                    await asyncio.sleep(3600)
+                stats.error(f"connection {k}: batch of {m}: {m - got} replies missing "
+                            f"({type(e).__name__}: {e or 'no reply within the timeout'})")
+                return
+            if not side.counted(f):
+                continue
+            got += 1
+            stats.received += 1
+            ent = side.take(f)
+            if not ent:
+                stats.error(f"connection {k}: unmatched reply")
+                continue
+            t_sent, expect = ent
+            stats.lat.append((time.monotonic() - t_sent) * 1e6)
+            if args.fault == "no-verify" or side.reply_ok(f, expect):
+                stats.verified += 1
+            else:
+                stats.error(f"connection {k}: reply differs from its request ({f.header or 'payload'})")
+
+
+async def requests(args, k, count, stats, index0, deadline, side, reader, writer, dec, rest):
+    window = 1 if args.mode == "per-packet" else max(1, min(args.window, side.bound))
+    sent = 0
+    done = asyncio.Event()
+    encode = _encoder(args, side)
 
     if args.mode == "receive":
         while sent < count and time.monotonic() < deadline:
@@ -264,8 +316,10 @@ def main(argv=None):
     ap.add_argument("--requests", type=int, default=0)
     ap.add_argument("--duration", type=float, default=0)
     ap.add_argument("--payload", type=int, default=32)
-    ap.add_argument("--mode", choices=["per-packet", "pipelined", "receive", "stream"], default="per-packet")
+    ap.add_argument("--mode", choices=["per-packet", "pipelined", "batched", "receive", "stream"], default="per-packet")
     ap.add_argument("--window", type=int, default=None)
+    ap.add_argument("--batch", type=int, default=None,
+                    help="batched mode: requests per batch (default: the protocol's seed batch)")
     ap.add_argument("--variant", default=None, help="the protocol's request variant (default: its first)")
     ap.add_argument("--frames-per-stream", type=int, default=16)
     ap.add_argument("--timeout-ms", type=int, default=2000)
@@ -281,7 +335,19 @@ def main(argv=None):
         ap.error(f"--variant {args.variant}: {proto.name} has the variants {', '.join(proto.load_variants)}")
     if args.mode == "stream" and not proto.load_streams:
         ap.error(f"--mode stream: {proto.name} has no streams")
-    if args.window is None:
+    if args.batch is not None and args.mode != "batched":
+        ap.error("--batch: only in batched mode")
+    if args.mode == "batched":
+        if args.window is not None:
+            ap.error("--window: batched mode takes --batch N")
+        # the seeds' batch (NewLife: 255 concurrent requests standard, 128 length-field): the
+        # protocol's seed_batch, or its seed_window where it declares none
+        args.batch = args.batch or getattr(proto, "seed_batch", None) or proto.seed_window
+        bound = proto.load_side(args.codec_obj, args.variant).bound
+        if not 1 <= args.batch <= bound:
+            ap.error(f"--batch {args.batch}: 1..{bound} for {proto.name} (requests that may be pending at once)")
+        args.window = args.batch  # the report's "window": requests in flight per connection
+    elif args.window is None:
         args.window = {"pipelined": 32, "receive": 256}.get(args.mode, 1)
     elif args.mode == "per-packet" and args.window != 1:
         ap.error("--window: per-packet mode has one request in flight (window 1)")

@@ -116,3 +116,95 @@ def test_bench_without_tools_says_where_the_runner_is(tmp_path):
         p = subprocess.run([PY, "-m", "frameproof.cli", *args], cwd=tmp_path, env=env, capture_output=True,
                            text=True, timeout=120)
         assert p.returncode == 2 and "benchmark runner is not here" in p.stderr and "tools/bench" in p.stderr, p.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# The seed-shaped batched mode (pyload --mode batched): counts checked by net --client, and the
+# shape (nothing of batch k+1 before all of batch k is back) by a server that holds replies.
+
+
+@pytest.mark.parametrize("protocol", ["standard", "length-field"])
+def test_batched_mode_passes_net_client(protocol):
+    p = subprocess.run([PY, "-m", "frameproof.cli", "net", "--protocol", protocol, "--client",
+                        f"{PY} -m frameproof.pyload --protocol {protocol} --connect {{host}}:{{port}} --connections 2 "
+                        "--requests 2000 --mode batched --batch 16 --timeout-ms 1500 --json {json}"],
+                       cwd=ROOT / "conformance", capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-2000:]
+    assert "0 failed" in p.stdout
+
+
+def _holding_server(batch, results):
+    """A length-field (2-byte LE) echo on 127.0.0.1 that, once a whole batch of requests is in,
+    answers the first only, waits 0.3 s and notes whether the client wrote anything meanwhile (a
+    sliding window refills at once; a batched client must wait for the whole batch), then answers
+    the rest. Serves one connection, at most 20 batches, then echoes until EOF."""
+    import socket
+    import threading
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(1)
+    ls.settimeout(20)
+
+    def frames(buf):
+        out = []
+        while len(buf) >= 2 and len(buf) >= 2 + int.from_bytes(buf[:2], "little"):
+            n = 2 + int.from_bytes(buf[:2], "little")
+            out.append(bytes(buf[:n]))
+            del buf[:n]
+        return out
+
+    def run():
+        c, _ = ls.accept()
+        c.settimeout(10)
+        buf, pending = bytearray(), []
+        try:
+            for _ in range(20):
+                while len(pending) < batch:
+                    data = c.recv(65536)
+                    if not data:
+                        return
+                    buf += data
+                    pending += frames(buf)
+                c.sendall(pending[0])
+                c.settimeout(0.3)
+                try:
+                    early = c.recv(65536)
+                except socket.timeout:
+                    early = b""
+                c.settimeout(10)
+                results.append(bool(early) or len(pending) > batch)
+                buf += early
+                c.sendall(b"".join(pending[1:batch]))
+                pending = pending[batch:] + frames(buf)
+        finally:
+            c.close()
+            ls.close()
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return ls.getsockname()[1], t
+
+
+@pytest.mark.parametrize("mode,refills_early", [("batched", False), ("pipelined", True)])
+def test_batched_mode_waits_for_the_whole_batch(mode, refills_early):
+    results = []
+    port, t = _holding_server(8, results)
+    flag = "--batch" if mode == "batched" else "--window"
+    p = subprocess.run([PY, "-m", "frameproof.pyload", "--protocol", "length-field", "--connect", f"127.0.0.1:{port}",
+                        "--requests", "40", "--mode", mode, flag, "8", "--timeout-ms", "3000"],
+                       cwd=ROOT / "conformance", capture_output=True, text=True, timeout=60)
+    t.join(15)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert len(results) >= 4, results
+    if refills_early:  # the check bites: a sliding window writes as soon as one reply is back
+        assert all(results[:-1]), results  # (after the last batch there is nothing left to send)
+    else:
+        assert not any(results), results
+
+
+def test_batched_scenario_passes_the_seed_batch():
+    sys.path.insert(0, str(ROOT / "tools" / "bench"))
+    from fpbench import core
+    assert core.seed_batch("standard") == 255 and core.seed_batch("length-field") == 128  # seed 000
+    s = core.Scenario("length-field", "batched", 32, 4, core.seed_batch("length-field"), "concurrency")
+    a = core.client_args(s, "127.0.0.1:1", 0.1, "/tmp/x.json")
+    assert a[a.index("--mode") + 1] == "batched" and a[a.index("--batch") + 1] == "128" and "--window" not in a

@@ -35,6 +35,32 @@ SCHEMA = "frameproof-bench/1"
 KIB64 = 65536
 
 
+def seed_batch(protocol: str) -> int:
+    """The batch of the batched (seed-shaped) echo: ``Protocol.seed_batch`` where the protocol
+    declares it, else the seeds' batch recorded in tools/bench/seeds.json (NewLife: 255 standard,
+    128 length-field), else the protocol's seed window."""
+    p = registry.get(protocol)
+    own = getattr(p, "seed_batch", None)
+    if own:
+        return own
+    seeds = json.loads((Path(__file__).resolve().parents[1] / "seeds.json").read_text(encoding="utf-8"))
+    return seeds["batched"]["batch"].get(protocol) or p.seed_window
+
+
+def probe_modes(c: "Program") -> "Program":
+    """Adds the optional modes a load client's ``--help`` names (``batched``) to ``c.modes``."""
+    if "batched" in c.modes or "receive" not in c.modes or "pipelined" not in c.modes:
+        return c
+    try:
+        p = subprocess.run(c.argv + ["--help"], capture_output=True, text=True, timeout=30, cwd=str(ROOT / "conformance"))
+        text = p.stdout + p.stderr
+    except (subprocess.SubprocessError, OSError):
+        return c
+    if "batched" in text:
+        c.modes = tuple(c.modes) + ("batched",)
+    return c
+
+
 def seed_windows() -> Dict[str, int]:
     """The pipelined window per registered protocol (the seeds' windows for batched echo)."""
     return {p: registry.get(p).seed_window for p in registry.names()}
@@ -192,6 +218,8 @@ def validate_client(c: Program, protocol: str, mode: str) -> dict:
             "--payload", "32", "--mode", mode, "--json", "{json}"]
     if mode == "pipelined":
         opts += ["--window", "16"]
+    if mode == "batched":
+        opts += ["--batch", "16"]
     t = ClientTarget(command=c.cmd([]) + " " + " ".join(opts), codec=codec, sink=(mode == "receive"),
                      cwd=str(ROOT / "conformance"))
     checks = {}
@@ -243,10 +271,10 @@ def validate(clients: List[Program], protocols=None) -> List[dict]:
 @dataclass
 class Scenario:
     protocol: str
-    mode: str            # per-packet | pipelined | receive
+    mode: str            # per-packet | pipelined | batched | receive
     payload: int
     connections: int
-    window: int = 1
+    window: int = 1      # pipelined: the sliding window; batched: the batch; receive: frames per write
     group: str = ""      # concurrency | payload | receive
 
     @property
@@ -271,6 +299,8 @@ def client_args(s: Scenario, addr: str, duration: float, jpath: str, connections
     # its own way (the Rust one 256 frames), so it only goes to fp-blast, where it is the batch.
     if s.mode == "pipelined" or (s.mode == "receive" and window_in_receive):
         a += ["--window", str(s.window)]
+    if s.mode == "batched":
+        a += ["--batch", str(s.window)]
     return a
 
 
@@ -391,7 +421,7 @@ def run_matrix(scenarios: List[Scenario], servers: List[Program], clients: List[
     plan = {}  # cfg -> {scenario key -> (scenario, [(server, client)])}
     for s in scenarios:
         cl = blast if s.group.startswith("receive-blast") else primary
-        if cl is None:
+        if cl is None or s.mode not in cl.modes:
             continue
         for srv in servers:
             if s.protocol in srv.protocols:

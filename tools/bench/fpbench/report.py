@@ -97,7 +97,8 @@ def markdown(doc: dict, charts: List[str]) -> str:
                 keys.append((r["key"], r["client"]))
         for k, cl in keys:
             sc = next(r["scenario"] for r in rows if r["key"] == k)
-            label = f"{sc['mode']} {sc['payload']} B, C={sc['connections']}" + (f", W={sc['window']}" if sc["mode"] != "per-packet" else "")
+            label = f"{sc['mode']} {sc['payload']} B, C={sc['connections']}" + (
+                "" if sc["mode"] == "per-packet" else f", N={sc['window']}" if sc["mode"] == "batched" else f", W={sc['window']}")
             cells = [_cell(next((r for r in rows if r["key"] == k and r["client"] == cl and r["server"] == s), None)) for s in sv]
             L.append(f"| {label} | {cl} | " + " | ".join(cells) + " |")
         L.append("")
@@ -315,8 +316,10 @@ def charts(doc: dict, stem: Path) -> List[str]:
     rows = [r for r in doc["results"] if r["client"] == doc["settings"]["primary_client"]]
     # 1. msg/s vs concurrency, per protocol and mode
     protocols = protocols_of(doc)
-    combos = [(p, m) for p in protocols for m in ("per-packet", "pipelined")]
-    fig, axes = plt.subplots(max(1, len(protocols)), 2, figsize=(12, 4 * max(1, len(protocols))), squeeze=False)
+    modes = ["per-packet", "pipelined"] + (["batched"] if any(r["scenario"]["mode"] == "batched" for r in rows) else [])
+    combos = [(p, m) for p in protocols for m in modes]
+    fig, axes = plt.subplots(max(1, len(protocols)), len(modes), figsize=(6 * len(modes), 4 * max(1, len(protocols))),
+                             squeeze=False)
     for ax, (p, m) in zip(axes.flat, combos):
         for srv in sorted({r["server"] for r in rows}):
             pts = sorted((r["scenario"]["connections"], r["msgs_per_s"]) for r in rows
@@ -353,7 +356,7 @@ def charts(doc: dict, stem: Path) -> List[str]:
             cols = []
             for r in pr_:
                 sc = r["scenario"]
-                lab = f"{ {'per-packet': 'per-pkt', 'pipelined': 'pipe', 'receive': 'recv'}[sc['mode']]} {sc['payload'] if sc['payload'] < 1024 else str(sc['payload'] // 1024) + 'K'} c{sc['connections']}" \
+                lab = f"{ {'per-packet': 'per-pkt', 'pipelined': 'pipe', 'receive': 'recv', 'batched': 'batch'}.get(sc['mode'], sc['mode'])} {sc['payload'] if sc['payload'] < 1024 else str(sc['payload'] // 1024) + 'K'} c{sc['connections']}" \
                     + (" w1" if sc["mode"] == "receive" and sc["window"] == 1 else "")
                 if lab not in cols:
                     cols.append(lab)
@@ -361,7 +364,7 @@ def charts(doc: dict, stem: Path) -> List[str]:
             m = np.full((len(srvs), len(cols)), np.nan)
             for r in pr_:
                 sc = r["scenario"]
-                lab = f"{ {'per-packet': 'per-pkt', 'pipelined': 'pipe', 'receive': 'recv'}[sc['mode']]} {sc['payload'] if sc['payload'] < 1024 else str(sc['payload'] // 1024) + 'K'} c{sc['connections']}" \
+                lab = f"{ {'per-packet': 'per-pkt', 'pipelined': 'pipe', 'receive': 'recv', 'batched': 'batch'}.get(sc['mode'], sc['mode'])} {sc['payload'] if sc['payload'] < 1024 else str(sc['payload'] // 1024) + 'K'} c{sc['connections']}" \
                     + (" w1" if sc["mode"] == "receive" and sc["window"] == 1 else "")
                 m[srvs.index(r["server"]), cols.index(lab)] = r["ratio_to_raw"]
             im = ax.imshow(m, cmap="RdYlGn", vmin=0.3, vmax=1.1, aspect="auto")
@@ -419,8 +422,9 @@ _TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null":
 
 
 def _validate(v, sch, path, bad):
-    """The subset of JSON Schema that results.schema.json uses: type, enum, required,
-    properties, items (jsonschema is not a dependency of the suite)."""
+    """The subset of JSON Schema that results.schema.json and microbench.schema.json use: type, enum,
+    required, properties, additionalProperties: false, items, minimum, exclusiveMinimum, minLength
+    (jsonschema is not a dependency of the suite)."""
     t = sch.get("type")
     if t:
         ts = t if isinstance(t, list) else [t]
@@ -430,10 +434,19 @@ def _validate(v, sch, path, bad):
             return
     if "enum" in sch and v not in sch["enum"]:
         bad.append(f"{path}: {v!r} not in {sch['enum']}")
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        if "minimum" in sch and v < sch["minimum"]:
+            bad.append(f"{path}: {v!r} < {sch['minimum']}")
+        if "exclusiveMinimum" in sch and v <= sch["exclusiveMinimum"]:
+            bad.append(f"{path}: {v!r} <= {sch['exclusiveMinimum']}")
+    if isinstance(v, str) and len(v) < sch.get("minLength", 0):
+        bad.append(f"{path}: shorter than {sch['minLength']}")
     if isinstance(v, dict):
         for k in sch.get("required", []):
             if k not in v:
                 bad.append(f"{path}.{k}: missing")
+        if sch.get("additionalProperties") is False:
+            bad += [f"{path}.{k}: not in the schema" for k in v if k not in sch.get("properties", {})]
         for k, sub in sch.get("properties", {}).items():
             if k in v:
                 _validate(v[k], sub, f"{path}.{k}", bad)

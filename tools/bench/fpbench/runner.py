@@ -209,6 +209,8 @@ def main(args) -> int:
     if args.instructions:
         return main_instructions(args, servers, clients)
     date = datetime.date.today().isoformat()
+    for c in clients:
+        core.probe_modes(c)
     log(f"== harness validation ({len(clients)} clients)")
     val = core.validate(clients, _protocols(args))
     if not all(v["ok"] for v in val):
@@ -230,6 +232,8 @@ def main(args) -> int:
         for c in conc:
             scenarios.append(Scenario(p, "per-packet", 32, c, 1, "concurrency"))
             scenarios.append(Scenario(p, "pipelined", 32, c, w, "concurrency"))
+            # the seeds' batched echo (a batch of N, await all N), beside the sliding window
+            scenarios.append(Scenario(p, "batched", 32, c, core.seed_batch(p), "concurrency"))
         pc = 4
         for size in payloads[1:]:
             scenarios.append(Scenario(p, "per-packet", size, pc, 1, "payload"))
@@ -248,6 +252,9 @@ def main(args) -> int:
     else:  # the Rust client by default: the lightest on a shared machine
         primary = next((c for c in refs if c.name == "rust"), refs[0] if refs else clients[0])
     ordered = [primary] + [c for c in clients if c is not primary]
+    if "batched" not in primary.modes:
+        skipped.append(f"batched echo (seed-shaped): the primary load client {primary.name} has no --mode batched yet "
+                       "(reference-impls/README.md, fp-load; tools/bench/README.md, 'What each implementation must provide')")
     before = quiet_before(args)
     machine = core.machine(0.25 if quick else 0.5)
     log(f"== calibration: {machine.get('calibration')}")
