@@ -1,190 +1,250 @@
 #!/usr/bin/env python3
-"""Runs each reference implementation's codec micro-benchmarks and writes their figures,
-side by side, to results/microbench-<date>.json and .md (never typed by hand):
+"""Codec micro-benchmarks of every implementation, case by case, with one definition for all
+(tools/bench/microbench.md): results/microbench-<date>.{json,md}.
 
-* Rust: criterion (`cargo bench -p frameproof-codec --bench codec`), read back from
-  target/criterion/<group>/<protocol>/<size>/new/estimates.json (64 frames per iteration);
-* C#: `fp-bench.exe --json` (ns/op and allocated bytes/op via GC.GetAllocatedBytesForCurrentThread);
-* C++: Google Benchmark (`fp-bench --benchmark_format=json`) when the C++ tree is built.
+Each implementation names its micro-benchmark program in impl.json (``"microbench": [argv]``); the
+program takes ``--case NAME --iterations N --samples S --json FILE`` and writes the JSON shape of
+tools/bench/microbench.schema.json. This script reads only that shape: a file that does not match
+it, or answers another case, is rejected (listed, exit status 1), never interpreted.
 
-    .venv/bin/python tools/microbench.py [--quick]
-
-These are figures, not tests: nothing here passes or fails on speed. The protocols are the
-registered ones (frameproof.protocols); a benchmark belongs to the protocol whose name its own name
-carries (spelled with '-', '_' or neither).
+    .venv/bin/python tools/microbench.py [--quick] [--cases 'standard/*'] [--instructions]
+                                         [--program NAME=CMD] [--allow-noisy]
+    .venv/bin/python tools/microbench.py --list-cases
 """
 from __future__ import annotations
 
 import argparse
+import datetime
+import fnmatch
 import json
 import os
-import platform
-import shutil
+import shlex
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "conformance"))  # frameproof from this checkout, venv or not
-from frameproof import protocols as registry  # noqa: E402
+sys.path.insert(0, str(ROOT / "tools" / "bench"))
+from fpbench import core, microcases, quiet  # noqa: E402
 
-RUST = ROOT / "reference-impls" / "rust"
-CS = ROOT / "reference-impls" / "csharp"
-CPP = ROOT / "reference-impls" / "cpp"
-SIZES = (32, 1024, 65536)
-RUST_BATCH = 64  # frames per criterion iteration (codec/benches/codec.rs)
-
-
-def _spellings(name: str):
-    return dict.fromkeys((name, name.replace("-", "_"), name.replace("-", "")))
+IMPL_DIR = ROOT / "reference-impls"
+# iterations per sample by payload (a sample of a few milliseconds natively); --quick divides by 10
+ITERATIONS = {32: 200000, 1024: 50000, 65536: 1000}
+MANAGED = ("mono", "dotnet", "java")
 
 
-def protocol_prefix(name: str):
-    """The registered protocol a benchmark name starts with (C#: "length-field(0,4) encode")."""
-    name = name.lower()
-    for p in sorted(registry.names(), key=len, reverse=True):  # the longest name first
-        if any(name.startswith(s) for s in _spellings(p)):
-            return p
-    return None
+def programs(extra):
+    """name -> {"argv", "cwd", "protocols"} from impl.json "microbench" keys, then --program NAME=CMD."""
+    out = {}
+    for f in sorted(IMPL_DIR.glob("*/impl.json")):
+        d = json.loads(f.read_text())
+        if "microbench" in d:
+            argv = list(d["microbench"])
+            for i in (0, 1):
+                if i < len(argv) and not argv[i].startswith("/") and (f.parent / argv[i]).exists():
+                    argv[i] = str(f.parent / argv[i])
+                    break
+            out[d["name"]] = {"argv": argv, "cwd": str(f.parent), "protocols": d.get("protocols")}
+        else:
+            out[d["name"]] = {"missing": "impl.json has no \"microbench\" program (tools/bench/README.md, "
+                                         "'What each implementation must provide')"}
+    for e in extra:
+        name, _, cmd = e.partition("=")
+        out[name.strip()] = {"argv": shlex.split(cmd), "cwd": str(ROOT / "tools" / "bench"), "protocols": None}
+    return out
 
 
-def protocol_in(name: str):
-    """The registered protocol a benchmark name mentions (Google Benchmark: "BM_Decode/length_field/32")."""
-    name = name.lower()
-    for p in sorted(registry.names(), key=len, reverse=True):
-        if any(s in name for s in _spellings(p)):
-            return p
-    return None
+def managed(argv) -> bool:
+    return Path(argv[0]).name in MANAGED or (len(argv) > 1 and argv[1] == "-m")
 
 
-def rust(quick: bool):
-    cargo = shutil.which("cargo") or str(Path.home() / ".cargo" / "bin" / "cargo")
-    args = [cargo, "bench", "-p", "frameproof-codec", "--bench", "codec", "--", "--noplot",
-            "--warm-up-time", "0.5" if quick else "1", "--measurement-time", "1" if quick else "3"]
-    subprocess.run(["flock", "/tmp/frameproof-build.lock"] + args, cwd=RUST, check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    out = []
-    for op in ("encode", "decode"):
-        for proto in registry.names():
-            for n in SIZES:
-                est = RUST / "target" / "criterion" / op / proto / str(n) / "new" / "estimates.json"
-                if not est.exists():
-                    continue
-                mean = json.loads(est.read_text())["mean"]["point_estimate"]  # ns per iteration
-                ns = mean / RUST_BATCH
-                out.append({"op": op, "protocol": proto, "payload": n, "ns_per_frame": round(ns, 2),
-                            "gb_per_s": round(n / ns, 2), "alloc_bytes_per_frame": None})
-    return {"tool": "criterion 0.5", "results": out,
-            "method": "decode: a read of 64 frames is copied into the decoder's BytesMut (the socket read) and "
-                      "split into zero-copy Bytes payloads; encode: 64 frames into a reused BytesMut"}
+def run_case(prog, case, n, samples, wrap=None, timeout=600):
+    """(status, document or None, message). status: ok | rejected | not-implemented | failed."""
+    fd, jpath = tempfile.mkstemp(suffix=".json", prefix="fp-micro-")
+    os.close(fd)
+    os.unlink(jpath)
+    argv = (wrap or []) + prog["argv"] + ["--case", case["case"], "--iterations", str(n), "--samples", str(samples),
+                                          "--json", jpath]
+    try:
+        p = subprocess.run(argv, cwd=prog["cwd"], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "failed", None, f"timed out after {timeout} s"
+    try:
+        if p.returncode == 3:
+            return "not-implemented", None, (p.stderr.strip().splitlines() or [""])[-1][:200]
+        if p.returncode != 0:
+            return "failed", None, f"exit status {p.returncode}: {(p.stdout + p.stderr)[-300:]}"
+        try:
+            doc = json.loads(Path(jpath).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            return "rejected", None, f"no readable JSON at --json: {e}"
+        return "ok", doc, ""
+    finally:
+        if os.path.exists(jpath):
+            os.unlink(jpath)
 
 
-def csharp(quick: bool):
-    exe = CS / "build" / "fp-bench.exe"
-    if not exe.exists():
-        return None
-    jpath = Path("/tmp") / f"fp-bench-cs-{os.getpid()}.json"
-    subprocess.run(["mono", str(exe), "--json", str(jpath)] + (["--quick"] if quick else []), cwd=CS, check=True,
-                   stdout=subprocess.DEVNULL)
-    doc = json.loads(jpath.read_text())
-    jpath.unlink()
-    out = []
-    for r in doc["results"]:
-        name = r["name"]
-        proto = protocol_prefix(name)
-        op = "encode" if " encode" in name else "decode" if "decode (whole" in name else None
-        if proto and op and r["payload"] in SIZES:
-            ns = r["ns_per_op"]
-            out.append({"op": op, "protocol": proto, "payload": r["payload"], "ns_per_frame": ns,
-                        "gb_per_s": round(r["payload"] / ns, 2) if ns else None,
-                        "alloc_bytes_per_frame": r["allocated_bytes_per_op"]})
-    return {"tool": f"fp-bench ({doc.get('allocation_counter')})", "results": out, "raw": doc["results"],
-            "method": "decode: one whole frame handed to the decoder as a span, delivered without a copy "
-                      "(no socket-read copy counted); encode: one frame into a reused array"}
-
-
-def cpp(quick: bool):
-    exe = CPP / "build" / "fp-bench"
-    if not exe.exists():
-        return None
-    p = subprocess.run([str(exe), "--benchmark_format=json"] + (["--benchmark_min_time=0.05"] if quick else []),
-                       cwd=CPP, capture_output=True, text=True, check=True)
-    doc = json.loads(p.stdout)
-    out = []
-    for b in doc.get("benchmarks", []):
-        name = b["name"].lower()
-        proto = protocol_in(name)
-        op = "encode" if "encode" in name else "decode" if "decode" in name else None
-        size = next((n for n in SIZES if name.rstrip("/").endswith(f"/{n}") or f"/{n}/" in name), None)
-        if not (proto and op and size):
-            continue
-        ns = b["real_time"] if b.get("time_unit", "ns") == "ns" else b["real_time"] * 1000
-        frames = b.get("frames_per_iteration") or b.get("items_per_second") and None
-        per = ns / frames if frames else ns
-        allocs = b.get("allocs_per_frame")  # a count of allocations, not bytes
-        out.append({"op": op, "protocol": proto, "payload": size, "ns_per_frame": round(per, 2),
-                    "gb_per_s": round(b["bytes_per_second"] / 1e9, 2) if b.get("bytes_per_second") else round(size / per, 2),
-                    "alloc_bytes_per_frame": None, "allocs_per_frame": allocs})
-    return {"tool": "Google Benchmark", "results": out}
+def count_instructions(prog, case, n):
+    """Ir per frame from two callgrind runs (N and 2N iterations, one sample each): the difference of
+    the instruction totals over the difference of executed iterations (warm-up + samples x N), / F."""
+    tmp = tempfile.mkdtemp(prefix="fp-micro-cg-")
+    got = []
+    try:
+        for k in (n, 2 * n):
+            out = os.path.join(tmp, f"cg.{k}")
+            st, doc, msg = run_case(prog, case, k, 1, wrap=["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                                                             f"--log-file={out}.log"], timeout=1200)
+            if st != "ok" or microcases.check(doc, case):
+                return None, f"callgrind run: {st} {msg}"
+            ir = next((int(line.split()[1]) for line in open(out) if line.startswith("summary:")), None)
+            got.append((ir, doc["warmup_iterations"] + doc["samples"] * doc["iterations"]))
+        (a, ea), (b, eb) = got
+        if None in (a, b) or eb <= ea:
+            return None, "no instruction total"
+        return round((b - a) / ((eb - ea) * case["frames_per_read"]), 2), ""
+    finally:
+        import shutil
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def render(doc) -> str:
-    impls = [k for k in ("rust", "cpp", "csharp") if doc["implementations"].get(k)]
-    lines = [f"Codec micro-benchmarks, {doc['generated']} on {doc['machine']['cpu']} "
-             f"({doc['machine']['cores']} cores, load average {doc['machine']['loadavg']}); "
-             f"ns per frame (GB/s of payload){' and allocated bytes per frame' if 'csharp' in impls else ''}.",
-             "", "| op | protocol | payload | " + " | ".join(impls) + " |", "|---|---|---:|" + "---:|" * len(impls)]
-    keys = sorted({(r["op"], r["protocol"], r["payload"]) for k in impls for r in doc["implementations"][k]["results"]},
-                  key=lambda k: (k[0] != "encode", k[1], k[2]))
-    for op, proto, n in keys:
-        cells = []
-        for k in impls:
-            r = next((x for x in doc["implementations"][k]["results"]
-                      if (x["op"], x["protocol"], x["payload"]) == (op, proto, n)), None)
-            if not r:
-                cells.append("—")
+    m = doc["machine"]
+    cal = m.get("calibration") or {}
+    memcpy = cal.get("memcpy_gb_per_s")
+    L = [f"# Codec micro-benchmarks {doc['date']}", "",
+         f"Command: `{doc['command']}`  ",
+         f"Machine: {m.get('cpu_model')}, {m.get('cpus')} CPUs, Linux {m.get('kernel')}; memcpy {memcpy or '?'} GB/s "
+         "(fp-calib, the physical limit for a case that copies its bytes once)  ",
+         f"Load average: start {', '.join(f'{x:.2f}' for x in m['loadavg_start'])}; end "
+         f"{', '.join(f'{x:.2f}' for x in m.get('loadavg_end', []))}  "]
+    L += quiet.banner(doc.get("quiet") or {})
+    L += ["", "Every column does the same work: the cases are defined once in tools/bench/microbench.md (decode = one "
+              "read copied into the decoder's buffer and split into frames; encode = frames into a reused buffer). "
+              "GB/s counts wire bytes (header + payload); 'of memcpy' is that over the memcpy bandwidth above.", "",
+          "| case | implementation | ns/frame median (min–max, n) | GB/s | of memcpy | allocs/frame | bytes alloc/frame | Ir/frame | seed (as found) |",
+          "|---|---|---|---:|---:|---:|---:|---:|---|"]
+    seeds = {}
+    for s in doc.get("seeds", []):
+        seeds.setdefault(s["case"], []).append(s)
+
+    def num(x, f="{:g}"):
+        return "–" if x is None else f.format(x)
+    for c in doc["cases"]:
+        rows = [(name, r) for name, impl in doc["implementations"].items() for r in impl.get("results", [])
+                if r["case"] == c["case"]]
+        sd = "; ".join(f"{s['ns_per_op']:,} ns ({s['source'].split(' (')[0]}: {s['note']})" for s in seeds.get(c["case"], []))
+        for name, r in rows:
+            t = r["ns_per_frame"]
+            gbs = r["bytes_per_frame"] / t["median"]
+            L.append(f"| {c['case']} | {name} | {t['median']:,.1f} ({t['min']:,.1f}–{t['max']:,.1f}, {t['n']}) | {gbs:.2f} | "
+                     f"{'–' if not memcpy else f'{gbs / memcpy:.0%}'} | {num(r['allocs_per_frame'])} | "
+                     f"{num(r['bytes_alloc_per_frame'])} | {num(r.get('instructions_per_frame'), '{:,.1f}')} | {sd} |")
+        if not rows and sd:
+            L.append(f"| {c['case']} | – | | | | | | | {sd} |")
+    L += ["", "## Implementations", ""]
+    for name, impl in doc["implementations"].items():
+        if impl.get("missing"):
+            L.append(f"- **{name}**: not measured: {impl['missing']}.")
+            continue
+        L.append(f"- **{name}** (`{' '.join(impl['argv'])}`): {len(impl.get('results', []))} cases measured"
+                 + (f"; not implemented: {len(impl['not_implemented'])}" if impl.get("not_implemented") else "")
+                 + (f"; **rejected** (JSON not as tools/bench/microbench.schema.json): "
+                    + "; ".join(f"{x['case']}: {x['problems'][0]}" for x in impl["rejected"]) if impl.get("rejected") else "")
+                 + (f"; failed: " + "; ".join(f"{x['case']}: {x['message'][:100]}" for x in impl["failed"]) if impl.get("failed") else "")
+                 + (f"; instructions not counted: {impl['instructions_note']}" if impl.get("instructions_note") else ""))
+    return "\n".join(L) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="10x fewer iterations, 5 samples")
+    ap.add_argument("--cases", help="comma-separated globs over case names (default: all)")
+    ap.add_argument("--iterations", type=int, help="iterations per sample for every case (default by payload)")
+    ap.add_argument("--samples", type=int, help="samples per case (default 11; quick 5)")
+    ap.add_argument("--program", action="append", default=[], metavar="NAME=CMD",
+                    help="an extra program following tools/bench/microbench.md")
+    ap.add_argument("--only", help="comma-separated implementation names")
+    ap.add_argument("--instructions", action="store_true", help="also count instructions per frame (callgrind, native programs)")
+    ap.add_argument("--list-cases", action="store_true", help="print the case catalog (JSON lines) and exit")
+    ap.add_argument("--out", help="directory (default results/)")
+    ap.add_argument("--name", help="file stem (default microbench-<date>)")
+    ap.add_argument("--noisy-out", help="where a run on a busy machine writes (default reports/bench)")
+    ap.add_argument("--allow-noisy", action="store_true")
+    ap.add_argument("--quiet-seconds", type=float, default=3.0)
+    args = ap.parse_args(argv)
+    cases = microcases.catalog()
+    if args.cases:
+        pats = args.cases.split(",")
+        cases = [c for c in cases if any(fnmatch.fnmatch(c["case"], p) for p in pats)]
+    if args.list_cases:
+        for c in cases:
+            print(json.dumps(c, ensure_ascii=False))
+        return 0
+    progs = programs(args.program)
+    if args.only:
+        progs = {k: v for k, v in progs.items() if k in args.only.split(",")}
+    t0 = time.monotonic()
+    before = quiet.sample(args.quiet_seconds)
+    machine = core.machine(0.25)
+    samples = args.samples or (5 if args.quick else 11)
+    doc = {"schema": "frameproof-microbench-results/1", "date": datetime.date.today().isoformat(),
+           "command": "tools/microbench.py " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])),
+           "machine": machine, "cases": cases, "seeds": microcases.seeds(), "implementations": {}}
+    rejected = 0
+    for name, prog in progs.items():
+        if prog.get("missing"):
+            doc["implementations"][name] = {"missing": prog["missing"]}
+            print(f"{name}: {prog['missing']}")
+            continue
+        impl = {"argv": prog["argv"], "results": [], "rejected": [], "not_implemented": [], "failed": []}
+        for c in cases:
+            if prog["protocols"] is not None and c["protocol"] not in prog["protocols"]:
+                impl["not_implemented"].append(c["case"])
                 continue
-            c = f"{r['ns_per_frame']:.1f} ns ({r['gb_per_s']} GB/s)"
-            if r.get("alloc_bytes_per_frame") is not None:
-                c += f", {r['alloc_bytes_per_frame']:g} B"
-            if r.get("allocs_per_frame") is not None:
-                c += f", {r['allocs_per_frame']:g} allocs"
-            cells.append(c)
-        lines.append(f"| {op} | {proto} | {n} | " + " | ".join(cells) + " |")
-    lines += ["", "What each figure measures (they differ, so compare with care):", ""]
-    lines += [f"- {k} ({doc['implementations'][k]['tool']}): {doc['implementations'][k].get('method', 'see its benchmark source')}"
-              for k in impls]
-    return "\n".join(lines) + "\n"
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out", default=str(ROOT / "results"))
-    args = ap.parse_args()
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
-    doc = {"generated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "quick": args.quick,
-           "machine": {"cpu": cpu, "cores": os.cpu_count(), "loadavg": round(os.getloadavg()[0], 2)},
-           "implementations": {}}
-    for name, fn in (("rust", rust), ("csharp", csharp), ("cpp", cpp)):
-        try:
-            r = fn(args.quick)
-        except (subprocess.CalledProcessError, OSError, ValueError) as e:
-            print(f"{name}: failed: {e}", file=sys.stderr)
-            r = None
-        if r:
-            doc["implementations"][name] = r
-            print(f"{name}: {len(r['results'])} figures")
-    out = Path(args.out)
+            n = args.iterations or max(1, ITERATIONS.get(c["payload"], 10000) // (c["frames_per_read"] * (10 if args.quick else 1)))
+            st, res, msg = run_case(prog, c, n, samples)
+            if st == "ok":
+                problems = microcases.check(res, c)
+                if problems:
+                    st, msg = "rejected", "; ".join(problems[:5])
+                    impl["rejected"].append({"case": c["case"], "problems": problems[:10]})
+                else:
+                    if args.instructions and not managed(prog["argv"]):
+                        res["instructions_per_frame"], note = count_instructions(prog, c, max(1, n // 10))
+                        if note:
+                            res["instructions_note"] = note
+                    impl["results"].append(res)
+            elif st == "not-implemented":
+                impl["not_implemented"].append(c["case"])
+            else:
+                impl[{"rejected": "rejected", "failed": "failed"}[st]].append(
+                    {"case": c["case"], "message": msg, "problems": [msg]})
+            rejected += st == "rejected"
+            print(f"{name:8} {c['case']:28} {st}" + (f": {res['ns_per_frame']['median']:,.1f} ns/frame" if st == "ok" else f": {msg[:160]}"))
+        if args.instructions and managed(prog["argv"]):
+            impl["instructions_note"] = "managed runtime: instruction counts under valgrind are not meaningful (JIT, GC); ns only"
+        doc["implementations"][name] = impl
+    q = quiet.judge(before, quiet.sample(args.quiet_seconds))
+    q["allowed"] = not q["ok"] and args.allow_noisy
+    doc["quiet"] = q
+    machine["loadavg_end"] = list(os.getloadavg())
+    doc["elapsed_s"] = round(time.monotonic() - t0, 1)
+    stem = args.name or f"microbench-{doc['date']}"
+    if q["ok"] or args.allow_noisy:
+        out = Path(args.out or ROOT / "results")
+    else:
+        out = Path(args.noisy_out or ROOT / "reports" / "bench")
+        stem = "NOISY-" + stem
+        print("microbench: the machine is busy (" + "; ".join(q["reasons"]) + f"): writing to {out} instead of results/")
     out.mkdir(parents=True, exist_ok=True)
-    stem = f"microbench-{time.strftime('%Y-%m-%d')}"
-    (out / f"{stem}.json").write_text(json.dumps(doc, indent=1))
-    md = render(doc)
-    (out / f"{stem}.md").write_text(md)
-    print(md)
-    print(f"wrote {out / (stem + '.json')} and {out / (stem + '.md')}")
-    return 0 if doc["implementations"] else 1
+    (out / f"{stem}.json").write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    (out / f"{stem}.md").write_text(render(doc), encoding="utf-8")
+    measured = sum(len(i.get("results", [])) for i in doc["implementations"].values())
+    print(f"wrote {out / (stem + '.json')} and {out / (stem + '.md')}: {measured} figures, {rejected} rejected")
+    return 1 if rejected or not measured else 0
 
 
 if __name__ == "__main__":

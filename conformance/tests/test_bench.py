@@ -208,3 +208,62 @@ def test_batched_scenario_passes_the_seed_batch():
     s = core.Scenario("length-field", "batched", 32, 4, core.seed_batch("length-field"), "concurrency")
     a = core.client_args(s, "127.0.0.1:1", 0.1, "/tmp/x.json")
     assert a[a.index("--mode") + 1] == "batched" and a[a.index("--batch") + 1] == "128" and "--window" not in a
+
+
+# ---------------------------------------------------------------------------------------------
+# tools/microbench.py: one JSON shape (tools/bench/microbench.schema.json), nothing else
+
+
+def microbench(tmp_path, *args):
+    p = subprocess.run([PY, str(ROOT / "tools" / "microbench.py"), "--quiet-seconds", "0.2", "--allow-noisy",
+                        "--out", str(tmp_path), "--name", "m", *args], capture_output=True, text=True, timeout=300)
+    return p.returncode, p.stdout + p.stderr
+
+
+def test_microbench_reads_the_contract_shape(tmp_path):
+    rc, out = microbench(tmp_path, "--only", "python", "--program", f"python={PY} -m fpbench.pymicro",
+                         "--cases", "standard/decode/32/16,length-field/encode/1024/1,websocket/mask/1024/1",
+                         "--iterations", "50", "--samples", "3")
+    assert rc == 0, out
+    doc = json.loads((tmp_path / "m.json").read_text())
+    res = doc["implementations"]["python"]["results"]
+    assert [r["case"] for r in res] == ["standard/decode/32/16", "length-field/encode/1024/1"]
+    assert all(r["ns_per_frame"]["n"] == 3 and r["ns_per_frame"]["median"] > 0 for r in res)
+    assert res[0]["bytes_per_frame"] == 36 and res[0]["frames_per_read"] == 16
+    assert doc["implementations"]["python"]["not_implemented"] == ["websocket/mask/1024/1"]
+    assert doc["machine"]["calibration"].get("memcpy_gb_per_s") or "error" in doc["machine"]["calibration"]
+    md = (tmp_path / "m.md").read_text()
+    assert "| standard/decode/32/16 | python |" in md and "seed 004" in md  # the seed's mask figure beside
+
+
+BAD_PROGRAM = '''
+import json, sys
+a = sys.argv
+doc = {"schema": "frameproof-microbench/1", "implementation": "bad", "case": a[a.index("--case") + 1],
+       "protocol": "standard", "op": "decode", "payload": 32, "frames_per_read": 16, "iterations": 1, "samples": 1,
+       "warmup_iterations": 0, "ns_per_frame": {"median": 5.0, "min": 5.0, "max": 5.0, "n": 1},
+       "bytes_per_frame": 36, "allocs_per_frame": 0, "bytes_alloc_per_frame": 0, "allocation_counter": "x",
+       "instructions_per_frame": None, "checksum": 1}
+MODE
+json.dump(doc, open(a[a.index("--json") + 1], "w"))
+'''
+
+
+@pytest.mark.parametrize("mode,problem", [
+    ("del doc['bytes_alloc_per_frame']", "bytes_alloc_per_frame: missing"),
+    ("doc['ns_per_frame'] = 5.0", "ns_per_frame: expected object"),
+    ("doc['ns_per_second'] = 1", "ns_per_second: not in the schema"),        # a tool's own format
+    ("doc['payload'] = 1024", "the case asked for has 32"),                  # answers another case
+    ("doc['ns_per_frame']['n'] = 7", "samples = 1"),
+])
+def test_microbench_rejects_json_not_matching_the_schema(tmp_path, mode, problem):
+    prog = tmp_path / "bad.py"
+    prog.write_text(BAD_PROGRAM.replace("MODE", mode))
+    rc, out = microbench(tmp_path, "--only", "bad", "--program", f"bad={PY} {prog}", "--cases", "standard/decode/32/16",
+                         "--iterations", "1", "--samples", "1")
+    assert rc == 1, out
+    doc = json.loads((tmp_path / "m.json").read_text())
+    rej = doc["implementations"]["bad"]["rejected"]
+    assert rej and rej[0]["case"] == "standard/decode/32/16" and any(problem in p for p in rej[0]["problems"]), rej
+    assert doc["implementations"]["bad"]["results"] == []
+    assert "rejected" in (tmp_path / "m.md").read_text()
