@@ -250,6 +250,17 @@ def test_planted_fault_is_failed_and_exits_1(wstest, tmp_path):
     assert rc == 1 and doc["totals"]["xpassed"] == 1 and doc["xfail_unmatched"] == ["9.9.9"], out
 
 
+def test_client_with_a_planted_bug_is_failed(wstest, tmp_path):
+    # the reference codec's mutant ws-no-pong (WS-PING-1): the client never answers a ping
+    rc, out, doc, _ = autobahn(tmp_path, "--client-cmd", f"{CLIENT} --mutant ws-no-pong", "--cases", "1.1.1,2.2,2.3")
+    assert rc == 1, out
+    st = {t["case"]: t for t in doc["tests"]}
+    assert st["1.1.1"]["verdict"] == "OK"
+    assert st["2.2"]["verdict"] == st["2.3"]["verdict"] == "FAILED"
+    assert "WS-PING-1" in st["2.2"]["requirements"] and doc["requirements"]["WS-PING-1"]["failed"] == 2
+    assert doc["drivers"]["wstest"]["client_exit"] == 0  # every case ran; Autobahn's verdict fails it
+
+
 def test_kosoku_drives_the_same_cases_and_agrees(wstest, tmp_path):
     if "KOSOKU none" in wstest:
         pytest.skip(f"kosoku could not be installed: {wstest}")

@@ -3,6 +3,7 @@ reference-impls/README.md): the Autobahn testsuite's client protocol against its
 ``fuzzingserver``, over the Python websocket reference codec in the client role.
 
     python -m frameproof.protocols.websocket.autobahn_client --connect HOST:PORT --agent NAME [--cases all|N]
+                                                             [--mutant NAME]
 
 ``GET /getCaseCount`` (one text message: the count), then for each case
 ``GET /runCase?case=I&agent=NAME``, echoing every text and binary message (same opcode, same
@@ -196,6 +197,8 @@ def main(argv=None) -> int:
     ap.add_argument("--agent", required=True, help="agent name in Autobahn's reports")
     ap.add_argument("--cases", default="all", help="all (default) or N: only the first N cases")
     ap.add_argument("--case-timeout", type=float, default=120.0, help="seconds per case (default 120)")
+    ap.add_argument("--mutant", default="", help="switch on one deliberate bug of the reference codec "
+                                                 "(the websocket protocol's mutants, for the suite's own tests)")
     try:
         args = ap.parse_args(argv)
     except SystemExit as e:
@@ -203,6 +206,13 @@ def main(argv=None) -> int:
     if args.cases != "all" and not args.cases.isdigit():
         print("usage error: --cases must be 'all' or a number", file=sys.stderr)
         return 2
+    if args.mutant:
+        from ... import reference as R
+        from . import PROTOCOL
+        if args.mutant not in PROTOCOL.mutants:
+            print(f"usage error: --mutant must be one of {', '.join(sorted(PROTOCOL.mutants))}", file=sys.stderr)
+            return 2
+        R.MUTANT = args.mutant
     host, _, port = args.connect.rpartition(":")
     if not port.isdigit():
         print("usage error: --connect HOST:PORT", file=sys.stderr)
