@@ -29,6 +29,8 @@ async def echo(ws):
             await ws.send(msg)
     except websockets.ConnectionClosedError:
         STATS["protocol_errors"] += 1
+    except websockets.ConnectionClosedOK:
+        pass  # the peer closed while its echo was being written
 
 
 async def main(args):
