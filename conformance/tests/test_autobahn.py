@@ -285,6 +285,17 @@ def test_kosoku_drives_the_same_cases_and_agrees(wstest, tmp_path):
     assert any("kosoku takes no spec file" in n for n in doc["notes"])
 
 
+def test_ipv6_server_runs_wstest_and_says_kosoku_cannot(wstest, tmp_path):
+    srv = f"{PY} -m frameproof.pyserver --protocol websocket --listen [::1]:0"
+    rc, out, doc, _ = autobahn(tmp_path, "--server-cmd", srv, "--cases", "1.1.1,2.2", "--driver", "both")
+    assert rc == 0, out
+    assert doc["target"].startswith("ws://[::1]:") and {t["driver"] for t in doc["tests"]} == {"wstest"}
+    assert [t["verdict"] for t in doc["tests"]] == ["OK", "OK"]
+    assert any("kosoku left out" in n for n in doc["notes"])
+    rc, out, _, _ = autobahn(tmp_path, "--server-cmd", srv, "--cases", "1.1.1", "--driver", "kosoku")
+    assert rc == 2 and "kosoku cannot drive an IPv6 server" in out
+
+
 def test_server_that_never_listens_is_exit_3(wstest, tmp_path):
     rc, out, doc, _ = autobahn(tmp_path, "--server-cmd", f"{PY} -c 'import sys; sys.exit(4)'", "--cases", "1.1.1")
     assert rc == 3 and "LISTENING" in out
