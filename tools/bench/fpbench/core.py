@@ -304,12 +304,28 @@ def client_args(s: Scenario, addr: str, duration: float, jpath: str, connections
     return a
 
 
+# CPU pinning of the matrix's servers and load clients (``frameproof bench --pin``; the method study
+# chose it, tools/bench/README.md "How we measure"): name -> (server prefix, client prefix).
+PINS = {"none": (None, None), "split": (["taskset", "-c", "0"], ["taskset", "-c", "1"]),
+        "same-core": (["taskset", "-c", "0"], ["taskset", "-c", "0"])}
+PIN = {"name": "none", "server": None, "client": None}
+
+
+def set_pin(name: str, cpu: int = 0) -> None:
+    """``same-core``: server and client on ``cpu``; ``split``: server on ``cpu``, client on another."""
+    other = next((c for c in sorted(os.sched_getaffinity(0)) if c != cpu), cpu)
+    srv = {"none": None, "same-core": cpu, "split": cpu}[name]
+    cli = {"none": None, "same-core": cpu, "split": other}[name]
+    PIN.update(name=name, cpu=cpu, server=None if srv is None else ["taskset", "-c", str(srv)],
+               client=None if cli is None else ["taskset", "-c", str(cli)])
+
+
 def run_client_once(c: Program, s: Scenario, addr: str, duration: float, wrap: Optional[List[str]] = None,
                     connections: Optional[int] = None) -> dict:
     fd, jpath = tempfile.mkstemp(suffix=".json", prefix="fpbench-")
     os.close(fd)
     os.unlink(jpath)
-    argv = (wrap or []) + c.argv + client_args(s, addr, duration, jpath, connections,
+    argv = (wrap if wrap is not None else PIN["client"] or []) + c.argv + client_args(s, addr, duration, jpath, connections,
                                                window_in_receive=c.name == "rust-blast")
     t0 = time.monotonic()
     try:
@@ -384,7 +400,8 @@ class ServerPool:
         if key not in self.running:
             extra = codec_argv(s.codec) + ["--listen", listen] + (["--sink"] if sink else []) \
                 + (["--stats"] if srv.stats else [])
-            cmd = " ".join(shlex.quote(a) for a in (wrap_prefix or [])) + " " + srv.cmd(extra)
+            pre = wrap_prefix if wrap_prefix is not None else PIN["server"] or []
+            cmd = " ".join(shlex.quote(a) for a in pre) + " " + srv.cmd(extra)
             rs = start_server(cmd.strip(), cwd=str(ROOT))
             self.running[key] = {"server": rs, "sent": 0, "name": srv.name, "cmd": cmd.strip(), "sink": sink}
         return self.running[key]
@@ -446,6 +463,10 @@ def run_matrix(scenarios: List[Scenario], servers: List[Program], clients: List[
                     up[srv.name] = pool.get(srv, s)
                 except RuntimeError as ex:
                     up[srv.name] = ex
+                    continue
+                # warm-up (not recorded): first connections, page faults, a JIT's first compilations
+                w = run_client_once(pairs[0][1], s, up[srv.name]["server"].addr, min(0.2, duration))
+                up[srv.name]["sent"] += w.get("requests_sent") or 0
         for s, pairs in scen.values():
             res = {(srv.name, c.name): [] for srv, c in pairs}
             for k in range(runs):

@@ -25,12 +25,21 @@ MAX_LOAD_PER_CPU = 0.5
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-def _cpu_ticks():
+def _cpu_ticks(cpu: str = "cpu"):
+    """(idle + iowait, all) ticks of ``cpu`` ("cpu": all CPUs; "cpu0", "cpu1", ...)."""
     with open("/proc/stat") as f:
-        parts = f.readline().split()[1:]
-    v = [int(x) for x in parts]
-    idle = v[3] + (v[4] if len(v) > 4 else 0)
-    return idle, sum(v[:8])  # user nice system idle iowait irq softirq steal (guest is inside user)
+        for line in f:
+            parts = line.split()
+            if parts and parts[0] == cpu:
+                v = [int(x) for x in parts[1:]]
+                idle = v[3] + (v[4] if len(v) > 4 else 0)
+                return idle, sum(v[:8])  # user nice system idle iowait irq softirq steal (guest is inside user)
+    return 0, 0
+
+
+def _cpus() -> List[str]:
+    with open("/proc/stat") as f:
+        return [line.split()[0] for line in f if line.startswith("cpu") and line[3].isdigit()]
 
 
 def _proc_ticks() -> Dict[int, tuple]:
@@ -82,11 +91,14 @@ def _own_tree() -> Set[int]:
 def sample(seconds: float = 3.0, exclude: Optional[Set[int]] = None) -> dict:
     """Watches the machine for ``seconds``: idle fraction, load average, busy processes."""
     exclude = (exclude or set()) | _own_tree()
+    cpus = _cpus()
     i0, t0 = _cpu_ticks()
+    c0 = [_cpu_ticks(c) for c in cpus]
     p0 = _proc_ticks()
     w0 = time.monotonic()
     time.sleep(seconds)
     i1, t1 = _cpu_ticks()
+    c1 = [_cpu_ticks(c) for c in cpus]
     p1 = _proc_ticks()
     wall = time.monotonic() - w0
     busy = []
@@ -100,6 +112,8 @@ def sample(seconds: float = 3.0, exclude: Optional[Set[int]] = None) -> dict:
     dt = t1 - t0
     return {"seconds": round(wall, 2), "idle_fraction": round((i1 - i0) / dt, 3) if dt > 0 else None,
             "loadavg": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count(),
+            "per_cpu_idle": {c[3:]: round((b[0] - a[0]) / (b[1] - a[1]), 3) if b[1] > a[1] else None
+                             for c, a, b in zip(cpus, c0, c1)},
             "busy_processes": busy[:15]}
 
 
@@ -144,3 +158,9 @@ def banner(q: dict) -> List[str]:
                   + "; ".join(q.get("reasons", [])) + "."
               + (" Written anyway because of `--allow-noisy`." if q.get("allowed") else "")]
     return L
+
+
+def idlest_cpu(s: dict) -> int:
+    """The CPU with the largest idle fraction in sample ``s`` (0 when unknown)."""
+    per = {int(k): v for k, v in (s.get("per_cpu_idle") or {}).items() if v is not None}
+    return max(per, key=lambda k: (per[k], -k)) if per else 0

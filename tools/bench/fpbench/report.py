@@ -66,6 +66,11 @@ def markdown(doc: dict, charts: List[str]) -> str:
         L += ["", f"> ⚠ The machine was heavily loaded by other work (load average up to {worst:.1f} on {m['cpus']} CPUs): "
                   "absolute msg/s figures are depressed and noisy (see each spread); the ratios to the raw echo come from "
                   "runs taken back to back and are the more robust figures."]
+    pin = (doc["settings"].get("pin") or {}).get("name")
+    if pin:
+        L += ["", f"Pinning: `{pin}` (server {' '.join(doc['settings']['pin']['server'] or ['unpinned'])}, load client "
+                  f"{' '.join(doc['settings']['pin']['client'] or ['unpinned'])}); runs interleaved, one warm-up run per "
+                  "server; why: tools/bench/README.md, \"How we measure\"."]
     L += ["", f"> {m.get('note')} Each figure is the median of {doc['settings']['runs']} runs of "
              f"{doc['settings']['duration_s']} s, ± the spread (max−min)/median. msg/s counts *verified* replies "
              "(receive mode: frames sent and counted by the server).", ""]

@@ -25,8 +25,8 @@ def add_arguments(b):
     b.add_argument("--smoke", action="store_true", help="seconds: one scenario per mode, for the project's tests")
     b.add_argument("--out", help="directory for bench-<date>.{json,md} and charts (default results/)")
     b.add_argument("--name", help="file stem instead of bench-<date>")
-    b.add_argument("--runs", type=int, help="runs per figure (default 3)")
-    b.add_argument("--duration", type=float, help="seconds per run (default 0.5, quick 0.25)")
+    b.add_argument("--runs", type=int, help="runs per figure (default 11, quick 5)")
+    b.add_argument("--duration", type=float, help="seconds per run (default 0.3, quick 0.2)")
     b.add_argument("--concurrency", help="comma-separated connection counts (default 1,4,16,64,256,1024)")
     b.add_argument("--servers", help="only these servers (comma-separated: rust,csharp,cpp,raw,tokio-lf)")
     b.add_argument("--protocols", help="only these protocols (comma-separated; default every registered one)")
@@ -50,6 +50,11 @@ def add_arguments(b):
                                              "the baseline)")
     b.add_argument("--study-runs", help="run counts of the method study (default 5,11)")
     b.add_argument("--study-pins", help="pinning arms of the method study (default unpinned,pinned,same-core)")
+    b.add_argument("--pin", choices=sorted(core.PINS), default="same-core",
+                   help="CPU pinning of servers and load clients in the matrix (default same-core: both on CPU 0, "
+                        "the most repeatable in the method study; split: server 0, client 1; none)")
+    b.add_argument("--pin-cpu", type=int, help="the CPU of --pin same-core/split (default: the idlest CPU in the "
+                                               "quiet-machine sample taken just before)")
     b.add_argument("--repeat-check", action="store_true",
                    help="run the matrix twice back to back; per row: do the two medians' 95%% intervals overlap?")
     b.add_argument("--allow-noisy", action="store_true",
@@ -222,7 +227,7 @@ def main(args) -> int:
         return 0
 
     smoke, quick = args.smoke, args.quick or args.smoke
-    runs = args.runs or (2 if smoke else 3 if quick else 5)
+    runs = args.runs or (2 if smoke else 5 if quick else 11)  # 11: the method study (README, "How we measure")
     duration = args.duration or (0.1 if smoke else 0.2 if quick else 0.3)
     conc = [int(x) for x in args.concurrency.split(",")] if args.concurrency else ([4] if smoke else QUICK_CONC if quick else FULL_CONC)
     payloads = [32, 1024] if smoke else [32, 1024, core.KIB64]
@@ -258,6 +263,7 @@ def main(args) -> int:
     before = quiet_before(args)
     machine = core.machine(0.25 if quick else 0.5)
     log(f"== calibration: {machine.get('calibration')}")
+    core.set_pin(args.pin, args.pin_cpu if args.pin_cpu is not None else quiet.idlest_cpu(before))
     log(f"== matrix: {len(scenarios)} scenarios x {len(servers)} servers, {runs} runs of {duration} s; "
         f"primary client {primary.name}" + ("; twice (--repeat-check)" if args.repeat_check else ""))
     pool = core.ServerPool()
@@ -303,6 +309,10 @@ def main(args) -> int:
         "settings": {"quick": quick, "smoke": smoke, "runs": runs, "duration_s": duration, "concurrency": conc,
                      "concurrency_not_run": [c for c in FULL_CONC if c not in conc], "payloads": payloads,
                      "primary_client": primary.name, "windows": core.seed_windows(),
+                     "batches": {p: core.seed_batch(p) for p in _protocols(args)},
+                     "pin": {"name": args.pin, "server": core.PIN["server"], "client": core.PIN["client"]},
+                     "warmup": "one unrecorded run of min(0.2 s, --duration) per server and configuration",
+                     "order": "interleaved: run k visits every server of the scenario, order rotated with k",
                      "elapsed_s": None},
         "validation": val,
         "servers": [{"name": s.name, "kind": s.kind, "command": " ".join(s.argv), "protocols": list(s.protocols)} for s in servers],
