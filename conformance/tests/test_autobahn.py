@@ -299,3 +299,8 @@ def test_ipv6_server_runs_wstest_and_says_kosoku_cannot(wstest, tmp_path):
 def test_server_that_never_listens_is_exit_3(wstest, tmp_path):
     rc, out, doc, _ = autobahn(tmp_path, "--server-cmd", f"{PY} -c 'import sys; sys.exit(4)'", "--cases", "1.1.1")
     assert rc == 3 and "LISTENING" in out
+    rc, out, doc, _ = autobahn(tmp_path, "--client-cmd", "/nonexistent/fp-autobahn-client", "--cases", "1.1.1")
+    assert rc == 3 and "the client could not start" in out
+    # a client that starts but runs nothing: no report, exit 1 with its output
+    rc, out, doc, _ = autobahn(tmp_path, "--client-cmd", f"{PY} -c 'print(\"no cases here\")'", "--cases", "1.1.1")
+    assert rc == 1 and "no cases here" in out and doc["unexpected"], out

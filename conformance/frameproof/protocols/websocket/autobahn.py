@@ -59,6 +59,10 @@ class ToolError(Exception):
     """A driver could not be installed or run (the reason is the message)."""
 
 
+class StartError(ToolError):
+    """The client under test could not be started."""
+
+
 # ------------------------------------------------------------------ installing the drivers
 
 def cache_dir() -> Path:
@@ -379,7 +383,7 @@ def drive_client(driver: str, exe: Path, client_cmd: str, agent: str, cases: Lis
             try:
                 c = subprocess.Popen(ccmd, stdout=cl, stderr=subprocess.STDOUT, cwd=cwd, start_new_session=True)
             except OSError as e:
-                raise ToolError(f"the client could not start: {e}")
+                raise StartError(f"the client could not start: {e}")
             try:
                 rc = c.wait(timeout)
             except subprocess.TimeoutExpired:
@@ -389,7 +393,7 @@ def drive_client(driver: str, exe: Path, client_cmd: str, agent: str, cases: Lis
         if rc is None:
             tail += f"\n(the client did not finish within {timeout:g} s and was stopped)"
         # the reports are written on the client's /updateReports; give the driver a moment to finish writing
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 3
         while not (outdir / "index.json").exists() and time.monotonic() < deadline and srv.poll() is None:
             time.sleep(0.2)
         return outdir, rc, tail
@@ -664,6 +668,9 @@ def cmd_autobahn(args) -> int:
                     if rc != 0:
                         unexpected.append(f"the client exited with status {rc} under {d}; its output ends:\n{tail}")
                 results[d] = parse_reports(dout, side, d, agent if d == "wstest" or side == "client" else None)
+            except StartError as e:
+                err(str(e))
+                return 3
             except ToolError as e:
                 unexpected.append(f"{d}: {e}")
                 results[d] = {}
