@@ -3,9 +3,16 @@
 tools/third-party/tokio-util wraps tokio-util's LengthDelimitedCodec (crates.io). It builds with its
 own build.sh and, run with its expected-failures file, passes the length-field codec suite: every
 genuine difference from the spec is listed there with a reason, and no entry is stale (the runner
-fails an entry that passes or matches nothing). Skipped, loudly, only when cargo is missing."""
+fails an entry that passes or matches nothing). Skipped, loudly, only when cargo is missing.
+
+The websocket wrappers (tools/third-party/{gorilla,ws}: gorilla/websocket from the Go module proxy, ws
+from npm) are echo servers, and testees where the library lets one be written: each is built with its
+build.sh and run through the network suite (and the codec suite where it has a testee) with its
+expected-failures files (impl.json ``"xfail_net"``, ``"xfail"``): exit 0, no unexpected failure, every
+entry still matching. Skipped, loudly, only when the tool impl.json ``"requires"`` is missing."""
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -71,3 +78,113 @@ def test_tokio_util_builds_and_passes_length_field_with_its_xfail_file(tmp_path)
     for t in doc["tests"]:
         if t["status"] == "skipped":
             assert any(a in t["message"] for a in allowed), t
+
+
+THIRD_PARTY = ROOT / "tools" / "third-party"
+WEBSOCKET_WRAPPERS = ("gorilla", "ws")
+
+
+def _manifest(name):
+    return json.loads((THIRD_PARTY / name / "impl.json").read_text())
+
+
+def _xfail_entries(path: Path):
+    """(line index, entry) of an expected-failures file; each entry must have its reason above it: a
+    '#' comment sentence at the head of its block (the lines since the last blank one)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    out, explained = [], False
+    for i, line in enumerate(lines):
+        s = line.strip()
+        if not s:
+            explained = False
+        elif s.startswith("#"):
+            explained = explained or len(s) > 20
+        else:
+            assert explained, f"{path.name}:{i + 1}: {line!r} has no '#' comment explaining it above it"
+            out.append((i, s))
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(p.parent.name for p in THIRD_PARTY.glob("*/impl.json")))
+def test_third_party_manifest(name):
+    """Every wrapper: third_party, each registered protocol either in "protocols" or "skipped" with a
+    reason, every expected-failures file it names exists and explains each entry."""
+    from frameproof import protocols as registry
+    impl = _manifest(name)
+    assert impl["name"] == name and impl["third_party"] is True and impl.get("upstream")
+    assert "testee" in impl or "server" in impl, "a wrapper with neither a testee nor a server"
+    for proto in registry.names():
+        assert (proto in impl["protocols"]) != (proto in impl.get("skipped", {})), \
+            f"{name}: {proto!r} must be in exactly one of 'protocols' and 'skipped'"
+    labels = {lab for p in impl["protocols"] for lab, _ in registry.get(p).net_profiles()}
+    for key, keys in (("xfail", set(impl["protocols"])), ("xfail_net", labels), ("xfail_autobahn", {"server"})):
+        for k, f in (impl.get(key) or {}).items():
+            assert k in keys, f"{name}: {key} names {k!r}, not one of {sorted(keys)}"
+            entries = _xfail_entries(THIRD_PARTY / name / f)
+            assert entries, f"{name}/{f} lists nothing"
+            for _, e in entries:
+                # a test name of one of its protocols, or (Autobahn) a case-ID glob such as 6.3.*
+                assert e.split("/", 1)[0] in impl["protocols"] or (key == "xfail_autobahn" and e[0].isdigit()), (f, e)
+
+
+def _build(name):
+    impl = _manifest(name)
+    missing = [t for t in impl.get("requires", []) if shutil.which(t) is None
+               and not (t == "go" and Path("/usr/local/go/bin/go").exists())]
+    if missing:
+        reason = f"{', '.join(missing)} not installed: the {name} third-party wrapper was NOT built or tested"
+        warnings.warn(reason)
+        pytest.skip(reason)
+    b = subprocess.run(impl["build"], cwd=THIRD_PARTY / name, capture_output=True, text=True, timeout=1800)
+    assert b.returncode == 0, f"{name}/build.sh failed:\n{b.stdout[-3000:]}\n{b.stderr[-3000:]}"
+    return impl
+
+
+def _cmd(name, argv):
+    d = THIRD_PARTY / name
+    return [str(d / a) if (d / a).exists() else a for a in argv]
+
+
+def _check_report(report: Path, xfail: Path, out: str):
+    doc = json.loads(report.read_text())
+    t = doc["totals"]
+    assert t["failed"] == 0 and t["xpassed"] == 0, (t, out)
+    assert t["passed"] > 0, (t, out)
+    # every entry matched at least one test that failed as expected (the runner also fails a stale one)
+    assert t["xfailed"] >= len(_xfail_entries(xfail)), (t, out)
+    return doc
+
+
+@pytest.mark.parametrize("name", WEBSOCKET_WRAPPERS)
+def test_websocket_wrapper_passes_net_suite_with_its_xfail_file(name, tmp_path):
+    impl = _build(name)
+    assert impl["protocols"] == ["websocket"]
+    server = " ".join(shlex.quote(a) for a in _cmd(name, impl["server"])) + " --protocol websocket --listen 127.0.0.1:0"
+    xfail = THIRD_PARTY / name / impl["xfail_net"]["websocket"]
+    report = tmp_path / "net.json"
+    p = subprocess.run([sys.executable, "-m", "frameproof.cli", "net", "--protocol", "websocket", "--server-cmd", server,
+                        "--name", name, "--xfail", str(xfail), "--json", str(report)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=900)
+    out = p.stdout[-4000:] + p.stderr[-2000:]
+    assert p.returncode == 0, out
+    doc = _check_report(report, xfail, out)
+    assert {r for r, v in doc["requirements"].items() if v.get("passed")} >= {"WS-HS-2", "WS-ECHO-1", "WS-STR-1"}, out
+
+
+@pytest.mark.parametrize("name", WEBSOCKET_WRAPPERS)
+def test_websocket_wrapper_testee_with_its_xfail_file(name, tmp_path):
+    impl = _manifest(name)
+    if "testee" not in impl:
+        pytest.skip(f"{name} has no testee (impl.json has no 'testee')")
+    impl = _build(name)
+    xfail = THIRD_PARTY / name / impl["xfail"]["websocket"]
+    report = tmp_path / "codec.json"
+    p = subprocess.run([sys.executable, "-m", "frameproof.cli", "run", "--testee",
+                        " ".join(shlex.quote(a) for a in _cmd(name, impl["testee"])), "--protocol", "websocket",
+                        "--xfail", str(xfail), "--json", str(report)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=900)
+    out = p.stdout[-4000:] + p.stderr[-2000:]
+    assert p.returncode == 0, out
+    doc = _check_report(report, xfail, out)
+    passed = {t["name"].split("/")[2] for t in doc["tests"] if t["status"] == "passed"}
+    assert any("serve" in n for n in passed), ("no serve test passed", out)
