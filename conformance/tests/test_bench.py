@@ -4,6 +4,7 @@ one), and that a seconds-long run writes a well-formed results set (JSON schema,
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -46,7 +47,7 @@ def test_short_run_writes_well_formed_results(tmp_path):
     rc, out = bench("--smoke", "--servers", "rust,raw", "--clients", "rust", "--protocols", "standard,length-field",
                     "--no-netns", "--no-alloc",
                     "--runs", "2", "--duration", "0.1", "--out", str(tmp_path), "--name", "b",
-                    "--allow-noisy", "--quiet-seconds", "0.2")
+                    "--allow-noisy", "--quiet-seconds", "0.2", "--repeat-check")
     assert rc == 0, out
     doc = json.loads((tmp_path / "b.json").read_text())
     sys.path.insert(0, str(ROOT / "tools" / "bench"))
@@ -60,8 +61,16 @@ def test_short_run_writes_well_formed_results(tmp_path):
     rust = [r for r in doc["results"] if r["server"] == "rust" and r["ok"]]
     assert rust and all(r["ratio_to_raw"] is not None for r in rust)
     assert all(c["ok"] for c in doc["server_checks"]), doc["server_checks"]
+    # --repeat-check: the matrix twice, every row compared, and the Markdown says so row by row
+    rc_ = doc["repeat_check"]
+    assert rc_["compared"] == len([r for r in doc["results"] if r["ok"]]) and len(rc_["rows"]) == len(doc["results"])
+    assert all(isinstance(r["repeat"]["overlap"], bool) for r in doc["results"] if r["ok"])
+    assert doc["quiet"]["before"]["idle_fraction"] is not None and "ok" in doc["quiet"]
+    assert doc["settings"]["pin"]["name"] == "same-core" and doc["settings"]["pin"]["server"][0] == "taskset"
     md = (tmp_path / "b.md").read_text()
     assert "## Harness validation" in md and "fraction of the raw-echo ceiling" in md and "| per-packet 32 B, C=4 |" in md
+    assert "## Repeat check" in md and f"{rc_['overlapping']} of {rc_['compared']} rows overlap" in md
+    assert "Quiet-machine check" in md
     pngs = [tmp_path / p for p in doc["outputs"]["charts"]]
     assert pngs and all(p.exists() and p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
     for p in pngs:
@@ -267,3 +276,111 @@ def test_microbench_rejects_json_not_matching_the_schema(tmp_path, mode, problem
     assert rej and rej[0]["case"] == "standard/decode/32/16" and any(problem in p for p in rej[0]["problems"]), rej
     assert doc["implementations"]["bad"]["results"] == []
     assert "rejected" in (tmp_path / "m.md").read_text()
+
+
+# ---------------------------------------------------------------------------------------------
+# The quiet-machine check, the method study and the instruction counts
+
+
+def _busy_loop(seconds=60):
+    """A process that spins one CPU (bounded in time), as another engineer's build would."""
+    return subprocess.Popen([PY, "-c", f"import time\nt = time.time()\nwhile time.time() - t < {seconds}: pass"])
+
+
+def _fpbench():
+    sys.path.insert(0, str(ROOT / "tools" / "bench"))
+    import fpbench.quiet
+    import fpbench.stats
+    return fpbench
+
+
+def test_quiet_check_refuses_a_busy_machine():
+    fp = _fpbench()
+    hog = _busy_loop()
+    try:
+        time.sleep(0.3)
+        s = fp.quiet.sample(1.0)
+        q = fp.quiet.judge(s, s)
+    finally:
+        hog.kill()
+        hog.wait()
+    assert not q["ok"]
+    assert any(b["pid"] == hog.pid and b["core_share"] > 0.5 for b in s["busy_processes"]), s["busy_processes"]
+    assert any(f"pid {hog.pid}" in r for r in q["reasons"]), q["reasons"]
+    assert s["idle_fraction"] < fp.quiet.MIN_IDLE
+    assert any("NOISY" in line for line in fp.quiet.banner(q))
+
+
+def test_quiet_judge_accepts_an_idle_sample():
+    fp = _fpbench()
+    idle = {"seconds": 3, "idle_fraction": 0.97, "loadavg": [0.1, 0.1, 0.1], "cpus": 2, "busy_processes": []}
+    assert fp.quiet.judge(idle, idle)["ok"]
+    busy = dict(idle, busy_processes=[{"pid": 1, "comm": "rustc", "core_share": 0.4, "cmdline": ""}])
+    assert not fp.quiet.judge(idle, busy)["ok"]
+
+
+def test_median_interval_and_overlap():
+    st = _fpbench().stats
+    lo, hi, cov = st.median_ci(list(range(1, 12)))  # 11 runs: [x(2), x(10)], 98.8 %
+    assert (lo, hi) == (2, 10) and cov > 0.98
+    lo, hi, cov = st.median_ci([5, 1, 4, 2, 3])  # 5 runs: min-max, 93.75 %
+    assert (lo, hi, cov) == (1, 5, 0.9375)
+    a, b, c = st.summary([10, 11, 12, 13, 14]), st.summary([14, 15, 16, 17, 18]), st.summary([20, 21, 22, 23, 24])
+    assert st.overlap(a, b) is True and st.overlap(a, c) is False and a["iqr_pct"] == 16.7
+
+
+def test_method_study_tiny_run_on_a_busy_machine(tmp_path):
+    """A tiny method study while a busy loop runs: well-formed JSON and Markdown, and because the
+    machine is busy they go to the noisy directory marked NOISY, not to --out."""
+    if not all((RUST / b).exists() for b in ("fp-server", "fp-load", "fp-raw-echo")):
+        pytest.skip("Rust programs not built (bash reference-impls/rust/build.sh)")
+    out, noisy = tmp_path / "results", tmp_path / "reports"
+    hog = _busy_loop()
+    try:
+        rc, log_ = bench("--method-study", "--smoke", "--protocols", "standard", "--study-pins", "unpinned",
+                         "--study-durations", "0.05", "--study-runs", "2,3", "--quiet-seconds", "0.5",
+                         "--out", str(out), "--noisy-out", str(noisy), "--name", "s")
+    finally:
+        hog.kill()
+        hog.wait()
+    assert rc == 0, log_
+    assert not out.exists() or not list(out.iterdir())
+    doc = json.loads((noisy / "NOISY-s.json").read_text())
+    _fpbench()
+    from fpbench.study import check
+    assert check(doc) == []
+    assert doc["quiet"]["ok"] is False and doc["quiet"]["reasons"]
+    arms = doc["study"]["arms"]
+    assert {a["scenario"]["mode"] for a in arms} == {"per-packet", "pipelined"}
+    assert {a["order"] for a in arms} == {"interleaved", "blocked"}
+    assert all(set(a["stats"]) == {"2", "3"} for a in arms)
+    assert all(c["ok"] for c in doc["study"]["server_checks"]), doc["study"]["server_checks"]
+    md = (noisy / "NOISY-s.md").read_text()
+    assert "**NOISY**" in md and "ratio blocks differ" in md and "Load average" in md
+
+
+def test_instructions_tiny_run(tmp_path):
+    import shutil
+    if not shutil.which("valgrind") or not shutil.which("callgrind_control"):
+        pytest.skip("valgrind not installed")
+    if not all((RUST / b).exists() for b in ("fp-load", "fp-raw-echo")):
+        pytest.skip("Rust programs not built (bash reference-impls/rust/build.sh)")
+    rc, log_ = bench("--instructions", "--smoke", "--servers", "raw", "--protocols", "standard",
+                     "--instructions-messages", "300", "--allow-noisy", "--quiet-seconds", "0.2",
+                     "--out", str(tmp_path), "--name", "i")
+    assert rc == 0, log_
+    doc = json.loads((tmp_path / "i.json").read_text())
+    _fpbench()
+    from fpbench.report import check_instructions
+    ins = doc["instructions"]
+    assert check_instructions(ins) == []
+    assert [r["scenario"]["mode"] for r in ins["rows"]] == ["per-packet", "pipelined"]
+    for r in ins["rows"]:
+        assert r["ok"] and r["server"] == "raw" and r["ratio_to_raw"] == 1.0
+        (a, b) = r["counts"]
+        assert b["messages"] == 2 * a["messages"] and b["instructions"] > a["instructions"] > 0
+        assert 10 < r["ir_per_msg"] < 100000
+    assert ins["rows"][1]["counts"][0]["messages"] == 300 * ins["pipelined_factor"]
+    assert {t["key"] for t in ins["timing"]} == {r["key"] for r in ins["rows"]}
+    md = (tmp_path / "i.md").read_text()
+    assert "Instructions per echoed message" in md and "| standard | per-packet C=1 | raw |" in md
