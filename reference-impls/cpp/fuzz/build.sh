@@ -25,10 +25,10 @@ if [ "${1:-}" = "--install-toolchain" ]; then
 fi
 out=${1:-$here/build}
 root=$here/..
-srcs=("$root/src/codec.cpp" "$root/src/standard.cpp" "$root/src/length_field.cpp" "$root/src/rpc.cpp")
+srcs=("$root/src/codec.cpp" "$root/src/standard.cpp" "$root/src/length_field.cpp" "$root/src/rpc.cpp" "$root/src/websocket.cpp")
 if [ -d "${2:-}" ]; then
   root=$(cd "$2" && pwd)
-  srcs=("$root/src/codec.cpp" "$root/src/standard.cpp" "$root/src/length_field.cpp" "$root/src/rpc.cpp")
+  srcs=("$root/src/codec.cpp" "$root/src/standard.cpp" "$root/src/length_field.cpp" "$root/src/rpc.cpp" "$root/src/websocket.cpp")
 elif [ -n "${2:-}" ]; then
   srcs[0]=$2
 fi
@@ -44,6 +44,6 @@ lock=()
 command -v flock >/dev/null && lock=(flock /tmp/frameproof-build.lock)
 "${lock[@]}" "$cxx" -std=c++20 -g -O1 -fno-omit-frame-pointer \
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GLIBCXX_ASSERTIONS \
-  -I "$root/include" "$here/decode_fuzz.cpp" "${srcs[@]}" -o "$bin.tmp" >&2
+  -I "$root/include" "$here/decode_fuzz.cpp" "${srcs[@]}" -lcrypto -o "$bin.tmp" >&2
 mv "$bin.tmp" "$bin"
 echo "$bin"

@@ -41,6 +41,18 @@ std::span<std::uint8_t> FrameBuffer::prepare() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// fp-load payloads
+
+void load_payload(std::uint64_t index, std::uint8_t* p, std::size_t n) {
+  for (std::size_t i = 0; i < n && i < 8; ++i) p[i] = static_cast<std::uint8_t>(index >> (8 * i));
+  std::uint64_t x = index * 0x9E3779B97F4A7C15ull + 1;
+  for (std::size_t i = 8; i < n; i += 8) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;  // one LCG step per 8 bytes
+    std::memcpy(p + i, &x, std::min<std::size_t>(8, n - i));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Frames as the testee's JSON
 
 ByteView json_bytes(const nlohmann::ordered_json& j, const char* key) {

@@ -57,14 +57,7 @@ struct Options {
 
 // Payload of request `index`: bytes 0..7 the index (u64 LE, truncated if the payload is
 // shorter), then a pattern that depends on the index and the position.
-void fill_payload(std::uint64_t index, std::uint8_t* p, std::size_t n) {
-  for (std::size_t i = 0; i < n && i < 8; ++i) p[i] = static_cast<std::uint8_t>(index >> (8 * i));
-  std::uint64_t x = index * 0x9E3779B97F4A7C15ull + 1;
-  for (std::size_t i = 8; i < n; i += 8) {
-    x = x * 6364136223846793005ull + 1442695040888963407ull;  // one LCG step per 8 bytes
-    std::memcpy(p + i, &x, std::min<std::size_t>(8, n - i));
-  }
-}
+void fill_payload(std::uint64_t index, std::uint8_t* p, std::size_t n) { fp::load_payload(index, p, n); }
 
 struct Shared {
   std::mutex mu;

@@ -231,8 +231,9 @@ class Worker {
       ++w->counters_.frames;
       w->counters_.bytes += f.payload.size();
     }
-    void reply(fp::ByteView header, fp::ByteView payload) {
-      if (w->opt_.sink) return;
+    // essential: the handshake answer, pongs and close frames, which --sink still sends
+    void reply(fp::ByteView header, fp::ByteView payload, bool essential = false) {
+      if (w->opt_.sink && !essential) return;
       if (payload.size() >= kGatherMin) {
         gather_reply(c, header, payload);
         return;
@@ -245,7 +246,7 @@ class Worker {
   void process(Conn* c) {
     Out out{this, c};
     if (!c->session.process(out)) {
-      ++counters_.protocol_errors;
+      if (c->session.error()) ++counters_.protocol_errors;  // not for a close handshake
       c->state = Conn::State::Closing;  // STD-ECHO-4 / LF-ECHO-2: replies first, then close
       // A peer that never reads its replies must not keep the connection forever.
       c->drain_deadline = Clock::now() + kClosingTime;

@@ -209,7 +209,7 @@ struct Written {
   std::string bytes;
   template <class F>
   void frame(const F&) {}
-  void reply(fp::ByteView header, fp::ByteView payload) {
+  void reply(fp::ByteView header, fp::ByteView payload, bool = false) {
     bytes.append(reinterpret_cast<const char*>(header.data()), header.size());
     bytes.append(reinterpret_cast<const char*>(payload.data()), payload.size());
   }

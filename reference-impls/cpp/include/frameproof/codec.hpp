@@ -137,6 +137,8 @@ class FrameBuffer {
   void commit(std::size_t n) { end_ += n; }
 
   [[nodiscard]] ByteView data() const { return {buf_.get() + start_, end_ - start_}; }
+  // The same bytes, writable (a decoder that transforms a frame in place, e.g. unmasking).
+  [[nodiscard]] std::span<std::uint8_t> mutable_data() { return {buf_.get() + start_, end_ - start_}; }
   // The frame at the front needs `n` bytes in all (0 = unknown).
   void need(std::uint64_t n) { needed_ = n; }
   // Takes `n` bytes off the front.
@@ -271,6 +273,10 @@ class CodecError : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
 };
+
+// fp-load's payload of request `index`: bytes 0..7 hold the index (u64 little-endian, truncated
+// if the payload is shorter), the rest a pattern derived from the index and the position.
+void load_payload(std::uint64_t index, std::uint8_t* p, std::size_t n);
 
 // A valid request this implementation does not support (the testee answers `skipped`).
 class Unsupported : public std::runtime_error {

@@ -19,6 +19,7 @@
 #include "frameproof/length_field.hpp"  // one line per protocol
 #include "frameproof/rpc.hpp"
 #include "frameproof/standard.hpp"
+#include "frameproof/websocket.hpp"
 
 namespace fp {
 
@@ -26,7 +27,8 @@ namespace fp {
 using AnyProtocol = std::variant<
     Standard,     // spec/standard.md
     LengthField,  // spec/length-field.md
-    Rpc>          // spec/rpc.md
+    Rpc,          // spec/rpc.md
+    WebSocket>    // spec/websocket.md
     ;
 
 // Registered protocol names, in registration order.

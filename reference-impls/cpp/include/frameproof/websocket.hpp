@@ -1,0 +1,360 @@
+// The `websocket` protocol (spec/websocket.md, RFC 6455): the frame codec for both roles (a
+// server receives masked frames and sends unmasked ones, a client the reverse), masking at memory
+// speed, the message layer (fragments, control frames between them, incremental fail-fast UTF-8
+// across fragments, the close frame, the frame and message limits), the server session (the
+// opening handshake on the network, then the echo service with ping/pong and the close handshake)
+// and the client side fp-load and fp-autobahn-client use.
+#pragma once
+
+#include <array>
+#include <string>
+#include <string_view>
+
+#include "frameproof/codec.hpp"
+#include "frameproof/matcher.hpp"
+
+namespace fp {
+
+namespace ws {
+inline constexpr std::uint8_t kCont = 0x0, kText = 0x1, kBinary = 0x2, kClose = 0x8, kPing = 0x9, kPong = 0xA;
+inline constexpr std::size_t kMaxHeader = 14;                               // 2 + 8 + 4
+inline constexpr std::uint64_t kDefaultMaxMessage = 100ull * 1024 * 1024;  // WS-LIM-2
+inline constexpr std::uint64_t kCapacity = (1ull << 63) - 1;               // WS-LEN-4
+inline constexpr std::size_t kMaxHandshake = 8192;                         // request/response head
+inline constexpr std::string_view kSubprotocol = "frameproof.echo";       // WS-HS-4
+
+[[nodiscard]] constexpr bool known_opcode(std::uint32_t op) { return op <= 2 || (op >= 8 && op <= 10); }
+[[nodiscard]] constexpr bool control_opcode(std::uint32_t op) { return op >= 8; }
+// WS-CLOSE-2: the status codes a peer may send.
+[[nodiscard]] constexpr bool close_code_valid(std::uint32_t c) {
+  return (c >= 1000 && c <= 1003) || (c >= 1007 && c <= 1014) || (c >= 3000 && c <= 4999);
+}
+// WS-ERR-1: the close code of an error class (0: none, e.g. WS-STR-3).
+std::uint16_t close_code_for(std::string_view requirement);
+
+// XORs `n` bytes at `p` with the 4-byte key, starting at key octet `phase % 4` (WS-MASK-3):
+// 16 bytes at a time with SSE2 where available, then 8-byte words, then a scalar tail.
+void mask(std::uint8_t* p, std::size_t n, const std::uint8_t key[4], std::size_t phase = 0);
+
+// Incremental UTF-8 validation (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF)
+// that fails at the first byte after which the input can no longer be completed (WS-UTF8-2).
+class Utf8 {
+ public:
+  static constexpr std::size_t kOk = static_cast<std::size_t>(-1);
+  // The index of the first byte that makes the input so far invalid, or kOk.
+  std::size_t feed(const std::uint8_t* p, std::size_t n);
+  // Between code points (a message may end here).
+  [[nodiscard]] bool complete() const { return need_ == 0; }
+
+ private:
+  std::uint8_t need_ = 0;  // continuation bytes still due
+  std::uint8_t lo_ = 0x80, hi_ = 0xBF;  // allowed range of the next one
+};
+bool utf8_valid(ByteView b);
+
+// Handshake helpers: Sec-WebSocket-Accept = base64(SHA-1(key + GUID)) (WS-HS-2), base64 of bytes.
+std::string accept_key(std::string_view key);
+std::string base64(ByteView b);
+// Fills `out` with bytes from the system's entropy source (masking keys, handshake nonces).
+void random_bytes(std::uint8_t* out, std::size_t n);
+}  // namespace ws
+
+// One websocket frame. `key`/`key_len`: the masking key as given (key_len 5 = more than 4 bytes,
+// for an encoder to refuse, WS-MASK-4); `payload`: unmasked.
+struct WsFrame {
+  bool fin = true;
+  std::uint32_t rsv = 0;  // RSV1..RSV3 as bits 2..0
+  std::uint32_t opcode = ws::kBinary;
+  bool masked = false;
+  std::array<std::uint8_t, 4> key{};
+  std::uint8_t key_len = 0;
+  ByteView payload;
+};
+
+class WebSocket;
+
+// The receiving endpoint of one connection (after the opening handshake): frames judged in the
+// order of spec §14, unmasked in place as they arrive, text checked as it arrives (fail-fast,
+// across fragments), the close frame validated; nothing is read after a close frame (WS-CLOSE-4).
+class WsDecoder {
+ public:
+  enum class Status { Frame, NeedMore, Error };
+
+  explicit WsDecoder(const WebSocket& proto, std::size_t read_chunk = kReadChunk);
+
+  std::span<std::uint8_t> prepare() { return buf_.prepare(); }
+  void commit(std::size_t n) { buf_.commit(n); }
+  Status next(WsFrame& out);
+
+  template <class F>
+  std::optional<ProtocolError> feed(ByteView data, F&& on_frame) {
+    if (error_) return error_;
+    while (true) {
+      WsFrame f;
+      Status st;
+      while ((st = next(f)) == Status::Frame) on_frame(static_cast<const WsFrame&>(f));
+      if (st == Status::Error) return error_;
+      if (data.empty() || closed_) return std::nullopt;  // after a close frame: discarded unread
+      auto space = prepare();
+      const std::size_t n = std::min(space.size(), data.size());
+      std::copy_n(data.data(), n, space.data());
+      commit(n);
+      data = data.subspan(n);
+    }
+  }
+
+  // End of stream: WS-STR-3 at the unfinished frame (a stream that ends between frames, even
+  // inside a message, or after a close frame is not an error).
+  std::optional<ProtocolError> finish();
+
+  [[nodiscard]] const std::optional<ProtocolError>& error() const { return error_; }
+  [[nodiscard]] std::size_t capacity() const { return buf_.capacity(); }
+  [[nodiscard]] std::uint64_t position() const { return buf_.position(); }
+  // A close frame was delivered.
+  [[nodiscard]] bool closed() const { return closed_; }
+
+ private:
+  Status fail(const char* req, const char* msg);
+  bool server_;
+  std::uint64_t max_frame_;
+  std::uint64_t max_message_;
+  FrameBuffer buf_;
+  std::optional<ProtocolError> error_;
+  bool closed_ = false;
+  // the message between frames
+  bool in_message_ = false;
+  bool text_ = false;
+  std::uint64_t size_ = 0;
+  ws::Utf8 utf8_;
+  // the frame at the front of the buffer, while it arrives
+  std::uint64_t done_ = 0;  // payload bytes unmasked (and, for text, validated)
+  ws::Utf8 frame_utf8_;
+};
+
+// FIFO matcher of a websocket client (fp-load): every data message completes the oldest pending
+// request; control frames complete nothing.
+class WsFifoMatcher {
+ public:
+  static constexpr std::size_t kMaxWindow = 65536;
+  explicit WsFifoMatcher(std::uint64_t timeout) : timeout_(timeout) {}
+  [[nodiscard]] std::optional<WsFrame> next(SendKind kind, const WsFrame* given) const;
+  void begin(SendKind kind, std::uint64_t index, std::uint64_t now);
+  Match complete(const WsFrame& f);
+  bool expire(std::uint64_t now, std::vector<std::uint64_t>& timed_out, std::vector<std::uint64_t>& failed);
+  void clear(std::vector<std::uint64_t>& ids);
+  [[nodiscard]] std::optional<std::uint64_t> next_deadline() const;
+  [[nodiscard]] std::size_t pending() const { return queue_.size() - head_; }
+  // An echo is one FIN frame with the request's opcode (WS-ECHO-1).
+  static std::optional<std::string> check_echo(const WsFrame& reply, const WsFrame& request);
+
+ private:
+  struct Pending {
+    std::uint64_t index, sent;
+  };
+  std::uint64_t timeout_;
+  std::vector<Pending> queue_;
+  std::size_t head_ = 0;
+};
+
+// The server side of one connection: the opening handshake (network connections only, WS-HS-*),
+// then the echo service (WS-ECHO-*): messages echoed whole as one unmasked FIN frame, pings
+// answered, the close handshake (WS-CLOSE-5), errors closed with their close code (WS-ERR-1).
+// Output: out.reply(header, payload, essential) (essential: the handshake answer, pongs and
+// close frames, which fp-server --sink still sends), out.frame(f) for every decoded frame.
+class WsSession {
+ public:
+  explicit WsSession(const WebSocket& proto);                    // network: handshake first
+  WsSession(const WebSocket& proto, std::string_view endpoint);  // `serve`: frames only
+
+  std::span<std::uint8_t> prepare();
+  void commit(std::size_t n);
+
+  template <class Out>
+  bool process(Out& out) {
+    if (closed_) return false;
+    if (!handshaken_ && !handshake(out)) return !closed_;
+    WsFrame f;
+    while (true) {
+      const WsDecoder::Status st = dec_.next(f);
+      if (st == WsDecoder::Status::NeedMore) return true;
+      if (st == WsDecoder::Status::Error) {
+        error_ = dec_.error();
+        closed_ = true;
+        const std::uint16_t code = ws::close_code_for(error_->requirement);
+        if (code) reply_close(out, code, true);  // WS-ERR-1: the class's code, no reason
+        return false;
+      }
+      out.frame(static_cast<const WsFrame&>(f));
+      on_frame(f, out);
+      if (closed_) return false;
+    }
+  }
+
+  template <class Out>
+  bool feed(ByteView data, Out& out) {
+    while (process(out) && !data.empty()) {
+      auto space = prepare();
+      const std::size_t n = std::min(space.size(), data.size());
+      std::copy_n(data.data(), n, space.data());
+      commit(n);
+      data = data.subspan(n);
+    }
+    return !closed_;
+  }
+
+  // The peer's EOF without a close frame: close without writing (WS-ECHO-3); WS-STR-3 if a
+  // frame was left unfinished.
+  void end_of_input() {
+    if (closed_) return;
+    closed_ = true;
+    if (handshaken_) error_ = dec_.finish();
+  }
+
+  [[nodiscard]] bool closed() const { return closed_; }
+  [[nodiscard]] const std::optional<ProtocolError>& error() const { return error_; }
+
+ private:
+  template <class Out>
+  void reply_frame(Out& out, std::uint8_t opcode, ByteView payload, bool essential) {
+    const std::size_t h = header(opcode, payload.size());
+    out.reply(ByteView(hdr_.data(), h), payload, essential);
+  }
+  template <class Out>
+  void reply_close(Out& out, std::uint16_t code, bool with_code) {
+    code_[0] = static_cast<std::uint8_t>(code >> 8);
+    code_[1] = static_cast<std::uint8_t>(code);
+    reply_frame(out, ws::kClose, with_code ? ByteView(code_.data(), 2) : ByteView(), true);
+  }
+  template <class Out>
+  void on_frame(const WsFrame& f, Out& out) {
+    switch (f.opcode) {
+      case ws::kPing: reply_frame(out, ws::kPong, f.payload, true); return;  // WS-PING-1
+      case ws::kPong: return;                                              // WS-PING-2
+      case ws::kClose:  // WS-CLOSE-5: the same code, no reason; then the server closes
+        closed_ = true;
+        if (f.payload.size() >= 2) reply_close(out, static_cast<std::uint16_t>((f.payload[0] << 8) | f.payload[1]), true);
+        else reply_close(out, 0, false);
+        return;
+      default: break;
+    }
+    if (f.opcode != ws::kCont) {
+      msg_op_ = static_cast<std::uint8_t>(f.opcode);
+      msg_.clear();
+      if (f.fin) {  // WS-ECHO-1: unfragmented, echoed from the buffer without a copy
+        reply_frame(out, msg_op_, f.payload, false);
+        return;
+      }
+    }
+    msg_.insert(msg_.end(), f.payload.begin(), f.payload.end());
+    if (!f.fin) return;
+    reply_frame(out, msg_op_, msg_, false);
+    if (msg_.capacity() > (1u << 20)) Bytes().swap(msg_);
+    else msg_.clear();
+  }
+  // Writes the header of an unmasked FIN frame into hdr_; returns its length.
+  std::size_t header(std::uint8_t opcode, std::size_t len);
+  // The opening handshake (WS-HS-1..5): false while the request head is incomplete or after a
+  // refusal (closed_ then).
+  template <class Out>
+  bool handshake(Out& out) {
+    const auto r = answer_handshake();
+    if (r.reply.empty()) return false;
+    out.reply(ByteView(reinterpret_cast<const std::uint8_t*>(r.reply.data()), r.reply.size()), ByteView(), true);
+    if (!r.ok) {
+      closed_ = true;
+      return false;
+    }
+    handshaken_ = true;
+    return true;
+  }
+  struct HandshakeResult {
+    std::string reply;  // empty: the head is not complete yet
+    bool ok = false;
+  };
+  HandshakeResult answer_handshake();
+
+  WsDecoder dec_;
+  bool handshaken_;
+  Bytes hs_;  // the request head while it arrives
+  std::size_t hs_len_ = 0;
+  std::array<std::uint8_t, ws::kMaxHeader> hdr_{};
+  std::array<std::uint8_t, 2> code_{};
+  std::uint8_t msg_op_ = ws::kBinary;
+  Bytes msg_;  // a fragmented message being reassembled (bounded by max_message, WS-LIM-2)
+  bool closed_ = false;
+  std::optional<ProtocolError> error_;
+};
+
+// The client side of the opening handshake (fp-load, fp-autobahn-client).
+struct WsClientOpening {
+  std::string request;  // GET ... with a fresh Sec-WebSocket-Key
+  std::string key;
+  // `host` for the Host header, `path` the request target.
+  static WsClientOpening make(std::string_view host, std::string_view path);
+  // The response head (up to and including the blank line): empty if it is a 101 with the right
+  // Sec-WebSocket-Accept, else why not.
+  [[nodiscard]] std::string check(std::string_view head) const;
+};
+
+class WebSocket {
+ public:
+  static constexpr std::string_view kName = "websocket";
+  static constexpr bool kSendsFrames = true;
+  static constexpr bool kStreams = false;
+  using FrameType = WsFrame;
+  using DecoderType = WsDecoder;
+  using Client = WsFifoMatcher;
+  using Session = WsSession;
+
+  // max_payload: the frame limit (WS-LIM-1, WS-LIM-3; 0 = 10 MiB); max_message: the message
+  // limit (WS-LIM-2; 0 = 100 MiB); client: the role.
+  explicit WebSocket(Limits limits = {}, bool client = false, std::uint64_t max_message = 0)
+      : limits_(limits), client_(client), max_message_(max_message) {}
+  // The codec JSON: {"protocol": "websocket", "limits": {"max_payload": N},
+  //                  "websocket": {"role": "server"|"client", "max_message": M}}.
+  static WebSocket configure(Limits limits, JsonParams& params);
+
+  [[nodiscard]] std::optional<ProtocolError> validate() const { return std::nullopt; }
+  [[nodiscard]] std::optional<std::string> unsupported() const { return std::nullopt; }
+  [[nodiscard]] std::uint64_t max_payload() const { return std::min(limits_.payload_or_default(), ws::kCapacity); }
+  [[nodiscard]] std::uint64_t max_message() const {
+    return std::min(max_message_ ? max_message_ : ws::kDefaultMaxMessage, ws::kCapacity);
+  }
+  [[nodiscard]] bool client() const { return client_; }
+  [[nodiscard]] WebSocket as_server() const { return WebSocket(limits_, false, max_message_); }
+  [[nodiscard]] const char* truncation_requirement() const { return "WS-STR-3"; }
+  static bool has_endpoint(std::string_view e) { return e.empty() || e == "echo"; }
+
+  // WS-HDR-2, WS-HDR-3, WS-CTL-1, WS-CTL-2, WS-MASK-4, WS-LIM-3 (spec §14); the payload is
+  // masked with the frame's key when it is masked.
+  std::optional<ProtocolError> encode(const WsFrame& f, Bytes& out) const;
+  // Header (minimal length, WS-LEN-2) and masking key of a frame of `len` payload bytes.
+  std::size_t write_header(std::uint8_t* dst, const WsFrame& header, std::uint64_t len) const;
+  [[nodiscard]] std::size_t header_bound(const WsFrame&) const { return ws::kMaxHeader; }
+
+  [[nodiscard]] nlohmann::ordered_json frame_json(const WsFrame& f) const;
+  [[nodiscard]] WsFrame frame_from_json(const nlohmann::ordered_json& j) const;
+
+  // fp-load --variant: binary (default) or text messages, single FIN frames, masked.
+  static std::vector<std::string_view> variants() { return {"binary", "text"}; }
+  [[nodiscard]] WsFrame variant_request(std::size_t variant) const;
+  // fp-load: the payload of request `index` (text: the first n characters of the lowercase hex
+  // of the binary payload, so valid UTF-8 and unique per index).
+  void request_payload(std::size_t variant, std::uint64_t index, std::uint8_t* dst, std::size_t n) const;
+  // fp-load: writes request `index` whole at dst: the header of `header` with a fresh masking key
+  // (WS-MASK-3, set in `header`), then its payload (request_payload), masked. Returns the bytes
+  // written (header_bound(header) + len at most).
+  std::size_t write_request(std::uint8_t* dst, WsFrame& header, std::size_t variant, std::uint64_t index,
+                            std::size_t len) const;
+  // fp-load: the close frame (code 1000, masked) that ends a connection, and whether a received
+  // frame is the server's close.
+  [[nodiscard]] Bytes closing_frame() const;
+  static bool is_close(const WsFrame& f) { return f.opcode == ws::kClose; }
+
+ private:
+  Limits limits_;
+  bool client_;
+  std::uint64_t max_message_;
+};
+
+}  // namespace fp

@@ -1,0 +1,240 @@
+// The websocket module (spec/websocket.md): masking against a byte-wise XOR, UTF-8 fail-fast
+// positions, the RFC 6455 §5.7 examples, fragments with control frames between them, the error
+// classes with their close codes, the echo session (ping, close handshake, errors) and the
+// opening handshake (WS-HS-*).
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "frameproof/websocket.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+using fpt::bytes;
+using fpt::hex;
+
+struct Owned {
+  bool fin;
+  std::uint32_t opcode;
+  bool masked;
+  fp::Bytes payload;
+};
+
+std::pair<std::vector<Owned>, std::optional<fp::ProtocolError>> decode(const fp::WebSocket& proto,
+                                                                      const std::vector<fp::Bytes>& chunks) {
+  std::vector<Owned> out;
+  fp::WsDecoder dec(proto, 64);
+  auto on = [&](const fp::WsFrame& f) {
+    out.push_back({f.fin, f.opcode, f.masked, fp::Bytes(f.payload.begin(), f.payload.end())});
+  };
+  for (const auto& c : chunks)
+    if (auto e = dec.feed(c, on)) return {out, e};
+  return {out, dec.finish()};
+}
+
+fp::Bytes frame(std::uint32_t opcode, const fp::Bytes& payload, bool fin = true, bool masked = true,
+                std::array<std::uint8_t, 4> key = {0x37, 0xfa, 0x21, 0x3d}) {
+  fp::WsFrame f;
+  f.fin = fin;
+  f.opcode = opcode;
+  f.masked = masked;
+  f.key = key;
+  f.key_len = masked ? 4 : 0;
+  f.payload = payload;
+  fp::Bytes out;
+  if (auto e = fp::WebSocket(fp::Limits{1ull << 40}).encode(f, out)) throw std::runtime_error(e->requirement);
+  return out;
+}
+
+const fp::WebSocket kServer;
+const fp::WebSocket kClient(fp::Limits{}, true);
+
+TEST(WebSocket, MaskMatchesBytewiseXor) {
+  std::mt19937 rng(7);
+  for (std::size_t n : {0u, 1u, 3u, 7u, 8u, 15u, 16u, 17u, 63u, 64u, 65u, 200u, 4099u}) {
+    for (std::size_t phase = 0; phase < 4; ++phase) {
+      fp::Bytes data(n + 3);
+      for (auto& b : data) b = static_cast<std::uint8_t>(rng());
+      const std::uint8_t key[4] = {0x11, 0x9c, 0x40, 0xe7};
+      for (std::size_t off = 0; off < 3; ++off) {  // unaligned starts too
+        fp::Bytes want = data;
+        for (std::size_t i = 0; i < n; ++i) want[off + i] ^= key[(i + phase) % 4];
+        fp::Bytes got = data;
+        fp::ws::mask(got.data() + off, n, key, phase);
+        ASSERT_EQ(got, want) << n << " " << phase << " " << off;
+      }
+    }
+  }
+}
+
+TEST(WebSocket, Utf8FailsFastAtTheRightByte) {
+  struct Case {
+    const char* hex;
+    std::size_t at;  // Utf8::kOk: a valid prefix
+  } cases[] = {
+      {"48656c6c6f", fp::ws::Utf8::kOk}, {"cebae1bdb9cf83cebcceb5", fp::ws::Utf8::kOk},
+      {"eda0", 1},  // a surrogate: the A0 (ED allows 80..9F)
+      {"c0", 0},    {"e080", 1}, {"f4908080", 1}, {"f5", 0}, {"80", 0}, {"e2", fp::ws::Utf8::kOk},
+      {"e282ac41", fp::ws::Utf8::kOk}, {"e28241", 2},
+  };
+  for (const Case& c : cases) {
+    const fp::Bytes b = hex(c.hex);
+    fp::ws::Utf8 u;
+    EXPECT_EQ(u.feed(b.data(), b.size()), c.at) << c.hex;
+  }
+  // split anywhere: the same verdict
+  const fp::Bytes euro = hex("e282ac");
+  for (std::size_t cut = 0; cut <= 3; ++cut) {
+    fp::ws::Utf8 u;
+    EXPECT_EQ(u.feed(euro.data(), cut), fp::ws::Utf8::kOk);
+    EXPECT_EQ(u.feed(euro.data() + cut, 3 - cut), fp::ws::Utf8::kOk);
+    EXPECT_TRUE(u.complete());
+  }
+}
+
+TEST(WebSocket, Rfc6455Examples) {
+  EXPECT_EQ(frame(fp::ws::kText, bytes("Hello"), true, false), hex("81 05 48 65 6c 6c 6f"));
+  EXPECT_EQ(frame(fp::ws::kText, bytes("Hello")), hex("81 85 37 fa 21 3d 7f 9f 4d 51 58"));
+  EXPECT_EQ(fp::Bytes(frame(fp::ws::kBinary, fp::Bytes(256), true, false)).size(), 4u + 256u);
+  EXPECT_EQ(fp::Bytes(frame(fp::ws::kBinary, fp::Bytes(256), true, false)).at(1), 0x7e);
+  EXPECT_EQ(fp::Bytes(frame(fp::ws::kBinary, fp::Bytes(65536), true, false)).at(1), 0x7f);
+  // a client receives the unmasked "Hello" in any split
+  const fp::Bytes s = hex("01 03 48 65 6c 89 05 48 65 6c 6c 6f 80 02 6c 6f");  // "Hel", ping, "lo"
+  for (const auto& chunks : {std::vector<fp::Bytes>{s}, fpt::bytewise(s)}) {
+    auto [frames, err] = decode(kClient, chunks);
+    ASSERT_FALSE(err) << err->requirement;
+    ASSERT_EQ(frames.size(), 3u);
+    EXPECT_EQ(frames[1].opcode, fp::ws::kPing);  // between fragments (WS-CTL-3)
+    EXPECT_EQ(frames[2].payload, bytes("lo"));
+  }
+  // a server receives the masked one
+  auto [frames, err] = decode(kServer, {hex("81 85 37 fa 21 3d 7f 9f 4d 51 58")});
+  ASSERT_FALSE(err);
+  EXPECT_EQ(frames.at(0).payload, bytes("Hello"));
+}
+
+TEST(WebSocket, ErrorsAndCloseCodes) {
+  struct Case {
+    fp::Bytes stream;
+    const char* req;
+    std::uint16_t code;
+  } cases[] = {
+      {hex("c1 80 00000000"), "WS-HDR-2", 1002},
+      {hex("83 80 00000000"), "WS-HDR-3", 1002},
+      {hex("09 80 00000000"), "WS-CTL-1", 1002},
+      {hex("81 00"), "WS-MASK-1", 1002},
+      {hex("89 fe 007e 00000000"), "WS-CTL-2", 1002},
+      {hex("82 fe 007d 00000000"), "WS-LEN-3", 1002},
+      {hex("82 ff 8000000000000000 00000000"), "WS-LEN-4", 1002},
+      {hex("80 80 00000000"), "WS-FRAG-2", 1002},
+      {fpt::cat(frame(1, bytes("a"), false), frame(2, bytes("b"))), "WS-FRAG-3", 1002},
+      {frame(1, hex("eda0")), "WS-UTF8-1", 1007},
+      {frame(1, hex("eda0"), false), "WS-UTF8-2", 1007},
+      {frame(1, hex("e282")), "WS-UTF8-1", 1007},  // the message ends inside a code point
+      {frame(8, hex("03")), "WS-CLOSE-1", 1002},
+      {frame(8, hex("03ed")), "WS-CLOSE-2", 1002},
+      {frame(8, hex("03e8 ff")), "WS-CLOSE-3", 1007},
+      {hex("82 ff 0000000000a00001 00000000"), "WS-LIM-1", 1009},
+  };
+  for (const auto& c : cases) {
+    auto [frames, err] = decode(kServer, {c.stream});
+    ASSERT_TRUE(err) << c.req;
+    EXPECT_EQ(err->requirement, c.req);
+    EXPECT_EQ(fp::ws::close_code_for(err->requirement), c.code) << c.req;
+  }
+  // fail fast: invalid text is reported before the frame is complete, not as truncation
+  const fp::Bytes partial = frame(1, fpt::cat(hex("c0"), fp::Bytes(100, 'a')));
+  auto [f1, e1] = decode(kServer, {fp::Bytes(partial.begin(), partial.begin() + 10)});
+  ASSERT_TRUE(e1);
+  EXPECT_EQ(e1->requirement, "WS-UTF8-1");
+  // the message limit counts the fragments so far
+  const fp::WebSocket small(fp::Limits{}, false, 10);
+  auto [f2, e2] = decode(small, {fpt::cat(frame(2, fp::Bytes(6), false), frame(0, fp::Bytes(5)))});
+  ASSERT_TRUE(e2);
+  EXPECT_EQ(e2->requirement, "WS-LIM-2");
+  EXPECT_EQ(e2->offset, frame(2, fp::Bytes(6), false).size());
+  // a masked frame to a client
+  auto [f3, e3] = decode(kClient, {frame(2, bytes("x"))});
+  ASSERT_TRUE(e3);
+  EXPECT_EQ(e3->requirement, "WS-MASK-2");
+  // truncated: no close code, and nothing after a close frame is read
+  auto [f4, e4] = decode(kServer, {hex("82 85 00")});
+  ASSERT_TRUE(e4);
+  EXPECT_EQ(e4->requirement, "WS-STR-3");
+  auto [f5, e5] = decode(kServer, {fpt::cat(frame(8, hex("03e8")), hex("ff ff ff"))});
+  EXPECT_FALSE(e5);
+  EXPECT_EQ(f5.size(), 1u);
+}
+
+struct Sink {
+  fp::Bytes out;
+  template <class F>
+  void frame(const F&) {}
+  void reply(fp::ByteView h, fp::ByteView p, bool = false) {
+    out.insert(out.end(), h.begin(), h.end());
+    out.insert(out.end(), p.begin(), p.end());
+  }
+};
+
+TEST(WebSocket, EchoSession) {
+  fp::WsSession s(kServer, "");
+  Sink sink;
+  // fragmented text with a ping between the fragments, a binary message, an unsolicited pong
+  const fp::Bytes in = fpt::cat(fpt::cat(frame(1, bytes("Hel"), false), frame(9, bytes("p"))),
+                                fpt::cat(fpt::cat(frame(0, bytes("lo")), frame(2, bytes("bin"))), frame(10, bytes("x"))));
+  for (const auto& ch : fpt::bytewise(in)) ASSERT_TRUE(s.feed(ch, sink));
+  EXPECT_EQ(sink.out, hex("8a 01 70  81 05 48656c6c6f  82 03 62696e"));
+  sink.out.clear();
+  EXPECT_FALSE(s.feed(frame(8, hex("0fa0 6279")), sink));  // close 4000 "by": answered 4000, no reason
+  EXPECT_EQ(sink.out, hex("88 02 0fa0"));
+  EXPECT_TRUE(s.closed());
+  EXPECT_FALSE(s.error());
+
+  fp::WsSession bad(kServer, "");
+  sink.out.clear();
+  EXPECT_FALSE(bad.feed(fpt::cat(frame(2, bytes("ok")), hex("81 05 48656c6c6f")), sink));  // unmasked
+  EXPECT_EQ(sink.out, hex("82 02 6f6b  88 02 03ea"));  // the echo, then close 1002
+  ASSERT_TRUE(bad.error());
+  EXPECT_EQ(bad.error()->requirement, "WS-MASK-1");
+}
+
+TEST(WebSocket, OpeningHandshake) {
+  EXPECT_EQ(fp::ws::accept_key("dGhlIHNhbXBsZSBub25jZQ=="), "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");  // WS-HS-2
+  auto run = [](const std::string& req) {
+    fp::WsSession s(kServer);
+    Sink sink;
+    s.feed(fp::ByteView(reinterpret_cast<const std::uint8_t*>(req.data()), req.size()), sink);
+    return std::make_pair(std::string(sink.out.begin(), sink.out.end()), s.closed());
+  };
+  const std::string good =
+      "GET /any HTTP/1.1\r\nHost: x\r\nUpgrade: WebSocket\r\nConnection: keep-alive, Upgrade\r\n"
+      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n";
+  auto [ok, closed] = run(good + "Sec-WebSocket-Protocol: chat, frameproof.echo\r\nSec-WebSocket-Extensions: permessage-deflate\r\n\r\n");
+  EXPECT_FALSE(closed);
+  EXPECT_EQ(ok.rfind("HTTP/1.1 101 ", 0), 0u);
+  EXPECT_NE(ok.find("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"), std::string::npos);
+  EXPECT_NE(ok.find("Sec-WebSocket-Protocol: frameproof.echo\r\n"), std::string::npos);  // WS-HS-4
+  EXPECT_EQ(ok.find("Extensions"), std::string::npos);                                   // WS-HS-5
+  auto [plain, c2] = run(good + "\r\n");
+  EXPECT_EQ(plain.find("Sec-WebSocket-Protocol"), std::string::npos);
+  auto [v8, c3] = run("GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 8\r\n\r\n");
+  EXPECT_EQ(v8.rfind("HTTP/1.1 426 ", 0), 0u);  // WS-HS-3
+  EXPECT_NE(v8.find("Sec-WebSocket-Version: 13\r\n"), std::string::npos);
+  EXPECT_TRUE(c3);
+  auto [nokey, c4] = run("GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                         "Sec-WebSocket-Key: c2hvcnQ=\r\nSec-WebSocket-Version: 13\r\n\r\n");
+  EXPECT_EQ(nokey.rfind("HTTP/1.1 400 ", 0), 0u);  // WS-HS-1: not 16 bytes
+  auto [post, c5] = run("POST / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n");
+  EXPECT_EQ(post.rfind("HTTP/1.1 400 ", 0), 0u);
+  // the client side checks the accept key
+  const fp::WsClientOpening o = fp::WsClientOpening::make("127.0.0.1:1", "/");
+  const std::string answer = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                             "Sec-WebSocket-Accept: " + fp::ws::accept_key(o.key) + "\r\n\r\n";
+  EXPECT_EQ(o.check(answer), "");
+  EXPECT_NE(o.check(ok), "");
+}
+
+}  // namespace
