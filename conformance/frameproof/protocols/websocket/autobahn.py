@@ -555,7 +555,8 @@ def add_parser(sub):
                        description=__doc__.split("\n\n")[0],
                        epilog="exit status: 0 no case FAILED and nothing unexpected; 1 a FAILED case, an expected "
                               "failure that passed, an unmatched --xfail entry or pattern, a driver or the peer gone; "
-                              "2 usage error; 3 the peer under test or a driver could not start / be installed")
+                              "2 usage error; 3 the server never listened, the client could not start, or a driver could not "
+                              "be installed")
     g = a.add_mutually_exclusive_group(required=True)
     g.add_argument("--server", help="HOST:PORT of a running websocket echo server (127.0.0.1 or ::1)")
     g.add_argument("--server-cmd", help='start this server (it prints "LISTENING host:port"), test it, stop it')
