@@ -174,6 +174,11 @@ impl<'a> Section<'a> {
         invalid(format!("codec.{}.{key} must be {what}", self.name))
     }
 
+    /// A field as given (`None` when absent or null), for a protocol that reads it itself.
+    pub fn value(&mut self, key: &'static str) -> Option<&'a Value> {
+        self.get(key)
+    }
+
     /// A non-negative integer field.
     pub fn u64(&mut self, key: &'static str, default: u64) -> Result<u64, ConfigError> {
         match self.get(key) {

@@ -7,7 +7,8 @@
 //! * One module per protocol: [`standard`], the 4-byte-header request/reply framing
 //!   (`spec/standard.md`, `STD-*`); [`length_field`], length-prefixed framing in every profile
 //!   (`spec/length-field.md`, `LF-*`); [`rpc`], galay-rpc's 16-byte big-endian header with
-//!   typed bodies, unary calls and streams (`spec/rpc.md`, `RPC-*`).
+//!   typed bodies, unary calls and streams (`spec/rpc.md`, `RPC-*`); [`websocket`], RFC 6455
+//!   frames, messages and the opening handshake (`spec/websocket.md`, `WS-*`).
 //! * [`matcher`]: the bookkeeping of client-side matching (sequence table for `standard`, FIFO
 //!   for `length-field`), driven by a caller-supplied clock so that it works with a virtual
 //!   clock (the testee's `match` request) as well as a real one (the load client).
@@ -28,6 +29,7 @@ pub mod protocol;
 pub mod registry;
 pub mod rpc;
 pub mod standard;
+pub mod websocket;
 
 use std::fmt;
 
@@ -89,6 +91,50 @@ pub enum Violation {
     RpcStr3,
     /// `RPC-ECHO-4`: a frame other than REQUEST on the unary endpoint.
     RpcEcho4,
+    /// `WS-HDR-2`: a reserved RSV bit set.
+    WsHdr2,
+    /// `WS-HDR-3`: a reserved opcode.
+    WsHdr3,
+    /// `WS-LEN-3`: a length not in its minimal form.
+    WsLen3,
+    /// `WS-LEN-4`: a 64-bit length with its most significant bit set.
+    WsLen4,
+    /// `WS-MASK-1`: an unmasked frame received by a server.
+    WsMask1,
+    /// `WS-MASK-2`: a masked frame received by a client.
+    WsMask2,
+    /// `WS-MASK-4`: a masking key that does not fit the MASK bit (encoder).
+    WsMask4,
+    /// `WS-CTL-1`: a fragmented control frame.
+    WsCtl1,
+    /// `WS-CTL-2`: a control frame payload over 125 bytes.
+    WsCtl2,
+    /// `WS-FRAG-2`: a continuation frame outside a message.
+    WsFrag2,
+    /// `WS-FRAG-3`: a new message inside a fragmented one.
+    WsFrag3,
+    /// `WS-UTF8-1`: invalid UTF-8 in a text message (found in its last frame).
+    WsUtf81,
+    /// `WS-UTF8-2`: invalid UTF-8 in a text message (found in a fragment before the last).
+    WsUtf82,
+    /// `WS-CLOSE-1`: a close payload of 1 byte.
+    WsClose1,
+    /// `WS-CLOSE-2`: a close code a peer may not send.
+    WsClose2,
+    /// `WS-CLOSE-3`: a close reason that is not UTF-8.
+    WsClose3,
+    /// `WS-LIM-1`: a frame above the frame limit.
+    WsLim1,
+    /// `WS-LIM-2`: a message above the message limit.
+    WsLim2,
+    /// `WS-LIM-3`: a payload to encode above the frame limit.
+    WsLim3,
+    /// `WS-STR-3`: the stream ended inside a frame.
+    WsStr3,
+    /// `WS-HS-1`: an opening handshake request that is not a valid upgrade.
+    WsHs1,
+    /// `WS-HS-3`: an opening handshake with another version than 13.
+    WsHs3,
 }
 
 impl Violation {
@@ -119,6 +165,28 @@ impl Violation {
             Violation::RpcLim2 => "RPC-LIM-2",
             Violation::RpcStr3 => "RPC-STR-3",
             Violation::RpcEcho4 => "RPC-ECHO-4",
+            Violation::WsHdr2 => "WS-HDR-2",
+            Violation::WsHdr3 => "WS-HDR-3",
+            Violation::WsLen3 => "WS-LEN-3",
+            Violation::WsLen4 => "WS-LEN-4",
+            Violation::WsMask1 => "WS-MASK-1",
+            Violation::WsMask2 => "WS-MASK-2",
+            Violation::WsMask4 => "WS-MASK-4",
+            Violation::WsCtl1 => "WS-CTL-1",
+            Violation::WsCtl2 => "WS-CTL-2",
+            Violation::WsFrag2 => "WS-FRAG-2",
+            Violation::WsFrag3 => "WS-FRAG-3",
+            Violation::WsUtf81 => "WS-UTF8-1",
+            Violation::WsUtf82 => "WS-UTF8-2",
+            Violation::WsClose1 => "WS-CLOSE-1",
+            Violation::WsClose2 => "WS-CLOSE-2",
+            Violation::WsClose3 => "WS-CLOSE-3",
+            Violation::WsLim1 => "WS-LIM-1",
+            Violation::WsLim2 => "WS-LIM-2",
+            Violation::WsLim3 => "WS-LIM-3",
+            Violation::WsStr3 => "WS-STR-3",
+            Violation::WsHs1 => "WS-HS-1",
+            Violation::WsHs3 => "WS-HS-3",
         }
     }
 
@@ -126,7 +194,7 @@ impl Violation {
     pub fn is_truncation(self) -> bool {
         matches!(
             self,
-            Violation::StdStr3 | Violation::LfStr3 | Violation::RpcStr3
+            Violation::StdStr3 | Violation::LfStr3 | Violation::RpcStr3 | Violation::WsStr3
         )
     }
 }
@@ -278,6 +346,28 @@ mod tests {
             Violation::RpcLim2,
             Violation::RpcStr3,
             Violation::RpcEcho4,
+            Violation::WsHdr2,
+            Violation::WsHdr3,
+            Violation::WsLen3,
+            Violation::WsLen4,
+            Violation::WsMask1,
+            Violation::WsMask2,
+            Violation::WsMask4,
+            Violation::WsCtl1,
+            Violation::WsCtl2,
+            Violation::WsFrag2,
+            Violation::WsFrag3,
+            Violation::WsUtf81,
+            Violation::WsUtf82,
+            Violation::WsClose1,
+            Violation::WsClose2,
+            Violation::WsClose3,
+            Violation::WsLim1,
+            Violation::WsLim2,
+            Violation::WsLim3,
+            Violation::WsStr3,
+            Violation::WsHs1,
+            Violation::WsHs3,
         ];
         let ids: std::collections::HashSet<&str> = all.iter().map(|v| v.id()).collect();
         assert_eq!(ids.len(), all.len());

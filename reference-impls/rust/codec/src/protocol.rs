@@ -93,6 +93,28 @@ pub trait Protocol: Sized + Clone + Send + Sync + 'static {
         self
     }
 
+    /// The load client's payloads are text: the lowercase hex of the binary pattern, cut to the
+    /// payload size (websocket's text messages must be UTF-8).
+    fn text_payloads(&self) -> bool {
+        false
+    }
+
+    /// The client's opening handshake for a server at `host`, where the protocol has one.
+    fn opening(&self, _host: &str) -> Option<Box<dyn Opening>> {
+        None
+    }
+
+    /// Appends what a client sends before it closes (websocket: a close frame with code 1000)
+    /// and returns true, or false where the protocol has nothing to say.
+    fn put_goodbye(&self, _out: &mut BytesMut) -> bool {
+        false
+    }
+
+    /// Whether a received frame is the peer's answer to the goodbye (its close frame).
+    fn is_goodbye(_frame: &Self::Frame) -> bool {
+        false
+    }
+
     /// Whether the protocol has streams (the load client's `--mode stream`, [`StreamOps`]).
     fn streams(&self) -> Option<&dyn StreamOps<Self::Frame>> {
         None
@@ -103,6 +125,16 @@ pub trait Protocol: Sized + Clone + Send + Sync + 'static {
     fn walker(&self, _reply: bool) -> Option<Box<dyn HeaderWalker>> {
         None
     }
+}
+
+/// A client's opening handshake (websocket): the request it writes, then the check of the
+/// server's response.
+pub trait Opening: Send {
+    /// The bytes to write after connecting.
+    fn request(&self) -> &[u8];
+    /// The bytes received so far: `Ok(None)` while the response is incomplete, `Ok(Some(n))`
+    /// when its `n` bytes are complete and right (frames follow them), `Err` when it is wrong.
+    fn response(&self, buf: &[u8]) -> Result<Option<usize>, String>;
 }
 
 /// The client side of a protocol's streams, as a load client runs them: open a stream, send

@@ -48,6 +48,7 @@ registry! {
     standard::Standard,
     length_field::LengthField,
     rpc::Rpc,
+    websocket::WebSocket,
 }
 
 /// Checks a configuration (builds its protocol) without using it.
@@ -96,7 +97,7 @@ mod tests {
 
     #[test]
     fn lists_every_protocol_once() {
-        assert_eq!(PROTOCOLS, &["standard", "length-field", "rpc"]);
+        assert_eq!(PROTOCOLS, &["standard", "length-field", "rpc", "websocket"]);
     }
 
     #[test]
@@ -123,8 +124,8 @@ mod tests {
     fn refusals() {
         let cfg = |s: &str| CodecConfig::parse(s).unwrap();
         assert!(matches!(
-            check(&cfg(r#"{"protocol": "websocket"}"#)),
-            Err(ConfigError::Unsupported(m)) if m.contains("standard, length-field, rpc")
+            check(&cfg(r#"{"protocol": "smtp"}"#)),
+            Err(ConfigError::Unsupported(m)) if m.contains("standard, length-field, rpc, websocket")
         ));
         match check(&cfg(
             r#"{"protocol": "length-field", "length_field": {"size": 3}}"#,

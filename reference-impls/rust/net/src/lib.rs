@@ -381,7 +381,7 @@ mod tests {
             r#"{"protocol": "length-field", "length_field": {"size": 3}}"#
         ])
         .contains("LF-FMT-3"));
-        assert!(err(&["--protocol", "websocket"]).contains("not implemented"));
+        assert!(err(&["--protocol", "smtp"]).contains("not implemented"));
         assert!(err(&["--codec", r#"{"limits": {"max_payload": 10}}"#])
             .contains("protocol is required"));
     }

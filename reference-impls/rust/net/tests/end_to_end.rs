@@ -476,7 +476,7 @@ fn usage_errors_exit_2_and_help_exits_0() {
         ),
         (
             server,
-            vec!["--protocol", "websocket", "--listen", "127.0.0.1:0"],
+            vec!["--protocol", "smtp", "--listen", "127.0.0.1:0"],
             "not implemented",
         ),
         (

@@ -469,7 +469,10 @@ mod tests {
         // A v1 runner (no max_harness_version): version 1, v1 features.
         let h = hello(0);
         assert_eq!(h.harness_version, 1);
-        assert_eq!(h.protocols, vec!["standard", "length-field", "rpc"]);
+        assert_eq!(
+            h.protocols,
+            vec!["standard", "length-field", "rpc", "websocket"]
+        );
         assert_eq!(h.features, vec!["decode", "encode", "match"]);
         assert_eq!(hello(1).harness_version, 1);
         // A v2 runner: version 2 with serve; a later runner still gets 2.
@@ -540,7 +543,7 @@ mod tests {
     #[test]
     fn unknown_protocol_is_skipped() {
         let r = req(Request::Decode(pb::DecodeRequest {
-            codec: codec("websocket", None, 0),
+            codec: codec("smtp", None, 0),
             chunks: vec![],
         }));
         assert!(matches!(r, Resp::Skipped(_)));
