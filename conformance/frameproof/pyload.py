@@ -191,13 +191,14 @@ async def requests(args, k, count, stats, index0, deadline, side, reader, writer
                     stats.verified += 1
                 else:
                     stats.error(f"connection {k}: reply differs from its request ({frame.header or 'payload'})")
-                if not side.entries() and sent >= count:
+                if not side.entries() and (sent >= count or stopped):
                     done.set()
                     refill.set()
                     return
                 refill.set()
 
     refill = asyncio.Event()
+    stopped = False  # the writer is done (count reached or --duration over): the last reply ends the run
     rt = asyncio.ensure_future(reader_task())
     while sent < count and time.monotonic() < deadline and not rt.done():
         while len(side.entries()) < window and sent < count:
@@ -215,6 +216,7 @@ async def requests(args, k, count, stats, index0, deadline, side, reader, writer
                 if args.fault == "hangs-on-missing":
                     await asyncio.sleep(3600)
                 break
+    stopped = True  # read by reader_task: with --duration, count is never reached
     if side.entries() and not rt.done():
         try:
             await asyncio.wait_for(done.wait(), timeout=args.timeout_ms / 1000)
