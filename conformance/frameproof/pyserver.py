@@ -490,6 +490,19 @@ def add_codec_args(ap):
     ap.add_argument("--codec", help='codec JSON, e.g. \'{"protocol": "length-field", "length_field": {"size": 4}}\'')
 
 
+def _raise_nofile(connections: int):
+    """Descriptors for --max-connections (RES-6): the soft RLIMIT_NOFILE up to the hard one. Below it,
+    accepting fails (RES-7) before the connection limit is reached."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = connections + 64
+    if soft != resource.RLIM_INFINITY and soft < want:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want if hard == resource.RLIM_INFINITY else min(want, hard), hard))
+        except (ValueError, OSError):
+            pass
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m frameproof.pyserver")
     add_codec_args(ap)
@@ -505,6 +518,7 @@ def main(argv=None):
         ap.error(f"--memory-budget {limits.memory_budget} is below the largest frame or message the server "
                  f"accepts ({largest}; {codec.spec.name} RES-1)")
     host, _, port = args.listen.rpartition(":")
+    _raise_nofile(limits.max_connections)
     srv = EchoServer(codec, args.sink, args.fault, limits=limits)
 
     async def run():
