@@ -293,7 +293,8 @@ def main(args) -> int:
     if not (args.no_instructions or smoke):
         n = args.instructions_messages or (5000 if quick else 20000)
         log(f"== instructions per echoed message (callgrind, N = {n} and {2 * n})")
-        ins = instructions.run(servers, instructions.default_client(), n, timing_runs=0, protocols=_protocols(args))
+        ins = instructions.run(servers, instructions.default_client(), n, timing_runs=1 if quick else 3,
+                               protocols=_protocols(args))
     else:
         skipped.append("instruction counts (" + ("--smoke" if smoke else "--no-instructions") + ")")
     q = quiet_after(args, before)
