@@ -384,3 +384,78 @@ def test_instructions_tiny_run(tmp_path):
     assert {t["key"] for t in ins["timing"]} == {r["key"] for r in ins["rows"]}
     md = (tmp_path / "i.md").read_text()
     assert "Instructions per echoed message" in md and "| standard | per-packet C=1 | raw |" in md
+
+
+C_MICRO = r"""
+/* A native micro-benchmark program following tools/bench/microbench.md, for two cases only:
+   length-field/encode/32/{1,16} (2-byte little-endian length + 32-byte payload into a reused buffer). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+static unsigned char src[16 * 32], out[16 * 34];
+static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec * 1e9 + t.tv_nsec; }
+static int cmp(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b; return (x > y) - (x < y); }
+int main(int argc, char **argv) {
+    const char *c = 0, *js = 0; long n = 0, s = 11, w = -1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--list")) { puts("length-field/encode/32/1\nlength-field/encode/32/16"); return 0; }
+        if (i + 1 >= argc) { fprintf(stderr, "usage error: %s needs a value\n", argv[i]); return 2; }
+        if (!strcmp(argv[i], "--case")) c = argv[++i];
+        else if (!strcmp(argv[i], "--iterations")) n = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--samples")) s = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--warmup")) w = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--json")) js = argv[++i];
+        else { fprintf(stderr, "usage error: %s\n", argv[i]); return 2; }
+    }
+    if (!c || !js || n < 1 || s < 1) { fprintf(stderr, "usage error\n"); return 2; }
+    int f = !strcmp(c, "length-field/encode/32/1") ? 1 : !strcmp(c, "length-field/encode/32/16") ? 16 : 0;
+    if (!f) { fprintf(stderr, "c-micro: case %s is not implemented here\n", c); return 3; }
+    if (w < 0) w = n / 10 > 0 ? n / 10 : 1;
+    for (int i = 0; i < 16 * 32; i++) src[i] = (unsigned char)(i * 7);
+    unsigned long long check = 0; double *per = malloc(sizeof(double) * s);
+    for (long it = -w, k = 0; k < s; ) {
+        double t0 = now();
+        long end = it < 0 ? 0 : n;
+        for (long j = it < 0 ? it : 0; j < end; j++) {
+            size_t len = 0;
+            for (int q = 0; q < f; q++) { out[len] = 32; out[len + 1] = 0; memcpy(out + len + 2, src + q * 32, 32); len += 34; }
+            __asm__ volatile("" : : "r"(out) : "memory");
+            check += len + out[len - 1];
+        }
+        if (it < 0) { it = 0; continue; }
+        per[k++] = (now() - t0) / ((double)n * f);
+    }
+    qsort(per, s, sizeof(double), cmp);
+    FILE *o = fopen(js, "w");
+    fprintf(o, "{\"schema\": \"frameproof-microbench/1\", \"implementation\": \"c\", \"case\": \"%s\", \"protocol\": \"length-field\", "
+               "\"op\": \"encode\", \"payload\": 32, \"frames_per_read\": %d, \"iterations\": %ld, \"samples\": %ld, "
+               "\"warmup_iterations\": %ld, \"ns_per_frame\": {\"median\": %.3f, \"min\": %.3f, \"max\": %.3f, \"n\": %ld}, "
+               "\"bytes_per_frame\": 34, \"allocs_per_frame\": null, \"bytes_alloc_per_frame\": null, "
+               "\"allocation_counter\": \"not measured\", \"instructions_per_frame\": null, \"checksum\": %llu}\n",
+            c, f, n, s, w, per[s / 2] > 0 ? per[s / 2] : 0.001, per[0] > 0 ? per[0] : 0.001, per[s - 1] > 0 ? per[s - 1] : 0.001, s,
+            check % 1000000007ULL);
+    fclose(o);
+    return 0;
+}
+"""
+
+
+def test_microbench_counts_instructions_of_a_native_program(tmp_path):
+    """The iteration-count mode: microbench.py --instructions runs the program under callgrind at N
+    and 2N iterations; the difference per frame is the loop's cost, free of start-up."""
+    import shutil
+    if not (shutil.which("gcc") and shutil.which("valgrind")):
+        pytest.skip("gcc or valgrind missing")
+    src, exe = tmp_path / "micro.c", tmp_path / "c-micro"
+    src.write_text(C_MICRO)
+    subprocess.run(["gcc", "-O2", "-o", str(exe), str(src)], check=True, capture_output=True, timeout=120)
+    rc, out = microbench(tmp_path, "--only", "c", "--program", f"c={exe}", "--cases", "length-field/encode/32/*",
+                         "--iterations", "2000", "--samples", "3", "--instructions")
+    assert rc == 0, out
+    res = json.loads((tmp_path / "m.json").read_text())["implementations"]["c"]["results"]
+    assert [r["case"] for r in res] == ["length-field/encode/32/1", "length-field/encode/32/16"]
+    for r in res:
+        # a 2-byte header and a 32-byte copy: tens of instructions per frame, not the program's start-up
+        assert r["instructions_per_frame"] is not None and 5 < r["instructions_per_frame"] < 200, r
+    assert "| length-field/encode/32/16 | c |" in (tmp_path / "m.md").read_text()
