@@ -51,6 +51,7 @@ struct Options {
   std::uint64_t timeout_ms = 5000;
   std::string json;
   std::size_t frames_per_stream = 16;  // --mode stream
+  std::string connect;                 // HOST:PORT as given (a handshake's Host header)
   std::size_t variant = 0;  // index into P::variants()
   std::string variant_name;
 };
@@ -104,9 +105,10 @@ class Connection {
   }
 
   Result run() {
-    if (!connect_socket()) {
+    if (!connect_socket() || !opening()) {
       res_.fatal = true;
       res_.missing = quota_;
+      if (fd_ >= 0) ::close(fd_);
       return std::move(res_);
     }
     if (opt_.mode == Mode::Stream) {
@@ -114,6 +116,7 @@ class Connection {
     } else {
       loop();
     }
+    closing();
     ::close(fd_);
     return std::move(res_);
   }
@@ -155,6 +158,108 @@ class Connection {
     return true;
   }
 
+  // Writes all of `data` within --timeout-ms; false (noted) if not.
+  bool send_all(std::string_view data) {
+    const std::uint64_t deadline = now_ns() + opt_.timeout_ms * 1000000ull;
+    while (!data.empty()) {
+      const ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        data.remove_prefix(static_cast<std::size_t>(n));
+        continue;
+      }
+      if (n < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) break;
+      const std::uint64_t now = now_ns();
+      if (now >= deadline) break;
+      pollfd p{fd_, POLLOUT, 0};
+      ::poll(&p, 1, static_cast<int>(std::min<std::uint64_t>((deadline - now) / 1'000'000 + 1, 50)));
+    }
+    if (data.empty()) return true;
+    shared_.note("connection " + std::to_string(id_) + ": could not send the opening handshake");
+    return false;
+  }
+
+  // Protocols with an opening handshake (P::ClientOpening, websocket): send the request, read
+  // the answer head (bytes after it go to the decoder) and check it; a failure is an error.
+  bool opening() {
+    if constexpr (requires { typename P::ClientOpening; }) {
+      const auto o = P::ClientOpening::make(opt_.connect, "/");
+      if (!send_all(o.request)) return false;
+      std::string head;
+      const std::uint64_t deadline = now_ns() + opt_.timeout_ms * 1000000ull;
+      std::size_t end;
+      char buf[4096];
+      while ((end = head.find("\r\n\r\n")) == std::string::npos) {
+        const std::uint64_t now = now_ns();
+        if (now >= deadline || head.size() > 16384) {
+          error("no complete answer to the opening handshake");
+          return false;
+        }
+        pollfd p{fd_, POLLIN, 0};
+        if (::poll(&p, 1, static_cast<int>(std::min<std::uint64_t>((deadline - now) / 1'000'000 + 1, 50))) <= 0) continue;
+        const ssize_t n = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
+          error("the server closed the connection during the opening handshake");
+          return false;
+        }
+        if (n > 0) head.append(buf, static_cast<std::size_t>(n));
+      }
+      if (const std::string why = o.check(std::string_view(head).substr(0, end + 4)); !why.empty()) {
+        error(why);
+        return false;
+      }
+      fp::ByteView rest(reinterpret_cast<const std::uint8_t*>(head.data()) + end + 4, head.size() - end - 4);
+      while (!rest.empty()) {
+        auto space = decoder_.prepare();
+        const std::size_t n = std::min(space.size(), rest.size());
+        std::copy_n(rest.data(), n, space.data());
+        decoder_.commit(n);
+        rest = rest.subspan(n);
+      }
+    }
+    return true;
+  }
+
+  // Protocols with a closing handshake (P::closing_frame, websocket): send it and wait at most
+  // --timeout-ms for the server's (frames before it are skipped).
+  void closing() {
+    if constexpr (requires { proto_.closing_frame(); }) {
+      if (failed_ || res_.fatal) return;
+      const fp::Bytes c = proto_.closing_frame();
+      out_.insert(out_.end(), c.begin(), c.end());
+      const std::uint64_t deadline = now_ns() + opt_.timeout_ms * 1000000ull;
+      FrameT f;
+      while (true) {
+        const typename Dec::Status st = decoder_.next(f);
+        if (st == Dec::Status::Frame) {
+          if (P::is_close(f)) return;
+          continue;
+        }
+        if (st == Dec::Status::Error || !flush()) return;
+        const std::uint64_t now = now_ns();
+        if (now >= deadline) {
+          shared_.note("connection " + std::to_string(id_) + ": no close frame from the server within " +
+                       std::to_string(opt_.timeout_ms) + " ms");
+          return;
+        }
+        pollfd p{fd_, static_cast<short>(POLLIN | (out_.empty() ? 0 : POLLOUT)), 0};
+        if (::poll(&p, 1, static_cast<int>(std::min<std::uint64_t>((deadline - now) / 1'000'000 + 1, 50))) <= 0) continue;
+        if (!(p.revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        auto space = decoder_.prepare();
+        const ssize_t n = ::recv(fd_, space.data(), space.size(), MSG_DONTWAIT);
+        if (n > 0) decoder_.commit(static_cast<std::size_t>(n));
+        else if (n == 0 || (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) return;
+      }
+    }
+  }
+
+  // The payload request `index` carries (the protocol's own for its variant, if it has one).
+  void expected_payload(std::uint64_t index, std::uint8_t* dst, std::size_t n) const {
+    if constexpr (requires { proto_.request_payload(opt_.variant, index, dst, n); })
+      proto_.request_payload(opt_.variant, index, dst, n);
+    else
+      fill_payload(index, dst, n);
+  }
+
   [[nodiscard]] bool more_to_send(std::uint64_t now) const {
     if (failed_) return false;
     if (opt_.requests) return res_.sent < quota_;
@@ -188,9 +293,14 @@ class Connection {
       client_.begin(kind, index, now);
       const std::size_t at = out_.size();
       out_.resize(at + proto_.header_bound(*header) + opt_.payload);
-      const std::size_t h = proto_.write_header(out_.data() + at, *header, opt_.payload);
-      fill_payload(index, out_.data() + at + h, opt_.payload);
-      out_.resize(at + h + opt_.payload);
+      if constexpr (requires { proto_.write_request(out_.data(), *header, opt_.variant, index, opt_.payload); }) {
+        // the protocol writes the whole request (e.g. websocket: a fresh masking key, masked)
+        out_.resize(at + proto_.write_request(out_.data() + at, *header, opt_.variant, index, opt_.payload));
+      } else {
+        const std::size_t h = proto_.write_header(out_.data() + at, *header, opt_.payload);
+        fill_payload(index, out_.data() + at + h, opt_.payload);
+        out_.resize(at + h + opt_.payload);
+      }
       ++res_.sent;
       ++batch;
     }
@@ -258,7 +368,7 @@ class Connection {
             std::to_string(opt_.payload));
       return;
     }
-    fill_payload(m.id, scratch_.data(), scratch_.size());
+    expected_payload(m.id, scratch_.data(), scratch_.size());
     if (!std::equal(f.payload.begin(), f.payload.end(), scratch_.begin())) {
       error(request + "reply payload differs from the request's");
       return;
@@ -351,6 +461,9 @@ class Connection {
         break;
       }
       const bool sending_done = !more_to_send(now) && out_.empty();
+      if constexpr (requires { proto_.closing_frame(); }) {
+        if (receive && sending_done) break;  // the closing handshake ends the connection (closing())
+      }
       if (receive && sending_done && !shut) {
         // Every request is written: half-close and wait for the server to close after reading all.
         ::shutdown(fd_, SHUT_WR);
@@ -549,6 +662,13 @@ struct Report {
   std::vector<std::string> details;
 };
 
+// The protocol as the client end of a connection (websocket: the client role, WS-MASK-2).
+template <class P>
+P client_end(const P& proto) {
+  if constexpr (requires { proto.as_client(); }) return proto.as_client();
+  else return proto;
+}
+
 // Runs every connection of protocol P to the end and sums their results.
 template <class P>
 Report run(const P& proto, const Options& opt) {
@@ -565,7 +685,7 @@ Report run(const P& proto, const Options& opt) {
       count = *opt.requests / c + (static_cast<std::uint64_t>(k) < *opt.requests % c ? 1 : 0);
     }
     threads.emplace_back([&, k, first, count] {
-      Connection<P> conn(proto, opt, shared, k, first, count, end);
+      Connection<P> conn(client_end(proto), opt, shared, k, first, count, end);
       results[static_cast<std::size_t>(k)] = conn.run();
     });
     first += count;
@@ -598,6 +718,7 @@ int main(int argc, char** argv) {
   Options opt;
   opt.codec_json = codec.json;
   if (!args.has("connect")) args.die("--connect HOST:PORT is required");
+  opt.connect = args.str("connect");
   auto hp = fp::cli::split_host_port(args.str("connect"));
   if (!hp || !fp::cli::resolve(*hp, false, opt.addr, opt.addr_len)) args.die("--connect: cannot resolve");
   opt.connections = args.num<int>("connections", 1);

@@ -554,6 +554,8 @@ WsSession::WsSession(const WebSocket& proto) : dec_(proto.as_server()), handshak
 
 WsSession::WsSession(const WebSocket& proto, std::string_view) : dec_(proto.as_server()), handshaken_(true) {}
 
+WsSession::WsSession(const WebSocket& proto, bool) : dec_(proto), client_(proto.client()), handshaken_(true) {}
+
 std::span<std::uint8_t> WsSession::prepare() {
   if (handshaken_ || closed_) return dec_.prepare();
   if (hs_.empty()) hs_.resize(2 * kMaxHandshake);
@@ -568,6 +570,11 @@ void WsSession::commit(std::size_t n) {
 std::size_t WsSession::header(std::uint8_t opcode, std::size_t len) {
   WsFrame h;
   h.opcode = opcode;
+  if (client_) {
+    h.masked = true;
+    h.key_len = 4;
+    fresh_key(h.key);
+  }
   return WebSocket().write_header(hdr_.data(), h, len);
 }
 

@@ -165,6 +165,9 @@ class WsSession {
  public:
   explicit WsSession(const WebSocket& proto);                    // network: handshake first
   WsSession(const WebSocket& proto, std::string_view endpoint);  // `serve`: frames only
+  // The echo service with `proto`'s role, after a handshake done elsewhere: a client role
+  // receives unmasked frames and sends its replies masked with fresh keys (fp-autobahn-client).
+  WsSession(const WebSocket& proto, bool own_role);
 
   std::span<std::uint8_t> prepare();
   void commit(std::size_t n);
@@ -217,6 +220,11 @@ class WsSession {
   template <class Out>
   void reply_frame(Out& out, std::uint8_t opcode, ByteView payload, bool essential) {
     const std::size_t h = header(opcode, payload.size());
+    if (client_) {  // WS-MASK-4: a client's frames are masked; the payload is masked in a copy
+      masked_.assign(payload.begin(), payload.end());
+      ws::mask(masked_.data(), masked_.size(), hdr_.data() + h - 4);
+      payload = masked_;
+    }
     out.reply(ByteView(hdr_.data(), h), payload, essential);
   }
   template <class Out>
@@ -251,7 +259,8 @@ class WsSession {
     if (msg_.capacity() > (1u << 20)) Bytes().swap(msg_);
     else msg_.clear();
   }
-  // Writes the header of an unmasked FIN frame into hdr_; returns its length.
+  // Writes the header of a FIN frame into hdr_ (a client's masked with a fresh key); returns its
+  // length.
   std::size_t header(std::uint8_t opcode, std::size_t len);
   // The opening handshake (WS-HS-1..5): false while the request head is incomplete or after a
   // refusal (closed_ then).
@@ -274,6 +283,8 @@ class WsSession {
   HandshakeResult answer_handshake();
 
   WsDecoder dec_;
+  bool client_ = false;
+  Bytes masked_;  // client role: the masked copy of a reply's payload
   bool handshaken_;
   Bytes hs_;  // the request head while it arrives
   std::size_t hs_len_ = 0;
@@ -305,6 +316,7 @@ class WebSocket {
   using DecoderType = WsDecoder;
   using Client = WsFifoMatcher;
   using Session = WsSession;
+  using ClientOpening = WsClientOpening;  // fp-load: the opening handshake before any frame
 
   // max_payload: the frame limit (WS-LIM-1, WS-LIM-3; 0 = 10 MiB); max_message: the message
   // limit (WS-LIM-2; 0 = 100 MiB); client: the role.
@@ -322,6 +334,7 @@ class WebSocket {
   }
   [[nodiscard]] bool client() const { return client_; }
   [[nodiscard]] WebSocket as_server() const { return WebSocket(limits_, false, max_message_); }
+  [[nodiscard]] WebSocket as_client() const { return WebSocket(limits_, true, max_message_); }
   [[nodiscard]] const char* truncation_requirement() const { return "WS-STR-3"; }
   static bool has_endpoint(std::string_view e) { return e.empty() || e == "echo"; }
 
