@@ -5,7 +5,7 @@
 //
 // The handshake is gorilla's Upgrader (subprotocol "frameproof.echo" selected when offered, no
 // compression, any origin); every text and binary message is echoed with its opcode as one frame
-// (Conn.ReadMessage / Conn.WriteMessage); pings, pongs and the close handshake are gorilla's
+// (internal/echo: Conn.ReadMessage / Conn.WriteMessage); pings, pongs and the close handshake are gorilla's
 // default handlers; protocol errors are closed by gorilla itself. Nothing is checked here that
 // gorilla does not check: the wrapper shows the library's behaviour. SIGTERM/SIGINT: stop
 // accepting, close every connection, print {"connections","frames","bytes","protocol_errors"},
@@ -29,6 +29,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"frameproof.local/third-party/gorilla/internal/codecjson"
+	"frameproof.local/third-party/gorilla/internal/echo"
 )
 
 const usage = "usage: fp-gorilla-server (--protocol websocket | --codec JSON) --listen HOST:PORT"
@@ -113,22 +114,14 @@ func main() {
 			mu.Unlock()
 			wg.Done()
 		}()
-		c.SetReadLimit(cfg.ReadLimit())
-		for {
-			mt, msg, err := c.ReadMessage()
-			if err != nil {
-				var ce *websocket.CloseError
-				if !errors.As(err, &ce) && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) &&
-					!errors.Is(err, net.ErrClosed) {
-					st.protocolErrors.Add(1)
-				}
-				return
-			}
-			st.frames.Add(1)
-			st.bytes.Add(int64(len(msg)))
-			if err := c.WriteMessage(mt, msg); err != nil {
-				return
-			}
+		err = echo.Serve(c, cfg.ReadLimit(), func(n echo.Counters) {
+			st.frames.Add(n.Messages)
+			st.bytes.Add(n.Bytes)
+		})
+		var ce *websocket.CloseError
+		if !errors.As(err, &ce) && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) &&
+			!errors.Is(err, net.ErrClosed) {
+			st.protocolErrors.Add(1)
 		}
 	})
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second, MaxHeaderBytes: 64 << 10,
