@@ -414,8 +414,10 @@ class Scenario:
 def _wait_closed(socks: List[Tuple[socket.socket, float]], deadline_of, what, ctx, limit_s):
     """Polls ``socks`` (socket, the moment the clock starts for it) until each is closed by the
     server or its deadline (start + ``limit_s``) has passed; returns the count left open."""
+    if not socks:
+        return 0
     open_ = list(socks)
-    end = max(st for _, st in socks) + limit_s if socks else time.monotonic()
+    end = max(st for _, st in socks) + limit_s
     closed_at = []
     first = True
     while open_ and (first or time.monotonic() < end + 0.2):
@@ -438,8 +440,9 @@ def _wait_closed(socks: List[Tuple[socket.socket, float]], deadline_of, what, ct
 
 
 def s_slow_loris(ctx: Ctx):
-    """Slow-loris: connections start a frame and dribble it one byte at a time, slower and slower;
-    half of them stop: those must be closed after the frame timeout."""
+    """Slow-loris: connections start a frame and dribble it one byte at a time, a byte per third of
+    the frame timeout; half of them stop after the first bytes: those must be closed after the frame
+    timeout (the dribblers may be kept: RES-4 judges the gaps between bytes)."""
     t, lim = ctx.t, ctx.limits
     n = min(ctx.n(200, 8), ctx.room() // 2)
     ft = lim.frame_timeout_ms / 1000
@@ -449,26 +452,42 @@ def s_slow_loris(ctx: Ctx):
         p = Peer(t)
         data = p.encode(t.spec.net_request(1, payload_for(i, size)))
         p.s.sendall(data[:3])
-        conns.append([p, data, 3])
+        conns.append([p, data, 3, time.monotonic()])
     ctx.hostile_conns = n
     stop_at = time.monotonic() + max(2 * ft, 3.0)
     quiet = []
     dribblers = conns[: n // 2]
     stoppers = conns[n // 2:]
     for c in stoppers:
-        quiet.append((c[0].s, time.monotonic()))
+        quiet.append((c[0].s, c[3]))  # the clock runs from their last byte
     step = max(0.05, ft / 3)
+    closed_at = {}
+    next_byte = time.monotonic()
     while time.monotonic() < stop_at:
-        for c in dribblers:
-            p, data, k = c
-            if k < len(data) - 1:
-                try:
-                    c[2] += send_now(p.s, data[k:k + 1])
-                except OSError:
-                    pass
-        time.sleep(step)
-    _wait_closed(quiet, closed_now, "connections that stopped in the middle of a frame", ctx, lim.grace(lim.frame_timeout_ms))
-    still = sum(1 for p, _, _ in dribblers if not closed_now(p.s))
+        for s_, st in quiet:
+            if s_ not in closed_at and closed_now(s_):
+                closed_at[s_] = time.monotonic() - st
+        if time.monotonic() >= next_byte:
+            next_byte += step
+            for c in dribblers:
+                p, data, k, _ = c
+                if k < len(data) - 1:
+                    try:
+                        c[2] += send_now(p.s, data[k:k + 1])
+                    except OSError:
+                        pass
+        time.sleep(0.05)
+    g = lim.grace(lim.frame_timeout_ms)
+    late = [v for v in closed_at.values() if v > g]
+    if late:
+        ctx.fail(f"connections that stopped in the middle of a frame: {len(late)} closed only after "
+                 f"{min(late):.1f}..{max(late):.1f} s (expected within {g:.1f} s)")
+    if closed_at:
+        ctx.note(f"connections that stopped in the middle of a frame: {len(closed_at)} closed after "
+                 f"{min(closed_at.values()):.2f}..{max(closed_at.values()):.2f} s")
+    _wait_closed([(s_, st) for s_, st in quiet if s_ not in closed_at], closed_now,
+                 "connections that stopped in the middle of a frame", ctx, g)
+    still = sum(1 for c in dribblers if not closed_now(c[0].s))
     ctx.note(f"{len(dribblers)} dribbling one byte per {step:.2f} s: {still} still open (either is allowed)")
     for c in conns:
         c[0].close()
@@ -837,6 +856,8 @@ def s_pause(ctx: Ctx):
     t, pid, lim = ctx.t, ctx.pid, ctx.limits
     ctx.p99_checked = False
     pause = min(40.0, max(2.0, lim.idle_timeout_ms / 1000 + 0.5))
+    if ctx.healthy:  # healthy requests wait out the pause too: late, not lost
+        ctx.healthy.timeout = pause + 10
     nconn, window, per = 4, 16, 400
     errors: List[str] = []
     lock = threading.Lock()
