@@ -5,8 +5,9 @@ against every websocket peer this checkout has, as server and as client, and wri
   frameproof.protocols.websocket.autobahn_client);
 * every reference implementation whose impl.json lists "websocket" (its "server" with the same
   limit, and its "autobahn_client" when it has one);
-* the third-party peers under tools/third-party/ that have an autobahn setup (websockets from PyPI),
-  each with its expected-failures file.
+* the third-party peers under tools/third-party/: every impl.json listing "websocket" (its "server",
+  "autobahn_client", and "xfail_autobahn": {"server": FILE, "client": FILE}), and websockets (PyPI),
+  each with its expected-failures files.
 
     .venv/bin/python tools/autobahn/peers.py [--quick] [--driver wstest|kosoku|both] [--only NAME] [--out DIR]
 
@@ -16,6 +17,7 @@ Writes DIR/<peer>-<side>.json (frameproof autobahn's JSON report) and DIR/summar
 import argparse
 import json
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -26,28 +28,45 @@ PY = sys.executable
 LIMIT_CODEC = json.dumps({"protocol": "websocket", "limits": {"max_payload": 64 * 1024 * 1024}})
 
 
+def _argv_cmd(d: Path, argv) -> str:
+    """An impl.json command (relative to its directory) as one shell-quoted string."""
+    return " ".join(shlex.quote(str(d / a) if i == 0 and (d / a).exists() else a) for i, a in enumerate(argv))
+
+
+def _from_impl(impl_json: Path, kind: str):
+    impl = json.loads(impl_json.read_text())
+    if "websocket" not in impl.get("protocols", []):
+        return None
+    d = impl_json.parent
+    xf = impl.get("xfail_autobahn") or {}
+    return {"name": impl["name"], "kind": kind, "cwd": str(d), "requires": impl.get("requires", []),
+            # third-party wrappers build in seconds (cached); reference implementations are built by the matrix
+            "build": [str(a) for a in impl["build"]] if kind == "third-party" and impl.get("build") else None,
+            "server": _argv_cmd(d, impl["server"]) + f" --codec {shlex.quote(LIMIT_CODEC)} --listen 127.0.0.1:0"
+            if impl.get("server") else None,
+            "client": _argv_cmd(d, impl["autobahn_client"]) if impl.get("autobahn_client") else None,
+            "xfail": {side: str(d / f) for side, f in xf.items()}}
+
+
 def peers():
-    out = [{"name": "python", "kind": "reference",
+    """Every websocket peer: the Python reference, reference-impls/*/impl.json and
+    tools/third-party/*/impl.json listing websocket ("server", "autobahn_client", "xfail_autobahn":
+    {"server": FILE, "client": FILE}), and the third-party websockets wrapper (no impl.json)."""
+    out = [{"name": "python", "kind": "reference", "requires": [], "build": None,
             "server": f"{PY} -m frameproof.pyserver --codec {shlex.quote(LIMIT_CODEC)} --listen 127.0.0.1:0",
-            "client": f"{PY} -m frameproof.protocols.websocket.autobahn_client", "xfail": None, "cwd": str(ROOT)}]
-    for impl_json in sorted((ROOT / "reference-impls").glob("*/impl.json")):
-        impl = json.loads(impl_json.read_text())
-        if "websocket" not in impl.get("protocols", []):
-            continue
-        d = impl_json.parent
-        p = {"name": impl["name"], "kind": "reference", "xfail": None, "cwd": str(d), "server": None, "client": None}
-        if impl.get("server"):
-            p["server"] = " ".join(shlex.quote(str(d / a) if i == 0 else a) for i, a in enumerate(impl["server"])) + \
-                f" --codec {shlex.quote(LIMIT_CODEC)} --listen 127.0.0.1:0"
-        if impl.get("autobahn_client"):
-            p["client"] = " ".join(shlex.quote(str(d / a) if i == 0 else a) for i, a in enumerate(impl["autobahn_client"]))
-        out.append(p)
+            "client": f"{PY} -m frameproof.protocols.websocket.autobahn_client", "xfail": {}, "cwd": str(ROOT)}]
+    for kind, base in (("reference", ROOT / "reference-impls"), ("third-party", ROOT / "tools" / "third-party")):
+        for impl_json in sorted(base.glob("*/impl.json")):
+            p = _from_impl(impl_json, kind)
+            if p:
+                out.append(p)
     ws = ROOT / "tools" / "third-party" / "websockets"
-    if (ws / "build.sh").exists():
-        out.append({"name": "websockets", "kind": "third-party", "build": ["bash", str(ws / "build.sh")],
+    if (ws / "build.sh").exists() and not (ws / "impl.json").exists():
+        xf = str(ws / "xfail-autobahn.txt")
+        out.append({"name": "websockets", "kind": "third-party", "requires": [], "build": ["bash", "build.sh"],
                     "server": "{py} " + shlex.quote(str(ws / "echo_server.py")) + " --listen 127.0.0.1:0",
                     "client": "{py} " + shlex.quote(str(ws / "autobahn_client.py")),
-                    "xfail": str(ws / "xfail-autobahn.txt"), "cwd": str(ws)})
+                    "xfail": {"server": xf, "client": xf}, "cwd": str(ws)})
     return out
 
 
@@ -65,14 +84,21 @@ def main():
         if args.only and p["name"] not in args.only:
             continue
         py = ""
+        missing = [t for t in p["requires"] if not shutil.which(t)]
+        if missing:
+            print(f"{p['name']}: needs {', '.join(missing)}: not run")
+            rows.append({"peer": p["name"], "kind": p["kind"], "side": "-", "error": f"needs {', '.join(missing)}"})
+            failed += 1
+            continue
         if p.get("build"):
-            b = subprocess.run(p["build"], capture_output=True, text=True)
+            b = subprocess.run(p["build"], capture_output=True, text=True, cwd=p["cwd"])
             if b.returncode:
                 print(f"{p['name']}: build failed:\n{b.stderr[-1500:]}")
                 failed += 1
                 rows.append({"peer": p["name"], "kind": p["kind"], "side": "-", "error": "build failed"})
                 continue
-            py = b.stdout.strip().splitlines()[-1]
+            lines = b.stdout.strip().splitlines()
+            py = lines[-1] if lines else ""
         for side in ("server", "client"):
             cmd = p[side]
             if not cmd:
@@ -85,8 +111,8 @@ def main():
                     "--outdir", str(out / f"{p['name']}-{side}"), "--cwd", p["cwd"]]
             if args.quick:
                 argv.append("--quick")
-            if p["xfail"]:
-                argv += ["--xfail", p["xfail"]]
+            if p["xfail"].get(side):
+                argv += ["--xfail", p["xfail"][side]]
             t0 = time.monotonic()
             print(f"== {p['name']} {side}: {' '.join(shlex.quote(a) for a in argv[3:])}", flush=True)
             r = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
