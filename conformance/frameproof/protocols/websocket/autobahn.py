@@ -534,7 +534,7 @@ def summary(results: List[CaseResult], w=print, verbose=False) -> None:
                         w(f"    report:         {r.report}")
     reqs = per_requirement(results)
     if reqs:
-        w("per requirement (cases): " + "; ".join(
+        w("per requirement (cases, all drivers and sides): " + "; ".join(
             f"{rid} {'FAIL' if d['failed'] or d['xpassed'] else 'ok'} ({d['passed']} passed"
             + "".join(f", {d[k]} {k}" for k in ("failed", "xfailed", "xpassed") if d[k]) + ")"
             for rid, d in reqs.items()))
