@@ -235,7 +235,7 @@ namespace Frameproof.Tests
         [Test]
         public void UnknownProtocol_IsSkipped()
         {
-            TesteeResponseMsg r = Run(new TesteeRequestMsg { Kind = RequestKind.Decode, Codec = new CodecConfig { Protocol = "websocket" } });
+            TesteeResponseMsg r = Run(new TesteeRequestMsg { Kind = RequestKind.Decode, Codec = new CodecConfig { Protocol = "http2" } });
             Assert.AreEqual(ResponseKind.Skipped, r.Kind);
         }
 

@@ -17,6 +17,7 @@ namespace Frameproof.Codec
             StandardProtocol.Module,      // spec/standard.md
             LengthFieldProtocol.Module,   // spec/length-field.md
             RpcProtocol.Module,           // spec/rpc.md
+            WebSocketProtocol.Module,     // spec/websocket.md
         };
 
         /// <summary>The registered protocol names, in registration order.</summary>
