@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the ws package (npm, pinned by package-lock.json) into node_modules/ for server.js and
+# Installs the ws package and protobufjs (npm, pinned by package-lock.json) into node_modules/ for server.js and
 # testee.js, the frameproof wrappers around it. Needs Node 18+ and npm. Cached: npm runs only when
 # node_modules is missing or older than package-lock.json (a second run takes well under a second).
 set -euo pipefail
@@ -9,5 +9,5 @@ if [ ! -f node_modules/.fp-installed ] || [ package-lock.json -nt node_modules/.
   npm ci --no-audit --no-fund --loglevel=error
   touch node_modules/.fp-installed
 fi
-node -e 'const ws = require("ws"); if (!ws.WebSocketServer || !ws.Receiver || !ws.Sender) process.exit(1)'
+node -e 'const ws = require("ws"); require("protobufjs"); if (!ws.WebSocketServer || !ws.Sender) process.exit(1)'
 echo "build.sh: ws $(node -p 'require("ws/package.json").version') in $(pwd)/node_modules"

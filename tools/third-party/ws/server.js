@@ -7,12 +7,13 @@
 //
 // The handshake is ws's WebSocketServer (subprotocol "frameproof.echo" selected when offered through
 // handleProtocols, perMessageDeflate off); every text and binary message is echoed with its opcode
-// (ws.send(data, {binary})); pings, pongs, the close handshake and protocol errors are ws's own.
+// (lib/echo.js: ws.send(data, {binary})); pings, pongs, the close handshake and protocol errors are ws's own.
 // Nothing is checked here that ws does not check: the wrapper shows the library's behaviour.
 // SIGTERM/SIGINT: stop accepting, close every connection, print
 // {"connections","frames","bytes","protocol_errors"}, exit 0.
 const { WebSocketServer } = require('ws');
-const { parseCodec, maxPayloadOption } = require('./lib/codec');
+const { parseCodec } = require('./lib/codec');
+const { serverOptions, attachEcho } = require('./lib/echo');
 
 const USAGE = 'usage: fp-ws-server (--protocol websocket | --codec JSON) --listen HOST:PORT';
 
@@ -56,35 +57,11 @@ const port = Number(listen.slice(colon + 1));
 if (!Number.isInteger(port) || port < 0 || port > 65535) usageError(`--listen ${listen}: bad port`);
 
 const stats = { connections: 0, frames: 0, bytes: 0, protocol_errors: 0 };
-const wss = new WebSocketServer({
-  host,
-  port,
-  perMessageDeflate: false,
-  maxPayload: maxPayloadOption(codec),
-  handleProtocols: (offered) => (offered.has('frameproof.echo') ? 'frameproof.echo' : false),
-});
-
-// A peer that does not read its echoes: ws.send queues without bound, so the echo stops reading
-// (ws.pause(), public API) while ws.bufferedAmount is at 1 MiB (the contract's --max-output-bytes
-// default) and resumes once the socket has taken the output (the send callbacks), as an application
-// of ws must; gorilla's blocking WriteMessage does the same by itself.
-const MAX_OUTPUT = 1 << 20;
+const wss = new WebSocketServer({ host, port, ...serverOptions(codec) });
 
 wss.on('connection', (ws) => {
   stats.connections++;
-  const drained = () => {
-    if (ws.isPaused && ws.bufferedAmount < MAX_OUTPUT) ws.resume();
-  };
-  ws.on('message', (data, isBinary) => {
-    stats.frames++;
-    stats.bytes += data.length;
-    ws.send(data, { binary: isBinary }, drained);
-    if (ws.bufferedAmount >= MAX_OUTPUT) ws.pause();
-  });
-  // ws has already sent its close frame (1002/1007/1009) and closes the socket; count it.
-  ws.on('error', () => {
-    stats.protocol_errors++;
-  });
+  attachEcho(ws, stats);
 });
 
 wss.on('listening', () => {
