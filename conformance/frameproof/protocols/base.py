@@ -202,6 +202,14 @@ class Protocol:
         returns the exit status. Default: none."""
         return []
 
+    # ------------------------------------------------------------ the main job (frameproof matrix)
+    def matrix_suites(self, impl: dict, cmd, profile: str) -> List[Tuple[str, str, List[str]]]:
+        """Suites of this protocol the matrix runs beside the codec, network and load-client ones:
+        (group "net" | "client", row label, frameproof CLI arguments without --json). ``impl`` is the
+        implementation's impl.json (with "dir"), ``cmd(key)`` the shell command of its program
+        ``key`` (or None when it has none), ``profile`` the matrix profile ("smoke" in CI). Default none."""
+        return []
+
     # ------------------------------------------------------------ docs
     def kaitai_frame(self, codec):
         """(generated module, class, parameters) of the Kaitai parser of one frame, for the docs'

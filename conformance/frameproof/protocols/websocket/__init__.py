@@ -237,6 +237,33 @@ class WebSocket(Protocol):
             return None
         return check
 
+    # -- the main job: the real Autobahn testsuite beside frameproof's own suites
+    #: the frame limit servers run with under Autobahn: its 9.1.6/9.2.6 send 16 MiB frames, which
+    #: the spec's 10 MiB default refuses with 1009 (WS-LIM-1), as it should
+    AUTOBAHN_CODEC = {"protocol": "websocket", "limits": {"max_payload": 64 << 20},
+                      "websocket": {"max_message": 64 << 20}}
+
+    def matrix_suites(self, impl, cmd, profile):
+        import json
+        import shlex
+        from pathlib import Path
+        # CI (smoke): every category but the long 9.* (performance) cases; the main job runs them all
+        cases = ["--quick"] if profile == "smoke" else []
+        xf = impl.get("xfail_autobahn") or {}
+        out = []
+        for side, key, flag, label in (("server", "server", "--server-cmd", "autobahn (as server)"),
+                                       ("client", "autobahn_client", "--client-cmd", "autobahn (as client)")):
+            program = cmd(key)
+            if not program:
+                continue
+            if side == "server":
+                program += f" --codec {shlex.quote(json.dumps(self.AUTOBAHN_CODEC))} --listen 127.0.0.1:0"
+            argv = ["autobahn", flag, program, "--agent", impl["name"], "--cwd", impl["dir"]] + cases
+            if xf.get(side):
+                argv += ["--xfail", str(Path(impl["dir"]) / xf[side])]
+            out.append(("net" if side == "server" else "client", f"websocket {label}", argv))
+        return out
+
     # -- suites
     def properties(self):
         S = self.strategies
