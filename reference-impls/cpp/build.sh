@@ -26,7 +26,7 @@ if [ ! -f build/build.ninja ]; then
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 fi
 "${lock[@]}" cmake --build build -j2
-for b in fp-testee fp-server fp-load; do
+for b in fp-testee fp-server fp-load fp-autobahn-client; do
   test -x "build/$b" || { echo "build.sh: build/$b missing" >&2; exit 1; }
 done
-echo "build.sh: built build/{fp-testee,fp-server,fp-load}"
+echo "build.sh: built build/{fp-testee,fp-server,fp-load,fp-autobahn-client}"
