@@ -49,10 +49,10 @@ def add_arguments(b):
     b.add_argument("--study-durations", help="run lengths of the method study (default 0.3,1,3; the middle one is "
                                              "the baseline)")
     b.add_argument("--study-runs", help="run counts of the method study (default 5,11)")
-    b.add_argument("--study-pins", help="pinning arms of the method study (default unpinned,pinned,same-core)")
+    b.add_argument("--study-pins", help="pinning arms of the method study (default unpinned,split,same-core)")
     b.add_argument("--pin", choices=sorted(core.PINS), default="same-core",
-                   help="CPU pinning of servers and load clients in the matrix (default same-core: both on CPU 0, "
-                        "the most repeatable in the method study; split: server 0, client 1; none)")
+                   help="CPU pinning of servers and load clients in the matrix (default same-core: both on one CPU, "
+                        "the most repeatable in the method study; split: server on one, client on another; none)")
     b.add_argument("--pin-cpu", type=int, help="the CPU of --pin same-core/split (default: the idlest CPU in the "
                                                "quiet-machine sample taken just before)")
     b.add_argument("--repeat-check", action="store_true",

@@ -5,7 +5,7 @@ With the Rust fp-server and the raw echo (the ceiling every server is divided by
 load client, for per-packet C=1 and pipelined C=16 (the protocol's seed window), it measures
 *arms* that each change one factor from a baseline (unpinned, 1 s runs, 11 runs, interleaved):
 
-- pinning: unpinned / pinned (server on core 0, client on core 1, ``taskset``) / same core (both on 0);
+- pinning: unpinned / split (server on core 0, client on core 1, ``taskset``) / same core (both on 0);
 - run length: 0.3 s, 1 s, 3 s;
 - runs: 5 and 11 (the 5 are the first 5 of the 11 of the same arm);
 - order: interleaved (run k visits both servers, order rotated with k) / blocked (all runs of
@@ -32,7 +32,7 @@ from frameproof.servers import start_server
 from . import quiet, stats
 from .core import Program, Scenario, codec_argv, log, run_client_once
 
-PINS = {"unpinned": (None, None), "pinned": (["taskset", "-c", "0"], ["taskset", "-c", "1"]),
+PINS = {"unpinned": (None, None), "split": (["taskset", "-c", "0"], ["taskset", "-c", "1"]),
         "same-core": (["taskset", "-c", "0"], ["taskset", "-c", "0"])}
 
 
