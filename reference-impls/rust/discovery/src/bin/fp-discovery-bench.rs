@@ -1,0 +1,192 @@
+//! fp-discovery-bench: upstream's B3 (galay-rpc `benchmark/b3_discovery.cpp`) and the case it
+//! avoided, printed beside the seed's figure (spec/discovery.md §9).
+//!
+//! Every worker loops register -> discover -> deregister (3 operations per round) with upstream's
+//! endpoint shape (service `BenchService<w % 10>`, instance `instance-<w>`, port 9000 + w % 100,
+//! weight 100). Modes:
+//!   private  each worker has its own registry (B3: nothing is ever contended)
+//!   shared   every worker on one registry (distinct instance ids; services shared by 10 workers)
+//! Upstream's workers are coroutines on IO schedulers; here they are OS threads.
+//!
+//!   fp-discovery-bench [--threads N] [--seconds S] [--mode private|shared|both] [--json FILE]
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use frameproof_discovery::{Endpoint, LocalRegistry, Registry};
+
+/// Seed 002 (`../shared/seeds/002_8698e1f756fa336d.txt`), B3: AsyncLocalServiceRegistry, 100
+/// workers on 2 IO schedulers, Apple M4, 10 s, one private registry per worker.
+const SEED_OPS_PER_S: f64 = 5_432_424.0;
+const SEED_WHERE: &str =
+    "seed 002 B3: 100 coroutine workers, 2 IO schedulers, private registries, Apple M4";
+
+const USAGE: &str = "usage: fp-discovery-bench [--threads N] [--seconds S] [--mode private|shared|both] [--json FILE]";
+
+struct Args {
+    threads: usize,
+    seconds: f64,
+    modes: Vec<&'static str>,
+    json: Option<String>,
+}
+
+fn usage_error(msg: &str) -> ! {
+    eprintln!("usage error: {msg}\n{USAGE}");
+    std::process::exit(2);
+}
+
+fn parse_args() -> Args {
+    let mut a = Args {
+        threads: std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2),
+        seconds: 2.0,
+        modes: vec!["private", "shared"],
+        json: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        if flag == "--help" {
+            println!("{USAGE}");
+            std::process::exit(0);
+        }
+        let v = it
+            .next()
+            .unwrap_or_else(|| usage_error(&format!("{flag} needs a value")));
+        match flag.as_str() {
+            "--threads" => {
+                a.threads = v
+                    .parse()
+                    .ok()
+                    .filter(|&n| n > 0 && n <= 1024)
+                    .unwrap_or_else(|| usage_error("bad --threads"))
+            }
+            "--seconds" => {
+                a.seconds = v
+                    .parse()
+                    .ok()
+                    .filter(|&s: &f64| s > 0.0 && s <= 600.0)
+                    .unwrap_or_else(|| usage_error("bad --seconds"))
+            }
+            "--mode" => {
+                a.modes = match v.as_str() {
+                    "private" => vec!["private"],
+                    "shared" => vec!["shared"],
+                    "both" => vec!["private", "shared"],
+                    _ => usage_error("--mode is private, shared or both"),
+                }
+            }
+            "--json" => a.json = Some(v),
+            _ => usage_error(&format!("unknown flag {flag}")),
+        }
+    }
+    a
+}
+
+struct Outcome {
+    mode: &'static str,
+    threads: usize,
+    ops: u64,
+    errors: u64,
+    seconds: f64,
+}
+
+impl Outcome {
+    fn ops_per_s(&self) -> f64 {
+        self.ops as f64 / self.seconds
+    }
+}
+
+fn run(mode: &'static str, threads: usize, seconds: f64) -> Outcome {
+    let shared: Arc<LocalRegistry> = Arc::new(LocalRegistry::new());
+    let stop = Arc::new(AtomicBool::new(false));
+    let ops = Arc::new(AtomicU64::new(0));
+    let errors = Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
+    let handles: Vec<_> = (0..threads)
+        .map(|w| {
+            let reg = if mode == "shared" {
+                shared.clone()
+            } else {
+                Arc::new(LocalRegistry::new())
+            };
+            let (stop, ops, errors) = (stop.clone(), ops.clone(), errors.clone());
+            std::thread::spawn(move || {
+                let ep = Endpoint::new(
+                    &format!("BenchService{}", w % 10),
+                    &format!("instance-{w}"),
+                    "127.0.0.1",
+                    9000 + (w % 100) as u32,
+                    100,
+                );
+                let (mut n, mut bad) = (0u64, 0u64);
+                while !stop.load(Ordering::Relaxed) {
+                    for _ in 0..64 {
+                        match reg.register(&ep) {
+                            Ok(()) => n += 1,
+                            Err(_) => bad += 1,
+                        }
+                        match reg.discover(&ep.service) {
+                            Ok(l) if l.iter().any(|e| e.instance_id == ep.instance_id) => n += 1,
+                            _ => bad += 1,
+                        }
+                        match reg.deregister(&ep.service, &ep.instance_id) {
+                            Ok(()) => n += 1,
+                            Err(_) => bad += 1,
+                        }
+                    }
+                }
+                ops.fetch_add(n, Ordering::Relaxed);
+                errors.fetch_add(bad, Ordering::Relaxed);
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs_f64(seconds));
+    stop.store(true, Ordering::Relaxed);
+    for h in handles {
+        h.join().expect("worker");
+    }
+    Outcome {
+        mode,
+        threads,
+        ops: ops.load(Ordering::Relaxed),
+        errors: errors.load(Ordering::Relaxed),
+        seconds: start.elapsed().as_secs_f64(),
+    }
+}
+
+fn main() {
+    let a = parse_args();
+    let mut out = Vec::new();
+    for &mode in &a.modes {
+        let o = run(mode, a.threads, a.seconds);
+        println!(
+            "{:<8} {} threads, {:.1} s: {} ops ({} rounds), {} errors, {:.0} ops/s = {:.2}x the seed's {:.0} ops/s ({})",
+            o.mode, o.threads, o.seconds, o.ops, o.ops / 3, o.errors, o.ops_per_s(), o.ops_per_s() / SEED_OPS_PER_S,
+            SEED_OPS_PER_S, SEED_WHERE
+        );
+        out.push(o);
+    }
+    if let Some(path) = a.json {
+        let runs: Vec<serde_json::Value> = out
+            .iter()
+            .map(|o| serde_json::json!({"mode": o.mode, "threads": o.threads, "ops": o.ops, "errors": o.errors,
+                                        "duration_s": (o.seconds * 1e6).round() / 1e6,
+                                        "ops_per_s": (o.ops_per_s() * 10.0).round() / 10.0}))
+            .collect();
+        let doc = serde_json::json!({"implementation": "rust", "benchmark": "discovery-b3", "runs": runs,
+                                     "seed": {"ops_per_s": SEED_OPS_PER_S, "where": SEED_WHERE}});
+        std::fs::write(
+            &path,
+            serde_json::to_string_pretty(&doc).expect("json") + "\n",
+        )
+        .unwrap_or_else(|e| {
+            eprintln!("cannot write {path}: {e}");
+            std::process::exit(1)
+        });
+    }
+    if out.iter().any(|o| o.errors > 0) {
+        std::process::exit(1);
+    }
+}
