@@ -337,7 +337,7 @@ def test_method_study_tiny_run_on_a_busy_machine(tmp_path):
     out, noisy = tmp_path / "results", tmp_path / "reports"
     hog = _busy_loop()
     try:
-        rc, log_ = bench("--method-study", "--smoke", "--protocols", "standard", "--study-pins", "unpinned",
+        rc, log_ = bench("--method-study", "--smoke", "--protocols", "standard", "--study-pins", "unpinned", "--study-base-pin", "unpinned",
                          "--study-durations", "0.05", "--study-runs", "2,3", "--quiet-seconds", "0.5",
                          "--out", str(out), "--noisy-out", str(noisy), "--name", "s")
     finally:

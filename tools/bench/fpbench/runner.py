@@ -49,6 +49,9 @@ def add_arguments(b):
     b.add_argument("--study-durations", help="run lengths of the method study (default 0.3,1,3; the middle one is "
                                              "the baseline)")
     b.add_argument("--study-runs", help="run counts of the method study (default 5,11)")
+    b.add_argument("--study-base-pin", default="same-core",
+                   help="the pinning of the method study's run-length and order arms (default same-core, the chosen one; "
+                        "the first studies used unpinned)")
     b.add_argument("--study-pins", help="pinning arms of the method study (default unpinned,split,same-core)")
     b.add_argument("--pin", choices=sorted(core.PINS), default="same-core",
                    help="CPU pinning of servers and load clients in the matrix (default same-core: both on one CPU, "
@@ -134,7 +137,7 @@ def main_study(args, servers, clients) -> int:
     base = sorted(durs)[len(durs) // 2]
     log(f"== method study: {proto}, durations {durs} (baseline {base:g} s), runs {runs}")
     st = study.run([by["rust"], by["raw"]], client, proto, durs, runs, base, pins,
-                   warmup=0.05 if args.smoke else 0.2)
+                   warmup=0.05 if args.smoke else 0.2, base_pin=args.study_base_pin)
     q = quiet_after(args, before)
     machine["loadavg_end"] = list(os.getloadavg())
     doc = {"schema": "frameproof-method-study/1", "date": study.stamp(), "command": _command(), "machine": machine,

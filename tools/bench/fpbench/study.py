@@ -3,7 +3,8 @@ decided from measurements rather than assumed.
 
 With the Rust fp-server and the raw echo (the ceiling every server is divided by) and the Rust
 load client, for per-packet C=1 and pipelined C=16 (the protocol's seed window), it measures
-*arms* that each change one factor from a baseline (unpinned, 1 s runs, 11 runs, interleaved):
+*arms* that each change one factor from a baseline (``--study-base-pin``, default same-core since the
+first studies chose it; 1 s runs, 11 runs, interleaved):
 
 - pinning: unpinned / split (server on core 0, client on core 1, ``taskset``) / same core (both on 0);
 - run length: 0.3 s, 1 s, 3 s;
@@ -36,8 +37,8 @@ PINS = {"unpinned": (None, None), "split": (["taskset", "-c", "0"], ["taskset", 
         "same-core": (["taskset", "-c", "0"], ["taskset", "-c", "0"])}
 
 
-def plan(durations=(0.3, 1.0, 3.0), runs=(5, 11), base_duration=1.0) -> List[dict]:
-    """The arms: one factor changed at a time from the baseline (unpinned, base_duration, max(runs),
+def plan(durations=(0.3, 1.0, 3.0), runs=(5, 11), base_duration=1.0, base_pin="unpinned") -> List[dict]:
+    """The arms: one factor changed at a time from the baseline (base_pin, base_duration, max(runs),
     interleaved). Every arm is measured with max(runs) runs per block; the smaller run counts are the
     first runs of the same blocks."""
     arms = []
@@ -45,8 +46,8 @@ def plan(durations=(0.3, 1.0, 3.0), runs=(5, 11), base_duration=1.0) -> List[dic
         arms.append({"pin": pin, "duration": base_duration, "order": "interleaved"})
     for d in durations:
         if d != base_duration:
-            arms.append({"pin": "unpinned", "duration": d, "order": "interleaved"})
-    arms.append({"pin": "unpinned", "duration": base_duration, "order": "blocked"})
+            arms.append({"pin": base_pin, "duration": d, "order": "interleaved"})
+    arms.append({"pin": base_pin, "duration": base_duration, "order": "blocked"})
     for a in arms:
         a["runs"] = max(runs)
         a["name"] = f"{a['pin']}, {a['duration']:g} s, {a['order']}"
@@ -95,15 +96,15 @@ def _analyse(block_runs: List[Dict[str, list]], runs_list, primary: str, base: s
 
 
 def run(servers: List[Program], client: Program, protocol: Optional[str] = None, durations=(0.3, 1.0, 3.0),
-        runs=(5, 11), base_duration=1.0, pins=None, scenarios=None, warmup=0.2) -> dict:
+        runs=(5, 11), base_duration=1.0, pins=None, scenarios=None, warmup=0.2, base_pin="unpinned") -> dict:
     protocol = protocol or registry.names()[0]
     w = registry.get(protocol).seed_window
     scen = scenarios or [Scenario(protocol, "per-packet", 32, 1, 1, "method-study"),
                          Scenario(protocol, "pipelined", 32, 16, w, "method-study")]
-    arms = [a for a in plan(durations, runs, base_duration) if not pins or a["pin"] in pins]
+    arms = [a for a in plan(durations, runs, base_duration, base_pin) if not pins or a["pin"] in pins]
     by = {s.name: s for s in servers}
     primary, base = servers[0].name, servers[1].name
-    out = {"protocol": protocol, "servers": [primary, base], "client": client.name,
+    out = {"protocol": protocol, "servers": [primary, base], "client": client.name, "base_pin": base_pin,
            "design": __doc__.strip().split("\n\n", 1)[1], "runs": list(runs), "durations": list(durations),
            "arms": [], "server_checks": []}
     total = len(arms) * len(scen)
