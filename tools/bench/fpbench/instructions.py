@@ -31,7 +31,7 @@ from frameproof import protocols as registry
 from frameproof.paths import ROOT
 from frameproof.servers import start_server
 
-from .core import RUST_BIN, Program, Scenario, codec_argv, log, run_client_once, _median_spread
+from .core import PIN, RUST_BIN, Program, Scenario, codec_argv, log, run_client_once, _median_spread
 
 AGREE_PCT = 1.0
 # Pipelined echoes cost ~10-30x fewer instructions than per-packet ones while a connection's
@@ -166,7 +166,9 @@ def timed_ns(srv: Program, proto: str, client: Program, runs: int, duration: flo
     out = []
     codec = registry.get(proto).bench_codec(32)
     try:
-        rs = start_server(srv.cmd(codec_argv(codec) + ["--listen", "127.0.0.1:0", "--threads", "1"]), cwd=str(ROOT))
+        pre = " ".join(PIN["server"] or [])  # pinned as the matrix is (run_client_once pins the client alike)
+        rs = start_server((pre + " " + srv.cmd(codec_argv(codec) + ["--listen", "127.0.0.1:0", "--threads", "1"])).strip(),
+                          cwd=str(ROOT))
     except RuntimeError as e:
         return [{"server": srv.name, "protocol": proto, "error": str(e)[:300]}]
     try:
