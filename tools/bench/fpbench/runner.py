@@ -159,13 +159,15 @@ def main_instructions(args, servers, clients) -> int:
     before = quiet_before(args)
     machine = core.machine(0.25)
     n = args.instructions_messages or (500 if args.smoke else 5000 if args.quick else 20000)
+    core.set_pin(args.pin, args.pin_cpu if args.pin_cpu is not None else quiet.idlest_cpu(before))  # the ns timings
     log(f"== instructions per echoed message (callgrind, N = {n} and {2 * n})")
     ins = instructions.run(servers, client, n, timing_runs=1 if args.smoke else 3,
                            timing_duration=0.1 if args.smoke else 0.3, protocols=_protocols(args))
     q = quiet_after(args, before)
     machine["loadavg_end"] = list(os.getloadavg())
     doc = {"schema": "frameproof-instructions/1", "date": datetime.date.today().isoformat(), "command": _command(),
-           "machine": machine, "quiet": q, "instructions": ins, "elapsed_s": round(time.monotonic() - t0, 1)}
+           "machine": machine, "quiet": q, "instructions": ins, "pin": dict(core.PIN),
+           "elapsed_s": round(time.monotonic() - t0, 1)}
     stem = destination(args, q, f"instructions-{doc['date']}")
     Path(f"{stem}.json").write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     md = [f"# frameproof instruction counts {doc['date']}", "", f"Command: `{doc['command']}`  ",
