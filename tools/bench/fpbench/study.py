@@ -137,7 +137,8 @@ def run(servers: List[Program], client: Program, protocol: Optional[str] = None,
             b1, b2 = st["blocks"]
             log(f"  [{i:2}/{total}] {s.mode:10} C={s.connections:<3} {arm['name']:32} "
                 f"{primary} {b1[primary]['median'] or 0:>11,.0f} / {b2[primary]['median'] or 0:>11,.0f} msg/s "
-                f"(IQR {b1[primary]['iqr_pct']}%/{b2[primary]['iqr_pct']}%), ratio {b1['ratio']['median']} / "
+                f"(IQR {b1[primary]['iqr_pct']}%/{b2[primary]['iqr_pct']}%, spread {b1[primary]['spread_pct']}%/"
+                f"{b2[primary]['spread_pct']}%), ratio {b1['ratio']['median']} / "
                 f"{b2['ratio']['median']} (blocks differ {st.get('ratio_block_diff_pct')}%)")
     out["ranking"] = ranking(out)
     return out
@@ -159,6 +160,8 @@ def ranking(study: dict) -> List[dict]:
                              "ratio_block_diff_pct": st.get("ratio_block_diff_pct"),
                              "ratio_iqr_pct": max(iqr) if iqr else None,
                              "server_iqr_pct": max(b[study["servers"][0]]["iqr_pct"] or 0 for b in (b1, b2)),
+                             "server_spread_pct": max(b[study["servers"][0]]["spread_pct"] or 0 for b in (b1, b2)),
+                             "base_iqr_pct": max(b[study["servers"][1]]["iqr_pct"] or 0 for b in (b1, b2)),
                              "throughput": [b1[study["servers"][0]]["median"], b2[study["servers"][0]]["median"]],
                              "medians_overlap": st.get("intervals_overlap", {}).get(study["servers"][0])})
         rows.sort(key=lambda r: (r["ratio_block_diff_pct"] if r["ratio_block_diff_pct"] is not None else 1e9,
@@ -182,12 +185,14 @@ def markdown(doc: dict) -> str:
     for rk in st["ranking"]:
         L += [f"## {rk['key']}", "",
               "Arms ordered by the repeatability of the ratio between the two back-to-back blocks.", "",
-              "| arm | runs | cost (s) | msg/s block 1 / 2 | server IQR | ratio block 1 / 2 | ratio blocks differ | ratio IQR | medians' 95% intervals overlap |",
-              "|---|---:|---:|---|---:|---|---:|---:|---|"]
+              f"| arm | runs | cost (s) | {st['servers'][0]} msg/s block 1 / 2 | {st['servers'][0]} IQR / spread | "
+              f"{st['servers'][1]} IQR | ratio block 1 / 2 | ratio blocks differ | ratio IQR | medians' 95% intervals overlap |",
+              "|---|---:|---:|---|---:|---:|---|---:|---:|---|"]
         for r in rk["arms"]:
             t = " / ".join(f"{x:,.0f}" if x else "–" for x in r["throughput"])
             ra = " / ".join(f"{x:.3f}" if x else "–" for x in r["ratio"])
-            L.append(f"| {r['arm']} | {r['runs']} | {r['cost_s']} | {t} | {r['server_iqr_pct']}% | {ra} | "
+            L.append(f"| {r['arm']} | {r['runs']} | {r['cost_s']} | {t} | {r['server_iqr_pct']}% / {r['server_spread_pct']}% | "
+                     f"{r['base_iqr_pct']}% | {ra} | "
                      f"{'–' if r['ratio_block_diff_pct'] is None else str(r['ratio_block_diff_pct']) + '%'} | "
                      f"{'–' if r['ratio_iqr_pct'] is None else str(r['ratio_iqr_pct']) + '%'} | "
                      f"{ {True: 'yes', False: 'no', None: '–'}[r['medians_overlap']]} |")
