@@ -258,6 +258,58 @@ namespace Frameproof.Tests
             }
         }
 
+        sealed class ClientLog : IClientObserver
+        {
+            public readonly List<string> Log = new List<string>();
+            public void OnReply(RequestId id, object state, byte flag, byte sequence, ReadOnlySpan<byte> payload) { Log.Add("reply " + id + " op" + flag + " " + Encoding.ASCII.GetString(payload.ToArray())); }
+            public void OnTimeout(RequestId id, object state) { Log.Add("timeout " + id); }
+            public void OnFailed(RequestId id, object state) { Log.Add("failed " + id); }
+            public void OnUnmatched(byte flag, byte sequence, ReadOnlySpan<byte> payload) { Log.Add("unmatched"); }
+            public void OnRejectedReply(RequestId id, object state, string why) { Log.Add("rejected " + id); }
+        }
+
+        [Test]
+        public void LoadChannel_HandshakeTextFifoClose_AgainstTheServerSession()
+        {
+            var codec = (WebSocketCodec)Registry.Create(CodecSpec.Named("websocket"));
+            CollectionAssert.AreEqual(new[] { "binary", "text" }, codec.LoadVariants);
+            var log = new ClientLog();
+            ClientChannel ch = codec.NewClientChannel(log, 1000, 1);
+            using (var server = (WsEchoSession)codec.NewSession(false))
+            {
+                Assert.IsTrue(server.Receive(ch.OpeningRequest("127.0.0.1")));
+                string error;
+                Assert.AreEqual(server.OutputLength, ch.AcceptOpening(server.Output, out error), error);
+                server.ClearOutput();
+                var output = new SendBuffer();
+                var p = new byte[20];
+                for (int i = 0; i < 3; i++)
+                {
+                    codec.FillLoadPayload(1, i, p);
+                    Assert.IsTrue(Utf8Validator.IsValid(p), "text payloads are UTF-8");
+                    Assert.IsTrue(ch.TryRequest(new RequestId(i), null, 0, p, output));
+                }
+                byte[] wire = new ReadOnlySpan<byte>(output.Buffer, 0, output.Length).ToArray();
+                Assert.AreEqual(0x81, wire[0]);
+                Assert.AreEqual(0x80, wire[1] & 0x80, "masked (WS-MASK-4)");
+                Assert.IsTrue(server.Receive(wire));
+                Assert.IsTrue(ch.Feed(server.Output));
+                server.ClearOutput();
+                Assert.AreEqual(3, log.Log.Count);
+                codec.FillLoadPayload(1, 2, p);
+                Assert.AreEqual("reply 2 op1 " + Encoding.ASCII.GetString(p), log.Log[2], "FIFO, opcode 1");
+                Assert.IsTrue(codec.VerifyLoadPayload(1, 2, 20, p));
+                Assert.IsFalse(codec.VerifyLoadPayload(1, 1, 20, p));
+                Assert.IsFalse(server.Receive(ch.ClosingFrame()), "the session closes on a close frame");
+                Assert.IsTrue(server.Closed);
+                Assert.IsFalse(ch.PeerClosed);
+                ch.Feed(server.Output);
+                Assert.IsTrue(ch.PeerClosed, "the server's close answers ours");
+                Assert.AreEqual("880203E8", T.ToHex(server.Output.ToArray()), "code 1000 echoed");
+            }
+            ch.Dispose();
+        }
+
         [Test]
         public void CodecJson_RoleAndMessageLimit()
         {

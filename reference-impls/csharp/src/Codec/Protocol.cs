@@ -161,6 +161,16 @@ namespace Frameproof.Codec
             return new ByteLevelChannel(this, observer, timeoutMs);
         }
 
+        /// <summary>The load payload of request <paramref name="index"/> for a variant (default: the
+        /// index and a pattern, <see cref="Payloads.Fill"/>).</summary>
+        public virtual void FillLoadPayload(int variant, long index, Span<byte> dst) { Payloads.Fill(index, dst); }
+
+        /// <summary>Checks an echoed load payload against the one <see cref="FillLoadPayload"/> made.</summary>
+        public virtual bool VerifyLoadPayload(int variant, long index, int length, ReadOnlySpan<byte> payload)
+        {
+            return Payloads.Verify(index, length, payload);
+        }
+
         /// <summary>The stream client of <c>--mode stream</c>, or null if the protocol has no streams.</summary>
         public virtual StreamClient NewStreamClient(int variant) { return null; }
     }

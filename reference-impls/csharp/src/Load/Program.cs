@@ -145,7 +145,7 @@ namespace Frameproof.Load
                 while (inflight < w && More())
                 {
                     long idx = NextIndex();
-                    Payloads.Fill(idx, payload);
+                    _cfg.Codec.FillLoadPayload(_cfg.Variant, idx, payload);
                     ValueTask<Completion> t;
                     if (!Client.TryEnqueue(new RequestId(idx), payload, out t))
                     {
@@ -213,7 +213,7 @@ namespace Frameproof.Load
                 while (n < batch && Client.BufferedBytes < 256 * 1024 && More())
                 {
                     long idx = NextIndex();
-                    Payloads.Fill(idx, payload);
+                    _cfg.Codec.FillLoadPayload(_cfg.Variant, idx, payload);
                     if (!Client.EnqueueUnmatched(payload)) { _shared.Error("encoder refused a payload of " + payload.Length + " bytes"); _stop = true; break; }
                     n++;
                 }
@@ -258,7 +258,7 @@ namespace Frameproof.Load
                         while (sent < f && inflight < w)
                         {
                             long idx = first + sent;
-                            Payloads.Fill(idx, payload);
+                            _cfg.Codec.FillLoadPayload(_cfg.Variant, idx, payload);
                             if (!sc.Data(sid, payload, output)) { _shared.Error("encoder refused a payload of " + payload.Length + " bytes"); return; }
                             int slot = (head + inflight) % w;
                             sentAt[slot] = Stopwatch.GetTimestamp();
@@ -280,7 +280,7 @@ namespace Frameproof.Load
                         head = (head + 1) % w;
                         inflight--;
                         Interlocked.Increment(ref _shared.Progress);
-                        if (id == sid && Payloads.Verify(expect, _cfg.Payload, echo)) { Verified++; VerifiedBytes += echo.Length; }
+                        if (id == sid && _cfg.Codec.VerifyLoadPayload(_cfg.Variant, expect, _cfg.Payload, echo)) { Verified++; VerifiedBytes += echo.Length; }
                         else
                         {
                             ok = false;
@@ -336,7 +336,7 @@ namespace Frameproof.Load
         public bool Verify(RequestId id, ReadOnlySpan<byte> payload)
         {
             if (_cfg.Mode == Mode.Receive) return false;
-            return Payloads.Verify(id.Value, _cfg.Payload, payload);
+            return _cfg.Codec.VerifyLoadPayload(_cfg.Variant, id.Value, _cfg.Payload, payload);
         }
 
         public void OnUnmatched(byte flag, byte sequence, ReadOnlySpan<byte> payload)
