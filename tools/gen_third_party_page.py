@@ -50,15 +50,20 @@ def argv_of(impl, key):
 
 def xfail_entries(path: Path):
     """[(pattern, reason)]: each entry with the comment block right above it."""
-    out, comment = [], []
+    out, comment, after_entry = [], [], False
     for line in path.read_text(encoding="utf-8").splitlines():
         s = line.strip()
         if s.startswith("#"):
-            comment.append(s.lstrip("#").strip())
+            if after_entry or not s.lstrip("#").strip():
+                comment = []  # a new block: after entries, or after a bare '#' line
+            if s.lstrip("#").strip():
+                comment.append(s.lstrip("#").strip())
+            after_entry = False
         elif s:
             out.append((s, " ".join(comment).strip()))
+            after_entry = True
         else:
-            comment = []
+            comment, after_entry = [], False
     return out
 
 
@@ -87,7 +92,7 @@ def run_all(reports: Path, autobahn: bool):
             if "testee" in impl:
                 xf = (impl.get("xfail") or {}).get(proto)
                 _fp(["run", "--testee", " ".join(map(shlex.quote, argv_of(impl, "testee"))), "--protocol", proto,
-                     "--json", str(reports / f"{name}-codec-{proto}.json")]
+                     "--profile", impl.get("profile", "ci"), "--json", str(reports / f"{name}-codec-{proto}.json")]
                     + (["--xfail", str(impl["dir"] / xf)] if xf else []), log)
             if "server" not in impl:
                 continue
@@ -131,10 +136,14 @@ def load_reports(reports: Path):
     return out
 
 
-def _reasons(impl):
-    """{suite: [(pattern, reason)]} of a wrapper's expected-failures files."""
+def _reasons(impl, name):
+    """{suite: [(pattern, reason)]} of a wrapper's expected-failures files (a peer without impl.json:
+    its xfail-autobahn.txt, the file tools/autobahn/peers.py runs it with)."""
     out = {}
     if impl is None:
+        f = THIRD / name / "xfail-autobahn.txt"
+        if f.exists():
+            out["autobahn-server"] = xfail_entries(f)
         return out
     for p, f in (impl.get("xfail") or {}).items():
         out[f"codec-{p}"] = xfail_entries(impl["dir"] / f)
@@ -204,6 +213,15 @@ def render(reports: Path) -> str:
         f"(`reports/third-party/`, runs of {stamps[0] if stamps else 'no date'}); do not edit by hand: "
         "`.venv/bin/python tools/gen_third_party_page.py --run` runs every suite again and rewrites this page._",
         "",
+        "How the suites ran: the codec suite (`frameproof run`) on each testee with the wrapper's expected-failures",
+        "file (profile `ci`, or the wrapper's impl.json `\"profile\"`); the network suite (`frameproof net`) on each",
+        "echo server with the spec's default limits; Autobahn (`frameproof autobahn`, wstest 25.10.1, categories 1-7, 9,",
+        "10, as server) on each websocket echo server with a 64 MiB frame limit, as tools/autobahn/peers.py runs every",
+        "server. No wrapper here has an Autobahn client. A library without a frame layer (gorilla) or whose parser",
+        "reports messages, not frames (ws) has no `decode` results: those tests are skipped, never counted as passed.",
+        "The websocket testees name each error's offset from a length-only walk over the input (the libraries do not",
+        "report where the offending frame starts); everything else the suites judge is the library's own output.",
+        "",
         "## The wrappers",
         "",
         "| implementation | library | protocols | testee | echo server | expected-failure files |",
@@ -212,8 +230,9 @@ def render(reports: Path) -> str:
     for n in names:
         i = impls.get(n)
         if i is None:
+            xf = "`xfail-autobahn.txt`" if (THIRD / n / "xfail-autobahn.txt").exists() else "—"
             lines.append(f"| {n} | (no impl.json: Autobahn results only, from tools/autobahn/peers.py) | websocket | — | "
-                         f"`tools/third-party/{n}/` | — |")
+                         f"`tools/third-party/{n}/` | {xf} |")
             continue
         files = sorted(set((i.get("xfail") or {}).values()) | set((i.get("xfail_net") or {}).values())
                        | set((i.get("xfail_autobahn") or {}).values()))
@@ -251,23 +270,29 @@ def render(reports: Path) -> str:
                 lines.append(f"| {rid} | {reqs[rid].level} | " + " | ".join(cells) + " |")
         lines += ["", f"### Where they differ from spec/{proto}.md", ""]
         for n in cols:
-            reasons = _reasons(impls.get(n))
-            rows = []
+            reasons = _reasons(impls.get(n), n)
+            groups = {}  # (suite, reason, expected?) -> (requirements, tests): one row per cause
             for s, d in sorted(res[n].items()):
                 if not (s.endswith(proto) or s.startswith("autobahn")):
                     continue
                 for t in d["tests"]:
                     if t["status"] not in ("xfailed", "failed"):
                         continue
-                    why = _reason_for(t, reasons.get(s, []))
-                    tag = "expected" if t["status"] == "xfailed" else "**not expected**"
-                    what = t.get("case") and f"case {t['case']} ({t.get('behavior')}/{t.get('behavior_close')})" \
-                        or t["name"].split("/", 2)[-1]
-                    rows.append(f"| {', '.join(t.get('broken') or t['requirements'])} | {_suite_title(s)}: `{what}` | "
-                                f"{tag} | {(why or t.get('message', '').splitlines()[0] if (why or t.get('message')) else '')[:400]} |")
+                    first = (t.get("message") or "").strip().splitlines()[:1]
+                    why = _reason_for(t, reasons.get(s, [])) or (first[0] if first else "")
+                    reqs_, tests = groups.setdefault((s, why, t["status"] == "xfailed"), ([], []))
+                    reqs_ += [r for r in (t.get("broken") or t["requirements"]) if r not in reqs_]
+                    tests.append(f"`{t['case']}`" if t.get("case") else f"`{t['name']}`")
+            rows = [f"| {', '.join(sorted(rq, key=lambda r: ids.index(r) if r in ids else 999))} | {_suite_title(s)}: "
+                    f"{', '.join(tests)} | {'expected' if expected else '**not expected**'} | "
+                    f"{why[:900].replace('|', '/')} |" for (s, why, expected), (rq, tests) in groups.items()]
             lines += [f"**{n}**" + ("" if rows else ": no difference found by the suites that ran."), ""]
             if rows:
-                lines += ["| requirements | test | | why |", "|---|---|---|---|"] + rows + [""]
+                lines += ["| requirements | tests | | why (from the expected-failures file) |", "|---|---|---|---|"] + rows + [""]
+            ab = res[n].get("autobahn-server")
+            if ab:
+                soft = [f"{t['case']} {t['verdict']}" for t in ab["tests"] if t["verdict"] in ("NON-STRICT", "INFORMATIONAL")]
+                lines += [f"Autobahn verdicts that are not failures (allowed): {', '.join(soft) or 'none'}.", ""]
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -217,3 +217,21 @@ def test_websocket_wrapper_testee_serves_clean_sessions_like_the_model(name):
                             f"{name}, {case}, {len(chunks)} chunk(s): ")
     finally:
         t.stop()
+
+
+def test_third_party_page_lists_every_expected_failure():
+    """docs/third-party.md is generated (tools/gen_third_party_page.py) from the suites' reports; it is
+    stale when an expected-failures file gained an entry the page does not show. Every entry of every
+    wrapper's files must match a test name or an Autobahn case the page lists."""
+    import fnmatch
+    import re
+    page = (ROOT / "docs" / "third-party.md").read_text(encoding="utf-8")
+    shown = set(re.findall(r"`([^`\s]+)`", page))
+    assert "gen_third_party_page.py" in page
+    for f in sorted(THIRD_PARTY.glob("*/impl.json")):
+        impl = json.loads(f.read_text())
+        for key in ("xfail", "xfail_net", "xfail_autobahn"):
+            for xf in (impl.get(key) or {}).values():
+                for _, e in _xfail_entries(f.parent / xf):
+                    assert any(fnmatch.fnmatchcase(s, e) for s in shown), \
+                        f"{impl['name']}/{xf}: {e!r} is not on docs/third-party.md: run tools/gen_third_party_page.py --run"
