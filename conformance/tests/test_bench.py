@@ -299,14 +299,16 @@ def test_quiet_check_refuses_a_busy_machine():
     hog = _busy_loop()
     try:
         time.sleep(0.3)
-        s = fp.quiet.sample(1.0)
+        s = fp.quiet.sample(1.5)
         q = fp.quiet.judge(s, s)
     finally:
         hog.kill()
         hog.wait()
     assert not q["ok"]
-    assert any(b["pid"] == hog.pid and b["core_share"] > 0.5 for b in s["busy_processes"]), s["busy_processes"]
-    assert any(f"pid {hog.pid}" in r for r in q["reasons"]), q["reasons"]
+    # the loop is listed as a busy process (on a machine busy with other work too it gets less than a core)
+    assert any(b["pid"] == hog.pid and b["core_share"] > fp.quiet.MAX_OTHER_CORE for b in s["busy_processes"]), \
+        s["busy_processes"]
+    assert any("other processes busy" in r for r in q["reasons"]), q["reasons"]
     assert s["idle_fraction"] < fp.quiet.MIN_IDLE
     assert any("NOISY" in line for line in fp.quiet.banner(q))
 
