@@ -81,7 +81,7 @@ def _cell(rc, doc) -> dict:
     t = doc["totals"]
     ok = rc == 0 and t["failed"] == 0 and t["xpassed"] == 0
     text = f"{t['passed']}/{t['passed'] + t['failed'] + t['xfailed'] + t['xpassed']}"
-    if t["skipped"]:
+    if t.get("skipped"):
         text += f" ({t['skipped']} skip)"
     if t["xfailed"]:
         text += f" ({t['xfailed']} xfail)"
@@ -177,6 +177,11 @@ def run_matrix(names=None, build=True, profile="ci", out_dir=None, readme=False)
                 client = (f"{_cmd(impl, 'load')} --protocol {proto} --connect {{host}}:{{port}} --connections 4 "
                           f"--payload 32 {args} --timeout-ms 2000 --json {{json}}")
                 r["client"][key] = _cell(*_fp(["net", "--protocol", proto, "--client", client], log))
+        for proto in protos:  # the protocol's own extra suites (websocket: the Autobahn testsuite)
+            for group, label, argv in registry.get(proto).matrix_suites(
+                    impl, lambda key: _cmd(impl, key) if key in impl else None, profile):
+                print(f"[{name}] {label} …", flush=True)
+                r[group][label] = _cell(*_fp(argv, log))
     ok_impls = [i for i in impls if results[i["name"]]["build"] in (None, 0)]
     inter = {}
     for proto in registry.names():
