@@ -99,6 +99,12 @@ pub trait Protocol: Sized + Clone + Send + Sync + 'static {
         false
     }
 
+    /// This protocol as a network client uses it (websocket: the client role, which receives
+    /// unmasked frames); the configuration a user gives names the server's side.
+    fn client_side(self) -> Self {
+        self
+    }
+
     /// The client's opening handshake for a server at `host`, where the protocol has one.
     fn opening(&self, _host: &str) -> Option<Box<dyn Opening>> {
         None

@@ -814,6 +814,13 @@ impl Protocol for WebSocket {
         }
     }
 
+    fn client_side(self) -> Self {
+        WebSocket {
+            role: Role::Client,
+            ..self
+        }
+    }
+
     fn text_payloads(&self) -> bool {
         self.opcode == TEXT
     }

@@ -251,6 +251,36 @@ pub fn payload_matches(index: u64, len: usize, payload: &[u8]) -> bool {
         .all(|(i, &b)| b == seed.wrapping_add(((i + start) as u8).wrapping_mul(13)))
 }
 
+/// Byte `j` of the payload of request `index` of length `len` ([`fill_payload`]).
+fn payload_byte(index: u64, len: usize, j: usize) -> u8 {
+    if len >= 8 && j < 8 {
+        index.to_le_bytes()[j]
+    } else {
+        seed(index).wrapping_add((j as u8).wrapping_mul(13))
+    }
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// The text form of a load payload (for protocols whose messages must be UTF-8): the first
+/// `buf.len()` characters of the lowercase hex of the binary payload of that index and length.
+pub fn fill_text_payload(index: u64, buf: &mut [u8]) {
+    let len = buf.len();
+    for (k, c) in buf.iter_mut().enumerate() {
+        let b = payload_byte(index, len, k / 2);
+        *c = HEX[if k % 2 == 0 { b >> 4 } else { b & 0x0F } as usize];
+    }
+}
+
+/// Whether `payload` is exactly the text payload of request `index` of length `len`.
+pub fn text_payload_matches(index: u64, len: usize, payload: &[u8]) -> bool {
+    payload.len() == len
+        && payload.iter().enumerate().all(|(k, &c)| {
+            let b = payload_byte(index, len, k / 2);
+            c == HEX[if k % 2 == 0 { b >> 4 } else { b & 0x0F } as usize]
+        })
+}
+
 fn seed(index: u64) -> u8 {
     (index.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8
 }

@@ -31,7 +31,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use fp_net::{fill_payload, json_f64, json_string, online_cpus, payload_matches, Cli};
+use fp_net::{
+    fill_payload, fill_text_payload, json_f64, json_string, online_cpus, payload_matches,
+    text_payload_matches, Cli,
+};
 use frameproof_codec::config::CodecConfig;
 use frameproof_codec::matcher::Received;
 use frameproof_codec::protocol::{ClientMatcher, Protocol, StreamReply};
@@ -233,6 +236,96 @@ impl<P: Protocol> Run<P> {
     fn client(&self) -> Client<P> {
         self.proto.client(self.cfg.timeout.as_micros() as u64)
     }
+    /// A decoder for one connection, holding what followed the opening handshake.
+    fn decoder(&self, leftover: &[u8]) -> P::Decoder {
+        let mut d = self.proto.decoder();
+        d.extend(leftover);
+        d
+    }
+    /// The payload of request `index` (text protocols: its hex form).
+    fn fill(&self, index: u64, p: &mut [u8]) {
+        if self.proto.text_payloads() {
+            fill_text_payload(index, p)
+        } else {
+            fill_payload(index, p)
+        }
+    }
+    fn matches(&self, index: u64, len: usize, payload: &[u8]) -> bool {
+        if self.proto.text_payloads() {
+            text_payload_matches(index, len, payload)
+        } else {
+            payload_matches(index, len, payload)
+        }
+    }
+}
+
+/// The opening handshake of one connection, where the protocol has one: the bytes that followed
+/// the server's answer (frames), or why it failed.
+async fn open<P: Protocol>(
+    proto: &P,
+    host: &str,
+    stream: &mut TcpStream,
+    timeout: Duration,
+) -> Result<BytesMut, String> {
+    let mut buf = BytesMut::new();
+    let Some(opening) = proto.opening(host) else {
+        return Ok(buf);
+    };
+    let deadline = tokio::time::Instant::now() + timeout;
+    match tokio::time::timeout_at(deadline, stream.write_all(opening.request())).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(format!("writing the opening handshake: {e}")),
+        Err(_) => return Err("writing the opening handshake timed out".into()),
+    }
+    loop {
+        if let Some(n) = opening.response(&buf)? {
+            let _ = buf.split_to(n);
+            return Ok(buf);
+        }
+        buf.reserve(4096);
+        match tokio::time::timeout_at(deadline, stream.read_buf(&mut buf)).await {
+            Ok(Ok(0)) => return Err("the server closed during the opening handshake".into()),
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => return Err(format!("reading the opening handshake: {e}")),
+            Err(_) => return Err("no answer to the opening handshake".into()),
+        }
+    }
+}
+
+/// What a client says before closing (websocket: close 1000), then waits at most the timeout
+/// for the server's answer (its close, or the end of the connection).
+async fn goodbye<P: Protocol, R, W>(run: &Run<P>, rd: &mut R, wr: &mut W, mut dec: P::Decoder)
+where
+    R: tokio::io::AsyncRead + Unpin,
+    W: tokio::io::AsyncWrite + Unpin,
+{
+    let mut bye = BytesMut::new();
+    if !run.proto.put_goodbye(&mut bye) {
+        return;
+    }
+    let deadline = tokio::time::Instant::now() + run.cfg.timeout;
+    if !matches!(
+        tokio::time::timeout_at(deadline, wr.write_all(&bye)).await,
+        Ok(Ok(()))
+    ) {
+        return;
+    }
+    loop {
+        while let Ok(Some(f)) = dec.decode() {
+            if P::is_goodbye(&f) {
+                return;
+            }
+        }
+        dec.buffer_mut().reserve(READ_CHUNK);
+        match tokio::time::timeout_at(deadline, rd.read_buf(dec.buffer_mut())).await {
+            Ok(Ok(n)) if n > 0 => {}
+            Ok(_) => return,
+            Err(_) => {
+                eprintln!("fp-load: the server did not answer the closing frame in time");
+                return;
+            }
+        }
+    }
 }
 
 /// What one connection (or the whole run, merged) measured.
@@ -316,7 +409,7 @@ impl Visitor for Start {
         let variant = cfg
             .variant
             .get_or_insert_with(|| P::VARIANTS[0].to_string());
-        let proto = proto.with_variant(variant);
+        let proto = proto.with_variant(variant).client_side();
         CLI.run(online_cpus(), run(proto, cfg))
     }
 }
@@ -355,10 +448,14 @@ async fn run<P: Protocol>(proto: P, cfg: Config) -> i32 {
     };
     let mut streams = Vec::with_capacity(cfg.connections);
     for i in 0..cfg.connections {
-        match tokio::time::timeout(cfg.timeout, connect(addr)).await {
-            Ok(Ok(s)) => streams.push(s),
+        let mut s = match tokio::time::timeout(cfg.timeout, connect(addr)).await {
+            Ok(Ok(s)) => s,
             Ok(Err(e)) => return fail(format!("connection {i} to {}: {e}", cfg.addr)),
             Err(_) => return fail(format!("connection {i} to {}: timed out", cfg.addr)),
+        };
+        match open(&proto, &cfg.addr, &mut s, cfg.timeout).await {
+            Ok(leftover) => streams.push((s, leftover)),
+            Err(e) => return fail(format!("connection {i} to {}: {e}", cfg.addr)),
         }
     }
     let start = Instant::now();
@@ -370,7 +467,7 @@ async fn run<P: Protocol>(proto: P, cfg: Config) -> i32 {
         cfg: cfg.clone(),
     });
     let mut handles = Vec::with_capacity(cfg.connections);
-    for (i, stream) in streams.into_iter().enumerate() {
+    for (i, (stream, leftover)) in streams.into_iter().enumerate() {
         // The first N % C connections send one more (README contract).
         let quota = cfg.requests.map(|n| {
             let c = cfg.connections as u64;
@@ -379,10 +476,10 @@ async fn run<P: Protocol>(proto: P, cfg: Config) -> i32 {
         let run = run.clone();
         handles.push(tokio::spawn(async move {
             match run.cfg.mode {
-                Mode::Receive => receive_connection(run, stream, quota).await,
-                Mode::PerPacket => per_packet_connection(run, stream, quota).await,
-                Mode::Pipelined => echo_connection(run, stream, quota).await,
-                Mode::Stream => stream_connection(run, stream, quota).await,
+                Mode::Receive => receive_connection(run, stream, leftover, quota).await,
+                Mode::PerPacket => per_packet_connection(run, stream, leftover, quota).await,
+                Mode::Pipelined => echo_connection(run, stream, leftover, quota).await,
+                Mode::Stream => stream_connection(run, stream, leftover, quota).await,
             }
         }));
     }
@@ -527,7 +624,7 @@ fn send_request<P: Protocol>(
         sent_at: now,
     };
     m.send_request(run.us(now), tag, run.cfg.payload, batch, |p| {
-        fill_payload(index, p)
+        run.fill(index, p)
     })
     .map_err(|e| format!("request {index} refused: {e}"))
 }
@@ -547,6 +644,7 @@ struct Conn<P: Protocol> {
 async fn echo_connection<P: Protocol>(
     run: Arc<Run<P>>,
     stream: TcpStream,
+    leftover: BytesMut,
     quota: Option<u64>,
 ) -> Report {
     let (rd, wr) = stream.into_split();
@@ -558,11 +656,15 @@ async fn echo_connection<P: Protocol>(
         writer_wake: Notify::new(),
         writer_error: Mutex::new(None),
     });
-    let writer = tokio::spawn(write_requests(run.clone(), conn.clone(), wr, quota));
-    let mut rep = read_replies(&run, &conn, rd).await;
-    // The reader only returns when the writer is done or the connection failed.
-    writer.abort();
-    let _ = writer.await;
+    let mut writer = tokio::spawn(write_requests(run.clone(), conn.clone(), wr, quota));
+    let (mut rep, mut rd, dec, failed) = read_replies(&run, &conn, rd, &leftover).await;
+    // The reader only returns when the writer is done or the connection failed: the writer
+    // hands its half back when it is done (a failed connection closes the window, which ends it).
+    match tokio::time::timeout(run.cfg.timeout, &mut writer).await {
+        Ok(Ok(mut wr)) if !failed => goodbye(&run, &mut rd, &mut wr, dec).await,
+        Ok(_) => {}
+        Err(_) => writer.abort(),
+    }
     rep.sent = conn.sent.load(Relaxed);
     if let Some(e) = conn.writer_error.lock().unwrap().take() {
         rep.error(e);
@@ -578,7 +680,7 @@ async fn write_requests<P: Protocol>(
     conn: Arc<Conn<P>>,
     mut wr: OwnedWriteHalf,
     quota: Option<u64>,
-) {
+) -> OwnedWriteHalf {
     let len = run.cfg.payload;
     let mut batch = BytesMut::with_capacity(READ_CHUNK);
     let mut sent = 0u64;
@@ -645,14 +747,23 @@ async fn write_requests<P: Protocol>(
     }
     conn.writer_done.store(true, Relaxed);
     conn.writer_wake.notify_one();
-    // Keep the write half open until the reader is done (dropping it would half-close).
-    std::future::pending::<()>().await;
+    // The write half goes back to the connection (dropping it would half-close).
+    wr
 }
 
-async fn read_replies<P: Protocol>(run: &Run<P>, conn: &Conn<P>, mut rd: OwnedReadHalf) -> Report {
+/// Reads and verifies replies until the writer is done and nothing is pending, or the
+/// connection fails; returns the report, the read half and the decoder (for the goodbye), and
+/// whether the connection failed.
+async fn read_replies<P: Protocol>(
+    run: &Run<P>,
+    conn: &Conn<P>,
+    mut rd: OwnedReadHalf,
+    leftover: &[u8],
+) -> (Report, OwnedReadHalf, P::Decoder, bool) {
     let mut rep = Report::new();
-    let mut dec = run.proto.decoder();
+    let mut dec = run.decoder(leftover);
     let len = run.cfg.payload;
+    let mut failed = false;
     loop {
         {
             let m = conn.matcher.lock().unwrap();
@@ -672,6 +783,7 @@ async fn read_replies<P: Protocol>(run: &Run<P>, conn: &Conn<P>, mut rd: OwnedRe
             Some(Err(e)) => {
                 rep.error(format!("read failed: {e}"));
                 fail_connection(conn, &mut rep, "the connection failed");
+                failed = true;
                 break;
             }
         };
@@ -682,7 +794,7 @@ async fn read_replies<P: Protocol>(run: &Run<P>, conn: &Conn<P>, mut rd: OwnedRe
             loop {
                 match dec.decode() {
                     Ok(Some(f)) => {
-                        if on_frame::<P>(&run.proto, &mut m, &f, now, &mut rep, len) {
+                        if on_frame::<P>(run, &mut m, &f, now, &mut rep, len) {
                             conn.window.add_permits(1);
                         }
                     }
@@ -697,6 +809,7 @@ async fn read_replies<P: Protocol>(run: &Run<P>, conn: &Conn<P>, mut rd: OwnedRe
         if let Some(e) = decode_error {
             rep.error(format!("reply stream rejected: {e}"));
             fail_connection(conn, &mut rep, "the reply stream was rejected");
+            failed = true;
             break;
         }
         if eof {
@@ -707,6 +820,7 @@ async fn read_replies<P: Protocol>(run: &Run<P>, conn: &Conn<P>, mut rd: OwnedRe
                 ));
                 fail_connection(conn, &mut rep, "the server closed the connection");
             }
+            failed = true;
             break;
         }
         // Timeouts: a load run treats any timeout as fatal for the connection (for
@@ -721,10 +835,11 @@ async fn read_replies<P: Protocol>(run: &Run<P>, conn: &Conn<P>, mut rd: OwnedRe
                 ));
             }
             fail_connection(conn, &mut rep, "a request timed out");
+            failed = true;
             break;
         }
     }
-    rep
+    (rep, rd, dec, failed)
 }
 
 /// A frame for an error detail: its fields other than the payload, and the payload's size.
@@ -734,7 +849,7 @@ fn describe<P: Protocol>(f: &P::Frame) -> String {
 
 /// Matches and verifies one received frame; true if it completed a pending request.
 fn on_frame<P: Protocol>(
-    proto: &P,
+    run: &Run<P>,
     m: &mut Client<P>,
     f: &P::Frame,
     now: Instant,
@@ -745,9 +860,9 @@ fn on_frame<P: Protocol>(
     match m.receive(f) {
         Received::Reply(tag) => {
             let payload = P::payload(f);
-            if let Err(why) = proto.check_reply(f) {
+            if let Err(why) = run.proto.check_reply(f) {
                 rep.error(format!("request {}: {why}", tag.index));
-            } else if !payload_matches(tag.index, len, payload) {
+            } else if !run.matches(tag.index, len, payload) {
                 rep.error(format!(
                     "request {}: reply payload differs ({} bytes received, {len} sent)",
                     tag.index,
@@ -779,12 +894,13 @@ fn on_frame<P: Protocol>(
 async fn per_packet_connection<P: Protocol>(
     run: Arc<Run<P>>,
     mut stream: TcpStream,
+    leftover: BytesMut,
     quota: Option<u64>,
 ) -> Report {
     let mut rep = Report::new();
     let len = run.cfg.payload;
     let mut m = run.client();
-    let mut dec = run.proto.decoder();
+    let mut dec = run.decoder(&leftover);
     let mut batch = BytesMut::with_capacity(len + 16);
     'requests: loop {
         if quota.is_some_and(|q| rep.sent >= q) || run.stop_at.is_some_and(|s| Instant::now() >= s)
@@ -815,7 +931,7 @@ async fn per_packet_connection<P: Protocol>(
         while m.pending() > 0 {
             match dec.decode() {
                 Ok(Some(f)) => {
-                    on_frame::<P>(&run.proto, &mut m, &f, Instant::now(), &mut rep, len);
+                    on_frame::<P>(&run, &mut m, &f, Instant::now(), &mut rep, len);
                     continue;
                 }
                 Ok(None) => {}
@@ -854,6 +970,10 @@ async fn per_packet_connection<P: Protocol>(
     if let Some(q) = quota {
         rep.all_written = rep.sent == q;
     }
+    if !m.is_failed() && rep.errors == 0 {
+        let (mut rd, mut wr) = stream.split();
+        goodbye(&run, &mut rd, &mut wr, dec).await;
+    }
     rep
 }
 
@@ -875,6 +995,7 @@ fn fail_connection<P: Protocol>(conn: &Conn<P>, rep: &mut Report, why: &str) {
 async fn receive_connection<P: Protocol>(
     run: Arc<Run<P>>,
     stream: TcpStream,
+    leftover: BytesMut,
     quota: Option<u64>,
 ) -> Report {
     let mut rep = Report::new();
@@ -893,7 +1014,7 @@ async fn receive_connection<P: Protocol>(
         batch.clear();
         for _ in 0..n {
             let index = run.next_index.fetch_add(1, Relaxed);
-            if let Err(e) = m.send_unanswered(len, &mut batch, |p| fill_payload(index, p)) {
+            if let Err(e) = m.send_unanswered(len, &mut batch, |p| run.fill(index, p)) {
                 rep.error(format!("request {index} refused: {e}"));
                 rep.all_written = false;
                 return rep;
@@ -914,8 +1035,12 @@ async fn receive_connection<P: Protocol>(
     if let Some(q) = quota {
         rep.all_written = rep.sent == q;
     }
+    let mut bye = BytesMut::new();
+    if run.proto.put_goodbye(&mut bye) {
+        let _ = tokio::time::timeout(run.cfg.timeout, wr.write_all(&bye)).await;
+    }
     let _ = wr.shutdown().await;
-    let mut dec = run.proto.decoder();
+    let mut dec = run.decoder(&leftover);
     let deadline = tokio::time::Instant::now() + run.cfg.timeout;
     loop {
         dec.buffer_mut().reserve(READ_CHUNK);
@@ -926,6 +1051,9 @@ async fn receive_connection<P: Protocol>(
             }
             Ok(Ok(_)) => {
                 while let Ok(Some(f)) = dec.decode() {
+                    if P::is_goodbye(&f) {
+                        continue;
+                    }
                     rep.received += 1;
                     rep.error(format!(
                         "unexpected reply in receive mode ({})",
@@ -989,6 +1117,7 @@ async fn write_by(
 async fn stream_connection<P: Protocol>(
     run: Arc<Run<P>>,
     mut stream: TcpStream,
+    leftover: BytesMut,
     quota: Option<u64>,
 ) -> Report {
     let mut rep = Report::new();
@@ -1000,7 +1129,7 @@ async fn stream_connection<P: Protocol>(
     let frames = run.cfg.frames_per_stream;
     let window = run.cfg.window;
     let timeout = run.cfg.timeout;
-    let mut dec = run.proto.decoder();
+    let mut dec = run.decoder(&leftover);
     let mut out = BytesMut::with_capacity(READ_CHUNK);
     let mut inflight: std::collections::VecDeque<Tag> = std::collections::VecDeque::new();
     let mut next_id: u32 = 0;
@@ -1033,7 +1162,7 @@ async fn stream_connection<P: Protocol>(
                 let mut k = 0;
                 while sent < frames && inflight.len() < window {
                     let index = run.next_index.fetch_add(1, Relaxed);
-                    ops.put_data(id, len, &mut out, &mut |p| fill_payload(index, p));
+                    ops.put_data(id, len, &mut out, &mut |p| run.fill(index, p));
                     inflight.push_back(Tag {
                         index,
                         sent_at: now,
@@ -1056,7 +1185,7 @@ async fn stream_connection<P: Protocol>(
                         echoed += 1;
                         // A wrong echo is counted and the stream goes on (it will not count as
                         // completed); only a missing or foreign frame ends the connection.
-                        if !payload_matches(tag.index, len, payload) {
+                        if !run.matches(tag.index, len, payload) {
                             intact = false;
                             rep.error(format!(
                                 "stream {id}: echo of data frame {} differs ({} bytes received, {len} sent)",
