@@ -28,6 +28,9 @@ fi
 if [ -d src/Load ] && ls src/Load/*.cs >/dev/null 2>&1; then
   $MCS -out:build/fp-load.exe -r:build/Frameproof.Codec.dll src/Load/*.cs
 fi
+if [ -d src/AutobahnClient ] && ls src/AutobahnClient/*.cs >/dev/null 2>&1; then
+  $MCS -out:build/fp-autobahn-client.exe -r:build/Frameproof.Codec.dll src/AutobahnClient/*.cs
+fi
 if [ -d src/Bench ] && ls src/Bench/*.cs >/dev/null 2>&1; then
   $MCS -out:build/fp-bench.exe -r:build/Frameproof.Codec.dll src/Bench/*.cs
 fi

@@ -592,6 +592,7 @@ namespace Frameproof.Codec
             if (parts.Length < 2 || parts[1] != "101") return "status line '" + first + "' (expected 101)";
             if (!HasToken(h, "upgrade", "websocket")) return "no 'Upgrade: websocket'";
             if (!HasToken(h, "connection", "upgrade")) return "no 'Connection: Upgrade'";
+            if (h.ContainsKey("sec-websocket-extensions")) return "the server named an extension nobody offered (WS-HS-5)";
             string accept;
             if (!h.TryGetValue("sec-websocket-accept", out accept) || accept != AcceptFor(key))
                 return "Sec-WebSocket-Accept '" + accept + "', expected '" + AcceptFor(key) + "'";
@@ -633,6 +634,10 @@ namespace Frameproof.Codec
             if (client) _keys = new MaskKeySource();
             if (handshake) _head = new byte[WsHandshake.MaxHead];
         }
+
+        /// <summary>When set, complete data messages are collected here instead of echoed (the
+        /// Autobahn client's /getCaseCount).</summary>
+        public List<byte[]> Collected;
 
         /// <summary>The handshake is done (or there is none): frames are being read.</summary>
         public bool Open { get { return _head == null; } }
@@ -714,16 +719,22 @@ namespace Frameproof.Codec
             {
                 _msgOp = f.Opcode;
                 _msgLen = 0;
-                if (f.Fin) { Reply(_msgOp, f.Payload); return true; }   // unfragmented: straight from the frame
+                if (f.Fin) { Message(_msgOp, f.Payload); return true; }   // unfragmented: straight from the frame
             }
             Append(f.Payload);
             if (f.Fin)
             {
-                Reply(_msgOp, new ReadOnlySpan<byte>(_msg, 0, _msgLen));
+                Message(_msgOp, new ReadOnlySpan<byte>(_msg, 0, _msgLen));
                 _msgLen = 0;
                 if (_msg.Length > 64 * 1024) { ArrayPool<byte>.Shared.Return(_msg); _msg = null; }
             }
             return true;
+        }
+
+        void Message(byte opcode, ReadOnlySpan<byte> payload)
+        {
+            if (Collected != null) Collected.Add(payload.ToArray());
+            else Reply(opcode, payload);
         }
 
         void Append(ReadOnlySpan<byte> p)
