@@ -157,12 +157,14 @@ fn run<P: Protocol>(proto: P, o: &Options, codec: &CodecConfig) -> i32 {
             "{{\"implementation\": \"rust-blast\", \"protocol\": \"{}\", \"codec\": {}, \"mode\": \"receive\", \
 \"connections\": {conns}, \"window\": {batch}, \"payload\": {payload}, \"requests_sent\": {n}, \"replies_received\": 0, \
 \"replies_verified\": 0, \"errors\": 0, \"error_details\": [], \"duration_s\": {}, \"msgs_per_s\": {}, \"mb_per_s\": {}, \
+\"variant\": \"{}\", \"streams_completed\": 0, \"streams_per_s\": 0.0, \
 \"latency_us\": {{\"p50\": 0, \"p90\": 0, \"p99\": 0, \"p999\": 0, \"max\": 0}}}}\n",
             P::NAME,
             codec.to_json(),
             json_f64(secs, 6),
             json_f64(mps, 1),
-            json_f64(mps * payload as f64 / 1e6, 3)
+            json_f64(mps * payload as f64 / 1e6, 3),
+            P::VARIANTS[0]
         );
         if let Err(e) = std::fs::write(path, j) {
             eprintln!("fp-blast: cannot write {path}: {e}");
