@@ -344,7 +344,7 @@ def main(argv=None):
             ap.error("--window: batched mode takes --batch N")
         # the seeds' batch (NewLife: 255 concurrent requests standard, 128 length-field): the
         # protocol's seed_batch, or its seed_window where it declares none
-        args.batch = args.batch or getattr(proto, "seed_batch", None) or proto.seed_window
+        args.batch = args.batch or proto.seed_batch or proto.seed_window
         bound = proto.load_side(args.codec_obj, args.variant).bound
         if not 1 <= args.batch <= bound:
             ap.error(f"--batch {args.batch}: 1..{bound} for {proto.name} (requests that may be pending at once)")

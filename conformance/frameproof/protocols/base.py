@@ -252,6 +252,9 @@ class Protocol:
     #: window for this protocol (NewLife SlidingWindowEcho). Default 256, the load clients' own
     #: receive batch; a protocol whose matching bounds what may be pending sets its bound.
     seed_window: int = 256
+    #: requests per batch in the load clients' ``--mode batched`` (the seeds' NewLife "batched" echo:
+    #: a batch of concurrent requests, all awaited before the next); 0 = ``seed_window``
+    seed_batch: int = 0
     #: the seeds' published benchmark figures for this protocol (NewLife X, seed 000), printed beside
     #: the benchmark's own: ``"peaks"``: [(mode, msg/s, where measured)] and ``"allocations"``:
     #: [(mode, concurrency, BenchmarkDotNet Allocated bytes per op)]. Default empty: the seeds

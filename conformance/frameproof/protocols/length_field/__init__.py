@@ -42,6 +42,7 @@ class LengthField(Protocol):
     # research/newlife.md 5.4: NewLife X on an i9-10900K, 20 threads, Windows, loopback); the
     # tokio-util LengthDelimitedCodec echo as a baseline (reference-impls/rust/baselines)
     seed_window = 256
+    seed_batch = 128  # seed 000: the length-field batched echo awaits 128 concurrent requests
     seed_figures = {
         "peaks": [("per-packet", 273298, "C=256"), ("pipelined", 455373, "C=256, window 256")],
         "allocations": [("per-packet", 64, 1040), ("batched", 64, 849), ("batched", 1024, 803)],
