@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer target of the C++ reference codec, self-contained (no CMake): clang++ with
+# Builds the libFuzzer targets of the C++ reference codec, self-contained (no CMake): clang++ with
 # -fsanitize=fuzzer,address,undefined (+ libstdc++ bounds assertions) over the codec sources
-# (src/codec.cpp and the protocol modules src/standard.cpp, src/length_field.cpp) and
-# decode_fuzz.cpp.
+# (src/codec.cpp and the protocol modules src/standard.cpp, src/length_field.cpp, src/rpc.cpp,
+# src/websocket.cpp): decode_fuzz (standard, length-field: the input layout shared with the Rust
+# target and frameproof.fuzz) and, without SOURCES, wire_fuzz (rpc, websocket: a layout of its own,
+# wire_fuzz.cpp; seeds from wire_seeds.py).
 #   build.sh [OUT_DIR] [SOURCES]   defaults: fuzz/build, the sources of this directory.
 #     SOURCES a directory: a copy of this implementation (its include/ and src/) to build from,
 #       e.g. with a planted bug in any of the files above (conformance/tests/test_fuzz.py);
 #     SOURCES a file: used instead of src/codec.cpp (the other sources from here).
 # Needs clang++ (clang-14), libFuzzer (libclang-rt-14-dev / libfuzzer-14-dev on Debian 12) and
 # nlohmann-json3-dev.
-# Prints the path of the binary on the last line.
+# Prints the path of decode_fuzz on the last line (wire_fuzz is next to it).
 #   build.sh --install-toolchain   installs clang-14 and libFuzzer with apt-get if missing, and exits
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -34,16 +36,19 @@ elif [ -n "${2:-}" ]; then
 fi
 cxx=${CXX_FUZZ:-$(command -v clang++-14 || command -v clang++)}
 mkdir -p "$out"
-bin="$out/decode_fuzz"
-if [ -x "$bin" ] && [ -z "$(find "${srcs[@]}" "$here/decode_fuzz.cpp" "$root/include" "$here/build.sh" -newer "$bin" -print -quit)" ]; then
-  echo "$bin"  # up to date
-  exit 0
-fi
 # heavy builds on the shared machine are serialised through one lock (after the up-to-date check)
 lock=()
 command -v flock >/dev/null && lock=(flock /tmp/frameproof-build.lock)
-"${lock[@]}" "$cxx" -std=c++20 -g -O1 -fno-omit-frame-pointer \
-  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GLIBCXX_ASSERTIONS \
-  -I "$root/include" "$here/decode_fuzz.cpp" "${srcs[@]}" -lcrypto -o "$bin.tmp" >&2
-mv "$bin.tmp" "$bin"
-echo "$bin"
+build_target() {  # NAME: fuzz/NAME.cpp -> $out/NAME, unless up to date
+  local bin="$out/$1"
+  if [ -x "$bin" ] && [ -z "$(find "${srcs[@]}" "$here/$1.cpp" "$root/include" "$here/build.sh" -newer "$bin" -print -quit)" ]; then
+    return 0
+  fi
+  "${lock[@]}" "$cxx" -std=c++20 -g -O1 -fno-omit-frame-pointer \
+    -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GLIBCXX_ASSERTIONS \
+    -I "$root/include" "$here/$1.cpp" "${srcs[@]}" -lcrypto -o "$bin.tmp" >&2
+  mv "$bin.tmp" "$bin"
+}
+[ -n "${2:-}" ] || build_target wire_fuzz
+build_target decode_fuzz
+echo "$out/decode_fuzz"

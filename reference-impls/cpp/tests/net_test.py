@@ -1066,6 +1066,161 @@ def load_bounded_against_non_accepting_listener():
         ls.close()
 
 
+
+# ----------------------------------------------------------------------------------------------
+# rpc and websocket (framing written here, independent of the C++ codec)
+
+def rpc_frame(kind, rid, body=b"", flags=0x04):
+    return b"GRPC" + bytes([1, kind, flags, 0]) + struct.pack(">II", rid, len(body)) + body
+
+
+def rpc_names(service, method, payload=b""):
+    return struct.pack(">H", len(service)) + service + struct.pack(">H", len(method)) + method + payload
+
+
+def read_rpc(sock, timeout=10.0):
+    h = recv_exact(sock, 16, timeout)
+    if h is None:
+        return None
+    check(len(h) == 16 and h[:4] == b"GRPC", "bad rpc reply header %r" % h)
+    n = struct.unpack(">I", h[12:16])[0]
+    body = recv_exact(sock, n, timeout) if n else b""
+    return h[5], h[6], struct.unpack(">I", h[8:12])[0], body
+
+
+@test
+def rpc_unary_and_stream_on_one_port():
+    """RPC-ECHO-7: the first frame picks the endpoint; unary echo with flags mode|END (RPC-MODE-2),
+    unknown service code 2; a stream INIT/DATA/END exchange on another connection."""
+    with Server("--protocol", "rpc", "--threads", "1") as srv:
+        a = connect(srv.port)
+        a.sendall(rpc_frame(1, 5, rpc_names(b"frameproof.Echo", b"echo", b"hi"), flags=0x01) +
+                  rpc_frame(1, 6, rpc_names(b"Other", b"echo", b"x")))
+        check(read_rpc(a) == (2, 0x05, 5, b"\x00\x00hi"), "unary echo")
+        check(read_rpc(a) == (2, 0x04, 6, b"\x00\x02"), "unknown service: code 2")
+        b = connect(srv.port)
+        b.sendall(rpc_frame(0x10, 7, rpc_names(b"frameproof.Echo", b"echo"), flags=0) +
+                  rpc_frame(0x12, 99, b"abc", flags=0) + rpc_frame(0x13, 7, flags=0))
+        check(read_rpc(b) == (0x11, 0, 7, b""), "INIT_ACK")
+        check(read_rpc(b) == (0x12, 0, 7, b"abc"), "DATA echoed with the stream's id")
+        check(read_rpc(b) == (0x13, 0, 7, b""), "END")
+        # a STREAM_INIT on the unary connection closes it (RPC-ECHO-4)
+        a.sendall(rpc_frame(0x10, 8, rpc_names(b"frameproof.Echo", b"echo"), flags=0))
+        check(read_to_eof(a) == b"", "unary connection closes on a STREAM_INIT without a reply")
+        a.close()
+        b.close()
+        c = srv.stop()
+        check(c["protocol_errors"] == 1 and c["connections"] == 2, "counters %r" % c)
+
+
+@test
+def rpc_load_variants_and_streams():
+    """fp-load --protocol rpc: every variant pipelined, and --mode stream: exact counts."""
+    with Server("--protocol", "rpc", "--threads", "2") as srv:
+        for v in ("unary", "client-stream", "server-stream", "bidi"):
+            rc, doc, _ = run_load("--protocol", "rpc", "--connect", "127.0.0.1:%d" % srv.port, "--connections", 3,
+                                  "--requests", 3001, "--mode", "pipelined", "--variant", v, expect_rc=0)
+            check(doc["variant"] == v and doc["replies_verified"] == 3001, "%s: %r" % (v, doc))
+        rc, doc, _ = run_load("--protocol", "rpc", "--connect", "127.0.0.1:%d" % srv.port, "--connections", 2,
+                              "--requests", 31, "--mode", "stream", "--frames-per-stream", 5, "--window", 3,
+                              expect_rc=0)
+        check(doc["streams_completed"] == 31 and doc["requests_sent"] == 155 and doc["replies_verified"] == 155,
+              "stream counts %r" % doc)
+        check(doc["streams_per_s"] > 0, "streams_per_s %r" % doc)
+    p = subprocess.run([LOAD, "--protocol", "standard", "--connect", "127.0.0.1:1", "--requests", "1", "--mode",
+                        "stream"], capture_output=True, text=True, timeout=30)
+    check(p.returncode == 2 and "no streams" in p.stderr, "standard --mode stream: rc %d %r" % (p.returncode, p.stderr))
+    p = subprocess.run([LOAD, "--protocol", "rpc", "--connect", "127.0.0.1:1", "--requests", "1", "--variant", "x"],
+                       capture_output=True, text=True, timeout=30)
+    check(p.returncode == 2 and "unary" in p.stderr, "bad variant: rc %d %r" % (p.returncode, p.stderr))
+
+
+def ws_handshake(sock, extra=""):
+    key = "dGhlIHNhbXBsZSBub25jZQ=="
+    sock.sendall(("GET /x HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                  "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n%s\r\n" % (key, extra)).encode())
+    head = b""
+    sock.settimeout(10)
+    while b"\r\n\r\n" not in head:
+        c = sock.recv(1)
+        check(c, "EOF in the handshake answer: %r" % head)
+        head += c
+    return head.decode("latin-1")
+
+
+def ws_client_frame(opcode, payload, fin=True, key=b"\x01\x02\x03\x04"):
+    n = len(payload)
+    head = bytes([(0x80 if fin else 0) | opcode])
+    head += bytes([0x80 | n]) if n < 126 else bytes([0x80 | 126]) + struct.pack(">H", n) if n < 65536 else \
+        bytes([0x80 | 127]) + struct.pack(">Q", n)
+    return head + key + bytes(b ^ key[i % 4] for i, b in enumerate(payload))
+
+
+def read_ws(sock, timeout=10.0):
+    h = recv_exact(sock, 2, timeout)
+    if h is None:
+        return None
+    n = h[1] & 0x7F
+    check(not h[1] & 0x80, "a server frame is masked")
+    if n == 126:
+        n = struct.unpack(">H", recv_exact(sock, 2, timeout))[0]
+    elif n == 127:
+        n = struct.unpack(">Q", recv_exact(sock, 8, timeout))[0]
+    return h[0], recv_exact(sock, n, timeout) if n else b""
+
+
+@test
+def websocket_handshake_echo_and_close():
+    """WS-HS-2/4: 101 with the RFC's accept key and the subprotocol; a fragmented text message with a
+    ping between the fragments is echoed whole after the pong (WS-CTL-3); the close handshake
+    echoes the code (WS-CLOSE-5); an unmasked frame is closed with 1002 (WS-ERR-1)."""
+    with Server("--protocol", "websocket", "--threads", "1") as srv:
+        a = connect(srv.port)
+        head = ws_handshake(a, "Sec-WebSocket-Protocol: x, frameproof.echo\r\n")
+        check(head.startswith("HTTP/1.1 101") and "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n" in head
+              and "Sec-WebSocket-Protocol: frameproof.echo\r\n" in head, "handshake answer %r" % head)
+        a.sendall(ws_client_frame(1, b"Hel", fin=False) + ws_client_frame(9, b"p") + ws_client_frame(0, "lo €".encode()))
+        check(read_ws(a) == (0x8A, b"p"), "pong")
+        check(read_ws(a) == (0x81, "Hello €".encode()), "echo of the whole message")
+        big = bytes(range(256)) * 300
+        a.sendall(ws_client_frame(2, big))
+        check(read_ws(a) == (0x82, big), "64-bit length echo")
+        a.sendall(ws_client_frame(8, struct.pack(">H", 4001) + b"bye"))
+        check(read_ws(a) == (0x88, struct.pack(">H", 4001)), "close echo without the reason")
+        check(read_to_eof(a) == b"", "the server closes after the close handshake")
+        b = connect(srv.port)
+        ws_handshake(b)
+        b.sendall(b"\x81\x02hi")
+        check(read_ws(b) == (0x88, struct.pack(">H", 1002)), "close 1002 for an unmasked frame")
+        check(read_to_eof(b) == b"", "closed after the error")
+        v = connect(srv.port)
+        v.sendall(b"GET / HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                  b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 8\r\n\r\n")
+        ans = read_to_eof(v).decode("latin-1")
+        check(ans.startswith("HTTP/1.1 426") and "Sec-WebSocket-Version: 13" in ans, "version 8: %r" % ans)
+        for s in (a, b, v):
+            s.close()
+
+
+@test
+def websocket_load_binary_text_and_sink():
+    """fp-load --protocol websocket: binary and text variants verified, close 1000 at the end; against
+    --sink (receive mode) every frame is counted."""
+    with Server("--protocol", "websocket", "--threads", "2") as srv:
+        for v in ("binary", "text"):
+            rc, doc, _ = run_load("--protocol", "websocket", "--connect", "127.0.0.1:%d" % srv.port, "--connections",
+                                  3, "--requests", 3001, "--payload", 300, "--mode", "pipelined", "--variant", v,
+                                  expect_rc=0)
+            check(doc["replies_verified"] == 3001 and doc["variant"] == v, "%s: %r" % (v, doc))
+        c = srv.stop()
+        check(c["frames"] == 6002 + 6 and c["protocol_errors"] == 0, "counters %r (6002 messages + 6 closes)" % c)
+    with Server("--protocol", "websocket", "--sink", "--threads", "1") as srv:
+        rc, doc, _ = run_load("--protocol", "websocket", "--connect", "127.0.0.1:%d" % srv.port, "--connections", 2,
+                              "--requests", 5000, "--mode", "receive", expect_rc=0)
+        c = srv.stop()
+        check(c["frames"] == 5000 + 2, "sink counters %r" % c)
+
+
 def main():
     if not (os.access(SERVER, os.X_OK) and os.access(LOAD, os.X_OK)):
         print("NET: fp-server/fp-load missing in %s" % BUILD)
