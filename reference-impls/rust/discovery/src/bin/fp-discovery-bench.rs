@@ -6,9 +6,10 @@
 //! weight 100). Modes:
 //!   private  each worker has its own registry (B3: nothing is ever contended)
 //!   shared   every worker on one registry (distinct instance ids; services shared by 10 workers)
+//!   hot      every worker on one registry and one service (the most contended case)
 //! Upstream's workers are coroutines on IO schedulers; here they are OS threads.
 //!
-//!   fp-discovery-bench [--threads N] [--seconds S] [--mode private|shared|both] [--json FILE]
+//!   fp-discovery-bench [--threads N] [--seconds S] [--mode private|shared|hot|both|all] [--json FILE]
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -22,7 +23,8 @@ const SEED_OPS_PER_S: f64 = 5_432_424.0;
 const SEED_WHERE: &str =
     "seed 002 B3: 100 coroutine workers, 2 IO schedulers, private registries, Apple M4";
 
-const USAGE: &str = "usage: fp-discovery-bench [--threads N] [--seconds S] [--mode private|shared|both] [--json FILE]";
+const USAGE: &str =
+    "usage: fp-discovery-bench [--threads N] [--seconds S] [--mode private|shared|hot|both|all] [--json FILE]";
 
 struct Args {
     threads: usize,
@@ -73,8 +75,10 @@ fn parse_args() -> Args {
                 a.modes = match v.as_str() {
                     "private" => vec!["private"],
                     "shared" => vec!["shared"],
+                    "hot" => vec!["hot"],
                     "both" => vec!["private", "shared"],
-                    _ => usage_error("--mode is private, shared or both"),
+                    "all" => vec!["private", "shared", "hot"],
+                    _ => usage_error("--mode is private, shared, hot, both or all"),
                 }
             }
             "--json" => a.json = Some(v),
@@ -106,7 +110,7 @@ fn run(mode: &'static str, threads: usize, seconds: f64) -> Outcome {
     let start = Instant::now();
     let handles: Vec<_> = (0..threads)
         .map(|w| {
-            let reg = if mode == "shared" {
+            let reg = if mode != "private" {
                 shared.clone()
             } else {
                 Arc::new(LocalRegistry::new())
@@ -114,7 +118,7 @@ fn run(mode: &'static str, threads: usize, seconds: f64) -> Outcome {
             let (stop, ops, errors) = (stop.clone(), ops.clone(), errors.clone());
             std::thread::spawn(move || {
                 let ep = Endpoint::new(
-                    &format!("BenchService{}", w % 10),
+                    &format!("BenchService{}", if mode == "hot" { 0 } else { w % 10 }),
                     &format!("instance-{w}"),
                     "127.0.0.1",
                     9000 + (w % 100) as u32,
