@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from frameproof import catalog, spec, vectors as V
-from frameproof.protocols import names as protocol_names
+from frameproof.protocols import get as registry_get, names as protocol_names
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools" / "docs"))
@@ -49,7 +49,7 @@ def test_site_has_every_spec_requirement_schema_and_vector(site):
     for rid, req in spec.requirements().items():
         page = (out / req.protocol / "index.html").read_text(encoding="utf-8")
         assert f'id="{rid}"' in page, f"no anchor for {rid} on {req.protocol}/"
-    for proto in ("standard", "length-field", "harness"):
+    for proto in sorted({q.protocol for q in spec.requirements().values()}):  # every spec, the harness's too
         page = (out / proto / "index.html").read_text(encoding="utf-8")
         tested = [r for r, q in spec.requirements().items() if q.protocol == proto and rmap.get(r)]
         assert page.count("Checked by ") == len(tested), proto
@@ -174,12 +174,20 @@ def test_site_renders_in_headless_chromium(site):
                     break
             assert b.eval("location.href") == base + "length-field/#LF-MATCH-1"
 
-            # annotated vectors, schema diagram, results pages
-            b.goto(base + "vectors/standard/#y_sticky_two_frames")
-            assert b.eval("document.querySelectorAll('.fp-hex span[title]').length") > 100
-            b.screenshot(SHOTS / "vectors-standard.png")
-            b.goto(base + "schemas/standard/")
-            assert b.eval("[...document.images].filter(i => i.src.endsWith('.svg') && i.naturalWidth > 100).length") >= 1
+            # every protocol: a requirement anchor with its tests, annotated vectors, the schema diagram
+            for proto in protocol_names():
+                P = registry_get(proto)
+                rid = next(r for r, q in spec.requirements().items() if q.protocol == P.spec_name)
+                b.goto(base + f"{P.spec_name}/#{rid}")
+                assert b.eval(f"!!document.getElementById('{rid}')"), rid
+                assert "Checked by" in b.eval("document.querySelector('article').textContent"), proto
+                vec = V.load(proto)[0].id
+                b.goto(base + f"vectors/{proto}/#{vec}")
+                assert b.eval("document.querySelectorAll('.fp-hex span[title]').length") > 20, proto
+                b.screenshot(SHOTS / f"vectors-{proto}.png")
+                b.goto(base + f"schemas/{P.schema}/")
+                assert b.eval("[...document.images].filter(i => i.src.endsWith('.svg') && i.naturalWidth > 100)"
+                              ".length") >= 1, P.schema
             if list((ROOT / "results").glob("bench-*.png")):
                 b.goto(base + "results/benchmarks/")
                 assert b.eval("[...document.images].filter(i => i.src.endsWith('.png') && i.naturalWidth > 100).length") >= 1
