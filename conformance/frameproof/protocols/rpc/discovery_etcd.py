@@ -174,25 +174,50 @@ class EtcdRegistry:
             d = self.gw.range_prefix(self._key(service))
         except Unreachable:
             return CONNECTION_ERROR, []
+        return OK, self._decode_all(service, d)
+
+    def _decode_all(self, service: str, d: dict) -> List[Endpoint]:
         out = []
         for kv in d.get("kvs", []):
             code, e = etcd_decode(self.prefix, _unb64(kv["key"]), _unb64(kv.get("value", "")))
             if code == OK and e.service == service:
                 out.append(e)
-        return OK, out
+        return out
+
+    def _resync(self, h, w):
+        """After a compaction removed the history a watch needs: the difference between the last
+        list the watcher saw and the current one, as events (DISC-ETCD-7)."""
+        d = self.gw.range_prefix(self._key(w["service"]))
+        now = {e.instance_id: e for e in self._decode_all(w["service"], d)}
+        with self._lock:
+            old = w["known"]
+            for k, e in old.items():
+                if k not in now:
+                    self._queue.append((h, REMOVED, e))
+            for k, e in now.items():
+                if k not in old:
+                    self._queue.append((h, ADDED, e))
+                elif old[k] != e:
+                    self._queue.append((h, UPDATED, e))
+            w["known"] = now
+            w["next"] = int(d["header"]["revision"]) + 1
+            w["seen"] = max(w["seen"], w["next"] - 1)
+            self._cv.notify_all()
 
     def watch(self, service: str, callback) -> Tuple[int, int]:
         if not _name_ok(service):
             return INVALID_ARGUMENT, 0
         try:  # the store's revision now: the watch reports what happens after it (no replay)
-            rev = int(self.gw.range_prefix(self._key(service))["header"]["revision"])
+            d = self.gw.range_prefix(self._key(service))
+            rev = int(d["header"]["revision"])
         except (Unreachable, KeyError, ValueError):
             return CONNECTION_ERROR, 0
+        known = {e.instance_id: e for e in self._decode_all(service, d)}
         with self._lock:
             h = self._next_handle
             self._next_handle += 1
             w = {"service": service, "callback": callback, "active": True, "next": rev + 1, "seen": rev,
-                 "conn": None, "since": rev}
+                 "conn": None, "since": rev, "known": known}
             self._watchers[h] = w
         threading.Thread(target=self._watch_stream, args=(h, w), daemon=True).start()
         return OK, h
@@ -204,6 +229,10 @@ class EtcdRegistry:
                 return NOT_FOUND
             w["active"] = False
             conn = w["conn"]
+            # once unwatch returns the callback is not called again (DISC-WATCH-5): wait for a call
+            # in progress, unless this is that call (a callback unwatching itself)
+            while getattr(self, "_calling", None) == handle and threading.current_thread() is not self._dispatcher:
+                self._cv.wait(1.0)
         if conn is not None and conn.sock is not None:
             try:
                 conn.sock.shutdown(socket.SHUT_RDWR)
@@ -228,8 +257,8 @@ class EtcdRegistry:
                     if not line:
                         break
                     res = json.loads(line).get("result", {})
-                    if res.get("compact_revision"):  # history gone: the difference as events is not done here
-                        w["next"] = int(res["compact_revision"])
+                    if int(res.get("compact_revision") or 0):  # history gone: the difference, as events
+                        self._resync(h, w)
                         break
                     for ev in res.get("events", []):
                         self._on_event(h, w, ev)
@@ -256,6 +285,10 @@ class EtcdRegistry:
         with self._lock:
             if code == OK:
                 self._queue.append((h, kind, e))
+                if kind == REMOVED:
+                    w["known"].pop(e.instance_id, None)
+                else:
+                    w["known"][e.instance_id] = e
             w["seen"] = rev
             self._cv.notify_all()
 
