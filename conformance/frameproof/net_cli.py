@@ -33,6 +33,9 @@ def add_parsers(sub):
                     help="multiplies the scenarios' connection and cycle counts (default 1: e.g. 10,000 cycles)")
     st.add_argument("--stress-p99-ms", type=float, default=2000.0,
                     help="largest healthy p99 latency during a scenario (default 2000 ms)")
+    st.add_argument("--stress-grace-s", type=float, default=1.0,
+                    help="seconds allowed beyond timeout x 1.25 before a timeout counts as missed (default 1; "
+                         "more on a loaded machine)")
     from .stress import add_limit_args
     add_limit_args(st, "the server's")
     n.set_defaults(fn=cmd_net)
@@ -112,6 +115,7 @@ def cmd_stress(args, codec):
         print("frameproof net: --stress tests a server (--server or --server-cmd), not a --client", file=sys.stderr)
         return 2
     limits = stress.limits_from_args(args)
+    limits.slack_s = args.stress_grace_s
     srv = None
     pid = args.server_pid
     name = args.name

@@ -10,7 +10,8 @@ and every loop is bounded in count and in time. Protocol bytes come from the Pro
 
 What the suite allows on top of the spec's values (stated here, reported with every run):
 
-* a timeout is met when the server closes the connection within ``timeout * 1.25 + 1 s``;
+* a timeout is met when the server closes the connection within ``timeout * 1.25 + 1 s`` (the 1 s
+  is ``--stress-grace-s``: more on a loaded machine);
 * the server's RSS may exceed its RSS before the scenario by at most the memory budget plus
   ``RSS_SLACK`` plus 64 KiB per hostile connection (the per-connection read buffer the spec allows);
 * healthy requests: none may fail, and their p99 latency must stay below ``--stress-p99-ms``
@@ -54,6 +55,8 @@ class Limits:
     max_output_bytes: int = 1 * MiB
     write_timeout_ms: int = 10_000
     max_connections: int = 4096
+    #: the suite's extra allowance on every timeout (seconds, not a server flag): ``--stress-grace-s``
+    slack_s: float = GRACE_S
 
     FLAGS = (("memory_budget", "--memory-budget", "BYTES"), ("idle_timeout_ms", "--idle-timeout-ms", "MS"),
              ("frame_timeout_ms", "--frame-timeout-ms", "MS"), ("max_output_bytes", "--max-output-bytes", "BYTES"),
@@ -69,7 +72,7 @@ class Limits:
         return out
 
     def grace(self, timeout_ms: int) -> float:
-        return timeout_ms / 1000 * GRACE_FACTOR + GRACE_S
+        return timeout_ms / 1000 * GRACE_FACTOR + self.slack_s
 
 
 def _positive(text):
@@ -597,11 +600,12 @@ def s_open_idle(ctx: Ctx):
 
 def s_never_reading(ctx: Ctx):
     """Peers that pipeline requests and never read a reply: the server bounds its output (it stops
-    reading them) and closes them once their output has made no progress for the write timeout."""
+    reading them) and closes them once their output has made no progress for the write timeout.
+    The clock of each peer runs from the last moment the server took its bytes (while the server
+    reads, our sends go on; once it stops reading, they stall)."""
     t, lim = ctx.t, ctx.limits
     n = min(ctx.n(64, 4), ctx.room() // 2)
     size = min(t.limit, 64 * KiB)
-    cap = 4 * lim.max_output_bytes + 16 * MiB  # what each peer sends at most
     peers = []
     for i in range(n):
         p = Peer(t)
@@ -609,29 +613,45 @@ def s_never_reading(ctx: Ctx):
         peers.append(p)
     ctx.hostile_conns = n
     batch = b"".join(peers[0].encode(t.spec.net_request(1 + j, payload_for(j, size))) for j in range(16))
+    g = lim.grace(lim.write_timeout_ms)
+    start = time.monotonic()
     sent = {id(p): 0 for p in peers}
-    last = {id(p): time.monotonic() for p in peers}
-    active = list(peers)
-    deadline = time.monotonic() + 30
-    while active and time.monotonic() < deadline:
-        nxt = []
-        for p in active:
+    last = {id(p): start for p in peers}
+    closed_after = {}
+    open_ = list(peers)
+    total_sent = 0
+    # in all: far beyond what a bounded server buffers (so a peer stalls only when the server stops
+    # reading), and bounded, so that a server without bounds is not fed without end
+    cap = 4 * lim.memory_budget + 64 * MiB
+    while open_ and time.monotonic() - start < 60 + g:
+        now = time.monotonic()
+        keep = []
+        for p in open_:
             try:
-                k = send_now(p.s, batch)
+                k = send_now(p.s, batch) if total_sent < cap else 0
             except OSError:
-                continue  # closed already
-            if k:
+                k = -1
+            if k > 0:
                 sent[id(p)] += k
-                last[id(p)] = time.monotonic()
-            if sent[id(p)] < cap and time.monotonic() - last[id(p)] < 1.0:
-                nxt.append(p)
-        active = nxt
-        time.sleep(0.005)
+                total_sent += k
+                last[id(p)] = now
+            if k < 0 or tcp_state(p.s) != 1:
+                closed_after[id(p)] = now - last[id(p)]
+                continue
+            if now - last[id(p)] > g:
+                continue  # stalled longer than the write timeout allows, and still open: reported below
+            keep.append(p)
+        open_ = keep
+        time.sleep(0.01)
     total = sum(sent.values())
     ctx.note(f"{n} peers sent {total / MiB:.1f} MiB of requests and read nothing")
-    g = lim.grace(lim.write_timeout_ms)
-    _wait_closed([(p.s, last[id(p)]) for p in peers], lambda s: tcp_state(s) != 1,
-                 "peers that never read", ctx, g)
+    if closed_after:
+        ctx.note(f"peers that never read: {len(closed_after)} closed {min(closed_after.values()):.2f}.."
+                 f"{max(closed_after.values()):.2f} s after the server last took their bytes")
+    late = [p for p in peers if id(p) not in closed_after]
+    if late:
+        ctx.fail(f"peers that never read: {len(late)} of {n} still open {g:.1f} s after the server stopped taking "
+                 f"their bytes (expected it to close them after the write timeout)")
     for p in peers:
         rst_close(p.s)
 
@@ -826,7 +846,7 @@ def s_descriptors(ctx: Ctx):
         socks = []
         t0 = time.monotonic()
         ok, last = False, ""
-        while time.monotonic() - t0 < 2.0 + GRACE_S and not ok:
+        while time.monotonic() - t0 < 2.0 + ctx.limits.slack_s and not ok:
             try:
                 p = Peer(t, 1.0)
                 req = t.spec.net_request(1, b"descriptors-free-again")
@@ -839,7 +859,7 @@ def s_descriptors(ctx: Ctx):
         if ok:
             ctx.note(f"a new connection was served {time.monotonic() - t0:.2f} s after descriptors were freed")
         else:
-            ctx.fail(f"no new connection was served within {2.0 + GRACE_S:g} s of descriptors being freed ({last})")
+            ctx.fail(f"no new connection was served within {2.0 + ctx.limits.slack_s:g} s of descriptors being freed ({last})")
     finally:
         for s in socks:
             rst_close(s)
@@ -1031,7 +1051,7 @@ def run(t: NetTarget, limits: Limits, scale: float = 1.0, select: Optional[List[
         f"peak RSS {_mib(max([r['peak_rss_kib'] or 0 for r in results] or [0]))}")
     return {"mode": "stress", "server": f"{t.host}:{t.port}", "server_name": name, "protocol": protocol,
             "codec": t.codec.to_json(), "limits": {a: getattr(limits, a) for a, _, _ in Limits.FLAGS},
-            "allowances": {"timeout_factor": GRACE_FACTOR, "timeout_extra_s": GRACE_S, "rss_slack_bytes": RSS_SLACK,
+            "allowances": {"timeout_factor": GRACE_FACTOR, "timeout_extra_s": limits.slack_s, "rss_slack_bytes": RSS_SLACK,
                            "per_connection_bytes": FLOOR, "healthy_p99_ms": p99_bound_ms},
             "scale": scale, "scenarios": results, "requirements": reqs, "passed": passed}
 
