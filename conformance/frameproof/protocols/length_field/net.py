@@ -50,6 +50,39 @@ def c_empty_flood(t):
     N.watched(t, body, "100,000 empty frames in one write")
 
 
+def c_largest_frames_unread(t):
+    """100 frames of the largest payload the profile allows (at most 64 KiB) written before any read:
+    every echo, in order (the server bounds its output by reading less, it loses nothing)."""
+    n = min(t.limit, t.codec.capacity, 65535)
+
+    def body():
+        c = Conn(t)
+        try:
+            reqs = [Frame(0, 0, N.payload_for(i, n)) for i in range(100)]
+            data = b"".join(c.frame(r) for r in reqs)
+            import threading
+            th = threading.Thread(target=lambda: N._quiet_send(c, data), daemon=True)
+            th.start()
+            N.check_replies(t, reqs, c.read_frames(len(reqs), timeout=N.READ_TIMEOUT * 6),
+                            f"100 frames of {n} bytes written before any read: ")
+            th.join(N.READ_TIMEOUT)
+        finally:
+            c.close()
+    N.watched(t, body, "100 largest frames written before any read")
+
+
+def c_reset_largest_64(t):
+    """64 connections each send the largest frame the profile allows but its last byte, then reset."""
+    n = min(t.limit, t.codec.capacity, 65535)
+
+    def body():
+        for k in range(64):
+            c = Conn(t)
+            N._quiet_send(c, c.frame(Frame(0, 0, N.payload_for(k, n)))[:-1])
+            N._rst(c)
+    N.watched(t, body, "64 largest frames reset one byte short")
+
+
 def c_length_stall_64(t):
     """64 connections declare the largest length their field allows and stall after 100 bytes."""
     N.stalled_maximal_frames(t, 64)
@@ -74,6 +107,10 @@ def cases() -> List[NetCase]:
                 c_bad_length, hostile=True),
         NetCase("empty_frames_flood", ["LF-ECHO-1", "LF-STR-2"], "100,000 empty frames in one write: as many empty "
                 "replies, in order", c_empty_flood, hostile=True),
+        NetCase("largest_frames_unread", ["LF-ECHO-1", "LF-RES-5"], "100 frames of the largest payload written "
+                "before any read: every echo, in order", c_largest_frames_unread, hostile=True),
+        NetCase("reset_largest_64", ["LF-LIM-3", "LF-RES-1"], "64 connections reset one byte short of the largest "
+                "frame", c_reset_largest_64, hostile=True),
         NetCase("largest_length_stall_64", ["LF-LIM-3", "LF-RES-2"], "64 connections declare the largest length their "
                 "field allows and stall", c_length_stall_64, hostile=True),
         N.generic("tcp_nodelay", ["LF-ECHO-4"]),
