@@ -757,7 +757,6 @@ def s_connection_limit(ctx: Ctx):
     t, lim = ctx.t, ctx.limits
     m = lim.max_connections
     if m > 5000:
-        ctx.note(f"skipped: --max-connections {m} is more than this scenario opens (5000)")
         raise SkipScenario(f"--max-connections {m} is more than this scenario opens (5000)")
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < m + 200:
