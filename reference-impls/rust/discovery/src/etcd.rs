@@ -304,6 +304,63 @@ impl EtcdRegistry {
     }
 }
 
+impl EtcdRegistry {
+    /// Watches `service` from etcd revision `start`, the watcher having last seen `known` (what
+    /// [`Registry::watch`] does with the current revision and list; a start revision that etcd
+    /// compacted away makes the watcher receive the difference from `known` to the current list,
+    /// DISC-ETCD-7).
+    pub fn watch_from(
+        &self,
+        service: &str,
+        callback: Callback,
+        start: i64,
+        known: Vec<Endpoint>,
+    ) -> Result<WatchId, Code> {
+        if !name_ok(service) {
+            return Err(Code::InvalidArgument);
+        }
+        let tx = self
+            .events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .ok_or(Code::InternalError)?;
+        let id = WatchId(self.next_watch.fetch_add(1, Ordering::Relaxed));
+        let active = Arc::new(AtomicBool::new(true));
+        let callback = Arc::new(callback);
+        self.delivery
+            .callbacks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, (active.clone(), callback.clone()));
+        let known = known
+            .into_iter()
+            .map(|e| (e.instance_id.clone(), e))
+            .collect();
+        let task = self.rt.as_ref().expect("runtime").spawn(watch_loop(
+            self.shared.clone(),
+            id,
+            service.to_string(),
+            start,
+            known,
+            tx,
+            active.clone(),
+        ));
+        self.watchers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(
+                id,
+                WatcherState {
+                    active,
+                    task,
+                    callback,
+                },
+            );
+        Ok(id)
+    }
+}
+
 impl Drop for EtcdRegistry {
     fn drop(&mut self) {
         self.stop(true);
@@ -457,48 +514,10 @@ impl Registry for EtcdRegistry {
         if !name_ok(service) {
             return Err(Code::InvalidArgument);
         }
-        let tx = self
-            .events
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-            .ok_or(Code::InternalError)?;
         let shared = self.shared.clone();
         // the store's revision now: the watch reports what happens after it (no replay)
         let (rev, list) = self.block(async { shared.list(service).await })?;
-        let id = WatchId(self.next_watch.fetch_add(1, Ordering::Relaxed));
-        let active = Arc::new(AtomicBool::new(true));
-        let callback = Arc::new(callback);
-        self.delivery
-            .callbacks
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id, (active.clone(), callback.clone()));
-        let known = list
-            .into_iter()
-            .map(|e| (e.instance_id.clone(), e))
-            .collect();
-        let task = self.rt.as_ref().expect("runtime").spawn(watch_loop(
-            self.shared.clone(),
-            id,
-            service.to_string(),
-            rev + 1,
-            known,
-            tx,
-            active.clone(),
-        ));
-        self.watchers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(
-                id,
-                WatcherState {
-                    active,
-                    task,
-                    callback,
-                },
-            );
-        Ok(id)
+        self.watch_from(service, callback, rev + 1, list)
     }
 
     fn unwatch(&self, id: WatchId) -> Result<(), Code> {

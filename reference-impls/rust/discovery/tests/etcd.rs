@@ -280,3 +280,69 @@ fn the_registry_recovers_after_etcd_restarts() {
         .count();
     assert_eq!(adds_i2, 1, "no event twice: {log:?}");
 }
+
+#[test]
+fn a_watch_whose_history_was_compacted_gets_the_difference() {
+    // DISC-ETCD-7: a watcher that resumes at a revision etcd compacted away is told the difference
+    // between the last list it saw and the current one, then goes on with later changes
+    let etcd = LocalEtcd::new();
+    let r = EtcdRegistry::connect(config(&etcd.endpoint(), "fp-test/compact", 10)).unwrap();
+    r.register(&ep("i0", 1, 1)).unwrap();
+    r.register(&ep("i1", 1, 1)).unwrap();
+    let seen = r.discover("svc.a").unwrap(); // what the watcher last saw: i0, i1
+    r.deregister("svc.a", "i0").unwrap();
+    r.register(&ep("i1", 2, 1)).unwrap();
+    r.register(&ep("i2", 1, 1)).unwrap();
+    // compact everything up to now: the history after `seen` is gone
+    let compact = Command::new("etcdctl")
+        .env("ETCDCTL_API", "3")
+        .args(["--endpoints", &etcd.endpoint(), "compaction", "--physical"])
+        .arg(format!("{}", current_revision(&etcd)))
+        .output()
+        .expect("etcdctl (Debian: etcd-client)");
+    assert!(
+        compact.status.success(),
+        "{}",
+        String::from_utf8_lossy(&compact.stderr)
+    );
+    let log: Log = Default::default();
+    r.watch_from("svc.a", recorder(&log), 2, seen).unwrap();
+    within(Duration::from_secs(5), || log.lock().unwrap().len() >= 3)
+        .expect("the difference as events");
+    let mut got = log.lock().unwrap().clone();
+    got.sort_by(|a, b| a.1.cmp(&b.1));
+    assert_eq!(
+        got,
+        [
+            (EventType::Removed, "i0".to_string(), 1),
+            (EventType::Updated, "i1".into(), 2),
+            (EventType::Added, "i2".into(), 1)
+        ]
+    );
+    r.register(&ep("i3", 1, 1)).unwrap();
+    within(Duration::from_secs(5), || log.lock().unwrap().len() == 4).expect("then later changes");
+    assert_eq!(
+        log.lock().unwrap()[3],
+        (EventType::Added, "i3".to_string(), 1)
+    );
+}
+
+fn current_revision(etcd: &LocalEtcd) -> i64 {
+    let out = Command::new("etcdctl")
+        .env("ETCDCTL_API", "3")
+        .args([
+            "--endpoints",
+            &etcd.endpoint(),
+            "endpoint",
+            "status",
+            "-w",
+            "json",
+        ])
+        .output()
+        .expect("etcdctl (Debian: etcd-client)");
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("etcdctl endpoint status json");
+    v[0]["Status"]["header"]["revision"]
+        .as_i64()
+        .expect("revision")
+}
