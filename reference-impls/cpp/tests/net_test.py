@@ -525,7 +525,7 @@ USAGE_ERRORS = [
     (["--codec", '{"protocol": "standard"'], "not JSON"),
     (["--codec", '"standard"'], "expected a JSON object"),
     (["--codec", '{"limits": {}}'], '"protocol" is required'),
-    (["--codec", '{"protocol": "rpc"}'], 'unknown protocol "rpc"'),
+    (["--codec", '{"protocol": "mqtt"}'], 'unknown protocol "mqtt"'),
     (["--protocol", "Standard"], 'unknown protocol "Standard"'),
     (["--codec", '{"protocol": "standard", "max_payload": 5}'], 'unknown key "max_payload"'),
     (["--codec", '{"protocol": "standard", "length_field": {"size": 4}}'], 'unknown key "length_field"'),
@@ -552,7 +552,7 @@ def usage_errors_exit_2():
                   "%s %r: stderr %r (want %r)" % (name, args, p.stderr, want))
             check(any(l.startswith("usage: %s" % name) for l in lines), "%s %r: no usage in %r" % (name, args, p.stderr))
         h = subprocess.run([prog, "--help"], capture_output=True, text=True, timeout=10)
-        check(h.returncode == 0 and h.stdout.startswith("usage: %s (--codec JSON | --protocol standard|length-field)" % name)
+        check(h.returncode == 0 and h.stdout.startswith("usage: %s (--codec JSON | --protocol standard|length-field|rpc|websocket)" % name)
               and h.stderr == "", "%s --help: rc %d %r %r" % (name, h.returncode, h.stdout, h.stderr))
     for args, want in (
             (["--mode", "per-packet", "--window", "2"], "--window must be 1 in per-packet mode"),

@@ -189,9 +189,10 @@ TEST(Rpc, MatcherIdsAndOrder) {
   EXPECT_EQ(a, encode(request(0, bytes("a"))));  // RPC-ID-1: ids 0, 1 ...
   EXPECT_EQ(b, encode(request(1, bytes("b"))));
   EXPECT_TRUE(c.send(bytes("x"), true, done).empty());  // no one-way call
-  fp::RpcFrame r1 = control(fp::rpc::kResponse, 1, bytes("B"));
+  const fp::Bytes pa = bytes("A"), pb = bytes("B");  // the frames' payload views point here
+  fp::RpcFrame r1 = control(fp::rpc::kResponse, 1, pb);
   r1.flags = 4;
-  fp::RpcFrame r0 = control(fp::rpc::kResponse, 0, bytes("A"));
+  fp::RpcFrame r0 = control(fp::rpc::kResponse, 0, pa);
   r0.flags = 4;
   r0.error_code = 3;
   fp::RpcFrame r9 = control(fp::rpc::kResponse, 9);
