@@ -858,6 +858,8 @@ pub struct WsSession {
     /// The fragments of a message being reassembled, and its opcode.
     parts: BytesMut,
     opcode: u8,
+    /// The client role writes masked frames with keys from here (fp-autobahn-client).
+    keys: Option<Keys>,
 }
 
 impl WsSession {
@@ -869,6 +871,27 @@ impl WsSession {
             opening,
             parts: BytesMut::new(),
             opcode: BINARY,
+            keys: None,
+        }
+    }
+
+    /// The same echo service in the client role (fp-autobahn-client): unmasked frames in,
+    /// masked frames with fresh random keys out (WS-MASK-*); `max` bounds frames and messages.
+    pub fn client(max: u64) -> Self {
+        let p = WebSocket::new(Role::Client, max, max);
+        WsSession {
+            keys: Some(Keys::default()),
+            ..WsSession::new(&p, false, false)
+        }
+    }
+
+    /// Appends a FIN frame of this endpoint's role.
+    fn put(&mut self, out: &mut BytesMut, opcode: u8, payload: &[u8]) {
+        match self.keys.as_mut() {
+            None => put_server_frame(out, opcode, payload),
+            Some(k) => put_masked_frame(out, opcode, k.key(), payload.len(), |p| {
+                p.copy_from_slice(payload)
+            }),
         }
     }
 
@@ -900,14 +923,14 @@ impl WsSession {
     fn on_frame(&mut self, f: WsFrame, out: &mut BytesMut, s: &mut Served) {
         let op = f.opcode as u8;
         match op {
-            PING => put_server_frame(out, PONG, &f.payload),
+            PING => self.put(out, PONG, &f.payload),
             PONG => {}
             CLOSE => {
-                put_server_frame(out, CLOSE, &f.payload[..f.payload.len().min(2)]);
+                self.put(out, CLOSE, &f.payload[..f.payload.len().min(2)]);
                 self.close_with(s, None);
             }
             _ if self.sink => {}
-            _ if op != CONT && f.fin => put_server_frame(out, op, &f.payload),
+            _ if op != CONT && f.fin => self.put(out, op, &f.payload),
             _ => {
                 if op != CONT {
                     self.opcode = op;
@@ -916,7 +939,8 @@ impl WsSession {
                 self.parts.extend_from_slice(&f.payload);
                 if f.fin {
                     let whole = self.parts.split();
-                    put_server_frame(out, self.opcode, &whole);
+                    let op = self.opcode;
+                    self.put(out, op, &whole);
                 }
             }
         }
@@ -960,7 +984,7 @@ impl ServerSession for WsSession {
                 Ok(None) => return s,
                 Err(e) => {
                     if let Some(code) = close_code(e.violation) {
-                        put_server_frame(out, CLOSE, &code.to_be_bytes());
+                        self.put(out, CLOSE, &code.to_be_bytes());
                     }
                     self.close_with(&mut s, Some(e));
                     return s;
@@ -1159,13 +1183,18 @@ pub struct ClientOpening {
     accept: String,
 }
 
-/// A handshake request for `host` with a fresh random 16-byte key.
+/// A handshake request for `host`, path `/`, with a fresh random 16-byte key.
 pub fn client_opening(host: &str) -> ClientOpening {
+    client_opening_to(host, "/")
+}
+
+/// A handshake request for `path` on `host` with a fresh random 16-byte key.
+pub fn client_opening_to(host: &str, path: &str) -> ClientOpening {
     let mut nonce = [0u8; 16];
     getrandom::fill(&mut nonce).expect("the operating system's random source");
     let key = base64::engine::general_purpose::STANDARD.encode(nonce);
     let request = format!(
-        "GET / HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
 Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
     )
     .into_bytes();

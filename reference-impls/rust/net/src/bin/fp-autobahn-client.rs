@@ -1,0 +1,199 @@
+//! fp-autobahn-client: the Autobahn testsuite's client protocol against its `fuzzingserver`
+//! (reference-impls/README.md, websocket).
+//!
+//! ```text
+//! fp-autobahn-client --connect HOST:PORT --agent NAME [--cases all|N] [--timeout-ms MS]
+//! ```
+//!
+//! `GET /getCaseCount` (one text message: the count), then for each case
+//! `GET /runCase?case=I&agent=NAME`, echoing every text and binary message back (same opcode, same
+//! payload) until the server closes, then `GET /updateReports?agent=NAME`. Every connection is
+//! the websocket echo session of the codec in the client role (`WsSession::client`: masked frames
+//! out, unmasked in, the same message layer, UTF-8 checks and close handling as the server), with
+//! frames and messages up to 64 MiB. Exits 0 when every case ran; the verdicts are Autobahn's.
+//! Every wait is bounded by `--timeout-ms` (default 60000) without a byte received.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use fp_net::Cli;
+use frameproof_codec::protocol::{Opening, ServerSession};
+use frameproof_codec::websocket::{client_opening_to, Role, WsDecoder, WsSession, TEXT};
+use frameproof_codec::FrameDecoder;
+
+const CLI: Cli = Cli {
+    program: "fp-autobahn-client",
+    usage: "usage: fp-autobahn-client --connect HOST:PORT --agent NAME [--cases all|N] \
+[--timeout-ms MS]",
+};
+
+/// Frames and messages up to this size (Autobahn's largest are 16 MiB).
+const MAX_MESSAGE: u64 = 64 * 1024 * 1024;
+const READ_CHUNK: usize = 64 * 1024;
+
+struct Config {
+    addr: String,
+    agent: String,
+    /// `None`: every case.
+    case: Option<u32>,
+    timeout: Duration,
+}
+
+fn parse() -> Result<Config, String> {
+    let o = CLI.parse(&["connect", "agent", "cases", "timeout-ms"], &[]);
+    let addr = o.required("connect")?.to_string();
+    let agent = o.required("agent")?.to_string();
+    if agent.is_empty()
+        || !agent
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+    {
+        return Err("--agent must be letters, digits, '-', '_' or '.'".into());
+    }
+    let case = match o.get("cases").unwrap_or("all") {
+        "all" => None,
+        n => Some(
+            n.parse::<u32>()
+                .ok()
+                .filter(|&n| n >= 1)
+                .ok_or_else(|| format!("--cases: {n:?} is neither all nor a case number"))?,
+        ),
+    };
+    let ms: u64 = o.num("timeout-ms", 60_000)?;
+    if ms == 0 {
+        return Err("--timeout-ms must be at least 1".into());
+    }
+    Ok(Config {
+        addr,
+        agent,
+        case,
+        timeout: Duration::from_millis(ms),
+    })
+}
+
+/// Connects and runs the opening handshake for `path`; returns the stream and what followed the
+/// server's answer.
+fn open(cfg: &Config, path: &str) -> Result<(TcpStream, Vec<u8>), String> {
+    let mut s = TcpStream::connect(&cfg.addr).map_err(|e| format!("connect {}: {e}", cfg.addr))?;
+    s.set_nodelay(true).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(cfg.timeout))
+        .map_err(|e| e.to_string())?;
+    s.set_write_timeout(Some(cfg.timeout))
+        .map_err(|e| e.to_string())?;
+    let opening = client_opening_to(&cfg.addr, path);
+    s.write_all(opening.request())
+        .map_err(|e| format!("{path}: writing the handshake: {e}"))?;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        if let Some(n) = opening.response(&buf).map_err(|e| format!("{path}: {e}"))? {
+            return Ok((s, buf.split_off(n)));
+        }
+        match s.read(&mut chunk) {
+            Ok(0) => return Err(format!("{path}: the server closed during the handshake")),
+            Ok(k) => buf.extend_from_slice(&chunk[..k]),
+            Err(e) => return Err(format!("{path}: reading the handshake: {e}")),
+        }
+    }
+}
+
+/// Reads until the server closes (or the timeout passes): the end of a closed session.
+fn drain(s: &mut TcpStream) {
+    let mut chunk = [0u8; 4096];
+    while let Ok(k) = s.read(&mut chunk) {
+        if k == 0 {
+            break;
+        }
+    }
+}
+
+/// `/getCaseCount`: the one text message the server sends is the count.
+fn case_count(cfg: &Config) -> Result<u32, String> {
+    let (mut s, rest) = open(cfg, "/getCaseCount")?;
+    let mut dec = WsDecoder::new(Role::Client, MAX_MESSAGE, MAX_MESSAGE);
+    dec.extend(&rest);
+    let mut chunk = vec![0u8; READ_CHUNK];
+    loop {
+        while let Some(f) = dec.decode().map_err(|e| format!("/getCaseCount: {e}"))? {
+            if f.opcode == TEXT as u32 && f.fin {
+                let text = String::from_utf8_lossy(&f.payload).trim().to_string();
+                drop(s); // the server closes this connection anyway
+                return text
+                    .parse()
+                    .map_err(|_| format!("/getCaseCount answered {text:?}"));
+            }
+        }
+        match s.read(&mut chunk) {
+            Ok(0) => return Err("/getCaseCount: closed without a count".into()),
+            Ok(k) => dec.extend(&chunk[..k]),
+            Err(e) => return Err(format!("/getCaseCount: {e}")),
+        }
+    }
+}
+
+/// One connection of the echo session in the client role, until the server closes it.
+fn echo(cfg: &Config, path: &str) -> Result<(), String> {
+    let (mut s, rest) = open(cfg, path)?;
+    let mut session = WsSession::client(MAX_MESSAGE);
+    let mut out = BytesMut::new();
+    session.extend(&rest);
+    loop {
+        let served = session.process(&mut out);
+        if !out.is_empty() {
+            // a peer that stopped reading is its problem: the case's verdict says so
+            if s.write_all(&out).is_err() {
+                return Ok(());
+            }
+            out.clear();
+        }
+        if served.closed {
+            if let Some(e) = served.error {
+                eprintln!("fp-autobahn-client: {path}: failed the connection: {e}");
+            }
+            drain(&mut s);
+            return Ok(());
+        }
+        let buf = session.buffer_mut();
+        buf.reserve(READ_CHUNK);
+        let at = buf.len();
+        buf.resize(at + READ_CHUNK, 0);
+        match s.read(&mut buf[at..]) {
+            Ok(0) => {
+                buf.truncate(at);
+                session.finish(&mut out);
+                return Ok(());
+            }
+            Ok(k) => buf.truncate(at + k),
+            Err(e) => {
+                buf.truncate(at);
+                return Err(format!("{path}: {e}"));
+            }
+        }
+    }
+}
+
+fn main() {
+    let cfg = CLI.or_die(parse());
+    let run = || -> Result<u32, String> {
+        let count = case_count(&cfg)?;
+        let cases: Vec<u32> = match cfg.case {
+            Some(n) if n > count => return Err(format!("case {n} of {count}")),
+            Some(n) => vec![n],
+            None => (1..=count).collect(),
+        };
+        for &i in &cases {
+            echo(&cfg, &format!("/runCase?case={i}&agent={}", cfg.agent))?;
+        }
+        echo(&cfg, &format!("/updateReports?agent={}", cfg.agent))?;
+        Ok(cases.len() as u32)
+    };
+    match run() {
+        Ok(n) => println!("fp-autobahn-client: ran {n} cases as agent {}", cfg.agent),
+        Err(e) => {
+            eprintln!("fp-autobahn-client: {e}");
+            std::process::exit(1);
+        }
+    }
+}
