@@ -1,8 +1,11 @@
-//! libFuzzer target for the streaming decoders of both protocols.
+//! libFuzzer target for the streaming decoders of every protocol.
 //!
 //! Input layout (shared with the C++ target and written by `frameproof.fuzz.corpus_entry`):
 //!   byte 0: configuration. bit 0: protocol (0 standard, 1 length-field); bits 1-4: length-field
-//!           profile (PROFILES); bits 5-7: max payload (LIMITS).
+//!           profile (PROFILES); bits 5-7: max payload (LIMITS). With bit 0 clear, bits 1-4 (no
+//!           profile for standard; `corpus_entry` writes 0 there) pick the protocols added later:
+//!           1 rpc (the limit is its max body), 2 websocket server role, 3 websocket client role
+//!           (the limit bounds frames and messages); any other value is standard.
 //!   byte 1: chunking. 0: the stream is fed in one chunk; otherwise chunk sizes come from a small
 //!           LCG seeded with this byte, each in 1..=(byte % 16) + 1.
 //!   rest:   the byte stream.
@@ -16,9 +19,15 @@
 //!     delivered frames end (STD-STR-4 / LF-STR-4);
 //!  3. no delivered payload is above the configured maximum (STD-LIM-1 / LF-LIM-1), and every
 //!     error names a requirement of the protocol being decoded.
+//! rpc and websocket: the same three (rpc frames re-encode exactly; websocket frames re-encode
+//! with their own MASK bit and key, and a close frame ends the stream: bytes after it are never
+//! read, WS-CLOSE-4), plus for websocket: no message above the limit, and text messages that
+//! complete are valid UTF-8 (WS-UTF8-1).
 #![no_main]
 
 use frameproof_codec::length_field::{LengthFieldDecoder, LengthSize, Profile};
+use frameproof_codec::rpc::{self, RpcDecoder};
+use frameproof_codec::websocket::{self, Role, WsDecoder};
 use frameproof_codec::standard::{self, StandardDecoder};
 use frameproof_codec::{effective_max, FrameDecoder, ProtocolError};
 use libfuzzer_sys::fuzz_target;
@@ -132,6 +141,58 @@ fn fuzz_length_field(offset: u32, size: i64, max: u64, data: &[u8], parts: &[&[u
     check_error(&whole.1, pos, data.len(), "LF-");
 }
 
+fn fuzz_rpc(max: u64, data: &[u8], parts: &[&[u8]]) {
+    let whole = run(RpcDecoder::new(max), &[data]);
+    same(&whole, &run(RpcDecoder::new(max), parts), parts.len());
+    same(&whole, &run_buffer_mut(RpcDecoder::new(max), parts), parts.len());
+    let mut pos = 0;
+    for f in &whole.0 {
+        let mut enc = bytes::BytesMut::new();
+        rpc::encode(&mut enc, f, u32::MAX as u64).expect("a decoded frame must encode");
+        let body = enc.len() - rpc::HEADER_LEN;
+        assert!(body as u64 <= rpc::effective_max_body(max), "body of {body} bytes above the maximum");
+        assert_eq!(&data[pos..pos + enc.len()], &enc[..], "frame at {pos} does not re-encode to its bytes");
+        pos += enc.len();
+    }
+    check_error(&whole.1, pos, data.len(), "RPC-");
+}
+
+fn fuzz_websocket(role: Role, max: u64, data: &[u8], parts: &[&[u8]]) {
+    let dec = || WsDecoder::new(role, max, max);
+    let whole = run(dec(), &[data]);
+    same(&whole, &run(dec(), parts), parts.len());
+    same(&whole, &run_buffer_mut(dec(), parts), parts.len());
+    let limit = if max == 0 { websocket::DEFAULT_MAX_FRAME } else { max };
+    let mut pos = 0;
+    let mut message: Vec<u8> = Vec::new();
+    let mut text = false;
+    for f in &whole.0 {
+        let mut enc = bytes::BytesMut::new();
+        websocket::encode(&mut enc, f, u64::MAX).expect("a decoded frame must encode");
+        assert_eq!(&data[pos..pos + enc.len()], &enc[..], "frame at {pos} does not re-encode to its bytes");
+        pos += enc.len();
+        assert!(f.payload.len() as u64 <= limit, "frame payload above the maximum {limit}");
+        match f.opcode as u8 {
+            websocket::TEXT | websocket::BINARY => {
+                text = f.opcode as u8 == websocket::TEXT;
+                message = f.payload.to_vec();
+            }
+            websocket::CONT => message.extend_from_slice(&f.payload),
+            _ => continue,
+        }
+        assert!(message.len() as u64 <= limit, "message of {} bytes above the maximum", message.len());
+        if f.fin && text {
+            assert!(std::str::from_utf8(&message).is_ok(), "a text message that is not UTF-8 was delivered");
+        }
+    }
+    let closed = whole.0.last().is_some_and(|f| f.opcode as u8 == websocket::CLOSE);
+    if closed {
+        assert!(whole.1.is_none(), "an error after the close frame");
+    } else {
+        check_error(&whole.1, pos, data.len(), "WS-");
+    }
+}
+
 fuzz_target!(|input: &[u8]| {
     if input.len() < 2 {
         return;
@@ -140,7 +201,12 @@ fuzz_target!(|input: &[u8]| {
     let max = LIMITS[(cfg >> 5) as usize];
     let parts = chunks(data, ctl);
     if cfg & 1 == 0 {
-        fuzz_standard(max, data, &parts);
+        match (cfg >> 1) & 15 {
+            1 => fuzz_rpc(max, data, &parts),
+            2 => fuzz_websocket(Role::Server, max, data, &parts),
+            3 => fuzz_websocket(Role::Client, max, data, &parts),
+            _ => fuzz_standard(max, data, &parts),
+        }
     } else {
         let (offset, size) = PROFILES[((cfg >> 1) & 15) as usize];
         fuzz_length_field(offset, size, max, data, &parts);
