@@ -391,23 +391,34 @@ class EchoServer:
                     c.close("timed out after a pause", abort=True)
                 continue
             for c in list(self.conns):
-                if c.closing or c.tr is None:
+                if c.tr is None:
+                    continue
+                if c.closing:  # closing after its last replies: those too must make progress
+                    self._check_output(c, now)
                     continue
                 self._check_timeouts(c, now)
 
-    def _check_timeouts(self, c, now):
-        lim, fault, closed = self.limits, self.fault, self.stats.closed_for
+    def _check_output(self, c, now) -> int:
+        """The write timeout (RES-5): pending output that makes no progress that long is dropped with
+        its connection. Returns the pending output (-1: the connection was closed)."""
         out = c.pending_output()
         if out:
             if out < c.last_out:
                 c.out_progress = now
             c.last_out = out
-            if now - c.out_progress > lim.write_timeout_ms / 1000 and fault != "unbounded-output":
-                closed["write"] += 1
+            if now - c.out_progress > self.limits.write_timeout_ms / 1000 and self.fault != "unbounded-output":
+                self.stats.closed_for["write"] += 1
                 c.close("write timeout", abort=True)
-                return
+                return -1
         else:
             c.last_out, c.out_progress = 0, now
+        return out
+
+    def _check_timeouts(self, c, now):
+        lim, fault, closed = self.limits, self.fault, self.stats.closed_for
+        out = self._check_output(c, now)
+        if out < 0:
+            return
         if c.opening is not None and now - c.accepted > lim.idle_timeout_ms / 1000 and fault != "no-idle-timeout":
             if not c.waiting_bytes():
                 closed["handshake"] += 1
