@@ -101,6 +101,32 @@ namespace Frameproof.Tests
             return ms.ToArray();
         }
 
+        /// <summary>fp-load against fp-server, as processes, for the typed protocols: every variant and
+        /// mode, every reply verified, the JSON report's counts and new keys.</summary>
+        [TestCase("rpc", "--mode pipelined --window 16 --requests 600 --variant bidi", 600, 0)]
+        [TestCase("rpc", "--requests 50", 50, 0)]
+        [TestCase("rpc", "--mode stream --frames-per-stream 8 --window 3 --requests 20", 160, 20)]
+        [TestCase("websocket", "--mode pipelined --window 16 --requests 600 --variant text", 600, 0)]
+        [TestCase("websocket", "--requests 30 --payload 70000", 30, 0)]
+        public void Load_AgainstServer_TypedProtocols(string protocol, string args, int data, int streams)
+        {
+            using (var srv = new ServerProcess("--protocol " + protocol + " --listen 127.0.0.1:0"))
+            {
+                string json = Path.Combine(Path.GetTempPath(), "fp-cs-load-" + Guid.NewGuid().ToString("N") + ".json");
+                string stdout, stderr;
+                int rc = RunProgram("fp-load.exe", "--protocol " + protocol + " --connect 127.0.0.1:" + srv.Port + " --connections 2 " + args + " --json " + json, out stdout, out stderr);
+                Assert.AreEqual(0, rc, stdout + stderr);
+                string report = File.ReadAllText(json);
+                File.Delete(json);
+                StringAssert.Contains("\"requests_sent\": " + data + ", \"replies_received\": " + data + ", \"replies_verified\": " + data + ", \"errors\": 0", report);
+                StringAssert.Contains("\"streams_completed\": " + streams + ",", report);
+                StringAssert.Contains("\"variant\": ", report);
+                StringAssert.Contains("\"streams_per_s\": ", report);
+                string counters = srv.Stop();
+                StringAssert.Contains("\"protocol_errors\": 0", counters);
+            }
+        }
+
         [TestCase("blocking")]
         [TestCase("saea")]
         public void Standard_EchoRules_HalfCloseWithPartialFrame(string io)
@@ -196,6 +222,13 @@ namespace Frameproof.Tests
         [TestCase("fp-load.exe", "--codec \"{\\\"protocol\\\": 1}\" --connect 127.0.0.1:9 --requests 1", "must be a string")]
         [TestCase("fp-load.exe", "--protocol standard --connect 127.0.0.1:9", "exactly one of --requests and --duration")]
         [TestCase("fp-load.exe", "--protocol standard --connect 127.0.0.1:9 --requests 1 --lf-offset 2", "unknown option --lf-offset")]
+        [TestCase("fp-load.exe", "--protocol rpc --connect 127.0.0.1:9 --requests 1 --variant text", "rpc has the variants unary, client-stream, server-stream, bidi")]
+        [TestCase("fp-load.exe", "--protocol standard --connect 127.0.0.1:9 --requests 1 --variant bidi", "standard has the variants default")]
+        [TestCase("fp-load.exe", "--protocol websocket --connect 127.0.0.1:9 --requests 1 --mode stream", "websocket has no streams")]
+        [TestCase("fp-load.exe", "--protocol rpc --connect 127.0.0.1:9 --requests 1 --frames-per-stream 4", "applies to --mode stream only")]
+        [TestCase("fp-server.exe", "--codec \"{\\\"protocol\\\": \\\"rpc\\\", \\\"limits\\\": {}}\" --listen 127.0.0.1:0", "\"limits\" does not apply")]
+        [TestCase("fp-autobahn-client.exe", "--connect 127.0.0.1:9", "option --agent is required")]
+        [TestCase("fp-autobahn-client.exe", "--connect 127.0.0.1:9 --agent a --cases some", "--cases must be 'all' or a number")]
         public void UsageErrors_Exit2_OneLineThenUsage(string exe, string args, string why)
         {
             string stdout, stderr;
@@ -208,14 +241,15 @@ namespace Frameproof.Tests
             Assert.AreEqual("", stdout);
         }
 
-        [TestCase("fp-server.exe")]
-        [TestCase("fp-load.exe")]
-        public void Help_PrintsUsageToStdout_Exit0(string exe)
+        [TestCase("fp-server.exe", "(--codec JSON | --protocol NAME)")]
+        [TestCase("fp-load.exe", "(--codec JSON | --protocol NAME)")]
+        [TestCase("fp-autobahn-client.exe", "--connect HOST:PORT --agent NAME [--cases all|N]")]
+        public void Help_PrintsUsageToStdout_Exit0(string exe, string part)
         {
             string stdout, stderr;
             Assert.AreEqual(0, RunProgram(exe, "--help", out stdout, out stderr));
             StringAssert.StartsWith("usage: ", stdout);
-            StringAssert.Contains("(--codec JSON | --protocol NAME)", stdout);
+            StringAssert.Contains(part, stdout);
             Assert.AreEqual("", stderr);
         }
 
