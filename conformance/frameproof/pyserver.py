@@ -71,6 +71,7 @@ class Stats:
 # requirement number it breaks (the protocol's prefix goes in front: STD-RES-1, WS-RES-1, ...).
 RES_FAULTS = {
     "no-memory-budget": 1,  # buffers every unfinished frame, whatever the total
+    "budget-closes-everyone": 2,  # over the budget, closes every connection holding anything, small ones too
     "no-idle-timeout": 3,  # keeps silent connections forever
     "no-frame-timeout": 4,  # keeps a connection stuck in the middle of a frame forever
     "unbounded-output": 5,  # keeps reading and queueing replies for a peer that never reads
@@ -367,6 +368,12 @@ class EchoServer:
         for c in self.conns:  # the output drains on its own: recount before closing anyone
             c.held = 0 if c.closing else c.holding_input() + c.pending_output()
         self.total_held = sum(c.held for c in self.conns)
+        if self.fault == "budget-closes-everyone":  # the bug: the healthy holders go too
+            for c in list(self.conns):
+                if c.held and not c.closing:
+                    self.stats.closed_for["budget"] += 1
+                    c.close("memory budget", abort=True)
+            return
         while self.total_held > self.limits.memory_budget:
             big = max((c for c in self.conns if not c.closing), key=lambda c: c.held, default=None)
             if big is None or big.held <= FLOOR:

@@ -382,6 +382,7 @@ class Ctx:
     p99_bound_ms: float
     notes: List[str] = field(default_factory=list)
     failures: List[str] = field(default_factory=list)
+    failed_res: List[Optional[int]] = field(default_factory=list)
     hostile_conns: int = 0
     healthy: Optional[Healthy] = None
     p99_checked: bool = True
@@ -389,8 +390,10 @@ class Ctx:
     def n(self, full: int, least: int = 4) -> int:
         return max(least, int(round(full * self.scale)))
 
-    def fail(self, msg):
+    def fail(self, msg, res: Optional[int] = None):
+        """A failure of RES-``res`` (None: of every requirement the scenario checks)."""
         self.failures.append(msg)
+        self.failed_res.append(res)
 
     def note(self, msg):
         self.notes.append(msg)
@@ -414,7 +417,7 @@ class Scenario:
     fresh_healthy: bool = True
 
 
-def _wait_closed(socks: List[Tuple[socket.socket, float]], deadline_of, what, ctx, limit_s):
+def _wait_closed(socks: List[Tuple[socket.socket, float]], deadline_of, what, ctx, limit_s, res=None):
     """Polls ``socks`` (socket, the moment the clock starts for it) until each is closed by the
     server or its deadline (start + ``limit_s``) has passed; returns the count left open."""
     if not socks:
@@ -438,7 +441,7 @@ def _wait_closed(socks: List[Tuple[socket.socket, float]], deadline_of, what, ct
         ctx.note(f"{what}: {len(closed_at)} closed after {min(closed_at):.2f}..{max(closed_at):.2f} s")
     if late:
         ctx.fail(f"{what}: {len(late)} of {len(socks)} still open {limit_s:.1f} s after they went quiet "
-                 f"(expected the server to close them)")
+                 f"(expected the server to close them)", res)
     return len(late)
 
 
@@ -484,12 +487,12 @@ def s_slow_loris(ctx: Ctx):
     late = [v for v in closed_at.values() if v > g]
     if late:
         ctx.fail(f"connections that stopped in the middle of a frame: {len(late)} closed only after "
-                 f"{min(late):.1f}..{max(late):.1f} s (expected within {g:.1f} s)")
+                 f"{min(late):.1f}..{max(late):.1f} s (expected within {g:.1f} s)", 4)
     if closed_at:
         ctx.note(f"connections that stopped in the middle of a frame: {len(closed_at)} closed after "
                  f"{min(closed_at.values()):.2f}..{max(closed_at.values()):.2f} s")
     _wait_closed([(s_, st) for s_, st in quiet if s_ not in closed_at], closed_now,
-                 "connections that stopped in the middle of a frame", ctx, g)
+                 "connections that stopped in the middle of a frame", ctx, g, 4)
     still = sum(1 for c in dribblers if not closed_now(c[0].s))
     ctx.note(f"{len(dribblers)} dribbling one byte per {step:.2f} s: {still} still open (either is allowed)")
     for c in conns:
@@ -564,10 +567,10 @@ def s_maximal_frames(ctx: Ctx):
             p.s.sendall(data[k:])
             got = p.recv_frames(1, 5.0)[0]
             if got != t.spec.echo_reply(req):
-                ctx.fail(f"the connection holding a {ssize}-byte unfinished frame got a wrong reply: {got.short()}")
+                ctx.fail(f"the connection holding a {ssize}-byte unfinished frame got a wrong reply: {got.short()}", 2)
         except (CheckFailure, OSError) as e:
             ctx.fail(f"a connection holding only {ssize} bytes (under 64 KiB) was not served after the budget "
-                     f"was exceeded: {e}")
+                     f"was exceeded: {e}", 2)
             break
     for sm in smalls:
         sm[0].close()
@@ -590,8 +593,8 @@ def s_open_idle(ctx: Ctx):
         after.append((p, time.monotonic()))
     ctx.hostile_conns = n + len(after)
     g = lim.grace(lim.idle_timeout_ms)
-    _wait_closed(silent, closed_now, "connections that never sent a byte", ctx, g)
-    _wait_closed([(p.s, st) for p, st in after], closed_now, "connections idle after one request", ctx, g)
+    _wait_closed(silent, closed_now, "connections that never sent a byte", ctx, g, 3)
+    _wait_closed([(p.s, st) for p, st in after], closed_now, "connections idle after one request", ctx, g, 3)
     for s, _ in silent:
         s.close()
     for p, _ in after:
@@ -653,7 +656,7 @@ def s_never_reading(ctx: Ctx):
     late = [p for p in peers if id(p) not in closed_after]
     if late:
         ctx.fail(f"peers that never read: {len(late)} of {n} still open {g:.1f} s after the server stopped taking "
-                 f"their bytes (expected it to close them after the write timeout)")
+                 f"their bytes (expected it to close them after the write timeout)", 5)
     for p in peers:
         rst_close(p.s)
 
@@ -708,11 +711,11 @@ def s_connect_close(ctx: Ctx):
     ctx.hostile_conns = 4
     ctx.note(f"{total} cycles in {time.monotonic() - t0:.1f} s")
     if errors:
-        ctx.fail(f"{len(errors)} of {total} connect/close cycles failed; first: {errors[0]}")
-    _fds_back(ctx, before_fds, "after the connect/close cycles")
+        ctx.fail(f"{len(errors)} of {total} connect/close cycles failed; first: {errors[0]}", 6)
+    _fds_back(ctx, before_fds, "after the connect/close cycles", res=6)
 
 
-def _fds_back(ctx, before, what, slack=8, wait=3.0):
+def _fds_back(ctx, before, what, slack=8, wait=3.0, res=None):
     if before is None:
         return
     deadline = time.monotonic() + wait
@@ -721,7 +724,7 @@ def _fds_back(ctx, before, what, slack=8, wait=3.0):
         time.sleep(0.1)
         now = fd_count(ctx.pid)
     if now is not None and now > before + slack:
-        ctx.fail(f"{what}: the server holds {now} descriptors, {before} before (connections not released)")
+        ctx.fail(f"{what}: the server holds {now} descriptors, {before} before (connections not released)", res)
     else:
         ctx.note(f"server descriptors: {before} before, {now} after")
 
@@ -750,7 +753,7 @@ def s_resets(ctx: Ctx):
         for s in socks:
             rst_close(s)
     ctx.hostile_conns = n // rounds
-    _fds_back(ctx, before_fds, "after the resets")
+    _fds_back(ctx, before_fds, "after the resets", res=1)
 
 
 def s_connection_limit(ctx: Ctx):
@@ -778,7 +781,7 @@ def s_connection_limit(ctx: Ctx):
              f"{min(1.0, lim.idle_timeout_ms / 2000):.1f} s")
     if len(open_) + healthy > m:
         ctx.fail(f"{len(open_) + healthy} connections open at once, the limit is {m}: the connections beyond it "
-                 f"were neither accepted and closed nor refused")
+                 f"were neither accepted and closed nor refused", 6)
     # free some and a new connection is served again
     for s in open_[:32]:
         s.close()
@@ -796,7 +799,7 @@ def s_connection_limit(ctx: Ctx):
             last = str(e)
             time.sleep(0.1)
     if not ok:
-        ctx.fail(f"after 32 connections closed, a new connection was not served within 3 s ({last})")
+        ctx.fail(f"after 32 connections closed, a new connection was not served within 3 s ({last})", 6)
     for s, _ in socks:
         s.close()
 
@@ -838,9 +841,9 @@ def s_descriptors(ctx: Ctx):
             share = (c1 - c0) / (w1 - w0)
             ctx.note(f"server CPU while out of descriptors: {share * 100:.0f}% of one core")
             if share > CPU_SPIN:
-                ctx.fail(f"the server used {share * 100:.0f}% of a core while out of descriptors (spinning on accept)")
+                ctx.fail(f"the server used {share * 100:.0f}% of a core while out of descriptors (spinning on accept)", 7)
         if not alive(pid):
-            ctx.fail("the server exited when it ran out of descriptors")
+            ctx.fail("the server exited when it ran out of descriptors", 7)
             return
         for s in socks:
             rst_close(s)
@@ -860,7 +863,8 @@ def s_descriptors(ctx: Ctx):
         if ok:
             ctx.note(f"a new connection was served {time.monotonic() - t0:.2f} s after descriptors were freed")
         else:
-            ctx.fail(f"no new connection was served within {2.0 + ctx.limits.slack_s:g} s of descriptors being freed ({last})")
+            ctx.fail(f"no new connection was served within {2.0 + ctx.limits.slack_s:g} s of descriptors being freed "
+                     f"({last})", 7)
     finally:
         for s in socks:
             rst_close(s)
@@ -959,7 +963,7 @@ def s_pause(ctx: Ctx):
     half.close()
     ctx.hostile_conns = 0
     for e in errors:
-        ctx.fail(e)
+        ctx.fail(e, 8)
 
 
 SCENARIOS: List[Scenario] = [
@@ -1040,10 +1044,10 @@ def run(t: NetTarget, limits: Limits, scale: float = 1.0, select: Optional[List[
         rss.stop()
     reqs: Dict[str, str] = {}
     for r in results:
-        for rid in r["requirements"]:
-            if r["verdict"] == "FAIL":
-                reqs[rid] = "failed"
-            elif r["verdict"] == "ok":
+        for rid in r["failed_requirements"]:
+            reqs[rid] = "failed"
+        if r["verdict"] != "skip":
+            for rid in r["requirements"]:
                 reqs.setdefault(rid, "passed")
     passed = all(r["verdict"] != "FAIL" for r in results) and alive(t.pid)
     served = sum(r["healthy_served"] for r in results)
@@ -1087,21 +1091,28 @@ def _run_one(t, limits, scale, rss, p99_bound_ms, sc: Scenario, protocol, full) 
     peak = rss.peak_kib if t.pid else None
     if not skip:
         if st.errors:
-            ctx.fail(f"{st.errors} healthy requests failed; first: {st.details[0] if st.details else '?'}")
+            ctx.fail(f"{st.errors} healthy requests failed; first: {st.details[0] if st.details else '?'}", 2)
         if st.served == 0:
-            ctx.fail("no healthy request was served during the scenario")
+            ctx.fail("no healthy request was served during the scenario", 2)
         if ctx.p99_checked and st.p99_ms() > p99_bound_ms:
-            ctx.fail(f"healthy p99 latency {st.p99_ms():.0f} ms, above {p99_bound_ms:g} ms")
+            ctx.fail(f"healthy p99 latency {st.p99_ms():.0f} ms, above {p99_bound_ms:g} ms", 2)
         if before and peak:
             bound_kib = (limits.memory_budget + RSS_SLACK + FLOOR * ctx.hostile_conns) // 1024
             if peak - before > bound_kib:
                 ctx.fail(f"server RSS grew by {(peak - before) / 1024:.1f} MiB, above the budget "
                          f"{limits.memory_budget / MiB:.1f} MiB + {RSS_SLACK // MiB} MiB + 64 KiB × "
-                         f"{ctx.hostile_conns} connections")
+                         f"{ctx.hostile_conns} connections", 1)
         if not alive(t.pid):
             ctx.fail("the server process is gone")
     verdict = "skip" if skip else ("FAIL" if ctx.failures else "ok")
-    rec.update({"verdict": verdict, "skip_reason": skip, "failures": ctx.failures, "notes": ctx.notes,
+    prefix = rec["requirements"][0].rsplit("-", 1)[0]
+    failed = []
+    for res in ctx.failed_res:
+        for rid in ([f"{prefix}-{res}"] if res else rec["requirements"]):
+            if rid not in failed:
+                failed.append(rid)
+    rec.update({"verdict": verdict, "skip_reason": skip, "failures": ctx.failures, "failed_requirements": failed,
+                "notes": ctx.notes,
                 "healthy_served": st.served, "healthy_errors": st.errors, "healthy_p99_ms": round(st.p99_ms(), 3),
                 "healthy_p99_checked": ctx.p99_checked, "rss_before_kib": before, "peak_rss_kib": peak,
                 "hostile_connections": ctx.hostile_conns, "duration_s": round(time.monotonic() - t0, 3)})

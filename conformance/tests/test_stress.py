@@ -66,7 +66,8 @@ def test_stress_passes_the_python_server(frameproof, protocol):
 
 
 # each fault, and the scenario that must catch it
-CATCHES = {"no-memory-budget": "maximal_unfinished_frames", "no-idle-timeout": "open_and_idle",
+CATCHES = {"no-memory-budget": "maximal_unfinished_frames", "budget-closes-everyone": "maximal_unfinished_frames",
+           "no-idle-timeout": "open_and_idle",
            "no-frame-timeout": "slow_loris", "unbounded-output": "readers_that_never_read",
            "no-connection-limit": "connection_limit", "spins-at-emfile": "descriptor_exhaustion",
            "pause-drops-connections": "sigstop_sigcont"}
