@@ -395,3 +395,182 @@ fn session_eof_with_a_partial_frame() {
         assert_eq!(err, want, "partial {partial}");
     }
 }
+
+// ------------------------------------------------------------------ rpc and websocket
+
+use frameproof_codec::rpc::{self, Rpc, RpcDecoder, RpcFrame};
+use frameproof_codec::websocket::{self, Role, WebSocket, WsDecoder, WsFrame};
+
+fn rpc_frame() -> impl Strategy<Value = RpcFrame> {
+    let kind = prop_oneof![
+        Just(rpc::REQUEST),
+        Just(rpc::RESPONSE),
+        Just(rpc::HEARTBEAT),
+        Just(rpc::STREAM_INIT),
+        Just(rpc::STREAM_INIT_ACK),
+        Just(rpc::STREAM_DATA),
+        Just(rpc::STREAM_END),
+    ];
+    let name = proptest::collection::vec(any::<u8>(), 0..20);
+    (
+        kind,
+        any::<u8>(),
+        any::<u32>(),
+        name.clone(),
+        name,
+        any::<u16>(),
+        payload_strategy(),
+    )
+        .prop_map(|(kind, flags, id, service, method, code, payload)| {
+            let mut f = RpcFrame::new(kind, flags, id);
+            if rpc::has_names(kind as u32) {
+                f.service = service.into();
+                f.method = method.into();
+            }
+            if kind == rpc::RESPONSE {
+                f.error_code = code as u32;
+            }
+            if !rpc::is_control(kind as u32) {
+                f.payload = payload.into();
+            }
+            f
+        })
+}
+
+fn rpc_wire(frames: &[RpcFrame]) -> Vec<u8> {
+    let mut out = bytes::BytesMut::new();
+    for f in frames {
+        rpc::encode(&mut out, f, 0).unwrap();
+    }
+    out.to_vec()
+}
+
+/// A masked client frame (or an unmasked server frame with `key` None), FIN set.
+fn ws_frame(opcode: u8, payload: &[u8], key: Option<[u8; 4]>) -> WsFrame {
+    WsFrame {
+        fin: true,
+        rsv: 0,
+        opcode: opcode as u32,
+        masked: key.is_some(),
+        mask_key: key
+            .map(|k| bytes::Bytes::copy_from_slice(&k))
+            .unwrap_or_default(),
+        payload: bytes::Bytes::copy_from_slice(payload),
+    }
+}
+
+fn ws_message() -> impl Strategy<Value = (u8, Vec<u8>, [u8; 4])> {
+    (
+        prop_oneof![
+            Just(websocket::BINARY),
+            Just(websocket::TEXT),
+            Just(websocket::PING),
+            Just(websocket::PONG)
+        ],
+        payload_strategy(),
+        any::<[u8; 4]>(),
+    )
+        .prop_map(|(op, mut p, key)| {
+            if op == websocket::TEXT {
+                p = String::from_utf8_lossy(&p).into_owned().into_bytes();
+            }
+            if op >= 8 {
+                p.truncate(125);
+            }
+            (op, p, key)
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 150, ..ProptestConfig::default() })]
+
+    /// RPC-STR-1/2, RPC-HDR-1, RPC-BODY-7: any split of frames of every type decodes to them.
+    #[test]
+    fn rpc_round_trip_any_split(frames in proptest::collection::vec(rpc_frame(), 0..6), cuts in cuts()) {
+        let wire = rpc_wire(&frames);
+        let (got, err) = run(RpcDecoder::new(0), &wire, &cuts);
+        prop_assert_eq!(err, None);
+        prop_assert_eq!(got, frames);
+    }
+
+    /// RPC-STR-1 for rejected streams too: frames and error do not depend on the split.
+    #[test]
+    fn rpc_outcome_is_split_independent(frames in proptest::collection::vec(rpc_frame(), 0..4),
+                                        noise in proptest::collection::vec(any::<u8>(), 0..40),
+                                        at in any::<prop::sample::Index>(),
+                                        max in prop_oneof![Just(0u64), 1u64..200],
+                                        cuts in proptest::collection::vec(0usize..400, 0..20)) {
+        let mut wire = rpc_wire(&frames);
+        let i = at.index(wire.len() + 1);
+        wire.splice(i..i, noise);
+        let (w, we) = run(RpcDecoder::new(max), &wire, &[]);
+        let (c, ce) = run(RpcDecoder::new(max), &wire, &cuts);
+        prop_assert_eq!(w, c);
+        prop_assert_eq!(key(we), key(ce));
+    }
+
+    /// RPC-ECHO-1/3, RPC-MODE-2: the unary endpoint answers every REQUEST as the frames complete.
+    #[test]
+    fn rpc_unary_session_any_split(calls in proptest::collection::vec((any::<u8>(), any::<u32>(), payload_strategy(), any::<bool>()), 0..6),
+                                   cuts in cuts()) {
+        let frames: Vec<RpcFrame> = calls.into_iter().map(|(flags, id, p, other)| {
+            let mut f = RpcFrame::echo_call(id, p.into());
+            f.flags = flags;
+            if other { f.method = bytes::Bytes::from_static(b"nope"); }
+            f
+        }).collect();
+        let reply = |f: &RpcFrame| {
+            let ok = f.method == rpc::ECHO_METHOD;
+            let mut r = RpcFrame::new(rpc::RESPONSE, (f.flags & 3) | 4, f.id);
+            r.error_code = if ok { 0 } else { 3 };
+            if ok { r.payload = f.payload.clone(); }
+            rpc_wire(&[r])
+        };
+        check_serve(&Rpc::new(0), &rpc_wire(&frames), &cuts, reply)?;
+    }
+
+    /// WS-STR-1/2, WS-MASK-3: masked frames in any split decode to their unmasked payloads.
+    #[test]
+    fn websocket_round_trip_any_split(msgs in proptest::collection::vec(ws_message(), 0..6), cuts in cuts()) {
+        let mut wire = bytes::BytesMut::new();
+        for (op, p, k) in &msgs {
+            websocket::encode(&mut wire, &ws_frame(*op, p, Some(*k)), 0).unwrap();
+        }
+        let (got, err) = run(WsDecoder::new(Role::Server, 0, 0), &wire, &cuts);
+        prop_assert_eq!(err, None);
+        prop_assert_eq!(got.len(), msgs.len());
+        for (g, (op, p, k)) in got.iter().zip(&msgs) {
+            prop_assert_eq!(g, &ws_frame(*op, p, Some(*k)));
+        }
+    }
+
+    /// WS-STR-1 and the UTF-8 fail-fast rule: the outcome of any byte stream (either role) does not
+    /// depend on the split.
+    #[test]
+    fn websocket_outcome_is_split_independent(data in proptest::collection::vec(any::<u8>(), 0..300),
+                                              client in any::<bool>(),
+                                              max in prop_oneof![Just(0u64), 1u64..200],
+                                              cuts in proptest::collection::vec(0usize..300, 0..20)) {
+        let role = if client { Role::Client } else { Role::Server };
+        let (w, we) = run(WsDecoder::new(role, max, max), &data, &[]);
+        let (c, ce) = run(WsDecoder::new(role, max, max), &data, &cuts);
+        prop_assert_eq!(w, c);
+        prop_assert_eq!(key(we), key(ce));
+    }
+
+    /// WS-ECHO-1, WS-PING-1/2: messages echoed unmasked, pings answered, pongs not, in any split.
+    #[test]
+    fn websocket_session_any_split(msgs in proptest::collection::vec(ws_message(), 0..6), cuts in cuts()) {
+        let mut wire = bytes::BytesMut::new();
+        for (op, p, k) in &msgs {
+            websocket::encode(&mut wire, &ws_frame(*op, p, Some(*k)), 0).unwrap();
+        }
+        let reply = |f: &WsFrame| {
+            let mut out = bytes::BytesMut::new();
+            let op = match f.opcode as u8 { websocket::PING => websocket::PONG, websocket::PONG => return Vec::new(), op => op };
+            websocket::put_server_frame(&mut out, op, &f.payload);
+            out.to_vec()
+        };
+        check_serve(&WebSocket::new(Role::Server, 0, 0), &wire, &cuts, reply)?;
+    }
+}
