@@ -83,3 +83,16 @@ def test_broken_server_is_caught(frameproof, fault):
     assert rc == 1, out[-3000:]
     broken = f"STD-RES-{RES_FAULTS[fault]}"
     assert doc["requirements"].get(broken) == "failed", (broken, doc["requirements"], out[-3000:])
+
+
+@pytest.mark.parametrize("args", [["--protocol", "standard", "--memory-budget", "1048576"],  # below the 10 MiB frame
+                                  ["--protocol", "websocket", "--memory-budget", "67108864"],  # below the 100 MiB message
+                                  ["--protocol", "standard", "--idle-timeout-ms", "0"],
+                                  ["--protocol", "rpc", "--max-connections", "many"]])
+def test_pyserver_refuses_bad_limits(args):
+    """RES-1: a budget below the largest frame (websocket: message) is a usage error; limits are
+    positive integers."""
+    import subprocess
+    p = subprocess.run([PY, "-m", "frameproof.pyserver", "--listen", "127.0.0.1:0", *args], capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 2 and "LISTENING" not in p.stdout, (p.returncode, p.stdout, p.stderr)
