@@ -243,6 +243,33 @@ namespace Frameproof.Tests
             Assert.IsFalse(m.TryNextId(out id), "failed connection");
         }
 
+        [Test]
+        public void Matcher_ManyPending_AnyOrder_SlotsReused()
+        {
+            var o = new Outcomes();
+            var m = new RpcMatcher(o, 1000);
+            uint id;
+            for (int round = 0; round < 3; round++)
+            {
+                var ids = new List<uint>();
+                for (int i = 0; i < 1000; i++)
+                {
+                    Assert.IsTrue(m.TryNextId(out id));
+                    m.Sent(id, round * 1000 + i, null, 0);
+                    ids.Add(id);
+                }
+                Assert.AreEqual(1000, m.PendingCount);
+                using (var d = new RpcDecoder())
+                    for (int i = ids.Count - 1; i >= 0; i--)
+                        Assert.IsTrue(d.Feed(Response(ids[i], 0, ""), m));
+                Assert.AreEqual(0, m.PendingCount);
+            }
+            Assert.AreEqual(3000, o.Log.Count);
+            Assert.AreEqual("reply 2999 code 0 ", o.Log[2000], "newest first of round 3");
+            Assert.AreEqual("reply 2000 code 0 ", o.Log[2999]);
+            Assert.AreEqual(long.MaxValue, m.NextDeadline);
+        }
+
         static string Serve(RpcSession.Endpoint ep, string hex, bool eof, out RpcSession session)
         {
             session = new RpcSession(0, ep, false);
