@@ -123,13 +123,17 @@ class EtcdRegistry:
             try:
                 d = self.gw.post("/v3/lease/keepalive", {"ID": str(self._lease)})
                 if int(d.get("result", {}).get("TTL", 0)) <= 0:  # expired meanwhile: a new lease, keys again
-                    with self._lock:
-                        mine = list(self._mine.values())
-                    self._grant()
-                    for e in mine:
-                        self._put(e)
+                    self._renew()
             except (Unreachable, KeyError, ValueError):
                 continue  # etcd away: try again next period
+
+    def _renew(self):
+        """A new lease, and this registry's instances written again under it (DISC-ETCD-7)."""
+        with self._lock:
+            mine = list(self._mine.values())
+        self._grant()
+        for e in mine:
+            self._put(e)
 
     def _put(self, e: Endpoint) -> int:
         _c, key, value = etcd_encode(self.prefix, e)
@@ -146,7 +150,13 @@ class EtcdRegistry:
         try:
             if not self._lease:
                 self._grant()
-            rev = self._put(e)
+            try:
+                rev = self._put(e)
+            except Unreachable as x:
+                if "lease not found" not in str(x):
+                    raise
+                self._renew()  # the lease expired while etcd was away: a new one, ours written again
+                rev = self._put(e)
         except (Unreachable, KeyError, ValueError):
             return CONNECTION_ERROR
         with self._lock:
