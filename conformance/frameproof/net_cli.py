@@ -24,7 +24,11 @@ def add_parsers(sub):
     n.add_argument("--json")
     n.add_argument("--junit")
     n.add_argument("-v", "--verbose", action="store_true")
-    st = n.add_argument_group("hostile peers at scale (--stress; the *-RES-* requirements)")
+    st = n.add_argument_group("hostile peers at scale (--stress; the *-RES-* requirements)",
+                              "The limit flags say how the server is configured; with --server-cmd those whose "
+                              "values differ from the spec's defaults are appended to the command. 127.0.0.1/::1 "
+                              "only. The JSON report (--json) has every scenario's verdict, healthy requests "
+                              "served, their p99 and errors, and the server's peak RSS.")
     st.add_argument("--stress", action="store_true",
                     help="run the stress scenarios (frameproof.stress) instead of the network cases: many "
                          "slow, silent, never-reading, resetting peers, connection churn, the connection limit, "
