@@ -108,6 +108,8 @@ namespace Frameproof.Tests
         [TestCase("rpc", "--mode stream --frames-per-stream 8 --window 3 --requests 20", 160, 20)]
         [TestCase("websocket", "--mode pipelined --window 16 --requests 600 --variant text", 600, 0)]
         [TestCase("websocket", "--requests 30 --payload 70000", 30, 0)]
+        [TestCase("rpc", "--mode batched --batch 50 --requests 230", 230, 0)]
+        [TestCase("websocket", "--mode batched --requests 700", 700, 0)]
         public void Load_AgainstServer_TypedProtocols(string protocol, string args, int data, int streams)
         {
             using (var srv = new ServerProcess("--protocol " + protocol + " --listen 127.0.0.1:0"))
@@ -227,6 +229,9 @@ namespace Frameproof.Tests
         [TestCase("fp-load.exe", "--protocol websocket --connect 127.0.0.1:9 --requests 1 --mode stream", "websocket has no streams")]
         [TestCase("fp-load.exe", "--protocol rpc --connect 127.0.0.1:9 --requests 1 --frames-per-stream 4", "applies to --mode stream only")]
         [TestCase("fp-server.exe", "--codec \"{\\\"protocol\\\": \\\"rpc\\\", \\\"limits\\\": {}}\" --listen 127.0.0.1:0", "\"limits\" does not apply")]
+        [TestCase("fp-load.exe", "--protocol standard --connect 127.0.0.1:9 --requests 1 --batch 4", "--batch applies to --mode batched only")]
+        [TestCase("fp-load.exe", "--protocol standard --connect 127.0.0.1:9 --requests 1 --mode batched --window 4", "--window does not apply to --mode batched")]
+        [TestCase("fp-load.exe", "--protocol standard --connect 127.0.0.1:9 --requests 1 --mode batched --batch 256", "--batch must be at most 255")]
         [TestCase("fp-autobahn-client.exe", "--connect 127.0.0.1:9", "option --agent is required")]
         [TestCase("fp-autobahn-client.exe", "--connect 127.0.0.1:9 --agent a --cases some", "--cases must be 'all' or a number")]
         public void UsageErrors_Exit2_OneLineThenUsage(string exe, string args, string why)

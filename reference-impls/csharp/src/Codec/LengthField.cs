@@ -391,6 +391,9 @@ namespace Frameproof.Codec
         /// <summary>LF-MATCH-4: the pending bound.</summary>
         public override int MaxInFlight { get { return FifoMatcher.DefaultPendingBound; } }
 
+        /// <summary>Seed 000: the length-field batched echo awaits 128 concurrent requests.</summary>
+        public override int SeedBatch { get { return 128; } }
+
         public override ServerSession NewSession(bool sink) { return new LengthFieldEchoSession(Profile, MaxPayload, sink); }
     }
 

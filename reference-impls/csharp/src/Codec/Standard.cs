@@ -289,6 +289,9 @@ namespace Frameproof.Codec
         /// <summary>255: with all 256 sequence numbers pending the next send is refused (STD-SEQ-3).</summary>
         public override int MaxInFlight { get { return 255; } }
 
+        /// <summary>Seed 000: 255 concurrent SendMessageAsync, WhenAll, next round.</summary>
+        public override int SeedBatch { get { return 255; } }
+
         public override ServerSession NewSession(bool sink) { return new StandardEchoSession(MaxPayload, sink); }
     }
 

@@ -12,7 +12,7 @@ using Frameproof.Codec;
 
 namespace Frameproof.Load
 {
-    enum Mode { PerPacket, Pipelined, Receive, Stream }
+    enum Mode { PerPacket, Pipelined, Receive, Stream, Batched }
 
     sealed class LoadConfig
     {
@@ -118,6 +118,7 @@ namespace Frameproof.Load
             try
             {
                 if (_cfg.Mode == Mode.Receive) RunReceiveMode();
+                else if (_cfg.Mode == Mode.Batched) await RunBatched();
                 else await RunWindowed();
                 await Task.Yield(); // leave the receive thread (inline completions) before closing
             }
@@ -177,6 +178,47 @@ namespace Frameproof.Load
                     head = (head + 1) % w;
                     inflight--;
                     Account(c);
+                }
+            }
+        }
+
+        /// <summary>--mode batched: write a batch of --batch requests at once, wait for all of their
+        /// replies (each verified), then the next batch; a batch not complete within the timeout stops
+        /// the connection.</summary>
+        async Task RunBatched()
+        {
+            int n = _cfg.Window;
+            var tasks = new ValueTask<Completion>[n];
+            var payload = new byte[_cfg.Payload];
+            while (!_stop && More())
+            {
+                int k = 0;
+                while (k < n && More())
+                {
+                    long idx = NextIndex();
+                    _cfg.Codec.FillLoadPayload(_cfg.Variant, idx, payload);
+                    ValueTask<Completion> t;
+                    if (!Client.TryEnqueue(new RequestId(idx), payload, out t))
+                    {
+                        Completion r = t.IsCompleted ? t.Result : default(Completion);
+                        _shared.Error("request " + idx + " refused (" + r.Kind + "): connection failed");
+                        _stop = true;
+                        break;
+                    }
+                    Sent++;
+                    tasks[k++] = t;
+                }
+                if (!Client.Flush())
+                {
+                    if (!_stop) _shared.Error("connection " + _id + ": write failed");
+                    _stop = true;
+                }
+                for (int i = 0; i < k; i++)
+                {
+                    Completion c = await tasks[i];
+                    tasks[i] = default(ValueTask<Completion>);
+                    Account(c);
+                    if (c.Kind != CompletionKind.Reply) _stop = true;   // the batch did not complete in time
                 }
             }
         }
@@ -353,7 +395,7 @@ namespace Frameproof.Load
 
     public static class Program
     {
-        const string Usage = "usage: fp-load (--codec JSON | --protocol NAME) --connect HOST:PORT [--connections N] (--requests N | --duration SECONDS) [--payload BYTES] [--mode per-packet|pipelined|receive|stream] [--window W] [--variant NAME] [--frames-per-stream F] [--timeout-ms MS] [--json FILE]";
+        const string Usage = "usage: fp-load (--codec JSON | --protocol NAME) --connect HOST:PORT [--connections N] (--requests N | --duration SECONDS) [--payload BYTES] [--mode per-packet|pipelined|batched|receive|stream] [--window W] [--batch N] [--variant NAME] [--frames-per-stream F] [--timeout-ms MS] [--json FILE]";
 
         public static int Main(string[] args)
         {
@@ -375,7 +417,7 @@ namespace Frameproof.Load
         static LoadConfig Parse(string[] args)
         {
             var o = new Options(args, new string[0], new[] { "codec", "protocol", "connect", "connections", "requests", "duration",
-                "payload", "mode", "window", "timeout-ms", "json", "variant", "frames-per-stream" });
+                "payload", "mode", "window", "timeout-ms", "json", "variant", "frames-per-stream", "batch" });
             var c = new LoadConfig();
             c.Codec = o.CreateCodec();
             string connect = o.Require("connect");
@@ -398,7 +440,16 @@ namespace Frameproof.Load
             else if (c.ModeName == "pipelined") c.Mode = Mode.Pipelined;
             else if (c.ModeName == "receive") c.Mode = Mode.Receive;
             else if (c.ModeName == "stream") c.Mode = Mode.Stream;
-            else throw new UsageException("unknown --mode '" + c.ModeName + "' (per-packet|pipelined|receive|stream)");
+            else if (c.ModeName == "batched") c.Mode = Mode.Batched;
+            else throw new UsageException("unknown --mode '" + c.ModeName + "' (per-packet|pipelined|batched|receive|stream)");
+            if (o.Has("batch") && c.Mode != Mode.Batched) throw new UsageException("--batch applies to --mode batched only");
+            if (c.Mode == Mode.Batched)
+            {
+                if (o.Has("window")) throw new UsageException("--window does not apply to --mode batched (use --batch)");
+                long batch = o.GetLong("batch", c.Codec.SeedBatch);
+                if (batch < 1) throw new UsageException("--batch must be at least 1");
+                if (batch > c.Codec.MaxInFlight) throw new UsageException("--batch must be at most " + c.Codec.MaxInFlight + " for " + c.Codec.Protocol);
+            }
             if (c.Mode == Mode.Stream)
             {
                 StreamClient sc = c.Codec.NewStreamClient(c.Variant);
@@ -409,7 +460,8 @@ namespace Frameproof.Load
             if (fps < 1 || fps > int.MaxValue) throw new UsageException("--frames-per-stream must be at least 1");
             if (o.Has("frames-per-stream") && c.Mode != Mode.Stream) throw new UsageException("--frames-per-stream applies to --mode stream only");
             c.FramesPerStream = (int)fps;
-            long window = o.GetLong("window", c.Mode == Mode.PerPacket || c.Mode == Mode.Stream ? 1 : c.Mode == Mode.Pipelined ? 32 : 256);
+            long window = c.Mode == Mode.Batched ? o.GetLong("batch", c.Codec.SeedBatch)
+                : o.GetLong("window", c.Mode == Mode.PerPacket || c.Mode == Mode.Stream ? 1 : c.Mode == Mode.Pipelined ? 32 : 256);
             if (c.Mode == Mode.PerPacket && window != 1) throw new UsageException("--window must be 1 in per-packet mode");
             if (window < 1) throw new UsageException("--window must be at least 1");
             if (c.Mode == Mode.Pipelined && window > c.Codec.MaxInFlight)
