@@ -461,7 +461,8 @@ void WebSocket::request_payload(std::size_t variant, std::uint64_t index, std::u
     return;
   }
   static constexpr char kHex[] = "0123456789abcdef";
-  std::vector<std::uint8_t> bin((n + 1) / 2);
+  thread_local std::vector<std::uint8_t> bin;  // reused: no allocation per request
+  bin.resize((n + 1) / 2);
   load_payload(index, bin.data(), bin.size());
   for (std::size_t i = 0; i < n; ++i) dst[i] = static_cast<std::uint8_t>(kHex[(bin[i / 2] >> (i % 2 ? 0 : 4)) & 15]);
 }

@@ -3,6 +3,8 @@
 // matcher (RPC-ID-*, RPC-MATCH-*) and both echo endpoints (RPC-ECHO-*, RPC-STREAM-*).
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "frameproof/rpc.hpp"
 #include "test_util.hpp"
 
@@ -298,6 +300,52 @@ TEST(Rpc, CodecJson) {
   EXPECT_EQ(std::get<fp::Rpc>(fp::parse_codec(std::string_view(R"({"protocol": "rpc"})"))).max_body(), 16u << 20);
   EXPECT_THROW(fp::parse_codec(std::string_view(R"({"protocol": "rpc", "rpc": {"max": 1}})")), fp::CodecError);
   EXPECT_THROW(fp::parse_codec(std::string_view(R"({"protocol": "rpc", "limits": {"max_payload": 5}})")), fp::CodecError);
+}
+
+// Seeded property: random frames of every type encode, and any split of the stream decodes back to
+// exactly those frames (RPC-STR-1, RPC-STR-2, RPC-BODY-7, RPC-HDR-5..7).
+TEST(RpcProperty, RoundTripUnderRandomSplits) {
+  std::mt19937_64 rng(1234);
+  const std::uint32_t types[] = {1, 2, 3, 4, 0x10, 0x11, 0x12, 0x13, 0x14};
+  for (int iter = 0; iter < 300; ++iter) {
+    std::vector<fp::Bytes> names, payloads;  // storage for the frames' views
+    std::vector<fp::RpcFrame> frames;
+    const int count = 1 + static_cast<int>(rng() % 6);
+    for (int k = 0; k < count; ++k) {
+      fp::RpcFrame f;
+      f.type = types[rng() % 9];
+      f.flags = static_cast<std::uint32_t>(rng() & 0xFF);
+      f.reserved = static_cast<std::uint32_t>(rng() & 0xFF);
+      f.id = static_cast<std::uint32_t>(rng());
+      names.push_back(fpt::pattern(rng() % 20, static_cast<std::uint8_t>(rng())));
+      names.push_back(fpt::pattern(rng() % 5, static_cast<std::uint8_t>(rng())));
+      payloads.push_back(fp::rpc::control_type(f.type) ? fp::Bytes{} : fpt::pattern(rng() % 300, static_cast<std::uint8_t>(rng())));
+      if (fp::rpc::named_type(f.type)) {
+        f.service = names[names.size() - 2];
+        f.method = names.back();
+      }
+      if (f.type == fp::rpc::kResponse) f.error_code = static_cast<std::uint32_t>(rng() & 0xFFFF);
+      f.payload = payloads.back();
+      frames.push_back(f);
+    }
+    fp::Bytes stream;
+    for (const auto& f : frames) stream = fpt::cat(stream, encode(f));
+    std::vector<std::size_t> cuts;
+    for (std::size_t at = 0; at < stream.size(); at += 1 + rng() % 40) cuts.push_back(at);
+    auto [got, err] = decode(fp::Rpc(), fpt::split_at(stream, cuts));
+    ASSERT_FALSE(err) << iter << " " << err->requirement;
+    ASSERT_EQ(got.size(), frames.size()) << iter;
+    ASSERT_GT(cuts.size(), stream.size() / 41);
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+      EXPECT_EQ(got[i].type, frames[i].type);
+      EXPECT_EQ(got[i].flags, frames[i].flags);
+      EXPECT_EQ(got[i].id, frames[i].id);
+      EXPECT_EQ(got[i].error_code, frames[i].error_code);
+      EXPECT_EQ(got[i].service, std::string(frames[i].service.begin(), frames[i].service.end()));
+      EXPECT_EQ(got[i].method, std::string(frames[i].method.begin(), frames[i].method.end()));
+      EXPECT_EQ(got[i].payload, fp::Bytes(frames[i].payload.begin(), frames[i].payload.end()));
+    }
+  }
 }
 
 }  // namespace

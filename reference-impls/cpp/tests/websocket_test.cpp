@@ -237,4 +237,69 @@ TEST(WebSocket, OpeningHandshake) {
   EXPECT_NE(o.check(ok), "");
 }
 
+// Seeded property: random messages (text of random code points or binary), each cut into random
+// fragments with pings and pongs between them, masked with random keys; fed to the echo session in
+// random splits, the output decodes (client role) to one pong per ping and one FIN frame per
+// message with its opcode and whole payload, in order (WS-FRAG-1, WS-CTL-3, WS-ECHO-1, WS-STR-1).
+TEST(WebSocketProperty, EchoOfFragmentedMessagesUnderRandomSplits) {
+  std::mt19937_64 rng(99);
+  auto utf8_text = [&](std::size_t cps) {
+    std::string t;
+    for (std::size_t i = 0; i < cps; ++i) {
+      std::uint32_t cp;
+      do cp = static_cast<std::uint32_t>(rng() % 4 == 0 ? rng() % 0x110000 : rng() % 0x80);
+      while (cp >= 0xD800 && cp <= 0xDFFF);
+      if (cp < 0x80) t += static_cast<char>(cp);
+      else if (cp < 0x800) t += {static_cast<char>(0xC0 | (cp >> 6)), static_cast<char>(0x80 | (cp & 63))};
+      else if (cp < 0x10000)
+        t += {static_cast<char>(0xE0 | (cp >> 12)), static_cast<char>(0x80 | ((cp >> 6) & 63)), static_cast<char>(0x80 | (cp & 63))};
+      else
+        t += {static_cast<char>(0xF0 | (cp >> 18)), static_cast<char>(0x80 | ((cp >> 12) & 63)),
+              static_cast<char>(0x80 | ((cp >> 6) & 63)), static_cast<char>(0x80 | (cp & 63))};
+    }
+    return fp::Bytes(t.begin(), t.end());
+  };
+  std::size_t total = 0, fragmented = 0;
+  for (int iter = 0; iter < 200; ++iter) {
+    fp::Bytes in, want;
+    const int messages = 1 + static_cast<int>(rng() % 4);
+    for (int m = 0; m < messages; ++m) {
+      const bool text = rng() % 2;
+      const fp::Bytes payload = text ? utf8_text(rng() % 200) : fpt::pattern(rng() % 70000, static_cast<std::uint8_t>(rng()));
+      std::size_t at = 0;
+      bool first = true;
+      while (true) {
+        const std::size_t n = std::min<std::size_t>(payload.size() - at, rng() % 3 == 0 ? payload.size() : rng() % 50);
+        const bool fin = at + n == payload.size();
+        std::array<std::uint8_t, 4> key;
+        for (auto& k : key) k = static_cast<std::uint8_t>(rng());
+        in = fpt::cat(in, frame(first ? (text ? 1 : 2) : 0, fp::Bytes(payload.begin() + at, payload.begin() + at + n), fin,
+                                true, key));
+        if (!first || !fin) ++fragmented;
+        first = false;
+        at += n;
+        if (fin) break;
+        if (rng() % 3 == 0) {  // a control frame between the fragments
+          const bool ping = rng() % 2;
+          const fp::Bytes body = fpt::pattern(rng() % 126, 3);
+          in = fpt::cat(in, frame(ping ? 9 : 10, body, true, true, key));
+          if (ping) want = fpt::cat(want, frame(10, body, true, false));
+        }
+      }
+      want = fpt::cat(want, frame(text ? 1 : 2, payload, true, false));
+    }
+    fp::WsSession s(kServer, "");
+    Sink sink;
+    for (std::size_t at = 0; at < in.size();) {
+      const std::size_t n = std::min<std::size_t>(in.size() - at, 1 + rng() % 3000);
+      ASSERT_TRUE(s.feed(fp::ByteView(in).subspan(at, n), sink)) << iter << " " << s.error()->requirement;
+      at += n;
+    }
+    ASSERT_EQ(sink.out, want) << iter;
+    total += in.size();
+  }
+  EXPECT_GT(total, 1000000u);   // the generator makes big messages
+  EXPECT_GT(fragmented, 1000u);  // and fragmented ones
+}
+
 }  // namespace
