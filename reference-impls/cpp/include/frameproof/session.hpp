@@ -10,6 +10,11 @@
 //   out.frame(const F&)                          every decoded frame (counters; F = P::FrameType)
 //   out.reply(ByteView header, ByteView payload)  one reply, header then payload; both views
 //                                                 are valid until the next prepare()/feed()
+//                                                 (a third argument `essential`, default false,
+//                                                 marks what fp-server --sink still sends: the
+//                                                 websocket handshake answer, pongs, close frames)
+// The rpc and websocket modules have sessions of their own with the same interface
+// (RpcSession, WsSession).
 #pragma once
 
 #include "frameproof/codec.hpp"
