@@ -12,7 +12,7 @@ namespace Frameproof.Tests
 {
     /// <summary>Runs build/fp-server.exe and build/fp-load.exe as processes, over 127.0.0.1.</summary>
     [TestFixture]
-    public class NetTests
+    public partial class NetTests
     {
         static string BuildDir { get { return Path.GetDirectoryName(typeof(NetTests).Assembly.Location); } }
 

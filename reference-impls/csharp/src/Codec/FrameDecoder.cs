@@ -75,6 +75,20 @@ namespace Frameproof.Codec
         public long Position { get { return _pos; } }
         /// <summary>Bytes currently buffered for a partial frame.</summary>
         public int BufferedBytes { get { return _hdrCount + _bufCount; } }
+
+        /// <summary>Memory held for the frame in progress (*-RES-1): its bytes so far (the header
+        /// counted as 8 bytes once complete) or the buffer allocated for it, if more; at least 1 while
+        /// a frame is unfinished (ignored prefix bytes included), 0 between frames and after an error.</summary>
+        public long HeldBytes
+        {
+            get
+            {
+                if (_failed || _pos == _frameStart) return 0;
+                long held = _inPayload ? 8 + _bufCount : _hdrCount;
+                if (_inPayload && _buf != null && _buf.Length > held) held = _buf.Length;
+                return Math.Max(held, 1);
+            }
+        }
         public long FramesDelivered;
 
         /// <summary>Feeds one chunk. Returns false once the decoder has failed (now or before).</summary>

@@ -74,6 +74,10 @@ namespace Frameproof.Codec
 
         public string Protocol { get { return Spec.Protocol; } }
 
+        /// <summary>The largest frame (or message) the server accepts: a memory budget below it is a
+        /// usage error (*-RES-1). Default: the maximum payload.</summary>
+        public virtual long LargestInput { get { return MaxPayload; } }
+
         // ---------------------------------------------------------------- configuration
 
         /// <summary>Set when the configuration itself is invalid (e.g. LF-FMT-3, offset 0): nothing can
@@ -208,6 +212,15 @@ namespace Frameproof.Codec
         /// <summary>The client's EOF (half-close): the session writes what it still owes and closes.</summary>
         public abstract void EndOfInput();
 
+        /// <summary>Memory held for what is unfinished (*-RES-1): a partial opening handshake, frame or
+        /// message; at least 1 while anything is unfinished (the frame timeout applies, *-RES-4), 0
+        /// otherwise. The output is not included (<see cref="OutputLength"/>).</summary>
+        public virtual long HeldInput { get { return 0; } }
+
+        /// <summary>The protocol's opening handshake is still being read (it must complete within the
+        /// idle timeout, counted from the accept).</summary>
+        public virtual bool Opening { get { return false; } }
+
         public byte[] OutputBuffer { get { return _out; } }
         public int OutputLength { get { return _outLen; } }
         public ReadOnlySpan<byte> Output { get { return new ReadOnlySpan<byte>(_out, 0, _outLen); } }
@@ -288,6 +301,8 @@ namespace Frameproof.Codec
             if (Closed) return;
             Close(_decoder.Finish() ? default(ProtocolError) : _decoder.Error);
         }
+
+        public override long HeldInput { get { return Closed ? 0 : _decoder.HeldBytes; } }
 
         public void OnFrame(byte flag, byte sequence, ReadOnlySpan<byte> payload)
         {

@@ -121,6 +121,19 @@ namespace Frameproof.Codec
         /// <summary>Bytes buffered for the frame in progress.</summary>
         public int BufferedBytes { get { return _hdrCount + _bodyCount; } }
 
+        /// <summary>Memory held for the frame in progress (RPC-RES-1): header and body bytes so far, or
+        /// the body buffer allocated, if more; at least 1 while a frame is unfinished, else 0.</summary>
+        public long HeldBytes
+        {
+            get
+            {
+                if (_failed || _pos == _frameStart) return 0;
+                long held = _inBody ? RpcTypes.HeaderLength + _bodyCount : _hdrCount;
+                if (_inBody && _body != null && _body.Length > held) held = _body.Length;
+                return Math.Max(held, 1);
+            }
+        }
+
         /// <summary>Feeds one chunk. Returns false once the decoder has failed or a handler stopped it.</summary>
         public bool Feed(ReadOnlySpan<byte> data, IRpcFrameHandler handler)
         {
@@ -547,6 +560,8 @@ namespace Frameproof.Codec
             Close(_decoder.Finish() ? default(ProtocolError) : _decoder.Error);
         }
 
+        public override long HeldInput { get { return Closed ? 0 : _decoder.HeldBytes; } }
+
         public bool OnFrame(ref RpcFrame f)
         {
             Frames++;
@@ -633,6 +648,9 @@ namespace Frameproof.Codec
         }
 
         public override ITypedFrames Typed { get { return this; } }
+
+        /// <summary>The largest frame body the server accepts (rpc.max_body).</summary>
+        public override long LargestInput { get { return MaxBody; } }
 
         // ---------------------------------------------------------------- byte-level members
 

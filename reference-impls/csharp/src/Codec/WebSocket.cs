@@ -210,6 +210,19 @@ namespace Frameproof.Codec
         public long Position { get { return _pos; } }
         /// <summary>Bytes held for the frame in progress (header and payload so far).</summary>
         public long BufferedBytes { get { return _hdrCount + (_inPayload ? _got : 0); } }
+
+        /// <summary>Memory held for the frame in progress (WS-RES-1): header and payload bytes so far,
+        /// or the payload buffer allocated, if more; at least 1 while a frame is unfinished, else 0.</summary>
+        public long HeldBytes
+        {
+            get
+            {
+                if (_failed || _pos == _frameStart) return 0;
+                long held = _hdrCount + (_inPayload ? 14 + _got : 0);
+                if (_inPayload && _buf != null && _buf.Length > held) held = _buf.Length;
+                return Math.Max(held, 1);
+            }
+        }
         /// <summary>A fragmented message is in progress.</summary>
         public bool InMessage { get { return _inMessage; } }
 
@@ -680,6 +693,24 @@ namespace Frameproof.Codec
             return !Closed;
         }
 
+        /// <summary>The opening handshake is still being read (WS-RES-3: it must complete within the
+        /// idle timeout).</summary>
+        public override bool Opening { get { return _head != null && !Closed; } }
+
+        /// <summary>The request head so far, the frame in progress and the fragments of the message in
+        /// progress (WS-RES-1; at least 1 while a message is unfinished).</summary>
+        public override long HeldInput
+        {
+            get
+            {
+                if (Closed) return 0;
+                if (_head != null) return _headLen;
+                long held = _decoder.HeldBytes;
+                if (_decoder.InMessage) held += Math.Max(1, _msg == null ? _msgLen : Math.Max(_msgLen, _msg.Length));
+                return held;
+            }
+        }
+
         public override void EndOfInput()
         {
             if (Closed) return;
@@ -925,6 +956,9 @@ namespace Frameproof.Codec
         }
 
         public override ITypedFrames Typed { get { return this; } }
+
+        /// <summary>The largest message the server accepts (websocket.max_message, WS-RES-1).</summary>
+        public override long LargestInput { get { return MaxMessage; } }
 
         // ---------------------------------------------------------------- byte-level members
 

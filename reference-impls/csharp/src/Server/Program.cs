@@ -1,23 +1,42 @@
 using System;
 using System.Buffers;
 using System.Collections.Generic;
+using System.Diagnostics;
 using System.Net;
 using System.Net.Sockets;
+using System.Runtime.InteropServices;
 using System.Threading;
 using Frameproof.Codec;
 
 namespace Frameproof.Server
 {
+    /// <summary>The server-wide resource limits (*-RES-*, reference-impls/README.md "Resource limits"):
+    /// the spec's defaults, set by the generic flags.</summary>
+    sealed class ResourceLimits
+    {
+        /// <summary>A connection holding at most this is never closed for the budget (*-RES-2).</summary>
+        public const long Floor = 64 * 1024;
+        public long MemoryBudget = 256L * 1024 * 1024;   // --memory-budget
+        public long IdleTimeoutMs = 30000;               // --idle-timeout-ms
+        public long FrameTimeoutMs = 10000;              // --frame-timeout-ms
+        public long MaxOutputBytes = 1024 * 1024;        // --max-output-bytes
+        public long WriteTimeoutMs = 10000;              // --write-timeout-ms
+        public int MaxConnections = 4096;                // --max-connections
+    }
+
     sealed class ServerConfig
     {
         public FrameCodec Codec;
         public bool Sink;
         public bool Blocking = true;   // --io blocking (default) | saea
+        public ResourceLimits Limits = new ResourceLimits();
     }
 
     sealed class Counters
     {
         public long Connections, Frames, Bytes, ProtocolErrors;
+        /// <summary>Connections closed for a limit, connections refused at the connection limit, failed accepts.</summary>
+        public long ClosedBudget, ClosedIdle, ClosedFrame, ClosedWrite, ClosedHandshake, Refused, AcceptErrors;
 
         /// <summary>Adds what a session counted since the last call (reported = the session's totals
         /// already added).</summary>
@@ -29,36 +48,162 @@ namespace Frameproof.Server
         }
     }
 
-    interface IConnection
+    static class Clock
     {
-        void Start();
-        void Close();
+        static readonly double MsPerTick = 1000.0 / Stopwatch.Frequency;
+        /// <summary>Monotonic milliseconds (keeps running while the process is stopped).</summary>
+        public static long NowMs() { return (long)(Stopwatch.GetTimestamp() * MsPerTick); }
+    }
+
+    /// <summary>
+    /// What both I/O paths share: the state the sweeper and the memory budget judge, published by the
+    /// connection's I/O path after each read and send (the session itself is only touched by that
+    /// path), and the closing. Timeouts (*-RES-3/4/5) are checked by <see cref="EchoServer"/>'s
+    /// sweeper thread; before closing for silence it asks the kernel whether bytes are waiting
+    /// (FIONREAD), so a server that was paused closes nobody whose bytes it has not read (*-RES-8).
+    /// </summary>
+    abstract class ConnectionBase
+    {
+        protected readonly EchoServer Server;
+        protected readonly Socket Sock;
+        protected readonly ServerSession Session;
+        protected readonly ResourceLimits Limits;
+        long _held;                 // accounted in the server's total (input held + output pending)
+        long _lastRx, _acceptedAt, _pendingOut, _outProgressAt;
+        volatile bool _unfinished, _opening;
+        int _closed;
+        protected volatile bool Aborted;   // closed by the server for a limit: the I/O path stops at once
+        protected long ReportedFrames, ReportedBytes;
+
+        protected ConnectionBase(EchoServer server, Socket socket, ServerConfig cfg)
+        {
+            Server = server;
+            Sock = socket;
+            Limits = cfg.Limits;
+            Session = cfg.Codec.NewSession(cfg.Sink);
+            long now = Clock.NowMs();
+            _acceptedAt = _lastRx = _outProgressAt = now;
+            _opening = Session.Opening;
+        }
+
+        public abstract void Start();
+
+        public long Held { get { return Interlocked.Read(ref _held); } }
+        public bool IsClosed { get { return Volatile.Read(ref _closed) != 0; } }
+
+        /// <summary>The I/O path read bytes now.</summary>
+        protected void NoteReceived() { Interlocked.Exchange(ref _lastRx, Clock.NowMs()); }
+
+        /// <summary>The output still to send; a smaller value than before (or new output after none) is progress.</summary>
+        protected void NotePending(long pending)
+        {
+            long old = Interlocked.Exchange(ref _pendingOut, pending);
+            if (pending > 0 && (old == 0 || pending < old)) Interlocked.Exchange(ref _outProgressAt, Clock.NowMs());
+        }
+
+        /// <summary>After the session took a read: publish what it holds and what it has to send, and
+        /// apply the memory budget (which may close this very connection: check <see cref="Aborted"/>).</summary>
+        protected void Publish(long pendingOut)
+        {
+            long input = Session.HeldInput;
+            _unfinished = input > 0;
+            _opening = Session.Opening;
+            NotePending(pendingOut);
+            SetHeld(input + pendingOut);
+            Account();
+        }
+
+        void SetHeld(long v)
+        {
+            if (IsClosed) v = 0;
+            long old = Interlocked.Exchange(ref _held, v);
+            if (v != old) Server.AddHeld(v - old);
+        }
+
+        protected void Account()
+        {
+            lock (this) Server.Counters.Add(Session, ref ReportedFrames, ref ReportedBytes);
+        }
+
+        /// <summary>Forgets the clocks after the server itself was not running (a pause, *-RES-8).</summary>
+        public void ResetClocks(long now)
+        {
+            Interlocked.Exchange(ref _lastRx, now);
+            Interlocked.Exchange(ref _outProgressAt, now);
+            if (_opening) Interlocked.Exchange(ref _acceptedAt, now);
+        }
+
+        int Waiting()
+        {
+            try { return Sock.Available; } catch (Exception) { return 0; }
+        }
+
+        /// <summary>The sweeper's judgement of this connection at <paramref name="now"/>.</summary>
+        public void CheckTimeouts(long now)
+        {
+            if (IsClosed) return;
+            if (Interlocked.Read(ref _pendingOut) > 0)
+            {
+                if (now - Interlocked.Read(ref _outProgressAt) > Limits.WriteTimeoutMs)
+                    Abort(ref Server.Counters.ClosedWrite, true);          // RES-5
+                return;
+            }
+            if (_opening)
+            {
+                if (now - Interlocked.Read(ref _acceptedAt) > Limits.IdleTimeoutMs && Waiting() == 0)
+                    Abort(ref Server.Counters.ClosedHandshake, true);      // RES-3 (the opening handshake)
+                return;
+            }
+            long silent = now - Interlocked.Read(ref _lastRx);
+            if (_unfinished)
+            {
+                if (silent > Limits.FrameTimeoutMs && Waiting() == 0) Abort(ref Server.Counters.ClosedFrame, true);   // RES-4
+            }
+            else if (silent > Limits.IdleTimeoutMs && Waiting() == 0) Abort(ref Server.Counters.ClosedIdle, false) ; // RES-3
+        }
+
+        /// <summary>Closes the connection for a limit (counted in <paramref name="counter"/>); with
+        /// <paramref name="reset"/> the close is a reset (nothing unfinished is answered).</summary>
+        public void Abort(ref long counter, bool reset)
+        {
+            if (IsClosed) return;
+            Interlocked.Increment(ref counter);
+            Aborted = true;
+            if (reset) { try { Sock.LingerState = new LingerOption(true, 0); } catch (Exception) { } }
+            try { Sock.Shutdown(SocketShutdown.Both); } catch (Exception) { } // wakes a blocked receive or send
+            Close();
+        }
+
+        public void Close()
+        {
+            if (Interlocked.Exchange(ref _closed, 1) != 0) return;
+            SetHeld(0);
+            Account();
+            try { Sock.Close(); } catch (Exception) { }
+            Server.Remove(this);
+            OnClosed();
+        }
+
+        protected virtual void OnClosed() { }
     }
 
     /// <summary>
     /// One connection served by a dedicated thread with blocking socket calls around the protocol's
     /// server session: receive → session → send its output → receive. On Mono this has much lower
-    /// per-request latency than SocketAsyncEventArgs (no I/O-thread hand-off); buffering is bounded
-    /// the same way (one read, the decoder's partial frame, the replies to one read). --io blocking.
+    /// per-request latency than SocketAsyncEventArgs (no I/O-thread hand-off). Nothing is read while
+    /// output is pending, so the pending output is at most the replies to one read (reads are at most
+    /// min(64 KiB, --max-output-bytes)) or one reply (*-RES-5). --io blocking.
     /// </summary>
-    sealed class BlockingConnection : IConnection
+    sealed class BlockingConnection : ConnectionBase
     {
-        const int ReadSize = 64 * 1024;
-        readonly EchoServer _server;
-        readonly Socket _socket;
-        readonly ServerSession _session;
-        readonly byte[] _rx = new byte[ReadSize];
-        long _reportedFrames, _reportedBytes;
-        int _closed;
+        readonly byte[] _rx;
 
-        public BlockingConnection(EchoServer server, Socket socket, ServerConfig cfg)
+        public BlockingConnection(EchoServer server, Socket socket, ServerConfig cfg) : base(server, socket, cfg)
         {
-            _server = server;
-            _socket = socket;
-            _session = cfg.Codec.NewSession(cfg.Sink);
+            _rx = new byte[(int)Math.Min(64 * 1024, Math.Max(1024, cfg.Limits.MaxOutputBytes))];
         }
 
-        public void Start()
+        public override void Start()
         {
             var t = new Thread(Run, 256 * 1024) { IsBackground = true, Name = "fp-conn" };
             t.Start();
@@ -68,94 +213,81 @@ namespace Frameproof.Server
         {
             try
             {
-                while (!_session.Closed)
+                while (!Session.Closed && !Aborted)
                 {
-                    int n = _socket.Receive(_rx, 0, ReadSize, SocketFlags.None);
-                    if (n <= 0) _session.EndOfInput(); // half-close: the replies owed, then close
-                    else _session.Receive(new ReadOnlySpan<byte>(_rx, 0, n));
-                    Account();
+                    int n = Sock.Receive(_rx, 0, _rx.Length, SocketFlags.None);
+                    if (Aborted) return;
+                    if (n > 0) NoteReceived();
+                    if (n <= 0) Session.EndOfInput(); // half-close: the replies owed, then close
+                    else Session.Receive(new ReadOnlySpan<byte>(_rx, 0, n));
+                    Publish(Session.OutputLength);
+                    if (Aborted) return;
                     SendOutput();
                     if (n <= 0) break;
                 }
-                if (_session.Error.IsSet) Interlocked.Increment(ref _server.Counters.ProtocolErrors);
-                try { _socket.Shutdown(SocketShutdown.Send); } catch (Exception) { }
+                if (Aborted) return;
+                if (Session.Error.IsSet) Interlocked.Increment(ref Server.Counters.ProtocolErrors);
+                try { Sock.Shutdown(SocketShutdown.Send); } catch (Exception) { }
                 // STD-ECHO-4 / LF-ECHO-2 after an error: read until the peer closes (bounded), so that
                 // the close does not reset the replies in flight away.
-                EchoServer.Drain(_socket, _rx);
+                EchoServer.Drain(Sock, _rx);
             }
             catch (Exception) { }
             finally
             {
                 Close();
-                _session.Dispose();
+                Session.Dispose();
             }
         }
 
         void SendOutput()
         {
-            int len = _session.OutputLength, off = 0;
-            byte[] buf = _session.OutputBuffer;
+            int len = Session.OutputLength, off = 0;
+            byte[] buf = Session.OutputBuffer;
             while (off < len)
             {
-                int m = _socket.Send(buf, off, len - off, SocketFlags.None);
+                int m = Sock.Send(buf, off, len - off, SocketFlags.None);
                 if (m <= 0) throw new SocketException((int)SocketError.ConnectionReset);
                 off += m;
+                NotePending(len - off);
             }
-            _session.ClearOutput();
-        }
-
-        void Account()
-        {
-            lock (this) _server.Counters.Add(_session, ref _reportedFrames, ref _reportedBytes);
-        }
-
-        public void Close()
-        {
-            if (Interlocked.Exchange(ref _closed, 1) != 0) return;
-            Account();
-            try { _socket.Close(); } catch (Exception) { }
-            _server.Remove(this);
+            Session.ClearOutput();
+            Publish(0);
         }
     }
 
     /// <summary>
     /// One connection driven by SocketAsyncEventArgs around the protocol's server session, in a
-    /// strict receive → session → send its output → receive cycle, so the bytes buffered per
-    /// connection stay bounded (STD-LIM-3): one 64 KiB read buffer, the decoder's partial frame, and
-    /// the replies to one read (at most one read plus one maximum frame). --io saea.
+    /// strict receive → session → send its output → receive cycle: nothing is read while output is
+    /// pending (*-RES-5), so the bytes buffered per connection stay bounded: one read buffer, what the
+    /// session holds for the unfinished frame, and the replies to one read. --io saea.
     /// </summary>
-    sealed class Connection : IConnection
+    sealed class Connection : ConnectionBase
     {
         enum Phase { Receive, Send, Drain, Close }
-        const int ReadSize = 64 * 1024;
 
-        readonly EchoServer _server;
-        readonly Socket _socket;
-        readonly ServerSession _session;
         readonly SocketAsyncEventArgs _rx = new SocketAsyncEventArgs();
         readonly SocketAsyncEventArgs _tx = new SocketAsyncEventArgs();
         readonly byte[] _rxBuf;
+        readonly int _readSize;
         int _outSent;
         Phase _phase = Phase.Receive;
         bool _drainAfterSend;   // the session closed: half-close, then discard input until EOF (bounded)
         bool _eof;              // the peer half-closed: close once the output is sent
         int _drained;
-        int _closed;
+        int _released;
         Timer _drainTimer;
-        long _reportedFrames, _reportedBytes;
 
-        public Connection(EchoServer server, Socket socket, ServerConfig cfg)
+        public Connection(EchoServer server, Socket socket, ServerConfig cfg) : base(server, socket, cfg)
         {
-            _server = server;
-            _socket = socket;
-            _session = cfg.Codec.NewSession(cfg.Sink);
-            _rxBuf = ArrayPool<byte>.Shared.Rent(ReadSize);
-            _rx.SetBuffer(_rxBuf, 0, ReadSize);
+            _readSize = (int)Math.Min(64 * 1024, Math.Max(1024, cfg.Limits.MaxOutputBytes));
+            _rxBuf = ArrayPool<byte>.Shared.Rent(_readSize);
+            _rx.SetBuffer(_rxBuf, 0, _readSize);
             _rx.Completed += OnIo;
             _tx.Completed += OnIo;
         }
 
-        public void Start() { Run(); }
+        public override void Start() { Run(); }
 
         void OnIo(object sender, SocketAsyncEventArgs e)
         {
@@ -177,21 +309,23 @@ namespace Frameproof.Server
             {
                 while (true)
                 {
+                    if (Aborted) _phase = Phase.Close;
                     switch (_phase)
                     {
                         case Phase.Receive:
                         case Phase.Drain:
-                            _rx.SetBuffer(_rxBuf, 0, ReadSize);
-                            if (_socket.ReceiveAsync(_rx)) return;
+                            _rx.SetBuffer(_rxBuf, 0, _readSize);
+                            if (Sock.ReceiveAsync(_rx)) return;
                             AfterReceive();
                             break;
                         case Phase.Send:
-                            _tx.SetBuffer(_session.OutputBuffer, _outSent, _session.OutputLength - _outSent);
-                            if (_socket.SendAsync(_tx)) return;
+                            _tx.SetBuffer(Session.OutputBuffer, _outSent, Session.OutputLength - _outSent);
+                            if (Sock.SendAsync(_tx)) return;
                             AfterSend();
                             break;
                         default:
                             Close();
+                            Release();
                             return;
                     }
                 }
@@ -200,12 +334,21 @@ namespace Frameproof.Server
             {
                 _phase = Phase.Close;
                 Close();
+                Release();
             }
+        }
+
+        /// <summary>No operation is pending any more (the I/O path ended): give the buffers back.</summary>
+        void Release()
+        {
+            if (Interlocked.Exchange(ref _released, 1) != 0) return;
+            Session.Dispose();
+            ArrayPool<byte>.Shared.Return(_rxBuf);
         }
 
         void AfterReceive()
         {
-            if (_rx.SocketError != SocketError.Success) { _phase = Phase.Close; return; }
+            if (_rx.SocketError != SocketError.Success || Aborted) { _phase = Phase.Close; return; }
             int n = _rx.BytesTransferred;
             if (_phase == Phase.Drain)
             {
@@ -216,32 +359,34 @@ namespace Frameproof.Server
             if (n == 0)
             {
                 _eof = true;
-                _session.EndOfInput();
+                Session.EndOfInput();
             }
-            else _session.Receive(new ReadOnlySpan<byte>(_rxBuf, 0, n));
-            Account();
-            if (_session.Closed)
+            else
             {
-                if (_session.Error.IsSet) Interlocked.Increment(ref _server.Counters.ProtocolErrors);
+                NoteReceived();
+                Session.Receive(new ReadOnlySpan<byte>(_rxBuf, 0, n));
+            }
+            Publish(Session.OutputLength);
+            if (Aborted) { _phase = Phase.Close; return; }
+            if (Session.Closed)
+            {
+                if (Session.Error.IsSet) Interlocked.Increment(ref Server.Counters.ProtocolErrors);
                 // At EOF the peer has closed its side: nothing to drain. After an error, drain.
                 if (!_eof) _drainAfterSend = true;
             }
-            if (_session.OutputLength > 0) _phase = Phase.Send;
+            if (Session.OutputLength > 0) _phase = Phase.Send;
             else AfterRepliesSent();
-        }
-
-        void Account()
-        {
-            lock (this) _server.Counters.Add(_session, ref _reportedFrames, ref _reportedBytes);
         }
 
         void AfterSend()
         {
-            if (_tx.SocketError != SocketError.Success || _tx.BytesTransferred <= 0) { _phase = Phase.Close; return; }
+            if (_tx.SocketError != SocketError.Success || _tx.BytesTransferred <= 0 || Aborted) { _phase = Phase.Close; return; }
             _outSent += _tx.BytesTransferred;
-            if (_outSent < _session.OutputLength) return; // partial send: continue
+            NotePending(Session.OutputLength - _outSent);
+            if (_outSent < Session.OutputLength) return; // partial send: continue
             _outSent = 0;
-            _session.ClearOutput();
+            Session.ClearOutput();
+            Publish(0);
             AfterRepliesSent();
         }
 
@@ -250,27 +395,22 @@ namespace Frameproof.Server
             if (_drainAfterSend)
             {
                 _drainAfterSend = false;
-                try { _socket.Shutdown(SocketShutdown.Send); } catch (Exception) { }
+                try { Sock.Shutdown(SocketShutdown.Send); } catch (Exception) { }
                 _phase = Phase.Drain;
                 // Reading until the peer's EOF avoids a reset that could destroy the replies in flight.
                 _drainTimer = new Timer(DrainTimeout, null, EchoServer.DrainMs, Timeout.Infinite);
                 return;
             }
-            _phase = _session.Closed || _eof ? Phase.Close : Phase.Receive;
+            _phase = Session.Closed || _eof ? Phase.Close : Phase.Receive;
         }
 
         void DrainTimeout(object _) { Close(); }
 
-        public void Close()
+        protected override void OnClosed()
         {
-            if (Interlocked.Exchange(ref _closed, 1) != 0) return;
-            Account();
             if (_drainTimer != null) _drainTimer.Dispose();
-            try { _socket.Shutdown(SocketShutdown.Both); } catch (Exception) { }
-            try { _socket.Close(); } catch (Exception) { }
-            _server.Remove(this);
-            // Neither the read buffer nor the session is given back to the pool: a pending SAEA
-            // operation or a concurrent Receive (shutdown path) may still use them; the GC reclaims them.
+            // The session and the read buffer are released by the I/O path (Release) once no operation
+            // is pending: a pending receive completes with an error after the socket is closed.
         }
     }
 
@@ -295,13 +435,18 @@ namespace Frameproof.Server
 
         public readonly Counters Counters = new Counters();
         readonly ServerConfig _cfg;
+        readonly ResourceLimits _lim;
         readonly Socket _listener;
-        readonly HashSet<IConnection> _conns = new HashSet<IConnection>();
+        readonly HashSet<ConnectionBase> _conns = new HashSet<ConnectionBase>();
+        readonly AutoResetEvent _freed = new AutoResetEvent(false);   // a connection closed (accept retry)
+        readonly object _budgetLock = new object();
+        long _totalHeld;
         volatile bool _stopping;
 
         public EchoServer(ServerConfig cfg, IPEndPoint ep)
         {
             _cfg = cfg;
+            _lim = cfg.Limits;
             _listener = new Socket(ep.AddressFamily, SocketType.Stream, ProtocolType.Tcp);
             _listener.SetSocketOption(SocketOptionLevel.Socket, SocketOptionName.ReuseAddress, true);
             _listener.Bind(ep);
@@ -312,8 +457,8 @@ namespace Frameproof.Server
 
         public void StartAccepting()
         {
-            var t = new Thread(AcceptLoop) { IsBackground = true, Name = "fp-accept" };
-            t.Start();
+            new Thread(AcceptLoop) { IsBackground = true, Name = "fp-accept" }.Start();
+            new Thread(Sweep) { IsBackground = true, Name = "fp-sweep" }.Start();
         }
 
         void AcceptLoop()
@@ -322,18 +467,44 @@ namespace Frameproof.Server
             {
                 Socket s;
                 try { s = _listener.Accept(); }
-                catch (Exception) { if (_stopping) return; Thread.Sleep(10); continue; }
+                catch (SocketException e)
+                {
+                    if (_stopping) return;
+                    if (e.SocketErrorCode == SocketError.ConnectionAborted || e.SocketErrorCode == SocketError.ConnectionReset
+                        || e.SocketErrorCode == SocketError.Interrupted) continue;   // that peer is gone already
+                    // EMFILE/ENFILE/ENOBUFS/ENOMEM (RES-7): keep serving; retry after a pause or when a connection closes
+                    Interlocked.Increment(ref Counters.AcceptErrors);
+                    _freed.WaitOne(250);
+                    continue;
+                }
+                catch (Exception)
+                {
+                    if (_stopping) return;
+                    Interlocked.Increment(ref Counters.AcceptErrors);
+                    _freed.WaitOne(250);
+                    continue;
+                }
+                int open;
+                lock (_conns) open = _conns.Count;
+                if (open >= _lim.MaxConnections)
+                {
+                    // RES-6: accepted and closed at once, nothing read, nothing written
+                    Interlocked.Increment(ref Counters.Refused);
+                    try { s.Close(); } catch (Exception) { }
+                    continue;
+                }
                 try
                 {
                     s.NoDelay = true; // STD-ECHO-6
-                    IConnection c = _cfg.Blocking ? (IConnection)new BlockingConnection(this, s, _cfg) : new Connection(this, s, _cfg);
+                    ConnectionBase c = _cfg.Blocking ? (ConnectionBase)new BlockingConnection(this, s, _cfg) : new Connection(this, s, _cfg);
                     lock (_conns)
                     {
                         if (_stopping) { s.Close(); return; }
                         _conns.Add(c);
                     }
                     Interlocked.Increment(ref Counters.Connections);
-                    c.Start();
+                    try { c.Start(); }
+                    catch (Exception e) { Console.Error.WriteLine("fp-server: cannot serve a connection: " + e.Message); c.Close(); }
                 }
                 catch (Exception e)
                 {
@@ -343,24 +514,119 @@ namespace Frameproof.Server
             }
         }
 
-        public void Remove(IConnection c)
+        public void Remove(ConnectionBase c)
         {
             lock (_conns) _conns.Remove(c);
+            _freed.Set();
+        }
+
+        ConnectionBase[] Snapshot()
+        {
+            lock (_conns)
+            {
+                var all = new ConnectionBase[_conns.Count];
+                _conns.CopyTo(all);
+                return all;
+            }
+        }
+
+        /// <summary>The memory budget (RES-1, RES-2): a connection's held memory changed by
+        /// <paramref name="delta"/>; beyond the budget, close those holding the most (never one
+        /// holding 64 KiB or less) until the total is back within it.</summary>
+        public void AddHeld(long delta)
+        {
+            long total = Interlocked.Add(ref _totalHeld, delta);
+            if (delta <= 0 || total <= _lim.MemoryBudget) return;
+            lock (_budgetLock)
+            {
+                while (Interlocked.Read(ref _totalHeld) > _lim.MemoryBudget)
+                {
+                    ConnectionBase big = null;
+                    long most = ResourceLimits.Floor;
+                    foreach (ConnectionBase c in Snapshot())
+                    {
+                        long h = c.Held;
+                        if (h > most && !c.IsClosed) { most = h; big = c; }
+                    }
+                    if (big == null) break;
+                    big.Abort(ref Counters.ClosedBudget, true);   // its held memory leaves the total now
+                }
+            }
+        }
+
+        /// <summary>The timeouts (RES-3/4/5), judged every tenth of the shortest one (20 ms .. 1 s).
+        /// A round that comes much later than planned means this process was not running (SIGSTOP, a
+        /// starved machine): the clocks restart instead (RES-8).</summary>
+        void Sweep()
+        {
+            long every = Math.Min(1000, Math.Max(20, Math.Min(_lim.IdleTimeoutMs, Math.Min(_lim.FrameTimeoutMs, _lim.WriteTimeoutMs)) / 10));
+            long last = Clock.NowMs();
+            while (!_stopping)
+            {
+                Thread.Sleep((int)every);
+                long now = Clock.NowMs();
+                long gap = now - last;
+                last = now;
+                ConnectionBase[] all = Snapshot();
+                if (gap > Math.Max(1000, 5 * every))
+                {
+                    foreach (ConnectionBase c in all) c.ResetClocks(now);
+                    continue;
+                }
+                foreach (ConnectionBase c in all)
+                {
+                    try { c.CheckTimeouts(now); } catch (Exception) { }
+                }
+            }
         }
 
         public void Stop()
         {
             _stopping = true;
             try { _listener.Close(); } catch (Exception) { }
-            IConnection[] all;
-            lock (_conns) { all = new IConnection[_conns.Count]; _conns.CopyTo(all); }
-            foreach (IConnection c in all) c.Close();
+            foreach (ConnectionBase c in Snapshot()) c.Close();
+        }
+    }
+
+    /// <summary>The soft RLIMIT_NOFILE raised towards the hard limit, so that accepting does not fail
+    /// before the connection limit (RES-6/7). Linux only; elsewhere nothing happens.</summary>
+    static class Descriptors
+    {
+        [StructLayout(LayoutKind.Sequential)]
+        struct RLimit { public ulong Cur, Max; }
+
+        [DllImport("libc", SetLastError = true)] static extern int getrlimit(int resource, out RLimit rlim);
+        [DllImport("libc", SetLastError = true)] static extern int setrlimit(int resource, ref RLimit rlim);
+        const int RLIMIT_NOFILE = 7;
+
+        public static void Raise(long connections)
+        {
+            try
+            {
+                if (Environment.OSVersion.Platform != PlatformID.Unix) return;
+                RLimit r;
+                if (getrlimit(RLIMIT_NOFILE, out r) != 0) return;
+                ulong want = (ulong)connections + 256;
+                if (r.Cur >= want) return;
+                r.Cur = Math.Min(want, r.Max);
+                setrlimit(RLIMIT_NOFILE, ref r);
+            }
+            catch (Exception) { }
         }
     }
 
     public static class Program
     {
-        const string Usage = "usage: fp-server (--codec JSON | --protocol NAME) --listen HOST:PORT [--sink] [--threads N] [--io blocking|saea]";
+        const string Usage = "usage: fp-server (--codec JSON | --protocol NAME) --listen HOST:PORT [--sink] [--threads N] [--io blocking|saea]"
+            + " [--memory-budget BYTES] [--idle-timeout-ms MS] [--frame-timeout-ms MS] [--max-output-bytes BYTES]"
+            + " [--write-timeout-ms MS] [--max-connections N]";
+
+        static long Positive(Options o, string name, long def, long max)
+        {
+            long v = o.GetLong(name, def);
+            if (v < 1 || v > max) throw new UsageException("--" + name + " must be a positive integer (at most " + max + ")");
+            return v;
+        }
 
         public static int Main(string[] args)
         {
@@ -371,7 +637,8 @@ namespace Frameproof.Server
             IPEndPoint ep;
             try
             {
-                var o = new Options(args, new[] { "sink" }, new[] { "codec", "protocol", "listen", "threads", "io" });
+                var o = new Options(args, new[] { "sink" }, new[] { "codec", "protocol", "listen", "threads", "io",
+                    "memory-budget", "idle-timeout-ms", "frame-timeout-ms", "max-output-bytes", "write-timeout-ms", "max-connections" });
                 cfg.Codec = o.CreateCodec(); // a bad configuration (e.g. LF-FMT-3) is refused before any byte
                 ep = Options.ParseEndPoint(o.Require("listen"));
                 cfg.Sink = o.Flag("sink");
@@ -380,6 +647,16 @@ namespace Frameproof.Server
                 cfg.Blocking = ioMode == "blocking";
                 long threads = o.GetLong("threads", Environment.ProcessorCount);
                 if (threads < 1 || threads > 4096) throw new UsageException("--threads must be between 1 and 4096");
+                ResourceLimits lim = cfg.Limits;
+                lim.MemoryBudget = Positive(o, "memory-budget", lim.MemoryBudget, long.MaxValue);
+                lim.IdleTimeoutMs = Positive(o, "idle-timeout-ms", lim.IdleTimeoutMs, int.MaxValue);
+                lim.FrameTimeoutMs = Positive(o, "frame-timeout-ms", lim.FrameTimeoutMs, int.MaxValue);
+                lim.MaxOutputBytes = Positive(o, "max-output-bytes", lim.MaxOutputBytes, long.MaxValue);
+                lim.WriteTimeoutMs = Positive(o, "write-timeout-ms", lim.WriteTimeoutMs, int.MaxValue);
+                lim.MaxConnections = (int)Positive(o, "max-connections", lim.MaxConnections, 1000000);
+                if (lim.MemoryBudget < cfg.Codec.LargestInput)
+                    throw new UsageException("--memory-budget " + lim.MemoryBudget + " is below the largest frame the server accepts ("
+                        + cfg.Codec.LargestInput + " bytes)");
                 int w, io;
                 ThreadPool.GetMinThreads(out w, out io);
                 ThreadPool.SetMinThreads(Math.Max(w, (int)threads), Math.Max(io, (int)threads));
@@ -389,6 +666,7 @@ namespace Frameproof.Server
                 return Options.UsageError(e, Usage);
             }
 
+            Descriptors.Raise(cfg.Limits.MaxConnections);
             EchoServer server;
             try { server = new EchoServer(cfg, ep); }
             catch (Exception e) { Console.Error.WriteLine("fp-server: cannot listen on " + ep + ": " + e.Message); return 1; }
@@ -406,6 +684,10 @@ namespace Frameproof.Server
             Console.Out.WriteLine("{\"connections\": " + Interlocked.Read(ref c.Connections) + ", \"frames\": " + Interlocked.Read(ref c.Frames)
                 + ", \"bytes\": " + Interlocked.Read(ref c.Bytes) + ", \"protocol_errors\": " + Interlocked.Read(ref c.ProtocolErrors) + "}");
             Console.Out.Flush();
+            Console.Error.WriteLine("fp-server: closed for the memory budget " + Interlocked.Read(ref c.ClosedBudget)
+                + ", idle " + Interlocked.Read(ref c.ClosedIdle) + ", handshake " + Interlocked.Read(ref c.ClosedHandshake)
+                + ", frame timeout " + Interlocked.Read(ref c.ClosedFrame) + ", write timeout " + Interlocked.Read(ref c.ClosedWrite)
+                + "; refused at the connection limit " + Interlocked.Read(ref c.Refused) + "; failed accepts " + Interlocked.Read(ref c.AcceptErrors));
             return 0;
         }
 
