@@ -557,6 +557,9 @@ def s_maximal_frames(ctx: Ctx):
     done.set()
     keeper.join(5)
     open_ = sum(1 for p in conns if not closed_now(p.s))
+    if n * f <= lim.memory_budget:
+        ctx.note(f"the framing's largest frame ({f} bytes) on {n} connections stays within the budget: the budget "
+                 f"is not exceeded here (RES-1 checked through RSS only)")
     ctx.note(f"{n} connections each sent a {f}-byte frame but its last byte ({sent_total / MiB:.1f} MiB in all, "
              f"budget {lim.memory_budget / MiB:.1f} MiB): {n - open_} closed by the server, {open_} open")
     if refused:
