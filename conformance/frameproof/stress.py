@@ -19,7 +19,6 @@ What the suite allows on top of the spec's values (stated here, reported with ev
 """
 from __future__ import annotations
 
-import errno
 import fnmatch
 import json
 import math
@@ -30,7 +29,7 @@ import socket
 import struct
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
 
 from .checks import CheckFailure
