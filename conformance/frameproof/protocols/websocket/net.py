@@ -144,7 +144,10 @@ def c_extensions_declined(t):
 
 
 def c_hostile_handshakes(t):
-    side = N.Alongside(t)
+    N.watched(t, lambda: _hostile_handshakes(t), "hostile handshakes")
+
+
+def _hostile_handshakes(t):
     for ctx, data in [("64 KiB of header without an end", b"GET / HTTP/1.1\r\nX: " + b"a" * 65536),
                       ("binary garbage", bytes(range(256)) * 64),
                       ("frames before any handshake", b"\x81\x85\x00\x00\x00\x00hello" * 10)]:
@@ -159,22 +162,23 @@ def c_hostile_handshakes(t):
                 raise CheckFailure(f"{ctx}: the server switched protocols")
         finally:
             c.close()
-    side.check()
-    N.healthy(t, "after hostile handshakes, a fresh connection: ")
 
 
 def _close_expect(t, data: bytes, code: int, ctx: str, before=()):
-    c = Conn(t)
-    try:
-        c.send(b"".join(c.frame(f) for f in before) + data)
-        got = c.read_frames(len(before) + 1)
-        N.check_replies(t, list(before), got[:len(before)], ctx + ": ")
-        last = got[-1]
-        if last.header.opcode != CLOSE or last.payload[:2] != code.to_bytes(2, "big"):
-            raise CheckFailure(f"{ctx}:\n  expected a close frame with code {code}\n  actual   {last.short()}")
-        c.expect_closed(what=f" after {ctx}")
-    finally:
-        c.close()
+    """``data`` fails the connection with close ``code``; a healthy connection alongside, RSS watched."""
+    def body():
+        c = Conn(t)
+        try:
+            c.send(b"".join(c.frame(f) for f in before) + data)
+            got = c.read_frames(len(before) + 1)
+            N.check_replies(t, list(before), got[:len(before)], ctx + ": ")
+            last = got[-1]
+            if last.header.opcode != CLOSE or last.payload[:2] != code.to_bytes(2, "big"):
+                raise CheckFailure(f"{ctx}:\n  expected a close frame with code {code}\n  actual   {last.short()}")
+            c.expect_closed(what=f" after {ctx}")
+        finally:
+            c.close()
+    N.watched(t, body, ctx)
 
 
 def c_fragments_and_ping(t):
@@ -245,6 +249,10 @@ def c_ping_flood(t):
 
 
 def c_message_over_limit_1009(t):
+    N.watched(t, lambda: _message_over_limit(t), "a message beyond the message limit")
+
+
+def _message_over_limit(t):
     n = min(t.limit, 1 << 20)
     total = t.codec.message_limit
     if total // n > 2000:
@@ -266,7 +274,6 @@ def c_message_over_limit_1009(t):
         c.expect_closed(what=" after a message beyond the limit")
     finally:
         c.close()
-    N.healthy(t)
 
 
 def c_control_over_125(t):
@@ -278,6 +285,10 @@ def c_continuation_first(t):
 
 
 def c_bad_close_code(t):
+    N.watched(t, lambda: _bad_close_code(t), "a close frame with code 1005")
+
+
+def _bad_close_code(t):
     c = Conn(t)
     try:
         c.send(c.frame(frame(CLOSE, (1005).to_bytes(2, "big"), True, key_for(1))))
@@ -288,7 +299,6 @@ def c_bad_close_code(t):
         c.expect_closed(what=" after a close frame with code 1005")
     finally:
         c.close()
-    N.healthy(t)
 
 
 def c_bytes(f):
