@@ -154,13 +154,15 @@ def run_all(reports: Path, extra: bool):
             with open(log, "a") as lf:
                 subprocess.call([sys.executable, str(PEERS), "--only", name, "--driver", "wstest", "--out", str(out)],
                                 cwd=ROOT, stdout=lf, stderr=subprocess.STDOUT)
-            rep = out / f"{name}-server.json"
-            if rep.exists():
-                title = f"{PEERS_PROTOCOL} autobahn (as server)"
+            for side in ("server", "client"):
+                rep = out / f"{name}-{side}.json"
+                if not rep.exists():
+                    continue
+                title = f"{PEERS_PROTOCOL} autobahn (as {side})"
                 f = reports / f"{name}--{PEERS_PROTOCOL}--{slug(title)}.json"
                 f.write_text(rep.read_text())
                 xf = peer.get("xfail")
-                xf = xf.get("server") if isinstance(xf, dict) else xf  # peers.py: one file, or one per side
+                xf = xf.get(side) if isinstance(xf, dict) else xf  # peers.py: one file, or one per side
                 index.append({"file": f.name, "name": name, "protocol": PEERS_PROTOCOL, "suite": slug(title),
                               "title": title, "xfail": xf})
     (reports / "index.json").write_text(json.dumps(index, indent=1) + "\n")
@@ -232,8 +234,8 @@ and rewrites this page._
 How the suites ran: the codec suite (`frameproof run`) on each testee with the wrapper's expected-failures
 file (profile `ci`, or the wrapper's impl.json `"profile"`); the network suite (`frameproof net`) on each
 echo server with the spec's default limits; each protocol's own suites as `frameproof matrix` runs them
-(websocket: Autobahn, `frameproof autobahn`, wstest 25.10.1, categories 1-7, 9, 10, as server, with a 64 MiB
-limit, as tools/autobahn/peers.py runs every server; no wrapper here has an Autobahn client). A library
+(websocket: Autobahn, `frameproof autobahn`, wstest 25.10.1, categories 1-7, 9, 10, as server with a 64 MiB
+limit, as tools/autobahn/peers.py runs every server, and as client where the wrapper has one). A library
 without a frame layer (gorilla) or whose parser reports messages, not frames (ws) has no `decode` results:
 those tests are skipped, never counted as passed. The websocket testees name each error's offset from a
 length-only walk over the input (the libraries do not report where the offending frame starts); everything
@@ -293,7 +295,7 @@ def render(reports: Path) -> str:
         lines += ["", f"### Where they differ from spec/{proto}.md", ""]
         for n in cols:
             groups = {}  # (suite title, reason, expected?) -> (requirements, tests): one row per cause
-            soft = []
+            soft = {}
             for k in sorted(res[n], key=_suite_order):
                 if k[0] != proto:
                     continue
@@ -301,7 +303,7 @@ def render(reports: Path) -> str:
                 entries = xfail_entries(Path(e["xfail"])) if e.get("xfail") and Path(e["xfail"]).exists() else []
                 for t in d["tests"]:
                     if t.get("verdict") in ("NON-STRICT", "INFORMATIONAL", "UNIMPLEMENTED"):
-                        soft.append(f"{t.get('case', t['name'])} {t['verdict']}")
+                        soft.setdefault(e["title"], []).append(f"{t.get('case', t['name'])} {t['verdict']}")
                     if t["status"] not in ("xfailed", "failed"):
                         continue
                     first = [ln.strip() for ln in (t.get("message") or "").strip().splitlines() if ln.strip()][:3]
@@ -315,8 +317,8 @@ def render(reports: Path) -> str:
             lines += [f"**{n}**" + ("" if rows else ": no difference found by the suites that ran."), ""]
             if rows:
                 lines += ["| requirements | tests | | why (from the expected-failures file) |", "|---|---|---|---|"] + rows + [""]
-            if soft:
-                lines += [f"Verdicts that are not failures (allowed): {', '.join(soft)}.", ""]
+            for title, cases in soft.items():
+                lines += [f"Verdicts that are not failures (allowed), {title}: {', '.join(cases)}.", ""]
     return "\n".join(lines).rstrip() + "\n"
 
 

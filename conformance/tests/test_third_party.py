@@ -117,7 +117,7 @@ def test_third_party_manifest(name):
         assert (proto in impl["protocols"]) != (proto in impl.get("skipped", {})), \
             f"{name}: {proto!r} must be in exactly one of 'protocols' and 'skipped'"
     labels = {lab for p in impl["protocols"] for lab, _ in registry.get(p).net_profiles()}
-    for key, keys in (("xfail", set(impl["protocols"])), ("xfail_net", labels), ("xfail_autobahn", {"server"})):
+    for key, keys in (("xfail", set(impl["protocols"])), ("xfail_net", labels), ("xfail_autobahn", {"server", "client"})):
         for k, f in (impl.get(key) or {}).items():
             assert k in keys, f"{name}: {key} names {k!r}, not one of {sorted(keys)}"
             entries = _xfail_entries(THIRD_PARTY / name / f)
