@@ -386,6 +386,8 @@ pub struct LengthField {
 
 impl Protocol for LengthField {
     const NAME: &'static str = "length-field";
+    /// Seed 000: the length-field batched echo awaits 128 concurrent requests.
+    const SEED_BATCH: usize = 128;
     type Frame = Bytes;
     type Decoder = LengthFieldDecoder;
     type Session = EchoSession<LengthField>;

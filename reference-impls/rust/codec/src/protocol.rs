@@ -84,6 +84,10 @@ pub trait Protocol: Sized + Clone + Send + Sync + 'static {
         Ok(())
     }
 
+    /// The load client's default `--batch` in `--mode batched`: the seeds' batch of concurrent
+    /// requests (conformance/frameproof/protocols: `seed_batch`, else `seed_window`).
+    const SEED_BATCH: usize = 256;
+
     /// The values of the load client's `--variant` (which kind of request it sends), the
     /// default first.
     const VARIANTS: &'static [&'static str] = &["default"];

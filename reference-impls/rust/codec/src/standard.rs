@@ -273,6 +273,8 @@ const ONE_WAY: u8 = FLAG_ERROR_OR_ONE_WAY | 0x01;
 
 impl Protocol for Standard {
     const NAME: &'static str = "standard";
+    /// Seed 000: 255 concurrent `SendMessageAsync`, `WhenAll`, next round.
+    const SEED_BATCH: usize = 255;
     type Frame = StdFrame;
     type Decoder = StandardDecoder;
     type Session = EchoSession<Standard>;

@@ -707,3 +707,40 @@ fn websocket_handshake_text_messages_and_close() {
     assert_eq!(num(&counters, "frames"), 604.0, "{counters}");
     assert_eq!(num(&counters, "protocol_errors"), 1.0, "{counters}");
 }
+
+#[test]
+fn batched_mode_awaits_each_batch() {
+    let srv = Server::start(&["--protocol", "standard"]);
+    let (code, json) = load(
+        &srv.addr,
+        &[
+            "--protocol",
+            "standard",
+            "--mode",
+            "batched",
+            "--batch",
+            "10",
+            "--requests",
+            "95",
+        ],
+    );
+    assert_eq!(code, 0, "{json}");
+    assert_eq!(num(&json, "replies_verified"), 95.0);
+    assert_eq!(num(&json, "window"), 10.0);
+    assert!(json.contains("\"mode\": \"batched\""), "{json}");
+    // the default batch is the protocol's seed batch
+    let (code, json) = load(
+        &srv.addr,
+        &[
+            "--protocol",
+            "standard",
+            "--mode",
+            "batched",
+            "--requests",
+            "600",
+        ],
+    );
+    assert_eq!((code, num(&json, "window")), (0, 255.0), "{json}");
+    let counters = srv.stop();
+    assert_eq!(num(&counters, "frames"), 695.0, "{counters}");
+}

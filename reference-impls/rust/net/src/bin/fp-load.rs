@@ -3,8 +3,8 @@
 //! ```text
 //! fp-load (--codec JSON | --protocol NAME) --connect HOST:PORT
 //!         [--connections N] (--requests N | --duration SECONDS) [--payload BYTES]
-//!         [--mode per-packet|pipelined|receive|stream] [--window W] [--timeout-ms MS]
-//!         [--variant NAME] [--frames-per-stream F] [--json FILE]
+//!         [--mode per-packet|pipelined|batched|receive|stream] [--window W] [--batch N]
+//!         [--timeout-ms MS] [--variant NAME] [--frames-per-stream F] [--json FILE]
 //! ```
 //!
 //! `--variant` picks the kind of request among the protocol's own (`Protocol::VARIANTS`: rpc's
@@ -50,8 +50,8 @@ const CLI: Cli = Cli {
     program: "fp-load",
     usage: "usage: fp-load (--codec JSON | --protocol NAME) --connect HOST:PORT \
 [--connections N] (--requests N | --duration SECONDS) [--payload BYTES] \
-[--mode per-packet|pipelined|receive|stream] [--window W] [--timeout-ms MS] \
-[--variant NAME] [--frames-per-stream F] [--json FILE]",
+[--mode per-packet|pipelined|batched|receive|stream] [--window W] [--batch N] \
+[--timeout-ms MS] [--variant NAME] [--frames-per-stream F] [--json FILE]",
 };
 
 const READ_CHUNK: usize = 64 * 1024;
@@ -68,6 +68,7 @@ const HIST_MAX_US: u64 = 3_600_000_000;
 enum Mode {
     PerPacket,
     Pipelined,
+    Batched,
     Receive,
     Stream,
 }
@@ -77,6 +78,7 @@ impl Mode {
         match self {
             Mode::PerPacket => "per-packet",
             Mode::Pipelined => "pipelined",
+            Mode::Batched => "batched",
             Mode::Receive => "receive",
             Mode::Stream => "stream",
         }
@@ -98,6 +100,8 @@ struct Config {
     /// `--variant`; resolved to the protocol's default at start-up.
     variant: Option<String>,
     frames_per_stream: u64,
+    /// `--batch`; resolved to the protocol's seed batch at start-up (then also `window`).
+    batch: Option<usize>,
 }
 
 fn parse_config() -> Result<Config, String> {
@@ -116,6 +120,7 @@ fn parse_config() -> Result<Config, String> {
             "json",
             "variant",
             "frames-per-stream",
+            "batch",
         ],
         &[],
     );
@@ -146,6 +151,7 @@ fn parse_config() -> Result<Config, String> {
     let mode = match o.get("mode").unwrap_or("per-packet") {
         "per-packet" => Mode::PerPacket,
         "pipelined" => Mode::Pipelined,
+        "batched" => Mode::Batched,
         "receive" => Mode::Receive,
         "stream" => Mode::Stream,
         other => return Err(format!("--mode: unknown mode {other:?}")),
@@ -153,6 +159,12 @@ fn parse_config() -> Result<Config, String> {
     let window: usize = match mode {
         Mode::PerPacket | Mode::Stream => o.num("window", 1)?,
         Mode::Pipelined => o.num("window", 32)?,
+        Mode::Batched => {
+            if o.get("window").is_some() {
+                return Err("--window does not apply in batched mode (use --batch)".into());
+            }
+            0 // the batch, resolved with the protocol
+        }
         Mode::Receive => o.num("window", 256)?,
     };
     let frames_per_stream: u64 = o.num("frames-per-stream", 16)?;
@@ -162,9 +174,20 @@ fn parse_config() -> Result<Config, String> {
     if mode != Mode::Stream && o.get("frames-per-stream").is_some() {
         return Err("--frames-per-stream needs --mode stream".into());
     }
-    if window == 0 {
+    if window == 0 && mode != Mode::Batched {
         return Err("--window must be at least 1".into());
     }
+    let batch = match o.get("batch") {
+        Some(_) if mode != Mode::Batched => return Err("--batch needs --mode batched".into()),
+        Some(_) => {
+            let n: usize = o.num("batch", 0)?;
+            if n == 0 {
+                return Err("--batch must be at least 1".into());
+            }
+            Some(n)
+        }
+        None => None,
+    };
     if mode == Mode::PerPacket && window != 1 {
         return Err("--window must be 1 in per-packet mode (or use --mode pipelined)".into());
     }
@@ -185,6 +208,7 @@ fn parse_config() -> Result<Config, String> {
         json: o.get("json").map(|s| s.to_string()),
         variant: o.get("variant").map(|s| s.to_string()),
         frames_per_stream,
+        batch,
     })
 }
 
@@ -206,6 +230,12 @@ fn check<P: Protocol>(proto: &P, cfg: &Config) -> Result<(), String> {
         ));
     }
     let (max, requirement) = proto.max_in_flight();
+    if cfg.mode == Mode::Batched && cfg.batch.unwrap_or(P::SEED_BATCH) > max {
+        return Err(format!(
+            "--batch must be at most {max} for {} ({requirement})",
+            P::NAME
+        ));
+    }
     if cfg.mode == Mode::Pipelined && cfg.window > max {
         return Err(format!(
             "--window must be at most {max} for {} ({requirement})",
@@ -410,6 +440,10 @@ impl Visitor for Start {
             .variant
             .get_or_insert_with(|| P::VARIANTS[0].to_string());
         let proto = proto.with_variant(variant).client_side();
+        if cfg.mode == Mode::Batched {
+            let n = *cfg.batch.get_or_insert(P::SEED_BATCH);
+            cfg.window = n;
+        }
         CLI.run(online_cpus(), run(proto, cfg))
     }
 }
@@ -477,7 +511,9 @@ async fn run<P: Protocol>(proto: P, cfg: Config) -> i32 {
         handles.push(tokio::spawn(async move {
             match run.cfg.mode {
                 Mode::Receive => receive_connection(run, stream, leftover, quota).await,
-                Mode::PerPacket => per_packet_connection(run, stream, leftover, quota).await,
+                Mode::PerPacket | Mode::Batched => {
+                    batch_connection(run, stream, leftover, quota).await
+                }
                 Mode::Pipelined => echo_connection(run, stream, leftover, quota).await,
                 Mode::Stream => stream_connection(run, stream, leftover, quota).await,
             }
@@ -889,9 +925,11 @@ fn on_frame<P: Protocol>(
     }
 }
 
-/// Per-packet mode: one request in flight, so one task writes it and reads its reply (no
-/// hand-off between tasks on the latency path).
-async fn per_packet_connection<P: Protocol>(
+/// Per-packet mode (a batch of 1) and batched mode (`--batch N`): a batch of requests written
+/// at once, then every reply read and verified before the next batch, in one task (no hand-off
+/// between tasks on the latency path). A batch not answered within the timeout fails the
+/// connection.
+async fn batch_connection<P: Protocol>(
     run: Arc<Run<P>>,
     mut stream: TcpStream,
     leftover: BytesMut,
@@ -901,21 +939,29 @@ async fn per_packet_connection<P: Protocol>(
     let len = run.cfg.payload;
     let mut m = run.client();
     let mut dec = run.decoder(&leftover);
-    let mut batch = BytesMut::with_capacity(len + 16);
+    let size = if run.cfg.mode == Mode::Batched {
+        run.cfg.window as u64
+    } else {
+        1
+    };
+    let mut batch = BytesMut::with_capacity((len + 16) * size as usize);
     'requests: loop {
-        if quota.is_some_and(|q| rep.sent >= q) || run.stop_at.is_some_and(|s| Instant::now() >= s)
-        {
+        let remaining = quota.map_or(u64::MAX, |q| q - rep.sent);
+        if remaining == 0 || run.stop_at.is_some_and(|s| Instant::now() >= s) {
             break;
         }
+        let n = remaining.min(size);
         let now = Instant::now();
         batch.clear();
-        if let Err(e) = send_request(&run, &mut m, now, &mut batch) {
-            rep.error(e);
-            break;
+        for _ in 0..n {
+            if let Err(e) = send_request(&run, &mut m, now, &mut batch) {
+                rep.error(e);
+                break 'requests;
+            }
         }
         let deadline = tokio::time::Instant::from(now) + run.cfg.timeout;
         match tokio::time::timeout_at(deadline, stream.write_all(&batch)).await {
-            Ok(Ok(())) => rep.sent += 1,
+            Ok(Ok(())) => rep.sent += n,
             Ok(Err(e)) => {
                 rep.error(format!("write failed: {e}"));
                 fail_pending::<P>(&mut m, &mut rep, "the write failed");
@@ -927,7 +973,7 @@ async fn per_packet_connection<P: Protocol>(
                 break;
             }
         }
-        // Read until this request is complete.
+        // Read until every request of the batch is complete.
         while m.pending() > 0 {
             match dec.decode() {
                 Ok(Some(f)) => {
@@ -944,7 +990,10 @@ async fn per_packet_connection<P: Protocol>(
             dec.buffer_mut().reserve(READ_CHUNK);
             match tokio::time::timeout_at(deadline, stream.read_buf(dec.buffer_mut())).await {
                 Ok(Ok(0)) => {
-                    rep.error("server closed the connection with 1 request pending".into());
+                    rep.error(format!(
+                        "server closed the connection with {} requests pending",
+                        m.pending()
+                    ));
                     fail_pending::<P>(&mut m, &mut rep, "the server closed the connection");
                     break 'requests;
                 }
