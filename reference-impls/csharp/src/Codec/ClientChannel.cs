@@ -7,7 +7,7 @@ namespace Frameproof.Codec
     public sealed class SendBuffer : IDisposable
     {
         const int Initial = 64 * 1024;
-        byte[] _buf = ArrayPool<byte>.Shared.Rent(Initial);
+        byte[] _buf = ByteBuffers.Rent(Initial);
         int _len;
 
         public byte[] Buffer { get { return _buf; } }
@@ -18,9 +18,9 @@ namespace Frameproof.Codec
         {
             if (_len + n > _buf.Length)
             {
-                byte[] nb = ArrayPool<byte>.Shared.Rent(Math.Max(_buf.Length * 2, _len + n));
+                byte[] nb = ByteBuffers.Rent(Math.Max(_buf.Length * 2, _len + n));
                 System.Buffer.BlockCopy(_buf, 0, nb, 0, _len);
-                ArrayPool<byte>.Shared.Return(_buf);
+                ByteBuffers.Return(_buf);
                 _buf = nb;
             }
             return new Span<byte>(_buf, _len, n);
@@ -40,15 +40,15 @@ namespace Frameproof.Codec
             _len = 0;
             if (_buf.Length > 1024 * 1024)
             {
-                ArrayPool<byte>.Shared.Return(_buf);
-                _buf = ArrayPool<byte>.Shared.Rent(Initial);
+                ByteBuffers.Return(_buf);
+                _buf = ByteBuffers.Rent(Initial);
             }
         }
 
         public void Dispose()
         {
             if (_buf == null) return;
-            ArrayPool<byte>.Shared.Return(_buf);
+            ByteBuffers.Return(_buf);
             _buf = null;
         }
     }

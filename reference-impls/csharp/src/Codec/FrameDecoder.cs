@@ -240,11 +240,11 @@ namespace Frameproof.Codec
                 long next = (long)cap * 2;
                 cap = next >= _need ? _need : (int)next;
             }
-            byte[] nb = ArrayPool<byte>.Shared.Rent(cap);
+            byte[] nb = ByteBuffers.Rent(cap);
             if (_buf != null)
             {
                 Buffer.BlockCopy(_buf, 0, nb, 0, _bufCount);
-                ArrayPool<byte>.Shared.Return(_buf);
+                ByteBuffers.Return(_buf);
             }
             _buf = nb;
         }
@@ -259,7 +259,7 @@ namespace Frameproof.Codec
         {
             if (_buf != null)
             {
-                ArrayPool<byte>.Shared.Return(_buf);
+                ByteBuffers.Return(_buf);
                 _buf = null;
             }
         }

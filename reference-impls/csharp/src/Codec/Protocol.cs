@@ -188,12 +188,14 @@ namespace Frameproof.Codec
     /// <see cref="EndOfInput"/>), bytes out (<see cref="Output"/>, appended until
     /// <see cref="ClearOutput"/>), closed or not, and the classified error. The network server is a
     /// loop around it; the testee's <c>serve</c> request drives it offline. The output buffer is
-    /// rented from <see cref="ArrayPool{T}.Shared"/>; a session allocates nothing per frame.
+    /// rented from <see cref="ArrayPool{T}.Shared"/> when output is written and given back when it has
+    /// been sent (an idle connection holds none, *-RES-1); a session allocates nothing per frame.
     /// </summary>
     public abstract class ServerSession : IDisposable
     {
         const int InitialOutput = 64 * 1024 + 64;
-        byte[] _out = ArrayPool<byte>.Shared.Rent(InitialOutput);
+        static readonly byte[] NoOutput = new byte[0];
+        byte[] _out = NoOutput;
         int _outLen;
         ProtocolError _error;
         bool _closed;
@@ -225,14 +227,14 @@ namespace Frameproof.Codec
         public int OutputLength { get { return _outLen; } }
         public ReadOnlySpan<byte> Output { get { return new ReadOnlySpan<byte>(_out, 0, _outLen); } }
 
-        /// <summary>Forgets the output (it has been sent); gives an oversized buffer back to the pool.</summary>
+        /// <summary>Forgets the output (it has been sent) and gives its buffer back to the pool.</summary>
         public void ClearOutput()
         {
             _outLen = 0;
-            if (_out.Length > 1024 * 1024)
+            if (_out.Length > 0)
             {
-                ArrayPool<byte>.Shared.Return(_out);
-                _out = ArrayPool<byte>.Shared.Rent(InitialOutput);
+                ByteBuffers.Return(_out);
+                _out = NoOutput;
             }
         }
 
@@ -241,9 +243,9 @@ namespace Frameproof.Codec
         {
             if (_outLen + length > _out.Length)
             {
-                byte[] nb = ArrayPool<byte>.Shared.Rent(Math.Max(_out.Length * 2, _outLen + length));
+                byte[] nb = ByteBuffers.Rent(Math.Max(Math.Max(_out.Length * 2, InitialOutput), _outLen + length));
                 Buffer.BlockCopy(_out, 0, nb, 0, _outLen);
-                ArrayPool<byte>.Shared.Return(_out);
+                if (_out.Length > 0) ByteBuffers.Return(_out);
                 _out = nb;
             }
             return new Span<byte>(_out, _outLen, length);
@@ -260,11 +262,8 @@ namespace Frameproof.Codec
 
         public virtual void Dispose()
         {
-            if (_out != null)
-            {
-                ArrayPool<byte>.Shared.Return(_out);
-                _out = null;
-            }
+            if (_out != null && _out.Length > 0) ByteBuffers.Return(_out);
+            _out = null;
         }
     }
 

@@ -272,11 +272,11 @@ namespace Frameproof.Codec
             if (_body != null && _body.Length >= size) return;
             int cap = _body == null ? Math.Min(_need, InitialBuffer) : _body.Length;
             while (cap < size) cap = (long)cap * 2 >= _need ? _need : cap * 2;
-            byte[] nb = ArrayPool<byte>.Shared.Rent(cap);
+            byte[] nb = ByteBuffers.Rent(cap);
             if (_body != null)
             {
                 Buffer.BlockCopy(_body, 0, nb, 0, _bodyCount);
-                ArrayPool<byte>.Shared.Return(_body);
+                ByteBuffers.Return(_body);
             }
             _body = nb;
         }
@@ -284,7 +284,7 @@ namespace Frameproof.Codec
         void Drop()
         {
             if (_body == null) return;
-            ArrayPool<byte>.Shared.Return(_body);
+            ByteBuffers.Return(_body);
             _body = null;
         }
 

@@ -391,11 +391,11 @@ namespace Frameproof.Codec
             if (_buf != null && _buf.Length >= size) return;
             long cap = _buf == null ? Math.Min(_n, InitialBuffer) : _buf.Length;
             while (cap < size) cap = Math.Min(cap * 2, _n);
-            byte[] nb = ArrayPool<byte>.Shared.Rent((int)cap);
+            byte[] nb = ByteBuffers.Rent((int)cap);
             if (_buf != null)
             {
                 Buffer.BlockCopy(_buf, 0, nb, 0, (int)_got);
-                ArrayPool<byte>.Shared.Return(_buf);
+                ByteBuffers.Return(_buf);
             }
             _buf = nb;
         }
@@ -403,7 +403,7 @@ namespace Frameproof.Codec
         void Drop()
         {
             if (_buf == null) return;
-            ArrayPool<byte>.Shared.Return(_buf);
+            ByteBuffers.Return(_buf);
             _buf = null;
         }
 
@@ -757,7 +757,7 @@ namespace Frameproof.Codec
             {
                 Message(_msgOp, new ReadOnlySpan<byte>(_msg, 0, _msgLen));
                 _msgLen = 0;
-                if (_msg.Length > 64 * 1024) { ArrayPool<byte>.Shared.Return(_msg); _msg = null; }
+                if (_msg.Length > 64 * 1024) { ByteBuffers.Return(_msg); _msg = null; }
             }
             return true;
         }
@@ -772,11 +772,11 @@ namespace Frameproof.Codec
         {
             if (_msg == null || _msgLen + p.Length > _msg.Length)
             {
-                byte[] nb = ArrayPool<byte>.Shared.Rent(Math.Max(_msg == null ? 4096 : _msg.Length * 2, _msgLen + p.Length));
+                byte[] nb = ByteBuffers.Rent(Math.Max(_msg == null ? 4096 : _msg.Length * 2, _msgLen + p.Length));
                 if (_msg != null)
                 {
                     Buffer.BlockCopy(_msg, 0, nb, 0, _msgLen);
-                    ArrayPool<byte>.Shared.Return(_msg);
+                    ByteBuffers.Return(_msg);
                 }
                 _msg = nb;
             }
@@ -802,7 +802,7 @@ namespace Frameproof.Codec
         public override void Dispose()
         {
             _decoder.Dispose();
-            if (_msg != null) { ArrayPool<byte>.Shared.Return(_msg); _msg = null; }
+            if (_msg != null) { ByteBuffers.Return(_msg); _msg = null; }
             if (_keys != null) _keys.Dispose();
             base.Dispose();
         }

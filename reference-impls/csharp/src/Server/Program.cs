@@ -115,7 +115,7 @@ namespace Frameproof.Server
 
         void SetHeld(long v)
         {
-            if (IsClosed) v = 0;
+            if (IsClosed || Aborted) v = 0;
             long old = Interlocked.Exchange(ref _held, v);
             if (v != old) Server.AddHeld(v - old);
         }
@@ -166,13 +166,19 @@ namespace Frameproof.Server
         /// <paramref name="reset"/> the close is a reset (nothing unfinished is answered).</summary>
         public void Abort(ref long counter, bool reset)
         {
-            if (IsClosed) return;
+            if (IsClosed || Aborted) return;
             Interlocked.Increment(ref counter);
             Aborted = true;
+            SetHeld(0);   // its memory leaves the total now (the budget loop goes on with the next one)
             if (reset) { try { Sock.LingerState = new LingerOption(true, 0); } catch (Exception) { } }
             try { Sock.Shutdown(SocketShutdown.Both); } catch (Exception) { } // wakes a blocked receive or send
-            Close();
+            AfterAbort();
         }
+
+        /// <summary>After <see cref="Abort"/>: close now, or let the I/O path do it. (Closing a socket
+        /// on which another thread is blocked makes Mono wait up to a second for that thread: the
+        /// sweeper and the budget must not wait.)</summary>
+        protected virtual void AfterAbort() { Close(); }
 
         public void Close()
         {
@@ -196,12 +202,17 @@ namespace Frameproof.Server
     /// </summary>
     sealed class BlockingConnection : ConnectionBase
     {
-        readonly byte[] _rx;
+        byte[] _rx;
+        readonly int _readSize;
 
         public BlockingConnection(EchoServer server, Socket socket, ServerConfig cfg) : base(server, socket, cfg)
         {
-            _rx = new byte[(int)Math.Min(64 * 1024, Math.Max(1024, cfg.Limits.MaxOutputBytes))];
+            _readSize = EchoServer.ReadSize(cfg.Limits);
+            _rx = new byte[Math.Min(EchoServer.FirstRead, _readSize)];
         }
+
+        /// <summary>The thread wakes from its receive or send (the socket was shut down) and closes.</summary>
+        protected override void AfterAbort() { }
 
         public override void Start()
         {
@@ -218,12 +229,14 @@ namespace Frameproof.Server
                     int n = Sock.Receive(_rx, 0, _rx.Length, SocketFlags.None);
                     if (Aborted) return;
                     if (n > 0) NoteReceived();
+                    bool grow = n == _rx.Length && _rx.Length < _readSize;
                     if (n <= 0) Session.EndOfInput(); // half-close: the replies owed, then close
                     else Session.Receive(new ReadOnlySpan<byte>(_rx, 0, n));
                     Publish(Session.OutputLength);
                     if (Aborted) return;
                     SendOutput();
                     if (n <= 0) break;
+                    if (grow) _rx = new byte[_readSize];   // reads fill the small buffer: a busy connection
                 }
                 if (Aborted) return;
                 if (Session.Error.IsSet) Interlocked.Increment(ref Server.Counters.ProtocolErrors);
@@ -268,7 +281,7 @@ namespace Frameproof.Server
 
         readonly SocketAsyncEventArgs _rx = new SocketAsyncEventArgs();
         readonly SocketAsyncEventArgs _tx = new SocketAsyncEventArgs();
-        readonly byte[] _rxBuf;
+        byte[] _rxBuf;
         readonly int _readSize;
         int _outSent;
         Phase _phase = Phase.Receive;
@@ -280,9 +293,8 @@ namespace Frameproof.Server
 
         public Connection(EchoServer server, Socket socket, ServerConfig cfg) : base(server, socket, cfg)
         {
-            _readSize = (int)Math.Min(64 * 1024, Math.Max(1024, cfg.Limits.MaxOutputBytes));
-            _rxBuf = ArrayPool<byte>.Shared.Rent(_readSize);
-            _rx.SetBuffer(_rxBuf, 0, _readSize);
+            _readSize = EchoServer.ReadSize(cfg.Limits);
+            _rxBuf = ArrayPool<byte>.Shared.Rent(EchoServer.FirstRead);
             _rx.Completed += OnIo;
             _tx.Completed += OnIo;
         }
@@ -314,7 +326,7 @@ namespace Frameproof.Server
                     {
                         case Phase.Receive:
                         case Phase.Drain:
-                            _rx.SetBuffer(_rxBuf, 0, _readSize);
+                            _rx.SetBuffer(_rxBuf, 0, Math.Min(_rxBuf.Length, _readSize));
                             if (Sock.ReceiveAsync(_rx)) return;
                             AfterReceive();
                             break;
@@ -365,6 +377,11 @@ namespace Frameproof.Server
             {
                 NoteReceived();
                 Session.Receive(new ReadOnlySpan<byte>(_rxBuf, 0, n));
+                if (n == _rxBuf.Length && n < _readSize)
+                {   // reads fill the small buffer: a busy connection gets the full-size one
+                    ArrayPool<byte>.Shared.Return(_rxBuf);
+                    _rxBuf = ArrayPool<byte>.Shared.Rent(_readSize);
+                }
             }
             Publish(Session.OutputLength);
             if (Aborted) { _phase = Phase.Close; return; }
@@ -419,6 +436,13 @@ namespace Frameproof.Server
         /// <summary>After the session closed: discard at most this much input, for at most DrainMs.</summary>
         public const int DrainLimit = 4 * 1024 * 1024;
         public const int DrainMs = 2000;
+        /// <summary>A connection's first read buffer; one that a read fills is replaced by one of
+        /// <see cref="ReadSize"/> (an idle connection holds 4 KiB, a busy one 64 KiB).</summary>
+        public const int FirstRead = 4096;
+
+        /// <summary>The read size: 64 KiB, or --max-output-bytes if smaller (the replies to one read
+        /// stay within the output bound, *-RES-5), at least 1 KiB.</summary>
+        public static int ReadSize(ResourceLimits lim) { return (int)Math.Min(64 * 1024, Math.Max(1024, lim.MaxOutputBytes)); }
 
         /// <summary>Reads (and discards) until the peer closes, bounded by DrainLimit and DrainMs.</summary>
         public static void Drain(Socket s, byte[] buf)
