@@ -8,20 +8,13 @@ import pytest
 
 from frameproof import protocols as registry, spec
 from frameproof.pyserver import RES_FAULTS
-from frameproof.stress import SCENARIOS
+from frameproof.stress import SCENARIOS, SMALL_LIMITS, SMALL_SCALE
 
 from conftest import PY
 
 MIN_HOSTILE = 30
-# small bounds: 1-2 s timeouts, an 8 MiB budget, 1 MiB frames, 256 connections, a tenth of the counts
-LIMITS = ["--memory-budget", "8388608", "--idle-timeout-ms", "1000", "--frame-timeout-ms", "2000",
-          "--write-timeout-ms", "1000", "--max-connections", "256"]
-CODECS = {"standard": {"protocol": "standard", "limits": {"max_payload": 1048576}},
-          "length-field": {"protocol": "length-field", "limits": {"max_payload": 1048576},
-                           "length_field": {"offset": 0, "size": 4}},
-          "rpc": {"protocol": "rpc", "rpc": {"max_body": 1048576}},
-          "websocket": {"protocol": "websocket", "limits": {"max_payload": 1048576},
-                        "websocket": {"max_message": 4194304}}}
+LIMITS = SMALL_LIMITS
+CODECS = {p.name: p.stress_codec().to_json() for p in registry.all_protocols()}
 
 
 @pytest.mark.parametrize("p", registry.all_protocols(), ids=lambda p: p.name)
@@ -45,7 +38,7 @@ def test_every_res_requirement_has_a_scenario():
 def _stress(frameproof, protocol, *extra, fault=""):
     codec = json.dumps(CODECS[protocol])
     server = f"{PY} -m frameproof.pyserver --codec '{codec}' --listen 127.0.0.1:0" + (f" --fault {fault}" if fault else "")
-    return frameproof("net", "--codec", codec, "--stress", "--stress-scale", "0.1", *LIMITS, "--server-cmd", server,
+    return frameproof("net", "--codec", codec, "--stress", "--stress-scale", SMALL_SCALE, *LIMITS, "--server-cmd", server,
                       "--stress-grace-s", "3",  # CI machines run other tests beside (pytest -n 2)
                       *extra, timeout=240)
 

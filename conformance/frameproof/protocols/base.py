@@ -202,6 +202,16 @@ class Protocol:
         returns the exit status. Default: none."""
         return []
 
+    # ------------------------------------------------------------ hostile peers at scale (net --stress)
+    #: the largest frame of the small-bounds stress configuration (frameproof.stress.SMALL_LIMITS)
+    STRESS_FRAME = 1 << 20
+
+    def stress_codec(self):
+        """The codec a server runs the small-bounds stress group with (CI and the main job): frames
+        up to 1 MiB, so that an 8 MiB budget holds several. Default: the codec that carries 1 MiB
+        payloads (``bench_codec``) limited to 1 MiB."""
+        return self.bench_codec(self.STRESS_FRAME).with_limit(self.STRESS_FRAME)
+
     # ------------------------------------------------------------ the main job (frameproof matrix)
     def matrix_suites(self, impl: dict, cmd, profile: str) -> List[Tuple[str, str, List[str]]]:
         """Suites of this protocol the matrix runs beside the codec, network and load-client ones:

@@ -237,6 +237,10 @@ class WebSocket(Protocol):
             return None
         return check
 
+    def stress_codec(self):
+        """1 MiB frames, 4 MiB messages (the message limit must fit the stress budget too)."""
+        return WsCodec("websocket", self.STRESS_FRAME, "server", 4 * self.STRESS_FRAME)
+
     # -- the main job: the real Autobahn testsuite beside frameproof's own suites
     #: the frame limit servers run with under Autobahn: its 9.1.6/9.2.6 send 16 MiB frames, which
     #: the spec's 10 MiB default refuses with 1009 (WS-LIM-1), as it should
