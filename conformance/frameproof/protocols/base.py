@@ -278,6 +278,14 @@ class Protocol:
     #: reference-impls/rust/baselines. Default none.
     bench_baselines: Dict[str, str] = {}
 
+    def bench_scenarios(self, quick: bool = False) -> List[dict]:
+        """The protocol's own benchmark scenarios beside the generic ones (the seed's tables on their
+        shape): dicts with ``group``, ``mode`` (an fp-load mode), ``payload``, ``connections``,
+        ``window`` (pipelined window / stream window), ``args`` (more fp-load arguments, e.g.
+        ``["--variant", "bidi"]``) and ``seed`` (the seed's figure for that row: ``{"msgs_per_s": N,
+        "what": "where it was measured"}``, or None). Default none."""
+        return []
+
     def bench_codec(self, payload: int):
         """The codec the benchmark runs ``payload``-byte requests with, on the server and the load
         clients alike. Default: this protocol's default codec, which must carry the payload (a

@@ -48,16 +48,15 @@ def seed_batch(protocol: str) -> int:
 
 
 def probe_modes(c: "Program") -> "Program":
-    """Adds the optional modes a load client's ``--help`` names (``batched``) to ``c.modes``."""
-    if "batched" in c.modes or "receive" not in c.modes or "pipelined" not in c.modes:
+    """Adds the optional modes a load client's ``--help`` names (``batched``, ``stream``) to ``c.modes``."""
+    if "batched" in c.modes or "stream" in c.modes or "receive" not in c.modes or "pipelined" not in c.modes:
         return c
     try:
         p = subprocess.run(c.argv + ["--help"], capture_output=True, text=True, timeout=30, cwd=str(ROOT / "conformance"))
         text = p.stdout + p.stderr
     except (subprocess.SubprocessError, OSError):
         return c
-    if "batched" in text:
-        c.modes = tuple(c.modes) + ("batched",)
+    c.modes = tuple(c.modes) + tuple(m for m in ("batched", "stream") if m in text)
     return c
 
 
@@ -214,8 +213,11 @@ def validate_client(c: Program, protocol: str, mode: str) -> dict:
     from frameproof.checks import CheckFailure
     from frameproof.clientsuite import ClientTarget, c_corrupted, c_counts, c_json, c_well_formed
     codec = registry.get(protocol).bench_codec(32)
-    opts = [codec_args(codec), "--connect", "{host}:{port}", "--connections", "2", "--requests", "600",
+    requests = "60" if mode == "stream" else "600"  # stream: 60 streams of 16 DATA frames
+    opts = [codec_args(codec), "--connect", "{host}:{port}", "--connections", "2", "--requests", requests,
             "--payload", "32", "--mode", mode, "--json", "{json}"]
+    if mode == "stream":
+        opts += ["--window", "4"]
     if mode == "pipelined":
         opts += ["--window", "16"]
     if mode == "batched":
@@ -257,6 +259,8 @@ def validate(clients: List[Program], protocols=None) -> List[dict]:
             for mode in c.modes:
                 if mode == "per-packet" and "pipelined" in c.modes:
                     continue  # pipelined (window 16) covers the same code paths and more
+                if mode == "stream" and not registry.get(p).load_streams:
+                    continue  # the protocol has no streams (Protocol.load_streams)
                 r = validate_client(c, p, mode)
                 log(f"  validate {c.name:10} {p:12} {mode:10} {'ok' if r['ok'] else 'FAILED'}"
                     + ("" if r["ok"] else "\n    " + "\n    ".join(f"{k}: {v}" for k, v in r["checks"].items() if v != "pass")))
@@ -275,11 +279,14 @@ class Scenario:
     payload: int
     connections: int
     window: int = 1      # pipelined: the sliding window; batched: the batch; receive: frames per write
-    group: str = ""      # concurrency | payload | receive
+    group: str = ""      # concurrency | payload | receive | a protocol's own (Protocol.bench_scenarios)
+    args: tuple = ()     # more fp-load arguments (a protocol's own scenarios: --variant, --frames-per-stream)
+    seed: Optional[dict] = None  # the seed's figure for this row, printed beside ours
 
     @property
     def key(self) -> str:
-        return f"{self.protocol}/{self.mode}/{self.payload}B/c{self.connections}/w{self.window}"
+        return f"{self.protocol}/{self.mode}/{self.payload}B/c{self.connections}/w{self.window}" + \
+            "".join(f"/{a.lstrip('-')}" for a in self.args)
 
     @property
     def codec(self):
@@ -287,7 +294,7 @@ class Scenario:
         return registry.get(self.protocol).bench_codec(self.payload)
 
     def to_json(self) -> dict:
-        return dict(self.__dict__, codec=self.codec.to_json())
+        return dict(self.__dict__, args=list(self.args), codec=self.codec.to_json())
 
 
 def client_args(s: Scenario, addr: str, duration: float, jpath: str, connections: Optional[int] = None,
@@ -297,8 +304,9 @@ def client_args(s: Scenario, addr: str, duration: float, jpath: str, connections
                                              "--mode", s.mode, "--timeout-ms", "5000", "--json", jpath]
     # --window is the contract's pipelining window; in receive mode each fp-load batches its writes
     # its own way (the Rust one 256 frames), so it only goes to fp-blast, where it is the batch.
-    if s.mode == "pipelined" or (s.mode == "receive" and window_in_receive):
+    if s.mode in ("pipelined", "stream") or (s.mode == "receive" and window_in_receive):
         a += ["--window", str(s.window)]
+    a += list(s.args)
     if s.mode == "batched":
         a += ["--batch", str(s.window)]
     return a

@@ -96,7 +96,7 @@ def markdown(doc: dict, charts: List[str]) -> str:
         if not sv:
             continue
         L += [f"### {proto}", "", "| scenario | client | " + " | ".join(sv) + " |", "|---|---|" + "---|" * len(sv)]
-        keys = []
+        keys, seeds = [], []
         for r in rows:
             if r["scenario"]["protocol"] == proto and (r["key"], r["client"]) not in keys:
                 keys.append((r["key"], r["client"]))
@@ -104,9 +104,17 @@ def markdown(doc: dict, charts: List[str]) -> str:
             sc = next(r["scenario"] for r in rows if r["key"] == k)
             label = f"{sc['mode']} {sc['payload']} B, C={sc['connections']}" + (
                 "" if sc["mode"] == "per-packet" else f", N={sc['window']}" if sc["mode"] == "batched" else f", W={sc['window']}")
+            label += "".join(f" {a}" for a in sc.get("args", []))
             cells = [_cell(next((r for r in rows if r["key"] == k and r["client"] == cl and r["server"] == s), None)) for s in sv]
             L.append(f"| {label} | {cl} | " + " | ".join(cells) + " |")
+            if sc.get("seed"):
+                seeds.append(f"| {label} | {fmt(sc['seed']['msgs_per_s'])} | {sc['seed']['what']} |")
         L.append("")
+        if seeds:  # the seed's own figures for the rows shaped like its tables (another machine, another client)
+            L += [f"The seed's figures for the {proto} rows shaped like its tables (msg/s; stream rows: DATA frames/s). "
+                  "Different machine (the seed's), different load client (upstream's, which verifies no payload), "
+                  "so compare shapes and ratios, not absolute figures:", "",
+                  "| scenario | seed msg/s | source |", "|---|---|---|"] + list(dict.fromkeys(seeds)) + [""]
     ran = doc["settings"]["concurrency"]
     L += [f"Concurrency levels that ran: {', '.join(map(str, ran))}"
           + (f"; not run: {', '.join(map(str, doc['settings']['concurrency_not_run']))}" if doc['settings'].get('concurrency_not_run') else "")

@@ -253,6 +253,12 @@ def main(args) -> int:
             scenarios.append(Scenario(p, "receive", 32, c, 256, "receive-batched"))
             if any(x.name == "rust-blast" for x in clients):
                 scenarios.append(Scenario(p, "receive", 32, c, 1, "receive-blast"))
+        own = registry.get(p).bench_scenarios(quick)  # the protocol's own (the seed's tables on their shape)
+        if smoke:  # seconds: the first and the last, on 4 connections
+            own = [dict(d, connections=min(d["connections"], 4)) for d in own[:1] + own[-1:]] if own else []
+        for d in own:
+            scenarios.append(Scenario(p, d["mode"], d["payload"], d["connections"], d["window"], d["group"],
+                                      tuple(d["args"]), d["seed"]))
         if not quick:
             cross.append(Scenario(p, "pipelined", 32, 16, w, "cross-client"))
             cross.append(Scenario(p, "per-packet", 32, 16, 1, "cross-client"))

@@ -299,6 +299,26 @@ class Rpc(Protocol):
     def counted(self, f):
         return f.header is not None and f.header.type in (K.REQUEST, K.RESPONSE, K.DATA)
 
+    # -- benchmarks: the seed's B2 (unary echo) and B5 (STREAM_* echo) tables, on their shapes
+    # (seed 002, Apple M4, 2 IO schedulers unless said; figures as published there)
+    B2_SEED = "seed 002 (galay-rpc B1/B2, Apple M4)"
+
+    def bench_scenarios(self, quick=False):
+        def row(group, mode, payload, conns, window=1, args=(), seed=None):
+            return {"group": group, "mode": mode, "payload": payload, "connections": conns, "window": window,
+                    "args": list(args), "seed": {"msgs_per_s": seed, "what": self.B2_SEED} if seed else None}
+        out = [row("b2-connections", "per-packet", 256, c, seed=q) for c, q in ((50, 170629), (100, 183338), (200, 169673))]
+        out += [row("b2-payload", "per-packet", n, 100, seed=q) for n, q in ((1024, 178606), (4096, 155697))]
+        out += [row("b2-pipeline", "pipelined", 47, 200, 4, seed=324686),
+                row("b2-pipeline", "per-packet", 65536, 100, seed=87572)]
+        out += [row("b2-modes", "pipelined", 47, 200, 4, ("--variant", v), q)
+                for v, q in (("unary", 345965), ("client-stream", 277020), ("server-stream", 293926), ("bidi", 283218))]
+        # B5: 100 connections, 128-byte frames, 16 frames per stream; msgs_per_s = DATA frames per second
+        b5 = ((1, 29840), (2, 25332), (4, 76374), (8, 90325), (16, 90571))
+        out += [row("b5-window", "stream", 128, 100, w, ("--frames-per-stream", "16"), q)
+                for w, q in (b5[::2] if quick else b5)]
+        return out[:4] + out[-2:] if quick else out
+
     # -- docs
     def kaitai_frame(self, codec):
         return "rpc_frame", "RpcFrame", ()
