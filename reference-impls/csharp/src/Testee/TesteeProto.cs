@@ -456,7 +456,7 @@ namespace Frameproof.Testee
         }
     }
 
-    public enum RequestKind { None = 0, Hello = 1, Decode = 2, Encode = 3, Match = 4, Serve = 5 }
+    public enum RequestKind { None = 0, Hello = 1, Decode = 2, Encode = 3, Match = 4, Serve = 5, Discovery = 6 }
 
     /// <summary>TesteeRequest with its oneof flattened.</summary>
     public sealed class TesteeRequestMsg
@@ -471,10 +471,12 @@ namespace Frameproof.Testee
         public List<MatchEventMsg> Events = new List<MatchEventMsg>();
         public string Endpoint = "";                      // serve
         public bool HalfClose;                            // serve
+        public DiscoveryRequestMsg Discovery;             // discovery (field 6, outside the oneof)
 
         public static TesteeRequestMsg Parse(byte[] data)
         {
             var m = new TesteeRequestMsg();
+            DiscoveryRequestMsg discovery = null;
             var r = new ProtoReader(data);
             while (!r.AtEnd)
             {
@@ -487,8 +489,12 @@ namespace Frameproof.Testee
                     if (f == 1) m.ParseHello(sub);
                     else m.ParseBody(sub);
                 }
+                else if (f == 6 && wt == 2) discovery = DiscoveryRequestMsg.Parse(r.ReadMessage());
                 else r.Skip(wt);
             }
+            // spec/testee.md: a TesteeRequest with no request set is parsed once more as a
+            // TesteeDiscoveryRequest (its field 6).
+            if (m.Kind == RequestKind.None && discovery != null) m = new TesteeRequestMsg { Kind = RequestKind.Discovery, Discovery = discovery };
             return m;
         }
 
@@ -580,7 +586,7 @@ namespace Frameproof.Testee
         }
     }
 
-    public enum ResponseKind { None = 0, Hello = 1, Decode = 2, Encode = 3, Match = 4, Skipped = 5, RuntimeError = 6, Serve = 7 }
+    public enum ResponseKind { None = 0, Hello = 1, Decode = 2, Encode = 3, Match = 4, Skipped = 5, RuntimeError = 6, Serve = 7, Discovery = 8 }
 
     /// <summary>TesteeResponse with its oneof flattened.</summary>
     public sealed class TesteeResponseMsg
@@ -601,6 +607,8 @@ namespace Frameproof.Testee
         // serve
         public List<byte[]> Written = new List<byte[]>();
         public bool Closed;
+        // discovery (field 8, outside the oneof)
+        public DiscoveryResponseMsg Discovery;
         // skipped / runtime_error
         public string Text = "";
 
@@ -633,6 +641,7 @@ namespace Frameproof.Testee
                     b.Bool(2, Closed);
                     if (Error != null) b.Message(3, Error.ToWriter());
                     break;
+                case ResponseKind.Discovery: w.Message(8, Discovery.ToWriter()); return w.ToArray();
                 case ResponseKind.Skipped: w.StringAlways(5, Text); return w.ToArray();
                 case ResponseKind.RuntimeError: w.StringAlways(6, Text); return w.ToArray();
                 default: throw new InvalidOperationException("response kind not set");
@@ -649,8 +658,9 @@ namespace Frameproof.Testee
             while (!r.AtEnd)
             {
                 int f, wt; r.ReadTag(out f, out wt);
-                if (f < 1 || f > 7) { r.Skip(wt); continue; }
+                if (f < 1 || f > 8) { r.Skip(wt); continue; }
                 ProtoReader.Expect(wt, 2, f);
+                if (f == 8) { m = new TesteeResponseMsg { Kind = ResponseKind.Discovery, Discovery = DiscoveryResponseMsg.Parse(r.ReadMessage()) }; continue; }
                 m = new TesteeResponseMsg { Kind = (ResponseKind)f }; // oneof: the last one wins
                 if (f == 5 || f == 6) { m.Text = r.ReadString(); continue; }
                 var s = r.ReadMessage();

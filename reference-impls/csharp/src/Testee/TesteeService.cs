@@ -24,6 +24,7 @@ namespace Frameproof.Testee
                     case RequestKind.Encode: return Encode(req);
                     case RequestKind.Match: return Match(req);
                     case RequestKind.Serve: return Serve(req);
+                    case RequestKind.Discovery: return Discovery(req);
                     default: return Skipped("unknown request");
                 }
             }
@@ -42,8 +43,16 @@ namespace Frameproof.Testee
             var r = new TesteeResponseMsg { Kind = ResponseKind.Hello, HarnessVersion = version, Name = Name, Version = Version };
             r.Protocols.AddRange(Registry.Names);
             r.Features.Add("decode"); r.Features.Add("encode"); r.Features.Add("match");
-            if (version >= 2) r.Features.Add("serve");
+            if (version >= 2) { r.Features.Add("serve"); r.Features.Add("discovery"); }
             return r;
+        }
+
+        /// <summary>A registry script (spec/testee.md, "discovery") on a fresh in-process registry;
+        /// scripts for the etcd registry are skipped (no etcd registry in this implementation).</summary>
+        static TesteeResponseMsg Discovery(TesteeRequestMsg req)
+        {
+            if (req.Discovery.HasEtcd) return Skipped("discovery-etcd: this implementation has no etcd-backed registry");
+            return new TesteeResponseMsg { Kind = ResponseKind.Discovery, Discovery = DiscoveryScript.Run(req.Discovery.Ops) };
         }
 
         /// <summary>The request's codec, or null (then <paramref name="skipped"/> is the answer).</summary>
