@@ -95,6 +95,7 @@ class Program:
     # default: every registered protocol the load-client checks support
     protocols: tuple = field(default_factory=lambda: tuple(p.name for p in registry.all_protocols() if p.load_client_checks))
     stats: bool = False      # server: accepts --stats (reads / read_bytes in its counters)
+    sink: bool = True        # server: has --sink (receive scenarios); third-party servers do not
     modes: tuple = ("per-packet", "pipelined", "receive")  # client: supported modes
 
     def cmd(self, extra: List[str]) -> str:
@@ -147,10 +148,18 @@ def servers_and_clients(extra_clients: Dict[str, str]):
             clients.append(Program(d["name"], _impl_argv(d["dir"], d["load"]), protocols=protos))
         if "bench" in d:
             benches[d["name"]] = _impl_argv(d["dir"], d["bench"])
+    # Established libraries' echo servers (tools/third-party/*/impl.json with a "server" following the
+    # fp-server contract): beside ours for their protocols, where no raw echo exists (websocket) the
+    # comparison the issue asks for
+    for f in sorted((ROOT / "tools" / "third-party").glob("*/impl.json")):
+        d = json.loads(f.read_text())
+        if "server" in d:
+            servers.append(Program(d["name"], _impl_argv(f.parent, d["server"]), kind="third-party",
+                                   protocols=_known(d.get("protocols", ())), sink=bool(d.get("sink"))))
     # The Rust baselines: the raw echo and fp-blast work with every protocol of the Rust codec
     # library; a protocol's own baselines (Protocol.bench_baselines) with that protocol only.
-    servers.append(Program("raw", [str(RUST_BIN / "fp-raw-echo")], kind="baseline", protocols=rust_protocols,
-                           stats=True))
+    servers.append(Program("raw", [str(RUST_BIN / "fp-raw-echo")], kind="baseline", stats=True,
+                           protocols=tuple(p for p in rust_protocols if registry.get(p).bench_raw_echo)))
     own: Dict[tuple, tuple] = {}
     for p in registry.all_protocols():
         for name, exe in p.bench_baselines.items():
@@ -449,7 +458,7 @@ def run_matrix(scenarios: List[Scenario], servers: List[Program], clients: List[
         if cl is None or s.mode not in cl.modes:
             continue
         for srv in servers:
-            if s.protocol in srv.protocols:
+            if s.protocol in srv.protocols and (srv.sink or s.mode != "receive"):
                 plan.setdefault(_cfg_key(s), {}).setdefault((s.key, s.group), (s, []))[1].append((srv, cl))
     for s in cross:
         for srv in servers:

@@ -209,6 +209,8 @@ class WebSocket(Protocol):
     def net_is_goodbye(self, f):
         return f.header is not None and f.header.opcode == CLOSE
 
+    bench_raw_echo = False  # fp-raw-echo has no header walker for it (yet): no raw ceiling
+
     # -- the load client
     load_variants = load.VARIANTS
     load_client_profiles = (("text", "--variant text --mode pipelined --window 16 --requests 4000"),)
