@@ -13,7 +13,7 @@ from pathlib import Path
 from frameproof import protocols as registry
 from frameproof.paths import ROOT
 
-from . import core, instructions, netns, quiet, report, stats, study
+from . import core, instructions, netns, quiet, report, soak, stats, study
 from .core import Scenario, log
 
 FULL_CONC = [1, 4, 16, 64, 256, 1024]
@@ -37,6 +37,9 @@ def add_arguments(b):
     b.add_argument("--no-netns", action="store_true", help="skip the packets-per-recv / namespace section")
     b.add_argument("--no-alloc", action="store_true", help="skip the allocation figures")
     b.add_argument("--render", metavar="JSON", help="only rewrite the Markdown and charts of an existing results file")
+    b.add_argument("--soak", type=float, metavar="MINUTES",
+                   help="load under faults (issue 17): per server and protocol, MINUTES of verified echo while the "
+                        "stress group runs against the same server; writes soak-<date>.{json,md}. Off by default")
     b.add_argument("--instructions", action="store_true",
                    help="only the instruction counts (callgrind): Ir per echoed message of every native server; "
                         "writes instructions-<date>.{json,md} (also part of the full run)")
@@ -180,6 +183,24 @@ def main_instructions(args, servers, clients) -> int:
     return 1 if problems else 0
 
 
+def main_soak(args, servers, clients) -> int:
+    """--soak MINUTES: verified echo under the stress group (fpbench.soak)."""
+    t0 = time.monotonic()
+    client = next((c for c in clients if c.name == "rust"), clients[0])
+    machine = core.machine(0.25)
+    doc = {"schema": "frameproof-soak/1", "date": datetime.date.today().isoformat(), "command": _command(),
+           "machine": machine, "soak": soak.run(servers, client, _protocols(args), args.soak)}
+    doc["elapsed_s"] = round(time.monotonic() - t0, 1)
+    stem = Path(args.out or ROOT / "results") / (args.name or f"soak-{doc['date']}")
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    Path(f"{stem}.json").write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    md = [f"# frameproof soak {doc['date']}", "", f"Command: `{doc['command']}`  ",
+          f"Load average at start: {', '.join(f'{x:.2f}' for x in machine['loadavg_start'])}", ""] + soak.markdown(doc["soak"])
+    Path(f"{stem}.md").write_text("\n".join(md), encoding="utf-8")
+    log(f"== wrote {stem}.json and {stem}.md in {doc['elapsed_s']} s: {'every row OK' if doc['soak']['ok'] else 'FAILED rows'}")
+    return 0 if doc["soak"]["ok"] else 1
+
+
 def main(args) -> int:
     t_start = time.monotonic()
     if args.render:
@@ -218,6 +239,8 @@ def main(args) -> int:
         return main_study(args, servers, clients)
     if args.instructions:
         return main_instructions(args, servers, clients)
+    if args.soak:
+        return main_soak(args, servers, clients)
     date = datetime.date.today().isoformat()
     for c in clients:
         core.probe_modes(c)
