@@ -34,6 +34,9 @@ fi
 if [ -d src/Bench ] && ls src/Bench/*.cs >/dev/null 2>&1; then
   $MCS -out:build/fp-bench.exe -r:build/Frameproof.Codec.dll src/Bench/*.cs
 fi
+if [ -d src/DiscoveryBench ] && ls src/DiscoveryBench/*.cs >/dev/null 2>&1; then
+  $MCS -out:build/fp-discovery-bench.exe -r:build/Frameproof.Codec.dll src/DiscoveryBench/*.cs
+fi
 if ls tests/*.cs >/dev/null 2>&1; then
   # The testee's message and service files are compiled into the test assembly as well.
   $MCS -target:library -out:build/Frameproof.Tests.dll -r:build/Frameproof.Codec.dll -r:"$NUNIT_FW" \
