@@ -420,6 +420,10 @@ impl Protocol for LengthField {
         self.profile.encode(out, payload, self.max_payload)
     }
 
+    fn largest_unit(&self) -> u64 {
+        crate::effective_max(self.max_payload).min(self.profile.size.capacity())
+    }
+
     fn session(&self, endpoint: &str, sink: bool) -> Result<Self::Session, ConfigError> {
         match endpoint {
             "" => Ok(EchoSession::new(*self, sink)),

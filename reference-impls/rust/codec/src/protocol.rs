@@ -49,6 +49,10 @@ pub trait Protocol: Sized + Clone + Send + Sync + 'static {
         self.session("", sink)
     }
 
+    /// The largest frame (or message) the server accepts, in bytes: a server-wide memory
+    /// budget below it is a usage error (`*-RES-1`).
+    fn largest_unit(&self) -> u64;
+
     /// What the protocol itself says on the wire about an error (an rpc error code, a WebSocket
     /// close code), as the fields of the testee's `ProtocolError.detail` oneof
     /// (`{"websocket": {"close_code": 1002}}`); `None` where it says nothing.
@@ -378,6 +382,18 @@ pub trait ServerSession {
     fn finish(&mut self, out: &mut BytesMut) -> Served;
 
     fn is_closed(&self) -> bool;
+
+    /// Bytes held for what is unfinished (a partial handshake, frame or message), for the
+    /// server's memory budget (`*-RES-1`). Default: the receive buffer's length.
+    fn held(&mut self) -> usize {
+        self.buffer_mut().len()
+    }
+
+    /// Whether the session still waits for its opening handshake (websocket): the idle
+    /// timeout then bounds the handshake from the accept on (`WS-RES-3`).
+    fn awaiting_opening(&self) -> bool {
+        false
+    }
 }
 
 /// A protocol whose server answers each decoded frame on its own (or not at all): the echo

@@ -479,6 +479,10 @@ impl Protocol for Rpc {
         encode(out, f, self.max_body)
     }
 
+    fn largest_unit(&self) -> u64 {
+        self.max_body
+    }
+
     fn session(&self, endpoint: &str, sink: bool) -> Result<RpcSession, ConfigError> {
         let ep = match endpoint {
             "" | "unary" => Endpoint::Unary,

@@ -295,6 +295,10 @@ impl Protocol for Standard {
         encode(out, f.flag, f.sequence, &f.payload, self.max_payload)
     }
 
+    fn largest_unit(&self) -> u64 {
+        effective_max(self.max_payload)
+    }
+
     fn session(&self, endpoint: &str, sink: bool) -> Result<Self::Session, ConfigError> {
         match endpoint {
             "" => Ok(EchoSession::new(*self, sink)),

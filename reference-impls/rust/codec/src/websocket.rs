@@ -692,6 +692,10 @@ impl Protocol for WebSocket {
         encode(out, f, self.max_frame)
     }
 
+    fn largest_unit(&self) -> u64 {
+        self.max_frame.max(self.max_message)
+    }
+
     fn session(&self, endpoint: &str, sink: bool) -> Result<WsSession, ConfigError> {
         match endpoint {
             "" | "echo" => Ok(WsSession::new(&self.server(), sink, false)),
@@ -1009,6 +1013,15 @@ impl ServerSession for WsSession {
 
     fn is_closed(&self) -> bool {
         self.closed
+    }
+
+    /// The partial frame or handshake in the buffer and the fragments of an unfinished message.
+    fn held(&mut self) -> usize {
+        self.dec.buffer_mut().len() + self.parts.len()
+    }
+
+    fn awaiting_opening(&self) -> bool {
+        self.opening && !self.closed
     }
 }
 
