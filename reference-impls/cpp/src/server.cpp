@@ -9,15 +9,28 @@
 // cannot make the server buffer without bound). Replies of 16 KiB and more go out with one gather
 // write (pending output, header, payload view) instead of being copied into the output buffer
 // first.
+//
+// Resource limits (*-RES-1..8, reference-impls/README.md "Resource limits"): the held memory of
+// every connection (the session's unfinished frame/message, a partial handshake, the output
+// buffer while replies are pending) is accounted in one server-wide atomic total; over the
+// budget, a loop closes its own connections holding the most (never one holding <= 64 KiB) and,
+// if it has none left to close, asks the other loops to do the same. Every loop sweeps its
+// connections every 100 ms for the idle, frame and write timeouts; before closing for silence it
+// asks the socket whether bytes are waiting (FIONREAD), and a loop that did not run for a while
+// (SIGSTOP, starvation) moves every clock forward by the gap first (RES-8).
 #include <arpa/inet.h>
+#include <malloc.h>
 #include <netinet/tcp.h>
 #include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
@@ -32,16 +45,32 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr std::size_t kHighWater = 1 << 20;   // stop reading above this much unsent output
-constexpr std::size_t kLowWater = 256 << 10;  // resume below this
 constexpr std::size_t kDrainBytes = 1 << 20;  // input discarded after an error before closing
 constexpr auto kDrainTime = std::chrono::seconds(2);     // after shutdown(SHUT_WR)
-constexpr auto kClosingTime = std::chrono::seconds(30);  // to deliver the replies before an error
 constexpr std::size_t kGatherMin = 16 << 10;   // payloads this big are echoed by gather write
+constexpr std::int64_t kFloor = 64 << 10;      // never closed for the budget at or below this (RES-2)
+constexpr std::size_t kKeepOut = 64 << 10;     // an output buffer above this is freed once drained
+constexpr auto kSweep = std::chrono::milliseconds(100);  // timeout sweep period
+constexpr auto kPauseGap = std::chrono::milliseconds(500);  // a loop gap this long was a pause (RES-8)
 
 struct Options {
   bool sink = false;
   int threads = 1;
+  // resource limits, the contract's defaults
+  std::int64_t memory_budget = 256ll << 20;
+  std::chrono::milliseconds idle_timeout{30000};
+  std::chrono::milliseconds frame_timeout{10000};
+  std::size_t max_output = 1 << 20;
+  std::chrono::milliseconds write_timeout{10000};
+  int max_connections = 4096;
+};
+
+// What the event loops share: the held memory of all connections, the connection count, and a
+// way to ask the other loops to close their biggest holders.
+struct Shared {
+  std::atomic<std::int64_t> held{0};
+  std::atomic<int> connections{0};
+  std::vector<int> evict_fds;  // one eventfd per loop
 };
 
 struct Counters {
@@ -59,7 +88,8 @@ struct Conn {
     Draining,  // after shutdown(SHUT_WR): discard input until EOF, a budget or a deadline
     Finishing  // peer EOF: flush the replies, then close
   };
-  Conn(int f, const P& proto) : fd(f), session(proto) {}
+  Conn(int f, const P& proto, Clock::time_point now)
+      : fd(f), session(proto), accepted(now), last_rx(now), out_progress(now) {}
   int fd;
   typename P::Session session;
   fp::Bytes out;
@@ -69,6 +99,10 @@ struct Conn {
   std::uint32_t events = 0;
   std::size_t drained = 0;
   Clock::time_point drain_deadline{};
+  std::int64_t held = 0;          // as last added to Shared::held
+  Clock::time_point accepted;     // the handshake completes within the idle timeout of this
+  Clock::time_point last_rx;      // the last byte received
+  Clock::time_point out_progress; // the output was last empty or last taken by the socket
 
   [[nodiscard]] std::size_t unsent() const { return out.size() - out_off; }
 };
@@ -78,7 +112,8 @@ class Worker {
  public:
   using Conn = ::Conn<P>;
 
-  Worker(const P& proto, const Options& opt, int listen_fd) : proto_(proto), opt_(opt), listen_fd_(listen_fd) {
+  Worker(const P& proto, const Options& opt, Shared& shared, int listen_fd, int evict_fd)
+      : proto_(proto), opt_(opt), shared_(shared), listen_fd_(listen_fd), evict_fd_(evict_fd) {
     ep_ = epoll_create1(EPOLL_CLOEXEC);
     stop_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (ep_ < 0 || stop_fd_ < 0) {
@@ -87,6 +122,7 @@ class Worker {
     }
     add(listen_fd_, EPOLLIN, &listen_tag_);
     add(stop_fd_, EPOLLIN, &stop_tag_);
+    add(evict_fd_, EPOLLIN, &evict_tag_);
   }
   ~Worker() {
     for (auto& [fd, c] : conns_) ::close(fd);
@@ -102,21 +138,26 @@ class Worker {
 
   void run() {
     epoll_event evs[256];
+    now_ = last_loop_ = last_sweep_ = Clock::now();
     while (!stopping_) {
-      const int n = epoll_wait(ep_, evs, 256, draining_ || accept_paused_ ? 100 : -1);
-      if (n < 0) {
-        if (errno == EINTR) continue;
+      const int n = epoll_wait(ep_, evs, 256, static_cast<int>(kSweep.count()));
+      if (n < 0 && errno != EINTR) {
         std::perror("fp-server: epoll_wait");
         break;
       }
+      now_ = Clock::now();
+      if (now_ - last_loop_ > kPauseGap) shift_clocks(now_ - last_loop_);  // RES-8
       for (int i = 0; i < n; ++i) {
         void* tag = evs[i].data.ptr;
         if (tag == &listen_tag_) accept_all();
         else if (tag == &stop_tag_) stopping_ = true;
+        else if (tag == &evict_tag_) on_evict_request();
         else on_event(static_cast<Conn*>(tag), evs[i].events);
+        if (shared_.held.load(std::memory_order_relaxed) > opt_.memory_budget) enforce_budget(true);
       }
-      if (draining_) sweep_drains();
-      if (accept_paused_ && Clock::now() >= accept_resume_) resume_accept();
+      if (now_ - last_sweep_ >= kSweep) sweep();
+      if (accept_paused_ && now_ >= accept_resume_) resume_accept();
+      last_loop_ = Clock::now();
     }
   }
 
@@ -147,7 +188,7 @@ class Worker {
   }
 
   void accept_all() {
-    while (true) {
+    while (!accept_paused_) {
       const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) {
         if (errno == EINTR) continue;
@@ -158,9 +199,15 @@ class Worker {
         }
         return;  // EAGAIN: no more waiting connections
       }
+      // RES-6: beyond the connection limit, accepted and closed at once (nothing read or written)
+      if (shared_.connections.fetch_add(1) >= opt_.max_connections) {
+        shared_.connections.fetch_sub(1);
+        ::close(fd);
+        continue;
+      }
       int one = 1;
       setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // STD-ECHO-6, LF-ECHO-4
-      auto c = std::make_unique<Conn>(fd, proto_);
+      auto c = std::make_unique<Conn>(fd, proto_, now_);
       c->events = EPOLLIN;
       add(fd, EPOLLIN, c.get());
       conns_.emplace(fd, std::move(c));
@@ -172,7 +219,93 @@ class Worker {
     if (c->state == Conn::State::Draining || c->state == Conn::State::Closing) --draining_;
     epoll_ctl(ep_, EPOLL_CTL_DEL, c->fd, nullptr);
     ::close(c->fd);
+    shared_.held.fetch_sub(c->held, std::memory_order_relaxed);
+    shared_.connections.fetch_sub(1);
     conns_.erase(c->fd);  // destroys c
+    if (accept_paused_) resume_accept();  // RES-7: a descriptor is free again
+  }
+
+  // The connection's held memory into the server-wide total (RES-1).
+  void account(Conn* c) {
+    const std::int64_t now_held =
+        static_cast<std::int64_t>(c->session.held() + (c->unsent() ? c->out.capacity() : 0));
+    if (now_held != c->held) {
+      shared_.held.fetch_add(now_held - c->held, std::memory_order_relaxed);
+      c->held = now_held;
+    }
+  }
+
+  // RES-1/RES-2: over the budget, close this loop's connections holding the most (never one
+  // holding 64 KiB or less); if that is not enough, ask the other loops (`ask_others`: not when
+  // answering such a request, so that loops do not ask each other back and forth).
+  void enforce_budget(bool ask_others) {
+    while (shared_.held.load(std::memory_order_relaxed) > opt_.memory_budget) {
+      Conn* big = nullptr;
+      for (auto& [fd, c] : conns_)
+        if (c->held > kFloor && (!big || c->held > big->held)) big = c.get();
+      if (!big) {
+        if (ask_others) {
+          const std::uint64_t one = 1;
+          for (int efd : shared_.evict_fds)
+            if (efd != evict_fd_) [[maybe_unused]] auto r = ::write(efd, &one, sizeof one);
+        }
+        return;
+      }
+      close_conn(big);
+    }
+  }
+
+  void on_evict_request() {
+    std::uint64_t v;
+    [[maybe_unused]] auto r = ::read(evict_fd_, &v, sizeof v);
+    enforce_budget(false);
+  }
+
+  // RES-8: the loop did not run for `gap` (a pause): every clock moves forward by it, so that
+  // nobody is closed for the time the server itself was not running.
+  void shift_clocks(Clock::duration gap) {
+    for (auto& [fd, c] : conns_) {
+      c->accepted += gap;
+      c->last_rx += gap;
+      c->out_progress += gap;
+      c->drain_deadline += gap;
+    }
+  }
+
+  // Bytes waiting in the socket (read before closing for silence, RES-8).
+  static bool bytes_waiting(int fd) {
+    int n = 0;
+    return ::ioctl(fd, FIONREAD, &n) == 0 && n > 0;
+  }
+
+  // The idle, frame and write timeouts (RES-3, RES-4, RES-5) and the drain deadlines.
+  void sweep() {
+    last_sweep_ = now_;
+    std::vector<Conn*> expired;
+    for (auto& [fd, cp] : conns_) {
+      Conn* c = cp.get();
+      if (c->state == Conn::State::Draining) {
+        if (c->drain_deadline <= now_) expired.push_back(c);
+        continue;
+      }
+      if (c->unsent() > 0) {  // a peer that does not read its replies
+        if (now_ - c->out_progress > opt_.write_timeout) expired.push_back(c);
+        continue;
+      }
+      if (c->state != Conn::State::Open) continue;
+      Clock::time_point deadline;
+      if (handshaking(c->session)) deadline = c->accepted + opt_.idle_timeout;
+      else if (c->session.unfinished()) deadline = c->last_rx + opt_.frame_timeout;
+      else deadline = c->last_rx + opt_.idle_timeout;
+      if (now_ > deadline && !bytes_waiting(c->fd)) expired.push_back(c);
+    }
+    for (Conn* c : expired) close_conn(c);
+  }
+
+  template <class S>
+  static bool handshaking(const S& s) {
+    if constexpr (requires { s.handshaking(); }) return s.handshaking();
+    else return false;
   }
 
   void on_event(Conn* c, std::uint32_t ev) {
@@ -197,16 +330,20 @@ class Worker {
   // Returns false if the connection was closed.
   bool read_some(Conn* c) {
     for (int round = 0; round < 16 && c->state == Conn::State::Open; ++round) {
-      if (c->unsent() >= kHighWater) {
+      if (c->unsent() >= opt_.max_output) {  // RES-5: requests wait in the socket
         c->paused = true;
         break;
       }
       auto space = c->session.prepare();
       const ssize_t n = ::recv(c->fd, space.data(), space.size(), MSG_DONTWAIT);
       if (n > 0) {
+        c->last_rx = now_;
         c->session.commit(static_cast<std::size_t>(n));
         process(c);
-        if (static_cast<std::size_t>(n) < space.size()) break;  // the socket is (probably) empty
+        if (static_cast<std::size_t>(n) < space.size()) {  // the socket is (probably) empty
+          c->session.release_if_empty();
+          break;
+        }
       } else if (n == 0) {
         c->session.end_of_input();  // STD-ECHO-5 / LF-ECHO-3: a partial frame is dropped
         c->state = Conn::State::Finishing;
@@ -248,8 +385,7 @@ class Worker {
     if (!c->session.process(out)) {
       if (c->session.error()) ++counters_.protocol_errors;  // not for a close handshake
       c->state = Conn::State::Closing;  // STD-ECHO-4 / LF-ECHO-2: replies first, then close
-      // A peer that never reads its replies must not keep the connection forever.
-      c->drain_deadline = Clock::now() + kClosingTime;
+      // A peer that never reads its replies is closed by the write timeout (sweep).
       ++draining_;
     }
   }
@@ -289,6 +425,7 @@ class Worker {
   void after_io(Conn* c) {
     if (!flush(c)) return;
     if (c->unsent() == 0) {
+      c->out_progress = now_;
       if (c->state == Conn::State::Finishing) {
         close_conn(c);
         return;
@@ -301,7 +438,8 @@ class Worker {
         c->drain_deadline = Clock::now() + kDrainTime;
       }
     }
-    if (c->paused && c->unsent() <= kLowWater) c->paused = false;
+    if (c->paused && c->unsent() <= opt_.max_output / 4) c->paused = false;
+    account(c);
     std::uint32_t want = 0;
     if ((c->state == Conn::State::Open && !c->paused) || c->state == Conn::State::Draining) want |= EPOLLIN;
     if (c->unsent() > 0) want |= EPOLLOUT;
@@ -321,6 +459,7 @@ class Worker {
       const ssize_t n = ::send(c->fd, c->out.data() + c->out_off, c->unsent(), MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n > 0) {
         c->out_off += static_cast<std::size_t>(n);
+        c->out_progress = now_;
       } else if (n < 0 && errno == EINTR) {
         continue;
       } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -332,9 +471,9 @@ class Worker {
     }
     if (c->unsent() == 0) {
       c->out_off = 0;
-      if (c->out.capacity() > 4 * kHighWater) fp::Bytes().swap(c->out);  // after a huge reply
+      if (c->out.capacity() > kKeepOut) fp::Bytes().swap(c->out);  // held memory goes back
       else c->out.clear();
-    } else if (c->out_off > kHighWater) {
+    } else if (c->out_off > opt_.max_output) {
       c->out.erase(c->out.begin(), c->out.begin() + static_cast<std::ptrdiff_t>(c->out_off));
       c->out_off = 0;
     }
@@ -357,26 +496,20 @@ class Worker {
     close_conn(c);
   }
 
-  void sweep_drains() {
-    const auto now = Clock::now();
-    if (now - last_sweep_ < std::chrono::milliseconds(100)) return;
-    last_sweep_ = now;
-    std::vector<Conn*> expired;
-    for (auto& [fd, c] : conns_)
-      if ((c->state == Conn::State::Draining || c->state == Conn::State::Closing) && c->drain_deadline <= now)
-        expired.push_back(c.get());
-    for (Conn* c : expired) close_conn(c);
-  }
-
   P proto_;
   const Options& opt_;
+  Shared& shared_;
   int listen_fd_;
+  int evict_fd_;
   int ep_ = -1;
   int stop_fd_ = -1;
   char listen_tag_ = 0;
   char stop_tag_ = 0;
+  char evict_tag_ = 0;
   bool stopping_ = false;
-  int draining_ = 0;  // connections in Closing or Draining (they have a deadline)
+  int draining_ = 0;  // connections in Closing or Draining
+  Clock::time_point now_{};        // when the loop last woke
+  Clock::time_point last_loop_{};  // when it last went to sleep
   Clock::time_point last_sweep_{};
   bool accept_paused_ = false;
   Clock::time_point accept_resume_{};
@@ -399,18 +532,54 @@ int make_listener(const sockaddr_storage& addr, socklen_t len) {
 
 std::string usage() {
   return "usage: fp-server (--codec JSON | --protocol " + fp::cli::protocol_choices() + ") --listen HOST:PORT\n"
-         "                 [--sink] [--threads N]\n"
+         "                 [--sink] [--threads N] [--memory-budget BYTES] [--idle-timeout-ms MS]\n"
+         "                 [--frame-timeout-ms MS] [--max-output-bytes BYTES] [--write-timeout-ms MS]\n"
+         "                 [--max-connections N]\n"
          "  --codec JSON   e.g. '{\"protocol\": \"length-field\", \"length_field\": {\"offset\": 2, \"size\": -4}}'\n"
          "  --threads N    event loops (default: the number of online CPUs)\n"
-         "  --sink         decode and count frames, send nothing\n";
+         "  --sink         decode and count frames, send nothing\n"
+         "  resource limits (*-RES-*, defaults): --memory-budget 268435456 (held memory of all connections),\n"
+         "  --idle-timeout-ms 30000, --frame-timeout-ms 10000, --max-output-bytes 1048576 (per connection),\n"
+         "  --write-timeout-ms 10000, --max-connections 4096\n";
+}
+
+// The largest frame (websocket: message) a protocol accepts, held whole before it is answered:
+// the memory budget may not be below it (RES-1).
+template <class P>
+std::uint64_t largest_held(const P& proto) {
+  if constexpr (requires { proto.max_message(); }) return proto.max_message();
+  else if constexpr (requires { proto.max_header_size(); }) return proto.max_header_size() + proto.max_payload();
+  else return proto.max_payload();
+}
+
+// RES-6/RES-7: raise the soft descriptor limit towards the hard one, enough for the connection
+// limit plus the listeners, event fds and a margin (never lowered).
+void raise_nofile(int max_connections, int threads) {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+  const rlim_t want = static_cast<rlim_t>(max_connections) + 4 * static_cast<rlim_t>(threads) + 64;
+  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+    rl.rlim_cur = rl.rlim_max == RLIM_INFINITY ? want : std::min(want, rl.rlim_max);
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
 }
 
 // Runs one worker per listener until SIGINT/SIGTERM (blocked in `sigs`), then returns the sum of
 // their counters.
 template <class P>
 Counters serve(const P& proto, const Options& opt, const std::vector<int>& listeners, const sigset_t& sigs) {
+  Shared shared;
+  for (std::size_t i = 0; i < listeners.size(); ++i) {
+    const int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (efd < 0) {
+      std::perror("fp-server: eventfd");
+      std::exit(1);
+    }
+    shared.evict_fds.push_back(efd);
+  }
   std::vector<std::unique_ptr<Worker<P>>> workers;
-  for (int fd : listeners) workers.push_back(std::make_unique<Worker<P>>(proto, opt, fd));
+  for (std::size_t i = 0; i < listeners.size(); ++i)
+    workers.push_back(std::make_unique<Worker<P>>(proto, opt, shared, listeners[i], shared.evict_fds[i]));
   std::vector<std::thread> threads;
   for (auto& w : workers) threads.emplace_back([&w] { w->run(); });
 
@@ -425,19 +594,45 @@ Counters serve(const P& proto, const Options& opt, const std::vector<int>& liste
     total.bytes += w->counters().bytes;
     total.protocol_errors += w->counters().protocol_errors;
   }
+  workers.clear();
+  for (int efd : shared.evict_fds) ::close(efd);
   return total;  // the workers close every connection and listener
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  fp::cli::Args args(argc, argv, usage(), {"sink"}, {"codec", "protocol", "listen", "threads"});
+  fp::cli::Args args(argc, argv, usage(), {"sink"},
+                     {"codec", "protocol", "listen", "threads", "memory-budget", "idle-timeout-ms", "frame-timeout-ms",
+                      "max-output-bytes", "write-timeout-ms", "max-connections"});
   const fp::cli::CodecOption codec = fp::cli::codec_option(args);
   Options opt;
   opt.sink = args.has("sink");
   const unsigned hw = std::thread::hardware_concurrency();
   opt.threads = args.num<int>("threads", hw ? static_cast<int>(hw) : 1);
   if (opt.threads < 1) args.die("--threads must be at least 1");
+  // resource limits: positive integers (anything else is a usage error)
+  auto positive = [&](const char* name, std::int64_t def) {
+    const auto v = args.num<std::int64_t>(name, def);
+    if (v < 1) args.die(std::string("--") + name + " must be a positive integer");
+    return v;
+  };
+  opt.memory_budget = positive("memory-budget", opt.memory_budget);
+  opt.idle_timeout = std::chrono::milliseconds(positive("idle-timeout-ms", opt.idle_timeout.count()));
+  opt.frame_timeout = std::chrono::milliseconds(positive("frame-timeout-ms", opt.frame_timeout.count()));
+  opt.max_output = static_cast<std::size_t>(positive("max-output-bytes", static_cast<std::int64_t>(opt.max_output)));
+  opt.write_timeout = std::chrono::milliseconds(positive("write-timeout-ms", opt.write_timeout.count()));
+  const std::int64_t max_conns = positive("max-connections", opt.max_connections);
+  if (max_conns > (1 << 24)) args.die("--max-connections: at most 16777216");
+  opt.max_connections = static_cast<int>(max_conns);
+  const std::uint64_t largest = std::visit([](const auto& p) { return largest_held(p); }, codec.protocol);
+  if (static_cast<std::uint64_t>(opt.memory_budget) < largest)
+    args.die("--memory-budget " + std::to_string(opt.memory_budget) + " is below the largest frame the codec accepts (" +
+             std::to_string(largest) + " bytes)");
+  raise_nofile(opt.max_connections, opt.threads);
+  // A fixed mmap threshold: big frame buffers are mapped and given back to the system when freed
+  // (glibc's dynamic threshold would move them into the heap, where RSS keeps them; RES-1).
+  mallopt(M_MMAP_THRESHOLD, 256 << 10);
   if (!args.has("listen")) args.die("--listen HOST:PORT is required");
   auto hp = fp::cli::split_host_port(args.str("listen"));
   if (!hp) args.die("--listen: expected HOST:PORT");

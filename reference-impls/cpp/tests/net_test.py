@@ -568,6 +568,77 @@ def usage_errors_exit_2():
 
 
 @test
+def resource_limit_flags():
+    """reference-impls/README.md "Resource limits" (*-RES-*): the generic flags take positive integers
+    (else a usage error), a budget below the largest frame is a usage error; the idle timeout closes a
+    silent connection (counted from the accept), the frame timeout one stopped inside a frame, both
+    leaving a busy connection alone; beyond --max-connections a connection is closed at once while the
+    others are served; over the memory budget the connection holding the most is closed, never the
+    small holder."""
+    for args, want in ((["--idle-timeout-ms", "0"], "--idle-timeout-ms must be a positive integer"),
+                       (["--memory-budget", "-5"], "--memory-budget must be a positive integer"),
+                       (["--max-connections", "x"], "--max-connections: not a number"),
+                       (["--memory-budget", "1000"], "below the largest frame"),
+                       (["--codec", '{"protocol": "websocket", "websocket": {"max_message": 2000000}}',
+                         "--memory-budget", "1999999"], "below the largest frame")):
+        full = (["--protocol", "standard"] if "--codec" not in args else []) + args + ["--listen", "127.0.0.1:0"]
+        p = subprocess.run([SERVER] + full, capture_output=True, text=True, timeout=10)
+        check(p.returncode == 2 and p.stderr.startswith("usage error: ") and want in p.stderr.splitlines()[0],
+              "fp-server %r: rc %d stderr %r" % (args, p.returncode, p.stderr))
+    with Server("--protocol", "standard", "--threads", "1", "--idle-timeout-ms", "300", "--frame-timeout-ms", "600",
+                "--max-connections", "3") as srv:
+        silent = connect(srv.port)
+        partial = connect(srv.port)
+        partial.sendall(std_frame(1, 1, b"x" * 100)[:50])   # inside a frame: the frame timeout
+        busy = connect(srv.port)
+        t0 = time.monotonic()
+        over = connect(srv.port)                             # the fourth: closed at once, nothing written
+        check(read_to_eof(over, 3.0) == b"", "the connection beyond --max-connections got bytes")
+        check(time.monotonic() - t0 < 2.0, "the connection beyond the limit was not closed at once")
+        for i in range(8):                                   # busy keeps talking past the idle timeout
+            busy.sendall(std_frame(1, i, b"ping"))
+            check(read_std(busy) == (0x81, i, b"ping"), "busy connection not echoed")
+            time.sleep(0.1)
+        check(read_to_eof(silent, 3.0) == b"", "the silent connection got bytes")
+        t_silent = time.monotonic() - t0
+        check(read_to_eof(partial, 3.0) == b"", "the partial frame got a reply")
+        t_partial = time.monotonic() - t0
+        check(0.25 <= t_silent <= 2.5, "silent connection closed after %.2f s (idle timeout 0.3 s)" % t_silent)
+        check(0.55 <= t_partial <= 3.0, "unfinished frame closed after %.2f s (frame timeout 0.6 s)" % t_partial)
+        busy.sendall(std_frame(1, 9, b"still"))
+        check(read_std(busy) == (0x81, 9, b"still"), "busy connection closed by a timeout")
+    # the budget: unfinished frames of 3 and 3.5 MiB do not fit in 5 MiB; the bigger holder is closed, the
+    # small holder (1 KiB unfinished) keeps its connection and is served
+    codec = '{"protocol": "standard", "limits": {"max_payload": 4194304}}'
+    with Server("--codec", codec, "--threads", "1", "--memory-budget", str(5 << 20)) as srv:
+        small = connect(srv.port)
+        small.sendall(std_frame(1, 1, b"s" * 1000)[:500])
+        big = [connect(srv.port) for _ in range(2)]
+        for k, b in enumerate(big):
+            try:
+                n = (3 << 20) + k * (512 << 10)  # the second frame is the bigger one
+                b.sendall(std_frame(1, 1, bytes([65 + k]) * n)[:n - 10])
+            except OSError:
+                pass
+            time.sleep(0.3)
+        closed = [closed_within(b, 3.0) for b in big]
+        check(closed == [False, True], "over the budget closed %r (want the second, bigger holder)" % closed)
+        small.sendall(std_frame(1, 1, b"s" * 1000)[500:])
+        check(read_std(small) == (0x81, 1, b"s" * 1000), "the small holder was not served")
+
+
+def closed_within(sock, timeout):
+    """True if the peer closed (EOF or reset) within `timeout` s, nothing received."""
+    sock.settimeout(timeout)
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
+    except socket.timeout:
+        return False
+
+
+@test
 def codec_and_protocol_are_the_same():
     """--protocol NAME is --codec '{"protocol": NAME}'; fp-load reports the codec object as given."""
     codec = '{"protocol": "length-field", "limits": {"max_payload": 300}, "length_field": {"offset": 1, "size": -2}}'

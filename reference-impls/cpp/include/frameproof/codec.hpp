@@ -149,6 +149,19 @@ class FrameBuffer {
   }
   [[nodiscard]] std::size_t buffered() const { return end_ - start_; }
   [[nodiscard]] std::size_t capacity() const { return cap_; }
+  // Held memory (*-RES-1): the bytes of the unfinished frame at the front, or what was allocated
+  // for it beyond the read chunk, if that is more; 0 when nothing is buffered.
+  [[nodiscard]] std::size_t held() const {
+    const std::size_t b = end_ - start_;
+    return b ? std::max(b, cap_ > chunk_ ? cap_ : std::size_t{0}) : 0;
+  }
+  // Gives a buffer grown for a big frame back once it holds nothing (fp-server, between reads).
+  void release_if_empty() {
+    if (start_ == end_ && cap_ > 2 * chunk_) {
+      buf_.reset();
+      cap_ = start_ = end_ = 0;
+    }
+  }
   // Stream offset of the first buffered byte.
   [[nodiscard]] std::uint64_t position() const { return base_; }
 
@@ -230,6 +243,10 @@ class Decoder {
   P proto_;
   FrameBuffer buf_;
   std::optional<ProtocolError> error_;
+
+ public:
+  [[nodiscard]] std::size_t held() const { return buf_.held(); }
+  void release_if_empty() { buf_.release_if_empty(); }
 };
 
 // Out of line: each protocol module instantiates it once (extern template), next to its

@@ -98,6 +98,8 @@ class RpcDecoder {
   [[nodiscard]] const std::optional<ProtocolError>& error() const { return error_; }
   [[nodiscard]] std::size_t capacity() const { return buf_.capacity(); }
   [[nodiscard]] std::uint64_t position() const { return buf_.position(); }
+  [[nodiscard]] std::size_t held() const { return buf_.held(); }
+  void release_if_empty() { buf_.release_if_empty(); }
 
  private:
   Status fail(const char* req, const char* msg) {
@@ -204,6 +206,10 @@ class RpcSession {
 
   [[nodiscard]] bool closed() const { return closed_; }
   [[nodiscard]] const std::optional<ProtocolError>& error() const { return error_; }
+  // fp-server's resource limits (session.hpp)
+  [[nodiscard]] std::size_t held() const { return dec_.held(); }
+  [[nodiscard]] bool unfinished() const { return dec_.held() != 0; }
+  void release_if_empty() { dec_.release_if_empty(); }
 
  private:
   // Sets the reply (reply_len_ 0: none); false if the unary endpoint closes on this frame.

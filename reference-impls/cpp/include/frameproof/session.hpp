@@ -14,7 +14,9 @@
 //                                                 marks what fp-server --sink still sends: the
 //                                                 websocket handshake answer, pongs, close frames)
 // The rpc and websocket modules have sessions of their own with the same interface
-// (RpcSession, WsSession).
+// (RpcSession, WsSession), resource accounting included: held(), unfinished(), release_if_empty();
+// a session with an opening handshake also says handshaking() (the idle timeout bounds it from
+// the accept).
 #pragma once
 
 #include "frameproof/codec.hpp"
@@ -75,6 +77,12 @@ class EchoSession {
 
   [[nodiscard]] bool closed() const { return closed_; }
   [[nodiscard]] const std::optional<ProtocolError>& error() const { return dec_.error(); }
+
+  // fp-server's resource limits (*-RES-*): held input memory, whether a frame is unfinished
+  // (the frame timeout applies instead of the idle one), giving a big buffer back between reads.
+  [[nodiscard]] std::size_t held() const { return dec_.held(); }
+  [[nodiscard]] bool unfinished() const { return dec_.held() != 0; }
+  void release_if_empty() { dec_.release_if_empty(); }
 
  private:
   Decoder<P> dec_;

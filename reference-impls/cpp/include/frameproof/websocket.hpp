@@ -110,6 +110,10 @@ class WsDecoder {
   [[nodiscard]] const std::optional<ProtocolError>& error() const { return error_; }
   [[nodiscard]] std::size_t capacity() const { return buf_.capacity(); }
   [[nodiscard]] std::uint64_t position() const { return buf_.position(); }
+  [[nodiscard]] std::size_t held() const { return buf_.held(); }
+  // Inside a fragmented message (between its frames).
+  [[nodiscard]] bool in_message() const { return in_message_; }
+  void release_if_empty() { buf_.release_if_empty(); }
   // A close frame was delivered.
   [[nodiscard]] bool closed() const { return closed_; }
 
@@ -215,6 +219,17 @@ class WsSession {
 
   [[nodiscard]] bool closed() const { return closed_; }
   [[nodiscard]] const std::optional<ProtocolError>& error() const { return error_; }
+  // fp-server's resource limits (session.hpp): the unfinished frame, the fragments of an
+  // unfinished message and a partial opening handshake are held memory.
+  [[nodiscard]] std::size_t held() const {
+    return dec_.held() + (msg_.empty() ? 0 : msg_.capacity()) + (handshaken_ ? 0 : hs_len_) + masked_.capacity();
+  }
+  [[nodiscard]] bool unfinished() const { return dec_.held() != 0 || dec_.in_message() || !msg_.empty(); }
+  [[nodiscard]] bool handshaking() const { return !handshaken_ && !closed_; }
+  void release_if_empty() {
+    dec_.release_if_empty();
+    if (msg_.empty() && msg_.capacity() > 0) Bytes().swap(msg_);
+  }
 
  private:
   template <class Out>
