@@ -21,6 +21,9 @@ mod pb {
     include!(concat!(env!("OUT_DIR"), "/frameproof.testee.v1.rs"));
 }
 
+#[cfg(feature = "discovery")]
+mod discovery;
+
 use pb::completion::Kind;
 use pb::testee_request::Request;
 use pb::testee_response::Result as Resp;
@@ -58,21 +61,7 @@ fn main() {
                 std::process::exit(1);
             }
         }
-        let result = match pb::TesteeRequest::decode(&msg[..]) {
-            Ok(req) => std::panic::catch_unwind(|| handle(req)).unwrap_or_else(|p| {
-                let what = p
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_else(|| "panic".into());
-                Resp::RuntimeError(format!("internal error: {what}"))
-            }),
-            Err(e) => Resp::RuntimeError(format!("cannot parse TesteeRequest: {e}")),
-        };
-        let out = pb::TesteeResponse {
-            result: Some(result),
-        }
-        .encode_to_vec();
+        let out = answer(&msg);
         let ok = output
             .write_all(&(out.len() as u32).to_le_bytes())
             .and_then(|_| output.write_all(&out))
@@ -97,6 +86,53 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<bool> {
         }
     }
     Ok(true)
+}
+
+/// The encoded `TesteeResponse` to one encoded request (a discovery script's answer is the
+/// wire-compatible `TesteeDiscoveryResponse`, spec/testee.md).
+fn answer(msg: &[u8]) -> Vec<u8> {
+    let result = match pb::TesteeRequest::decode(msg) {
+        #[cfg(feature = "discovery")]
+        Ok(pb::TesteeRequest { request: None }) => {
+            match pb::TesteeDiscoveryRequest::decode(msg) {
+                Ok(pb::TesteeDiscoveryRequest {
+                    discovery: Some(d),
+                }) => {
+                    let r = guarded(|| discovery::run(&d));
+                    return match r {
+                        Ok(d) => pb::TesteeDiscoveryResponse {
+                            discovery: Some(d),
+                            ..Default::default()
+                        },
+                        Err(e) => pb::TesteeDiscoveryResponse {
+                            runtime_error: e,
+                            ..Default::default()
+                        },
+                    }
+                    .encode_to_vec();
+                }
+                _ => Resp::Skipped("empty or unknown request".into()),
+            }
+        }
+        Ok(req) => guarded(|| handle(req)).unwrap_or_else(Resp::RuntimeError),
+        Err(e) => Resp::RuntimeError(format!("cannot parse TesteeRequest: {e}")),
+    };
+    pb::TesteeResponse {
+        result: Some(result),
+    }
+    .encode_to_vec()
+}
+
+/// Runs `f`, turning a panic into the runtime error it answers.
+fn guarded<T>(f: impl FnOnce() -> T + std::panic::UnwindSafe) -> Result<T, String> {
+    std::panic::catch_unwind(f).map_err(|p| {
+        let what = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "panic".into());
+        format!("internal error: {what}")
+    })
 }
 
 fn handle(req: pb::TesteeRequest) -> Resp {
@@ -133,6 +169,8 @@ fn hello(h: &pb::HelloRequest) -> pb::HelloResponse {
     let mut features = vec!["decode".to_string(), "encode".into(), "match".into()];
     if version >= 2 {
         features.push("serve".into());
+        #[cfg(feature = "discovery")]
+        features.push("discovery".into());
     }
     pb::HelloResponse {
         harness_version: version,
@@ -479,7 +517,11 @@ mod tests {
         for max in [2, 3, 100] {
             let h = hello(max);
             assert_eq!(h.harness_version, 2, "max {max}");
-            assert_eq!(h.features, vec!["decode", "encode", "match", "serve"]);
+            let mut want = vec!["decode", "encode", "match", "serve"];
+            if cfg!(feature = "discovery") {
+                want.push("discovery");
+            }
+            assert_eq!(h.features, want);
         }
     }
 
