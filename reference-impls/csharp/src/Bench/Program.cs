@@ -29,13 +29,14 @@ namespace Frameproof.Bench
 
         public static int Main(string[] args)
         {
+            if (Micro.Wants(args)) return Micro.Run(args);   // the contract of tools/bench/microbench.md
             string json = null;
             for (int i = 0; i < args.Length; i++)
             {
                 if (args[i] == "--quick") _budgetMs = 60;
                 else if (args[i] == "--json" && i + 1 < args.Length) json = args[++i];
                 else if (args[i] == "--budget-ms" && i + 1 < args.Length) _budgetMs = double.Parse(args[++i], CultureInfo.InvariantCulture);
-                else { Console.Error.WriteLine("usage: fp-bench [--quick] [--budget-ms MS] [--json FILE]"); return 2; }
+                else { Console.Error.WriteLine("usage: fp-bench [--quick] [--budget-ms MS] [--json FILE] | --case NAME --iterations N --json FILE [--samples S] [--warmup W] | --list"); return 2; }
             }
             Console.WriteLine("fp-bench (csharp, " + RuntimeName() + "), allocation counter: GC.GetAllocatedBytesForCurrentThread");
             Console.WriteLine(string.Format("{0,-40} {1,8} {2,12} {3,16}", "Method", "Payload", "ns/op", "Allocated B/op"));

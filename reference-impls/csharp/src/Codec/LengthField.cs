@@ -419,5 +419,14 @@ namespace Frameproof.Codec
         }
 
         public override FrameCodec Create(CodecSpec spec) { return new LengthFieldCodec(spec); }
+
+        /// <summary>Micro-benchmarks: payloads that do not fit the default 2-byte length use the 4-byte
+        /// profile (offset 0, size 4), as the case catalog says.</summary>
+        public override CodecSpec BenchSpec(int payload)
+        {
+            if (payload <= ushort.MaxValue) return CodecSpec.Named(Name);
+            return new CodecSpec { Protocol = Name, ParamsKey = ParamsKey, Params = new LengthFieldProfile(0, 4),
+                Json = "{\"protocol\": \"length-field\", \"length_field\": {\"offset\": 0, \"size\": 4}}" };
+        }
     }
 }

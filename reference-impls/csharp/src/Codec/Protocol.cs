@@ -30,7 +30,7 @@ namespace Frameproof.Codec
     /// One protocol's entry in the <see cref="Registry"/>: its name, how its parameters are read from
     /// the codec JSON, and a factory for configured codecs.
     /// </summary>
-    public abstract class ProtocolModule
+    public abstract partial class ProtocolModule
     {
         public abstract string Name { get; }
 
@@ -60,7 +60,7 @@ namespace Frameproof.Codec
     /// only this class; everything protocol-specific lives in the protocol's module.
     /// Frames are (flag, sequence, payload): standard's header; protocols without one use 0, 0.
     /// </summary>
-    public abstract class FrameCodec
+    public abstract partial class FrameCodec
     {
         public readonly CodecSpec Spec;
         /// <summary>The effective maximum payload (the spec default for 0).</summary>

@@ -684,6 +684,36 @@ namespace Frameproof.Codec
         public override IRequestMatcher NewMatcher(IMatchObserver observer, long timeoutMs) { throw new NotSupportedException(NotByteLevel); }
         public override int WriteRequest(byte sequence, ReadOnlySpan<byte> payload, Span<byte> dest) { throw new NotSupportedException(NotByteLevel); }
         public override int WriteOneWay(byte sequence, ReadOnlySpan<byte> payload, Span<byte> dest) { throw new NotSupportedException("rpc has no one-way call"); }
+
+        // ---------------------------------------------------------------- micro-benchmarks (tools/bench/microbench.md)
+
+        /// <summary>A unary echo REQUEST with id <paramref name="index"/>, flags 0, as fp-load sends it.</summary>
+        public override byte[] BenchRequest(long index, ReadOnlySpan<byte> payload)
+        {
+            var r = new byte[EncodedLength(payload.Length)];
+            WriteEchoRequest((uint)index, 0, payload, r);
+            return r;
+        }
+
+        sealed class BenchRpcDecoder : BenchDecoder, IRpcFrameHandler
+        {
+            readonly RpcDecoder _d;
+            public BenchRpcDecoder(long maxBody) { _d = new RpcDecoder(maxBody); }
+            public override bool Feed(ReadOnlySpan<byte> data) { return _d.Feed(data, this); }
+            public bool OnFrame(ref RpcFrame f) { Consume(f.Payload); return true; }
+            public override void Dispose() { _d.Dispose(); }
+        }
+
+        public override BenchDecoder NewBenchDecoder() { return new BenchRpcDecoder(MaxBody); }
+
+        public override int BenchReplyLength(int payloadLength) { return RpcTypes.HeaderLength + 2 + payloadLength; }
+
+        /// <summary>The unary endpoint's RESPONSE: code 0, flags END_STREAM, the request's id (RpcSession's reply path).</summary>
+        public override int WriteBenchReply(long index, ReadOnlySpan<byte> payload, Span<byte> dest)
+        {
+            return RpcEncoder.Write(RpcTypes.Response, RpcTypes.EndStream, 0, (uint)index, RpcTypes.CodeOk,
+                ReadOnlySpan<byte>.Empty, ReadOnlySpan<byte>.Empty, payload, dest);
+        }
         public override int MaxInFlight { get { return 1 << 16; } }
 
         // ---------------------------------------------------------------- load client

@@ -984,6 +984,57 @@ namespace Frameproof.Codec
         public override IRequestMatcher NewMatcher(IMatchObserver observer, long timeoutMs) { throw new NotSupportedException(NotByteLevel); }
         public override int WriteRequest(byte sequence, ReadOnlySpan<byte> payload, Span<byte> dest) { throw new NotSupportedException(NotByteLevel); }
         public override int WriteOneWay(byte sequence, ReadOnlySpan<byte> payload, Span<byte> dest) { throw new NotSupportedException(NotByteLevel); }
+
+        // ---------------------------------------------------------------- micro-benchmarks (tools/bench/microbench.md)
+
+        static readonly byte[] SeedKey = { 0x12, 0x34, 0x56, 0x78 };
+
+        /// <summary>One FIN binary frame, masked with the seed's key 12 34 56 78.</summary>
+        public override byte[] BenchRequest(long index, ReadOnlySpan<byte> payload)
+        {
+            var r = new byte[WsEncoder.HeaderLength(payload.Length, true) + payload.Length];
+            WsEncoder.Write(true, WsOpcodes.Binary, SeedKey, payload, r);
+            return r;
+        }
+
+        sealed class BenchWsDecoder : BenchDecoder, IWsFrameHandler
+        {
+            readonly WsDecoder _d;
+            public BenchWsDecoder(long maxFrame, long maxMessage) { _d = new WsDecoder(true, maxFrame, maxMessage); }
+            public override bool Feed(ReadOnlySpan<byte> data) { return _d.Feed(data, this); }
+            public bool OnFrame(ref WsFrame f) { Consume(f.Payload); return true; }
+            public override void Dispose() { _d.Dispose(); }
+        }
+
+        /// <summary>The server role's decoder (masked frames in, payloads unmasked).</summary>
+        public override BenchDecoder NewBenchDecoder() { return new BenchWsDecoder(MaxFrame, MaxMessage); }
+
+        public override int BenchReplyLength(int payloadLength) { return WsEncoder.HeaderLength(payloadLength, false) + payloadLength; }
+
+        /// <summary>The echo: one unmasked FIN binary frame (WsEchoSession's reply path).</summary>
+        public override int WriteBenchReply(long index, ReadOnlySpan<byte> payload, Span<byte> dest)
+        {
+            return WsEncoder.Write(true, WsOpcodes.Binary, ReadOnlySpan<byte>.Empty, payload, dest);
+        }
+
+        /// <summary>mask/1024/1 (WsMask, the decoder's unmasking routine) and utf8/67/1, utf8/71/1 (the
+        /// validator of text messages), with the seed's key and texts.</summary>
+        public override IDictionary<string, BenchIteration> BenchExtraCases
+        {
+            get
+            {
+                var buf = new byte[1024];
+                for (int i = 0; i < buf.Length; i++) buf[i] = (byte)i;
+                byte[] ascii = Encoding.UTF8.GetBytes("Hello World! This is a test message for UTF-8 validation benchmark.");
+                byte[] mixed = Encoding.UTF8.GetBytes("Hello \u4e16\u754c! \u8fd9\u662f\u4e00\u4e2a\u7528\u4e8e UTF-8 \u9a8c\u8bc1\u7684\u6d4b\u8bd5\u6d88\u606f, mixed ok.");
+                return new Dictionary<string, BenchIteration>
+                {
+                    { "mask/" + buf.Length + "/1", () => { WsMask.Apply(buf, buf, SeedKey, 0); return buf[buf.Length - 1]; } },
+                    { "utf8/" + ascii.Length + "/1", () => Utf8Validator.IsValid(ascii) ? 1 : 0 },
+                    { "utf8/" + mixed.Length + "/1", () => Utf8Validator.IsValid(mixed) ? 1 : 0 },
+                };
+            }
+        }
         public override int MaxInFlight { get { return FifoMatcher.DefaultPendingBound; } }
 
         // ---------------------------------------------------------------- load client
