@@ -17,6 +17,16 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 "${lock[@]}" cargo test --locked 2>&1 | tee "$log"
 test_rc=${PIPESTATUS[0]}
+# The discovery crate's etcd-backed registry (feature "etcd") and its tests against a real etcd
+# (each test starts its own on 127.0.0.1): only where etcd-server and protoc are installed
+# (bash discovery/test-etcd.sh installs them), else skipped with the reason.
+if command -v etcd >/dev/null 2>&1 && command -v protoc >/dev/null 2>&1; then
+  "${lock[@]}" cargo test --locked --release -p fp-discovery --features etcd 2>&1 | tee -a "$log"
+  etcd_rc=${PIPESTATUS[0]}
+  [ "$etcd_rc" -ne 0 ] && test_rc=$etcd_rc
+else
+  echo "test.sh: skipped the etcd registry tests (fp-discovery --features etcd): needs etcd-server and protoc (bash discovery/test-etcd.sh installs them)"
+fi
 passed=$(grep -E '^test result:' "$log" | sed -E 's/.* ([0-9]+) passed.*/\1/' | awk '{s+=$1} END {print s+0}')
 failed=$(grep -E '^test result:' "$log" | sed -E 's/.* ([0-9]+) failed.*/\1/' | awk '{s+=$1} END {print s+0}')
 if [ "$test_rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
