@@ -262,6 +262,16 @@ class Rpc {
   // encodable; returns their length (header_bound(header) at most).
   std::size_t write_header(std::uint8_t* dst, const RpcFrame& header, std::uint64_t len) const;
   [[nodiscard]] std::size_t header_bound(const RpcFrame& h) const;
+  // The unary endpoint's reply header to a REQUEST of the echo service (RPC-ECHO-1, RPC-MODE-2):
+  // RESPONSE, error code 0, flags mode | END_STREAM, the request's id (fp-microbench's encode).
+  [[nodiscard]] std::optional<RpcFrame> echo(const RpcFrame& request) const {
+    RpcFrame r;
+    r.type = rpc::kResponse;
+    r.flags = (request.flags & 3) | rpc::kEndStream;
+    r.id = request.id;
+    r.error_code = rpc::kOk;
+    return r;
+  }
 
   [[nodiscard]] nlohmann::ordered_json frame_json(const RpcFrame& f) const;
   [[nodiscard]] RpcFrame frame_from_json(const nlohmann::ordered_json& j) const;

@@ -359,6 +359,13 @@ class WebSocket {
   // Header (minimal length, WS-LEN-2) and masking key of a frame of `len` payload bytes.
   std::size_t write_header(std::uint8_t* dst, const WsFrame& header, std::uint64_t len) const;
   [[nodiscard]] std::size_t header_bound(const WsFrame&) const { return ws::kMaxHeader; }
+  // The echo of an unfragmented data message (WS-ECHO-1): one unmasked FIN frame, same opcode
+  // (fp-microbench's encode; the session also answers control frames and fragments).
+  [[nodiscard]] std::optional<WsFrame> echo(const WsFrame& request) const {
+    WsFrame r;
+    r.opcode = request.opcode;
+    return r;
+  }
 
   [[nodiscard]] nlohmann::ordered_json frame_json(const WsFrame& f) const;
   [[nodiscard]] WsFrame frame_from_json(const nlohmann::ordered_json& j) const;
