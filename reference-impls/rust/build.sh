@@ -5,5 +5,5 @@
 # protoc). Idempotent: a second run is a no-op build.
 set -euo pipefail
 cd "$(dirname "$0")"
-bash ../../tools/cargo_build.sh fp-testee fp-server fp-load fp-autobahn-client
-echo "build.sh: built target/release/{fp-testee,fp-server,fp-load,fp-autobahn-client}"
+bash ../../tools/cargo_build.sh fp-testee fp-server fp-load fp-autobahn-client fp-microbench
+echo "build.sh: built target/release/{fp-testee,fp-server,fp-load,fp-autobahn-client,fp-microbench}"

@@ -420,6 +420,19 @@ impl Protocol for LengthField {
         self.profile.encode(out, payload, self.max_payload)
     }
 
+    fn bench_reply(&self, request: &Self::Frame, out: &mut BytesMut) -> bool {
+        <Self as Echo>::reply(self, request, out);
+        true
+    }
+
+    /// Payloads beyond the 2-byte default field use the 4-byte profile on both ends.
+    fn bench_codec(payload: usize) -> Option<CodecConfig> {
+        (payload > 0xFFFF).then(|| {
+            CodecConfig::parse(r#"{"protocol": "length-field", "length_field": {"offset": 0, "size": 4}}"#)
+                .expect("a valid codec")
+        })
+    }
+
     fn largest_unit(&self) -> u64 {
         crate::effective_max(self.max_payload).min(self.profile.size.capacity())
     }

@@ -53,6 +53,48 @@ pub trait Protocol: Sized + Clone + Send + Sync + 'static {
     /// budget below it is a usage error (`*-RES-1`).
     fn largest_unit(&self) -> u64;
 
+    // -- micro-benchmarks (tools/bench/microbench.md, fp-microbench)
+
+    /// The codec the benchmarks run `payload`-byte requests with (`Protocol.bench_codec` of the
+    /// suite); `None`: the default one carries them.
+    fn bench_codec(_payload: usize) -> Option<CodecConfig> {
+        None
+    }
+
+    /// Appends the first `count` requests of a load-client connection with `len`-byte payloads
+    /// (request i's payload written by `fill(i, payload)`), as fp-load writes them; a protocol
+    /// whose client masks uses the fixed key `12 34 56 78`. Default: through the client matcher.
+    fn bench_requests(
+        &self,
+        count: usize,
+        len: usize,
+        out: &mut BytesMut,
+        fill: &mut dyn FnMut(u64, &mut [u8]),
+    ) -> Result<(), String> {
+        let mut client = self.client::<u64>(1 << 40);
+        for i in 0..count as u64 {
+            client
+                .send_request(0, i, len, out, |p| fill(i, p))
+                .map_err(|e| format!("request {i} refused: {e:?}"))?;
+        }
+        Ok(())
+    }
+
+    /// Appends the echo server's reply to `request` with the encoder of its reply path; false
+    /// where the protocol has no such single-frame reply (no encode benchmark then).
+    fn bench_reply(&self, _request: &Self::Frame, _out: &mut BytesMut) -> bool {
+        false
+    }
+
+    /// The protocol's own micro-benchmark cases: (op, payload) pairs.
+    const BENCH_EXTRA: &'static [(&'static str, usize)] = &[];
+
+    /// One of [`Protocol::BENCH_EXTRA`]: its input and the routine one iteration runs over it
+    /// (returning what is consumed into the checksum).
+    fn bench_extra(&self, _op: &str, _payload: usize) -> Option<(Vec<u8>, BenchRoutine)> {
+        None
+    }
+
     /// What the protocol itself says on the wire about an error (an rpc error code, a WebSocket
     /// close code), as the fields of the testee's `ProtocolError.detail` oneof
     /// (`{"websocket": {"close_code": 1002}}`); `None` where it says nothing.
@@ -364,6 +406,9 @@ pub struct Served {
     /// Why, if the input broke a requirement.
     pub error: Option<ProtocolError>,
 }
+
+/// A micro-benchmark routine over its input buffer, returning what is consumed (checksum).
+pub type BenchRoutine = fn(&mut [u8]) -> u64;
 
 /// The server side of one connection: bytes in, bytes out, closed or not, and the classified
 /// error. The network server is a loop around it (read into [`ServerSession::buffer_mut`],

@@ -479,6 +479,12 @@ impl Protocol for Rpc {
         encode(out, f, self.max_body)
     }
 
+    /// The unary endpoint's RESPONSE (`RPC-ECHO-1`).
+    fn bench_reply(&self, request: &RpcFrame, out: &mut BytesMut) -> bool {
+        RpcSession::unary(request, out);
+        true
+    }
+
     fn largest_unit(&self) -> u64 {
         self.max_body
     }

@@ -295,6 +295,11 @@ impl Protocol for Standard {
         encode(out, f.flag, f.sequence, &f.payload, self.max_payload)
     }
 
+    fn bench_reply(&self, request: &Self::Frame, out: &mut BytesMut) -> bool {
+        <Self as Echo>::reply(self, request, out);
+        true
+    }
+
     fn largest_unit(&self) -> u64 {
         effective_max(self.max_payload)
     }

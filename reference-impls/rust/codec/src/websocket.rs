@@ -32,6 +32,8 @@ pub const PONG: u8 = 0xA;
 /// Default frame limit (`limits.max_payload`, WS-LIM-1): 10 MiB.
 pub const DEFAULT_MAX_FRAME: u64 = 10 * 1024 * 1024;
 /// Default message limit (`websocket.max_message`, WS-LIM-2): 100 MiB.
+/// The masking key of the micro-benchmarks (the seed's, tools/bench/microbench.md).
+pub const BENCH_KEY: [u8; 4] = [0x12, 0x34, 0x56, 0x78];
 pub const DEFAULT_MAX_MESSAGE: u64 = 100 * 1024 * 1024;
 /// RFC 6455 §1.3.
 pub const GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
@@ -690,6 +692,53 @@ impl Protocol for WebSocket {
 
     fn encode(&self, f: &WsFrame, out: &mut BytesMut) -> Result<(), ProtocolError> {
         encode(out, f, self.max_frame)
+    }
+
+    /// Masked binary FIN frames with the seed's key `12 34 56 78`.
+    fn bench_requests(
+        &self,
+        count: usize,
+        len: usize,
+        out: &mut BytesMut,
+        fill: &mut dyn FnMut(u64, &mut [u8]),
+    ) -> Result<(), String> {
+        for i in 0..count as u64 {
+            put_masked_frame(out, BINARY, BENCH_KEY, len, |p| fill(i, p));
+        }
+        Ok(())
+    }
+
+    /// The echo session's reply: an unmasked server frame of the message's opcode.
+    fn bench_reply(&self, request: &WsFrame, out: &mut BytesMut) -> bool {
+        put_server_frame(out, request.opcode as u8, &request.payload);
+        true
+    }
+
+    /// The seed's masking benchmark and the text validation of WS-UTF8-* (tools/bench/microbench.md).
+    const BENCH_EXTRA: &'static [(&'static str, usize)] = &[("mask", 1024), ("utf8", 67), ("utf8", 71)];
+
+    fn bench_extra(&self, op: &str, payload: usize) -> Option<(Vec<u8>, crate::protocol::BenchRoutine)> {
+        fn mask_once(b: &mut [u8]) -> u64 {
+            mask(b, BENCH_KEY, 0);
+            b.last().copied().unwrap_or(0) as u64
+        }
+        fn validate(b: &mut [u8]) -> u64 {
+            let mut v = Utf8::default();
+            (v.feed(b) && v.is_complete()) as u64
+        }
+        let text = |t: &str| (t.len() == payload).then(|| t.as_bytes().to_vec());
+        match (op, payload) {
+            ("mask", 1024) => Some(((0..1024).map(|i| i as u8).collect(), mask_once as crate::protocol::BenchRoutine)),
+            ("utf8", 67) => Some((
+                text("Hello World! This is a test message for UTF-8 validation benchmark.")?,
+                validate as crate::protocol::BenchRoutine,
+            )),
+            ("utf8", 71) => Some((
+                text("Hello 世界! 这是一个用于 UTF-8 验证的测试消息, mixed ok.")?,
+                validate as crate::protocol::BenchRoutine,
+            )),
+            _ => None,
+        }
     }
 
     fn largest_unit(&self) -> u64 {
