@@ -25,6 +25,8 @@ namespace Frameproof.Bench
         }
 
         static double _budgetMs = 300;
+        static bool _allocationOnly;   // --allocation-classes: only the matching and Catga comparisons
+        static long _sink;             // results the measured loops feed, so nothing is optimised away
         static readonly List<Result> Results = new List<Result>();
 
         public static int Main(string[] args)
@@ -34,19 +36,24 @@ namespace Frameproof.Bench
             for (int i = 0; i < args.Length; i++)
             {
                 if (args[i] == "--quick") _budgetMs = 60;
+                else if (args[i] == "--allocation-classes") _allocationOnly = true;
                 else if (args[i] == "--json" && i + 1 < args.Length) json = args[++i];
                 else if (args[i] == "--budget-ms" && i + 1 < args.Length) _budgetMs = double.Parse(args[++i], CultureInfo.InvariantCulture);
-                else { Console.Error.WriteLine("usage: fp-bench [--quick] [--budget-ms MS] [--json FILE] | --case NAME --iterations N --json FILE [--samples S] [--warmup W] | --list"); return 2; }
+                else { Console.Error.WriteLine("usage: fp-bench [--quick] [--allocation-classes] [--budget-ms MS] [--json FILE] | --case NAME --iterations N --json FILE [--samples S] [--warmup W] | --list"); return 2; }
             }
             Console.WriteLine("fp-bench (csharp, " + RuntimeName() + "), allocation counter: GC.GetAllocatedBytesForCurrentThread");
             Console.WriteLine(string.Format("{0,-40} {1,8} {2,12} {3,16}", "Method", "Payload", "ns/op", "Allocated B/op"));
 
-            foreach (int size in new[] { 32, 1024, 65536 })
+            if (!_allocationOnly)
+            {
+                foreach (int size in new[] { 32, 1024, 65536 })
+                    foreach (BenchCodec c in Codecs)
+                        if (Array.IndexOf(c.Sizes, size) >= 0) BenchFrames(c, size);
                 foreach (BenchCodec c in Codecs)
-                    if (Array.IndexOf(c.Sizes, size) >= 0) BenchFrames(c, size);
-            foreach (BenchCodec c in Codecs)
-                if (c.Echo) BenchEcho(c);
+                    if (c.Echo) BenchEcho(c);
+            }
             BenchMatching();
+            BenchAllocationClasses();
 
             if (json != null)
             {
@@ -251,5 +258,84 @@ namespace Frameproof.Bench
                 }
             });
         }
+
+        /// <summary>The seed's allocation classes (../shared/seeds/003, Catga: struct vs string message
+        /// ids, ValueTask vs Task.FromResult, ArrayPool vs new arrays) on this implementation's own hot
+        /// paths: the correlation id of a pending request (registered under its id, found and removed
+        /// when the reply comes), the completion handed to the caller, the buffer a split frame is
+        /// copied into. One op = one request's worth.</summary>
+        static void BenchAllocationClasses()
+        {
+            var byStruct = new Dictionary<RequestId, int>();
+            Measure("catga id: struct RequestId (register+complete)", 0, n =>
+            {
+                for (int i = 0; i < n; i++)
+                {
+                    var id = new RequestId(i);
+                    byStruct.Add(id, i);
+                    int v;
+                    if (!byStruct.TryGetValue(new RequestId(i), out v)) throw new Exception();
+                    byStruct.Remove(id);
+                    _sink += v;
+                }
+            });
+            var byString = new Dictionary<string, int>(StringComparer.Ordinal);
+            Measure("catga id: string id (register+complete)", 0, n =>
+            {
+                for (int i = 0; i < n; i++)
+                {
+                    string id = ((long)i).ToString("x16", CultureInfo.InvariantCulture);   // a 16-character id per request
+                    byString.Add(id, i);
+                    int v;
+                    if (!byString.TryGetValue(id, out v)) throw new Exception();
+                    byString.Remove(id);
+                    _sink += v;
+                }
+            });
+            var done = new Completion { Kind = CompletionKind.Reply, PayloadLength = 32 };
+            Measure("catga completion: ValueTask<Completion> (sync)", 0, n =>
+            {
+                for (int i = 0; i < n; i++)
+                {
+                    ValueTask<Completion> t = Complete(done);
+                    _sink += t.Result.PayloadLength;
+                }
+            });
+            Measure("catga completion: Task.FromResult (sync)", 0, n =>
+            {
+                for (int i = 0; i < n; i++)
+                {
+                    Task<Completion> t = CompleteTask(done);
+                    _sink += t.Result.PayloadLength;
+                }
+            });
+            var frame = new byte[1024];
+            for (int i = 0; i < frame.Length; i++) frame[i] = (byte)i;
+            Measure("catga buffer: ArrayPool rent+copy+return", 1024, n =>
+            {
+                for (int i = 0; i < n; i++)
+                {
+                    byte[] b = System.Buffers.ArrayPool<byte>.Shared.Rent(frame.Length);
+                    Buffer.BlockCopy(frame, 0, b, 0, frame.Length);
+                    _sink += b[frame.Length - 1];
+                    System.Buffers.ArrayPool<byte>.Shared.Return(b);
+                }
+            });
+            Measure("catga buffer: new byte[] + copy", 1024, n =>
+            {
+                for (int i = 0; i < n; i++)
+                {
+                    var b = new byte[frame.Length];
+                    Buffer.BlockCopy(frame, 0, b, 0, frame.Length);
+                    _sink += b[frame.Length - 1];
+                }
+            });
+        }
+
+        [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+        static ValueTask<Completion> Complete(Completion c) { return new ValueTask<Completion>(c); }
+
+        [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+        static Task<Completion> CompleteTask(Completion c) { return Task.FromResult(c); }
     }
 }

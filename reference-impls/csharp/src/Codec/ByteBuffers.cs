@@ -11,7 +11,7 @@ namespace Frameproof.Codec
     /// hundreds of MiB of them pile up (Mono's SGen does: a server holding frames near its memory
     /// budget, *-RES-1, saw its RSS grow past the budget by the buffers dropped when frames grew or
     /// connections were closed). So once <see cref="CollectAfterBytes"/> of large arrays have been
-    /// given back, a full collection returns them to the operating system at once.
+    /// given back, a full collection (queued to a pool thread) returns them to the operating system.
     /// </summary>
     public static class ByteBuffers
     {
@@ -41,6 +41,16 @@ namespace Frameproof.Codec
             }
             if (Interlocked.Add(ref _dropped, array.Length) < CollectAfterBytes) return;
             Interlocked.Exchange(ref _dropped, 0);
+            // On a pool thread, not here: this frame still holds the array, and Mono scans stacks
+            // conservatively, so a collection from here would keep exactly the array it is meant to free.
+            if (Interlocked.Exchange(ref _queued, 1) == 0) ThreadPool.UnsafeQueueUserWorkItem(Collect, null);
+        }
+
+        static int _queued;
+
+        static void Collect(object _)
+        {
+            Interlocked.Exchange(ref _queued, 0);
             Interlocked.Increment(ref _collections);
             GC.Collect(GC.MaxGeneration, GCCollectionMode.Forced, true);
         }

@@ -240,6 +240,7 @@ namespace Frameproof.Server
                 }
                 if (Aborted) return;
                 if (Session.Error.IsSet) Interlocked.Increment(ref Server.Counters.ProtocolErrors);
+                Session.Dispose();   // its replies are sent: give its buffers back before the drain
                 try { Sock.Shutdown(SocketShutdown.Send); } catch (Exception) { }
                 // STD-ECHO-4 / LF-ECHO-2 after an error: read until the peer closes (bounded), so that
                 // the close does not reset the replies in flight away.
@@ -412,6 +413,7 @@ namespace Frameproof.Server
             if (_drainAfterSend)
             {
                 _drainAfterSend = false;
+                Session.Dispose();   // its replies are sent: give its buffers back before the drain (idempotent)
                 try { Sock.Shutdown(SocketShutdown.Send); } catch (Exception) { }
                 _phase = Phase.Drain;
                 // Reading until the peer's EOF avoids a reset that could destroy the replies in flight.
