@@ -549,8 +549,12 @@ def corpus_entry(codec: Codec, data: bytes, chunking: int = 0) -> Optional[bytes
 def decode_corpus_input(entry: bytes):
     """Inverse of ``corpus_entry``: (codec, data, chunks) exactly as the native targets split it."""
     cfg, ctl, data = entry[0], entry[1], entry[2:]
-    proto = next(p for p in registry.all_protocols() if p.corpus_id == cfg & 1)
-    codec = proto.corpus_codec((cfg >> 1) & 15, LIMITS[cfg >> 5])
+    bits, limit = (cfg >> 1) & 15, LIMITS[cfg >> 5]
+    # Protocols share a corpus_id and tell themselves apart by their config bits: the one whose codec
+    # for these bits maps back to them, else (as the native targets do) the first with the id.
+    protos = [p for p in registry.all_protocols() if p.corpus_id == cfg & 1]
+    codec = next((c for c in (p.corpus_codec(bits, limit) for p in protos) if c.spec.corpus_config(c) == bits),
+                 None) or protos[0].corpus_codec(bits, limit)
     return codec, data, native_chunks(data, ctl)
 
 

@@ -101,6 +101,12 @@ STREAM_CASES = [
 
 class Rpc(Protocol):
     name = "rpc"
+    #: the native decode targets' config byte (reference-impls/rust/fuzz decode.rs, reference-impls/cpp/fuzz
+    #: decode_fuzz.cpp): bit 0 clear, bits 1-4 = 1, the limit is the maximum body
+    corpus_id = 0
+
+    def corpus_config(self, codec):
+        return 1
     spec_name = "rpc"
     schema = "rpc"
     codec_type = RpcCodec

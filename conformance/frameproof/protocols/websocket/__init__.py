@@ -342,8 +342,20 @@ class WebSocket(Protocol):
         return self.oversize_header(codec, n & (2 ** 64 - 1)) if n < 2 ** 63 else \
             bytes([0x82, 0xFF]) + n.to_bytes(8, "big") + b"\x00" * 4
 
+    #: the native decode targets' config byte (reference-impls/rust/fuzz decode.rs, reference-impls/cpp/fuzz
+    #: decode_fuzz.cpp): bit 0 clear, bits 1-4 = 2 (server role) or 3 (client role), the limit bounding
+    #: frames and messages alike
+    corpus_id = 0
+    CORPUS_ROLES = {"server": 2, "client": 3}
+
+    def corpus_config(self, codec):
+        if codec.max_message != codec.max_payload:
+            return None  # the native targets bound messages by the frame limit
+        return self.CORPUS_ROLES.get(codec.role)
+
     def corpus_codec(self, bits, limit):
-        return WsCodec("websocket", limit)
+        role = next((r for r, b in self.CORPUS_ROLES.items() if b == bits), "server")
+        return WsCodec("websocket", limit, role, limit)
 
     def gen_vectors_codec(self, codec):
         return f"Codec('websocket', {codec.max_payload}, {codec.role!r}, {codec.max_message})"
