@@ -36,7 +36,7 @@ std::uint64_t now_ns() {
       std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count());
 }
 
-enum class Mode { PerPacket, Pipelined, Receive, Stream };
+enum class Mode { PerPacket, Pipelined, Batched, Receive, Stream };
 
 struct Options {
   std::string codec_json;  // as given
@@ -280,6 +280,10 @@ class Connection {
     while (more_to_send(now)) {
       if (receive) {
         if (out_.size() - out_off_ > (256u << 10) || batch >= opt_.window) return true;  // write in batches
+      } else if (opt_.mode == Mode::Batched) {
+        // a batch is written at once; the next only after every reply of this one was verified
+        if (batch == 0 && client_.pending() > 0) break;
+        if (batch >= opt_.window) break;
       } else if (client_.pending() >= opt_.window || out_.size() - out_off_ > (256u << 10)) {
         break;  // window full, or the server is not reading what is already queued
       }
@@ -418,6 +422,7 @@ class Connection {
     failed_ids_.clear();
     // true: the connection has failed (LF-MATCH-3: order can no longer be trusted); give it up
     if (client_.expire(now, timed_out_, failed_ids_)) failed_ = true;
+    if (!timed_out_.empty() && opt_.mode == Mode::Batched) failed_ = true;  // a batch not all in: the connection stops
     if (!timed_out_.empty()) {
       res_.missing += timed_out_.size() + failed_ids_.size();
       shared_.note("connection " + std::to_string(id_) + ": " + std::to_string(timed_out_.size()) +
@@ -638,6 +643,7 @@ const char* mode_name(Mode m) {
   switch (m) {
     case Mode::PerPacket: return "per-packet";
     case Mode::Pipelined: return "pipelined";
+    case Mode::Batched: return "batched";
     case Mode::Receive: return "receive";
     case Mode::Stream: return "stream";
   }
@@ -647,11 +653,14 @@ const char* mode_name(Mode m) {
 std::string usage() {
   return "usage: fp-load (--codec JSON | --protocol " + fp::cli::protocol_choices() + ") --connect HOST:PORT\n"
          "               [--connections N] (--requests N | --duration SECONDS) [--payload BYTES]\n"
-         "               [--mode per-packet|pipelined|receive|stream] [--window W] [--timeout-ms MS] [--json FILE]\n"
-         "               [--variant NAME] [--frames-per-stream F]\n"
+         "               [--mode per-packet|pipelined|batched|receive|stream] [--window W] [--batch N]\n"
+         "               [--timeout-ms MS] [--json FILE] [--variant NAME] [--frames-per-stream F]\n"
          "  defaults: --connections 1, --payload 32, --mode per-packet, --timeout-ms 5000;\n"
          "  --window: 1 per-packet (no other value), 32 pipelined, 256 receive (requests per batch),\n"
          "            1 stream (DATA frames unanswered at a time)\n"
+         "  --mode batched: each connection writes --batch N requests at once and verifies all N replies\n"
+         "            before the next batch (default N: the protocol's seed batch, standard 255,\n"
+         "            length-field 128, rpc/websocket 256); the JSON's window is N\n"
          "  --variant: the kind of request (rpc: unary|client-stream|server-stream|bidi; others: default)\n"
          "  --mode stream (rpc): --requests counts streams of --frames-per-stream DATA frames (default 16)\n";
 }
@@ -713,7 +722,7 @@ Report run(const P& proto, const Options& opt) {
 int main(int argc, char** argv) {
   fp::cli::Args args(argc, argv, usage(), {},
                      {"codec", "protocol", "connect", "connections", "requests", "duration", "payload", "mode",
-                      "window", "timeout-ms", "json", "variant", "frames-per-stream"});
+                      "window", "batch", "timeout-ms", "json", "variant", "frames-per-stream"});
   const fp::cli::CodecOption codec = fp::cli::codec_option(args);
   Options opt;
   opt.codec_json = codec.json;
@@ -730,9 +739,12 @@ int main(int argc, char** argv) {
   const std::string mode = args.str("mode", "per-packet");
   if (mode == "per-packet") opt.mode = Mode::PerPacket;
   else if (mode == "pipelined") opt.mode = Mode::Pipelined;
+  else if (mode == "batched") opt.mode = Mode::Batched;
   else if (mode == "receive") opt.mode = Mode::Receive;
   else if (mode == "stream") opt.mode = Mode::Stream;
-  else args.die("--mode must be per-packet, pipelined, receive or stream");
+  else args.die("--mode must be per-packet, pipelined, batched, receive or stream");
+  if (opt.mode == Mode::Batched && args.has("window")) args.die("--window is not used in batched mode (--batch N)");
+  if (opt.mode != Mode::Batched && args.has("batch")) args.die("--batch needs --mode batched");
   opt.frames_per_stream = args.num<std::size_t>("frames-per-stream", 16);
   if (args.has("frames-per-stream") && opt.mode != Mode::Stream) args.die("--frames-per-stream needs --mode stream");
   opt.window = args.num<std::size_t>(
@@ -757,6 +769,12 @@ int main(int argc, char** argv) {
         if (opt.payload > proto.max_payload()) args.die("--payload is above what the protocol can carry");
         if (opt.mode == Mode::Pipelined && opt.window > P::Client::kMaxWindow)
           args.die("--window must be at most " + std::to_string(P::Client::kMaxWindow) + " for " + std::string(P::kName));
+        if (opt.mode == Mode::Batched) {  // the batch is the window of the report
+          opt.window = args.num<std::size_t>("batch", P::kSeedBatch);
+          if (opt.window < 1) args.die("--batch must be at least 1");
+          if (opt.window > P::Client::kMaxWindow)
+            args.die("--batch must be at most " + std::to_string(P::Client::kMaxWindow) + " for " + std::string(P::kName));
+        }
       },
       codec.protocol);
   signal(SIGPIPE, SIG_IGN);

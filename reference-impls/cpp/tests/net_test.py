@@ -1039,6 +1039,91 @@ class HoldingServer(TestServer):
 
 
 @test
+def load_batched_waits_for_the_whole_batch():
+    """reference-impls/README.md (fp-load --mode batched): a batch of --batch N requests is written at
+    once and nothing of the next is written before every reply of this one is in. A length-field
+    server that answers the first request of each batch, waits 0.3 s and notes whether the client
+    wrote meanwhile, then answers the rest: batched writes nothing early, pipelined (sliding window)
+    does; the JSON's window is N; defaults and usage errors."""
+    import socket as so
+
+    def holding(batch, early_flags):
+        ls = so.socket()
+        ls.bind(("127.0.0.1", 0))
+        ls.listen(1)
+        ls.settimeout(20)
+
+        def frames(buf):
+            out = []
+            while len(buf) >= 2 and len(buf) >= 2 + int.from_bytes(buf[:2], "little"):
+                n = 2 + int.from_bytes(buf[:2], "little")
+                out.append(bytes(buf[:n]))
+                del buf[:n]
+            return out
+
+        def run():
+            try:
+                c, _ = ls.accept()
+            except OSError:
+                return
+            c.settimeout(10)
+            buf, pending = bytearray(), []
+            try:
+                for _ in range(20):
+                    while len(pending) < batch:
+                        data = c.recv(65536)
+                        if not data:
+                            return
+                        buf += data
+                        pending += frames(buf)
+                    c.sendall(pending[0])
+                    c.settimeout(0.3)
+                    try:
+                        early = c.recv(65536)
+                    except so.timeout:
+                        early = b""
+                    c.settimeout(10)
+                    early_flags.append(bool(early) or len(pending) > batch)
+                    buf += early
+                    c.sendall(b"".join(pending[1:batch]))
+                    pending = pending[batch:] + frames(buf)
+            except OSError:
+                pass
+            finally:
+                c.close()
+                ls.close()
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        return ls.getsockname()[1], t
+
+    for mode, flag, refills_early in (("batched", "--batch", False), ("pipelined", "--window", True)):
+        flags = []
+        port, t = holding(8, flags)
+        rc, doc, out = run_load("--codec", lf_codec(), "--connect", "127.0.0.1:%d" % port, "--requests", "40",
+                                "--mode", mode, flag, "8", "--timeout-ms", "3000")
+        t.join(15)
+        check(rc == 0 and doc["requests_sent"] == 40 and doc["replies_verified"] == 40, "%s: rc %d %r" % (mode, rc, out[-500:]))
+        check(doc["window"] == 8 and doc["mode"] == mode, "%s: window %r mode %r" % (mode, doc["window"], doc["mode"]))
+        check(len(flags) >= 4, "%s: only %d batches seen" % (mode, len(flags)))
+        if refills_early:
+            check(all(flags[:-1]), "pipelined did not refill early: %r (the check does not bite)" % flags)
+        else:
+            check(not any(flags), "batched wrote before the whole batch was back: %r" % flags)
+    with Server("--protocol", "standard") as srv:
+        rc, doc, out = run_load("--protocol", "standard", "--connect", "127.0.0.1:%d" % srv.port, "--connections", "2",
+                                "--requests", "1001", "--mode", "batched")
+        check(rc == 0 and doc["window"] == 255 and doc["replies_verified"] == 1001, "standard default batch: %r" % out[-500:])
+    for args, want in ((["--mode", "batched", "--batch", "256"], "--batch must be at most 255"),
+                       (["--mode", "pipelined", "--batch", "4"], "--batch needs --mode batched"),
+                       (["--mode", "batched", "--window", "4"], "--window is not used in batched mode")):
+        p = subprocess.run([LOAD, "--protocol", "standard", "--connect", "127.0.0.1:9", "--requests", "1"] + args,
+                           capture_output=True, text=True, timeout=10)
+        check(p.returncode == 2 and want in p.stderr, "fp-load %r: rc %d %r" % (args, p.returncode, p.stderr))
+    h = subprocess.run([LOAD, "--help"], capture_output=True, text=True, timeout=10)
+    check("batched" in h.stdout, "--help does not name batched")
+
+
+@test
 def load_window_and_latency():
     """per-packet keeps exactly one request in flight, pipelined exactly up to --window (the
     server holding replies sees that many at most, and reaches it); latency is measured from

@@ -327,6 +327,8 @@ class WebSocket {
   static constexpr std::string_view kName = "websocket";
   static constexpr bool kSendsFrames = true;
   static constexpr bool kStreams = false;
+  // fp-load --mode batched: the default --batch (no seed figure: the pipelined seed window (Protocol.seed_window))
+  static constexpr std::size_t kSeedBatch = 256;
   using FrameType = WsFrame;
   using DecoderType = WsDecoder;
   using Client = WsFifoMatcher;
