@@ -8,7 +8,9 @@
 #     oracle, N seconds, --keep-going; reproducers in reports/fuzz/differential/<protocol>/.
 #  2. rust: the libFuzzer target of the Rust decoders, N seconds, corpus kept in
 #     reports/fuzz/rust/corpus (grows from run to run), crashes in reports/fuzz/rust/artifacts.
-#  3. cpp: the same for the C++ decoder (ASan + UBSan + LeakSanitizer).
+#  3. cpp: the same for the C++ decoders (ASan + UBSan + LeakSanitizer): decode_fuzz (standard,
+#     length-field; reports/fuzz/cpp) and wire_fuzz (rpc, websocket, a layout of its own;
+#     reports/fuzz/cpp-wire, seeds from reference-impls/cpp/fuzz/wire_seeds.py), N seconds each.
 # Seed corpora come from the test vectors. --build builds the reference testees first.
 # FUZZ_MAX_LEN (default 8192): libFuzzer's -max_len, also the cut of the seed inputs.
 # Exit status 1 if anything was found (the reproducers and the commands to turn a libFuzzer
@@ -66,14 +68,14 @@ PY
   [ "$rc" -gt 1 ] && { echo "differential fuzzing could not run (status $rc)"; found=1; }
 fi
 
-libfuzz() {  # name binary
-  local name=$1 bin=$2 d=$out/$1
+libfuzz() {  # name binary [seed dir]
+  local name=$1 bin=$2 d=$out/$1 seeds=${3:-$out/seeds}
   mkdir -p "$d/corpus" "$d/artifacts"
   echo "== coverage-guided fuzzing ($name): $seconds s, libFuzzer seed $((seed + 1))"
   touch "$d/.start"
   "$bin" -seed=$((seed + 1)) -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
     -max_len="${FUZZ_MAX_LEN:-8192}" -print_final_stats=1 -artifact_prefix="$d/artifacts/" \
-    "$d/corpus" "$out/seeds" >"$d/libfuzzer.log" 2>&1
+    "$d/corpus" "$seeds" >"$d/libfuzzer.log" 2>&1
   local rc=$?
   grep -E '^(Done|stat::number_of_executed_units|stat::peak_rss_mb)' "$d/libfuzzer.log" | sed 's/^/   /'
   if [ "$rc" -ne 0 ]; then
@@ -106,7 +108,15 @@ fi
 if want cpp; then
   if [ -f reference-impls/cpp/src/codec.cpp ] && { command -v clang++-14 || command -v clang++; } >/dev/null; then
     if bin=$(bash reference-impls/cpp/fuzz/build.sh); then
-      libfuzz cpp "$(echo "$bin" | tail -1)"
+      bin=$(echo "$bin" | tail -1)
+      libfuzz cpp "$bin"
+      rm -rf "$out/wire-seeds"
+      mkdir -p "$out/wire-seeds"
+      if $py reference-impls/cpp/fuzz/wire_seeds.py "$out/wire-seeds" >/dev/null; then
+        libfuzz cpp-wire "$(dirname "$bin")/wire_fuzz" "$out/wire-seeds"
+      else
+        echo "cpp-wire: seed corpus (wire_seeds.py) FAILED"; found=1
+      fi
     else
       echo "cpp: fuzz target build FAILED (clang++ with libFuzzer: apt-get install clang-14 libfuzzer-14-dev)"; found=1
     fi

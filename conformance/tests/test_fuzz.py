@@ -288,6 +288,15 @@ CPP_PLANTED = {
     # an invariant: a payload one byte above the limit is accepted (length-field)
     "cpp-lf-limit-off-by-one": ("src/length_field.cpp", 'if (n > max) return fail("LF-LIM-1"', 'if (n > max + (planted("cpp-lf-limit-off-by-one") ? 1 : 0)) return fail("LF-LIM-1"'),
 }
+# planted bugs of the rpc and websocket decoders, hunted by wire_fuzz (its own input layout)
+CPP_WIRE_PLANTED = {
+    # an invariant: a websocket frame payload one byte above the limit is accepted
+    "cpp-ws-limit-off-by-one": ("src/websocket.cpp", 'if (n > max_frame_) return fail("WS-LIM-1"',
+                                'if (n > max_frame_ + (planted("cpp-ws-limit-off-by-one") ? 1 : 0)) return fail("WS-LIM-1"'),
+    # an invariant: an rpc body one byte above the limit is accepted
+    "cpp-rpc-limit-off-by-one": ("src/rpc.cpp", 'if (n > max_body_) return fail("RPC-LIM-1"',
+                                 'if (n > max_body_ + (planted("cpp-rpc-limit-off-by-one") ? 1 : 0)) return fail("RPC-LIM-1"'),
+}
 CPP_PLANT_FN = """
 #include <cstdlib>
 #include <string>
@@ -355,7 +364,7 @@ def cpp_targets(tmp_path_factory):
     shutil.copytree(cpp / "include", part / "include")
     shutil.copytree(cpp / "src", part / "src")
     by_file = {}
-    for f, old, new in CPP_PLANTED.values():
+    for f, old, new in list(CPP_PLANTED.values()) + list(CPP_WIRE_PLANTED.values()):
         by_file.setdefault(f, []).append((old, new))
     for f, subs in by_file.items():
         src = (part / f).read_text()
@@ -384,6 +393,9 @@ SIGNS = {  # what each planted bug must be reported as
     "cpp-ext-header-short": "Assertion '__idx < size()' failed",
     "cpp-leak-on-grow": "LeakSanitizer",
     "cpp-lf-limit-off-by-one": "payload above the maximum",
+    "cpp-ws-limit-off-by-one": "INVARIANT VIOLATED: payload above the maximum",
+    # the bounded buffer cannot hold a body above the limit: the decoder waits for bytes that never fit (a hang)
+    "cpp-rpc-limit-off-by-one": "SUMMARY: libFuzzer: timeout",
 }
 
 
@@ -424,4 +436,46 @@ def test_cpp_target_finds_planted_bug(bug, cpp_targets, tiny_seeds, tmp_path):
     print(f"libFuzzer (C++) found {bug} in {took:.1f} s, after {runs} executions")
     assert SIGNS[bug] in log, log[-3000:]
     ok = subprocess.run([str(cpp_targets[0]), str(art)], capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0, ok.stderr[-2000:]
+
+
+@pytest.fixture(scope="module")
+def wire_seeds(tmp_path_factory):
+    """wire_fuzz's seed corpus from the rpc and websocket decode vectors (its own input layout)."""
+    d = tmp_path_factory.mktemp("wire-seeds")
+    p = subprocess.run([sys.executable, str(ROOT / "reference-impls/cpp/fuzz/wire_seeds.py"), str(d)],
+                       capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert p.returncode == 0 and any(d.iterdir()), p.stderr[-2000:]
+    return d
+
+
+@pytest.fixture(scope="module")
+def tiny_wire_seeds(tmp_path_factory):
+    """Two short valid frames in wire_fuzz's layout (byte 0: bit 0 protocol, bits 2-4 the limit index
+    into kLimits of wire_fuzz.cpp; byte 1: no chunking): a masked websocket binary frame of 4 bytes, an rpc REQUEST of
+    frameproof.Echo/echo with a 4-byte payload; the planted limit bugs must be found by the search."""
+    d = tmp_path_factory.mktemp("tiny-wire-seeds")
+    (d / "websocket").write_bytes(bytes([1 << 2 | 1, 0]) + bytes.fromhex("8284" "01020304") + bytes([0x70 ^ 1, 0x71 ^ 2, 0x72 ^ 3, 0x73 ^ 4]))
+    body = (15).to_bytes(2, "big") + b"frameproof.Echo" + (4).to_bytes(2, "big") + b"echo" + b"ping"
+    hdr = b"GRPC" + bytes([1, 1, 4, 0]) + (0).to_bytes(4, "big") + len(body).to_bytes(4, "big")
+    (d / "rpc").write_bytes(bytes([2 << 2 | 0, 0]) + hdr + body)  # limit 64: the 27-byte body fits
+    return d
+
+
+def test_cpp_wire_target_clean_on_real_codec(cpp_targets, wire_seeds, tmp_path):
+    found, took, art, log = _run_libfuzzer(cpp_targets[0].parent / "wire_fuzz", wire_seeds, tmp_path, 8)
+    assert not found, f"the C++ rpc/websocket decoders fail wire_fuzz (artifact {art}):\n{log[-3000:]}"
+    assert "Done" in log
+
+
+@pytest.mark.parametrize("bug", list(CPP_WIRE_PLANTED))
+def test_cpp_wire_target_finds_planted_bug(bug, cpp_targets, tiny_wire_seeds, tmp_path):
+    found, took, art, log = _run_libfuzzer(cpp_targets[1].parent / "wire_fuzz", tiny_wire_seeds, tmp_path, CI_SECONDS,
+                                           {"FP_PLANT": bug})
+    assert found and art is not None, f"{bug} not found in {CI_SECONDS} s:\n{log[-3000:]}"
+    runs = _found_by_mutation(log)
+    print(f"libFuzzer (C++ wire_fuzz) found {bug} in {took:.1f} s, after {runs} executions")
+    assert SIGNS[bug] in log, log[-3000:]
+    # the artifact does not fail the real decoders: the bug is the planted one
+    ok = subprocess.run([str(cpp_targets[0].parent / "wire_fuzz"), str(art)], capture_output=True, text=True, timeout=60)
     assert ok.returncode == 0, ok.stderr[-2000:]

@@ -3,8 +3,8 @@
 # -fsanitize=fuzzer,address,undefined (+ libstdc++ bounds assertions) over the codec sources
 # (src/codec.cpp and the protocol modules src/standard.cpp, src/length_field.cpp, src/rpc.cpp,
 # src/websocket.cpp): decode_fuzz (standard, length-field: the input layout shared with the Rust
-# target and frameproof.fuzz) and, without SOURCES, wire_fuzz (rpc, websocket: a layout of its own,
-# wire_fuzz.cpp; seeds from wire_seeds.py).
+# target and frameproof.fuzz) and, unless SOURCES is a file, wire_fuzz (rpc, websocket: a layout of
+# its own, wire_fuzz.cpp; seeds from wire_seeds.py).
 #   build.sh [OUT_DIR] [SOURCES]   defaults: fuzz/build, the sources of this directory.
 #     SOURCES a directory: a copy of this implementation (its include/ and src/) to build from,
 #       e.g. with a planted bug in any of the files above (conformance/tests/test_fuzz.py);
@@ -49,6 +49,7 @@ build_target() {  # NAME: fuzz/NAME.cpp -> $out/NAME, unless up to date
     -I "$root/include" "$here/$1.cpp" "${srcs[@]}" -lcrypto -o "$bin.tmp" >&2
   mv "$bin.tmp" "$bin"
 }
-[ -n "${2:-}" ] || build_target wire_fuzz
+# wire_fuzz too from a SOURCES directory (a planted copy); not when SOURCES replaces codec.cpp only
+{ [ -n "${2:-}" ] && [ ! -d "${2:-}" ]; } || build_target wire_fuzz
 build_target decode_fuzz
 echo "$out/decode_fuzz"
