@@ -1,11 +1,15 @@
 //! The testee's registry scripts (spec/testee.md, "discovery", feature `discovery`): one fresh
 //! in-process registry of the fp-discovery crate per script, the ops run in order on this
 //! thread, every watcher callback call recorded as an event, nested `on_first_event` ops run
-//! from inside the callback, and the threads phase (`concurrent`, DISC-THREAD-1/2).
+//! from inside the callback, and the threads phase (`concurrent`, DISC-THREAD-1/2). With cargo
+//! feature `discovery-etcd` (hello feature of the same name) a script with `etcd` set runs on
+//! fp-discovery's `EtcdRegistry` instead.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Barrier, Mutex, OnceLock, Weak};
+#[cfg(feature = "discovery-etcd")]
+use std::time::{Duration, Instant};
 
 use frameproof_discovery::{
     etcd_decode, etcd_encode, Algorithm, Code, Endpoint, Event, EventType, LocalRegistry, Registry,
@@ -55,46 +59,160 @@ fn event_type(k: EventType) -> i32 {
 /// One script's state. Its locks are never held across a registry call, so a callback (which
 /// runs inside one) can record events and run its nested op.
 pub struct Runner {
-    reg: Arc<LocalRegistry>,
+    reg: Arc<dyn Registry>,
+    /// The in-process registry, when that is what `reg` is (the threads phase needs it).
+    local: Option<Arc<LocalRegistry>>,
     events: Mutex<Vec<pb::DiscoveryEvent>>,
     op_index: AtomicU32,
     /// Watcher number -> the registry's handle; numbers are given out in the order watches
     /// succeed and stay used after an unwatch.
     watches: Mutex<HashMap<u32, WatchId>>,
+    /// Per watcher number: its service, the script's writes under it since the watch, and the
+    /// callback calls so far (the etcd registry's events arrive on its own thread).
+    progress: Mutex<HashMap<u32, Progress>>,
     selectors: Mutex<HashMap<u32, Arc<Selector>>>,
     me: OnceLock<Weak<Runner>>,
 }
 
-/// Runs a script on a fresh in-process registry.
-pub fn run(req: &pb::DiscoveryRequest) -> pb::DiscoveryResponse {
-    let runner = Arc::new(Runner {
-        reg: Arc::new(LocalRegistry::new()),
-        events: Mutex::new(Vec::new()),
-        op_index: AtomicU32::new(0),
-        watches: Mutex::new(HashMap::new()),
-        selectors: Mutex::new(HashMap::new()),
-        me: OnceLock::new(),
-    });
-    let _ = runner.me.set(Arc::downgrade(&runner));
-    let mut results = Vec::with_capacity(req.ops.len());
-    for (i, op) in req.ops.iter().enumerate() {
-        runner.op_index.store(i as u32, Ordering::SeqCst);
-        results.push(runner.execute(op));
+#[derive(Default)]
+struct Progress {
+    service: String,
+    active: bool,
+    writes: u64,
+    seen: u64,
+}
+
+/// What a script is answered with: the response, or `skipped` with the reason.
+pub enum Answer {
+    Done(pb::DiscoveryResponse),
+    /// (Only built without the etcd registry.)
+    #[cfg_attr(feature = "discovery-etcd", allow(dead_code))]
+    Skipped(String),
+}
+
+/// Runs a script on a fresh registry: in-process, or with `etcd` set the etcd-backed one.
+pub fn run(req: &pb::DiscoveryRequest) -> Answer {
+    let Some(etcd) = &req.etcd else {
+        let local = Arc::new(LocalRegistry::new());
+        let reg: Arc<dyn Registry> = local.clone();
+        let (runner, results) = Runner::script(reg, Some(local.clone()), &req.ops);
+        local.deliver();
+        return Answer::Done(runner.response(results));
+    };
+    run_etcd(req, etcd)
+}
+
+#[cfg(not(feature = "discovery-etcd"))]
+fn run_etcd(_req: &pb::DiscoveryRequest, _etcd: &pb::DiscoveryEtcd) -> Answer {
+    Answer::Skipped("built without the etcd registry (cargo feature discovery-etcd)".into())
+}
+
+#[cfg(feature = "discovery-etcd")]
+fn run_etcd(req: &pb::DiscoveryRequest, etcd: &pb::DiscoveryEtcd) -> Answer {
+    use frameproof_discovery::etcd::{EtcdConfig, EtcdRegistry};
+    let mut cfg = EtcdConfig::new(&etcd.endpoint);
+    cfg.prefix = etcd.prefix.clone();
+    if etcd.lease_ttl_s > 0 {
+        cfg.lease_ttl = Duration::from_secs(etcd.lease_ttl_s as u64);
     }
-    runner
-        .op_index
-        .store(req.ops.len() as u32, Ordering::SeqCst);
-    runner.reg.deliver();
-    let events = std::mem::take(&mut *lock(&runner.events));
-    pb::DiscoveryResponse { results, events }
+    if etcd.request_timeout_ms > 0 {
+        cfg.request_timeout = Duration::from_millis(etcd.request_timeout_ms as u64);
+    }
+    let timeout = cfg.request_timeout;
+    let reg = match EtcdRegistry::connect(cfg) {
+        Ok(r) => Arc::new(r),
+        Err(c) => {
+            // Every op answers the code the registry could not be created with.
+            let results = req
+                .ops
+                .iter()
+                .map(|_| pb::DiscoveryResult {
+                    code: c as u32,
+                    ..Default::default()
+                })
+                .collect();
+            return Answer::Done(pb::DiscoveryResponse {
+                results,
+                events: Vec::new(),
+            });
+        }
+    };
+    let dynreg: Arc<dyn Registry> = reg.clone();
+    let (runner, results) = Runner::script(dynreg, None, &req.ops);
+    // Events arrive on the registry's thread: wait (bounded) until every active watcher has been
+    // told about the script's own writes under its service.
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        let behind = lock(&runner.progress)
+            .values()
+            .any(|p| p.active && p.seen < p.writes);
+        if !behind {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let response = runner.response(results);
+    // Close: unwatch, then revoke the lease (drop), or leave everything as a crash would.
+    for id in lock(&runner.watches).values() {
+        let _ = runner.reg.unwatch(*id);
+    }
+    drop(runner);
+    match Arc::try_unwrap(reg) {
+        Ok(r) if etcd.abandon => r.abandon(),
+        Ok(r) => drop(r),
+        Err(_) => {}
+    }
+    Answer::Done(response)
 }
 
 impl Runner {
+    fn script(
+        reg: Arc<dyn Registry>,
+        local: Option<Arc<LocalRegistry>>,
+        ops: &[pb::DiscoveryOp],
+    ) -> (Arc<Runner>, Vec<pb::DiscoveryResult>) {
+        let runner = Arc::new(Runner {
+            reg,
+            local,
+            events: Mutex::new(Vec::new()),
+            op_index: AtomicU32::new(0),
+            watches: Mutex::new(HashMap::new()),
+            progress: Mutex::new(HashMap::new()),
+            selectors: Mutex::new(HashMap::new()),
+            me: OnceLock::new(),
+        });
+        let _ = runner.me.set(Arc::downgrade(&runner));
+        let mut results = Vec::with_capacity(ops.len());
+        for (i, op) in ops.iter().enumerate() {
+            runner.op_index.store(i as u32, Ordering::SeqCst);
+            results.push(runner.execute(op));
+        }
+        runner.op_index.store(ops.len() as u32, Ordering::SeqCst);
+        (runner, results)
+    }
+
+    fn response(&self, results: Vec<pb::DiscoveryResult>) -> pb::DiscoveryResponse {
+        let events = std::mem::take(&mut *lock(&self.events));
+        pb::DiscoveryResponse { results, events }
+    }
+
+    /// A successful write under `service`: every active watcher of it expects one more event.
+    fn wrote(&self, service: &str) {
+        for p in lock(&self.progress).values_mut() {
+            if p.active && p.service == service {
+                p.writes += 1;
+            }
+        }
+    }
+
     fn callback(&self, number: u32, on_first: Option<pb::DiscoveryOp>) -> Box<dyn Fn(&Event) + Send + Sync> {
         let me = self.me.get().cloned().unwrap_or_default();
         let fired = AtomicBool::new(false);
         Box::new(move |ev: &Event| {
             let Some(runner) = me.upgrade() else { return };
+            if let Some(p) = lock(&runner.progress).get_mut(&number) {
+                p.seen += 1;
+            }
             let at = {
                 let mut events = lock(&runner.events);
                 events.push(pb::DiscoveryEvent {
@@ -118,11 +236,21 @@ impl Runner {
 
     fn execute(&self, op: &pb::DiscoveryOp) -> pb::DiscoveryResult {
         let mut res = pb::DiscoveryResult::default();
-        let reg: &LocalRegistry = &self.reg;
+        let reg: &dyn Registry = &*self.reg;
         match &op.op {
             None => res.code = Code::InvalidArgument as u32,
-            Some(Op::Register(e)) => res.code = code(reg.register(&endpoint(e))),
-            Some(Op::Deregister(e)) => res.code = code(reg.deregister(&e.service, &e.instance_id)),
+            Some(Op::Register(e)) => {
+                res.code = code(reg.register(&endpoint(e)));
+                if res.code == 0 {
+                    self.wrote(&e.service);
+                }
+            }
+            Some(Op::Deregister(e)) => {
+                res.code = code(reg.deregister(&e.service, &e.instance_id));
+                if res.code == 0 {
+                    self.wrote(&e.service);
+                }
+            }
             Some(Op::Discover(service)) => match reg.discover(service) {
                 Ok(list) => res.endpoints = list.iter().map(to_pb).collect(),
                 Err(c) => res.code = c as u32,
@@ -134,6 +262,10 @@ impl Runner {
                 match reg.watch(&w.service, cb) {
                     Ok(id) => {
                         lock(&self.watches).insert(number, id);
+                        let mut progress = lock(&self.progress);
+                        let p = progress.entry(number).or_default();
+                        p.service = w.service.clone();
+                        p.active = true;
                         res.watch = number;
                     }
                     Err(c) => res.code = c as u32,
@@ -145,6 +277,9 @@ impl Runner {
                     None => Code::NotFound as u32,
                     Some(id) => code(reg.unwatch(id)),
                 };
+                if let Some(p) = lock(&self.progress).get_mut(number) {
+                    p.active = false;
+                }
             }
             Some(Op::Select(s)) => {
                 let existing = lock(&self.selectors).get(&s.selector_id).cloned();
@@ -193,7 +328,10 @@ impl Runner {
                 Ok(e) => res.endpoints = vec![to_pb(&e)],
                 Err(c) => res.code = c as u32,
             },
-            Some(Op::Concurrent(c)) => concurrent(&self.reg, c, &mut res),
+            Some(Op::Concurrent(c)) => match &self.local {
+                Some(local) => concurrent(local, c, &mut res),
+                None => res.code = Code::InvalidArgument as u32,
+            },
         }
         res
     }
@@ -335,7 +473,9 @@ mod tests {
             ],
             etcd: None,
         };
-        let r = run(&req);
+        let Answer::Done(r) = run(&req) else {
+            panic!("skipped")
+        };
         let codes: Vec<u32> = r.results.iter().map(|x| x.code).collect();
         let nf = Code::NotFound as u32;
         assert_eq!(codes[..7], [0, 0, 0, 0, 0, Code::InvalidArgument as u32, nf]);

@@ -100,8 +100,12 @@ fn answer(msg: &[u8]) -> Vec<u8> {
                 }) => {
                     let r = guarded(|| discovery::run(&d));
                     return match r {
-                        Ok(d) => pb::TesteeDiscoveryResponse {
+                        Ok(discovery::Answer::Done(d)) => pb::TesteeDiscoveryResponse {
                             discovery: Some(d),
+                            ..Default::default()
+                        },
+                        Ok(discovery::Answer::Skipped(why)) => pb::TesteeDiscoveryResponse {
+                            skipped: why,
                             ..Default::default()
                         },
                         Err(e) => pb::TesteeDiscoveryResponse {
@@ -171,6 +175,8 @@ fn hello(h: &pb::HelloRequest) -> pb::HelloResponse {
         features.push("serve".into());
         #[cfg(feature = "discovery")]
         features.push("discovery".into());
+        #[cfg(feature = "discovery-etcd")]
+        features.push("discovery-etcd".into());
     }
     pb::HelloResponse {
         harness_version: version,
@@ -520,6 +526,9 @@ mod tests {
             let mut want = vec!["decode", "encode", "match", "serve"];
             if cfg!(feature = "discovery") {
                 want.push("discovery");
+            }
+            if cfg!(feature = "discovery-etcd") {
+                want.push("discovery-etcd");
             }
             assert_eq!(h.features, want);
         }
