@@ -529,8 +529,10 @@ namespace Frameproof.Server
                         _conns.Add(c);
                     }
                     Interlocked.Increment(ref Counters.Connections);
-                    try { c.Start(); }
-                    catch (Exception e) { Console.Error.WriteLine("fp-server: cannot serve a connection: " + e.Message); c.Close(); }
+                    // A thread per connection (--io blocking) is started from the pool, so that the accept
+                    // loop keeps accepting (and refusing beyond the limit, RES-6) while threads are created.
+                    if (_cfg.Blocking) ThreadPool.UnsafeQueueUserWorkItem(StartConnection, c);
+                    else StartConnection(c);
                 }
                 catch (Exception e)
                 {
@@ -538,6 +540,13 @@ namespace Frameproof.Server
                     try { s.Close(); } catch (Exception) { }
                 }
             }
+        }
+
+        static void StartConnection(object state)
+        {
+            var c = (ConnectionBase)state;
+            try { c.Start(); }
+            catch (Exception e) { Console.Error.WriteLine("fp-server: cannot serve a connection: " + e.Message); c.Close(); }
         }
 
         public void Remove(ConnectionBase c)
