@@ -77,14 +77,6 @@ std::vector<std::string> case_names() {
   return out;
 }
 
-// The codec of a case: Protocol.bench_codec(payload) of the Python protocol packages (the default
-// codec; a 64 KiB length-field payload needs the 4-byte length profile).
-std::string bench_codec(const std::string& protocol, std::size_t payload) {
-  if (protocol == "length-field" && payload > 65535)
-    return R"({"protocol": "length-field", "length_field": {"offset": 0, "size": 4}})";
-  return R"({"protocol": ")" + protocol + R"("})";
-}
-
 // payload_for(i, n) of the contract: the index as u64 little-endian, repeated.
 void payload_for(std::uint64_t index, std::uint8_t* p, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<std::uint8_t>(index >> (8 * (i % 8)));
@@ -208,8 +200,16 @@ Prepared prepare(const Case& c) {
             },
             c.payload};
   }
-  const fp::AnyProtocol proto = fp::parse_codec(std::string_view(bench_codec(c.protocol, c.payload)));
-  return std::visit([&](const auto& p) { return prepare_codec(p, c); }, proto);
+  // The codec of a case: Protocol.bench_codec(payload) of the Python protocol packages, i.e. the
+  // protocol's default codec, or the profile that carries the payload where the module has one
+  // (P::carrying: a 64 KiB length-field payload needs the 4-byte length field).
+  const fp::AnyProtocol proto = fp::parse_codec(nlohmann::ordered_json{{"protocol", c.protocol}});
+  return std::visit(
+      [&](const auto& p) {
+        if constexpr (requires { p.carrying(c.payload); }) return prepare_codec(p.carrying(c.payload), c);
+        else return prepare_codec(p, c);
+      },
+      proto);
 }
 
 std::uint64_t parse_count(const std::string& flag, const std::string& v) {

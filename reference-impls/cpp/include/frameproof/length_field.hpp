@@ -76,6 +76,11 @@ class LengthField {
   [[nodiscard]] const Limits& limits() const { return limits_; }
   [[nodiscard]] std::uint32_t offset() const { return offset_; }
   [[nodiscard]] std::int32_t size() const { return size_; }
+  // fp-microbench (Protocol.bench_codec): this profile, or the 4-byte length field when this one
+  // cannot carry `payload` bytes.
+  [[nodiscard]] LengthField carrying(std::uint64_t payload) const {
+    return payload <= max_payload() ? *this : LengthField(limits_, 0, 4);
+  }
   // Largest length the field can carry (255, 65535 or 2^31-1); 0 for an invalid size.
   [[nodiscard]] std::uint64_t capacity() const;
   // The effective receive/send limit: max_payload (or the default), capped by the capacity
