@@ -185,6 +185,10 @@ class Protocol:
     #: (label, fp-load arguments replacing the default mode/window/requests)
     load_client_profiles: Tuple[Tuple[str, str], ...] = ()
 
+    #: frames a load client sends on each connection besides its requests (a close frame): a server
+    #: counting every frame it receives counts them too (reference-impls/README.md, counters)
+    load_goodbye_frames: int = 0
+
     def load_side(self, codec, variant: str):
         """The protocol side of one Python load-client connection (frameproof.loadside.LoadSide)."""
         from ..loadside import LoadSide

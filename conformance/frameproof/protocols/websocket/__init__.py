@@ -213,6 +213,7 @@ class WebSocket(Protocol):
 
     # -- the load client
     load_variants = load.VARIANTS
+    load_goodbye_frames = 1  # the close frame (code 1000) each connection ends with
     load_client_profiles = (("text", "--variant text --mode pipelined --window 16 --requests 4000"),)
 
     def load_side(self, codec, variant):
