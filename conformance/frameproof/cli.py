@@ -21,6 +21,8 @@ def _pytest_args(args, extra):
         base += ["--fp-protocol", p]
     for s in getattr(args, "select", None) or []:
         base += ["--fp-select", s]
+    for r in getattr(args, "requirement", None) or []:
+        base += ["--fp-requirement", r]
     return base + extra
 
 
@@ -99,6 +101,8 @@ def main(argv=None):
     r.add_argument("--cwd", help="working directory for the testee")
     r.add_argument("--protocol", action="append", help="only this protocol (repeatable)")
     r.add_argument("--select", action="append", help="only tests whose name matches this glob (repeatable)")
+    r.add_argument("--requirement", action="append", metavar="ID",
+                   help="only the tests that check this requirement, e.g. STD-LIM-1 (repeatable)")
     r.add_argument("--xfail", help="expected-failures file: one test name or glob a line")
     r.add_argument("--json", help="write a JSON report to this file")
     r.add_argument("--junit", help="write a JUnit XML report to this file")

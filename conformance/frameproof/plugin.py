@@ -38,6 +38,7 @@ def pytest_addoption(parser):
     g.addoption("--fp-profile", default="ci", choices=["ci", "fuzz", "smoke"])
     g.addoption("--fp-timeout", type=float, default=10.0)
     g.addoption("--fp-select", action="append", default=[], help="only names matching this glob")
+    g.addoption("--fp-requirement", action="append", default=[], help="only tests that check this requirement ID")
     g.addoption("--fp-list", action="store_true", help="collect and list, run nothing")
     g.addoption("--fp-list-names", action="store_true", help="with --fp-list: names only")
     g.addoption("--fp-net", default=None, help="HOST:PORT of a live echo server (network suite)")
@@ -336,6 +337,11 @@ def pytest_collection_modifyitems(session, config, items):
     sel = config.getoption("--fp-select")
     if sel:
         keep = [i for i in items if any(fnmatch.fnmatchcase(i.name, g) for g in sel)]
+        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+        items[:] = keep
+    want = {r.upper() for r in config.getoption("--fp-requirement")}
+    if want:
+        keep = [i for i in items if want & set(getattr(i, "requirements", None) or ())]
         config.hook.pytest_deselected(items=[i for i in items if i not in keep])
         items[:] = keep
     xf = config.getoption("--fp-xfail")
