@@ -20,6 +20,8 @@ def add_parsers(sub):
     n.add_argument("--cwd", help="working directory for --server-cmd / --client")
     n.add_argument("--name", help="name shown in the report")
     n.add_argument("--select", action="append")
+    n.add_argument("--requirement", action="append", metavar="ID",
+                   help="only the cases that check this requirement, e.g. STD-ECHO-1 (repeatable)")
     n.add_argument("--xfail")
     n.add_argument("--json")
     n.add_argument("--junit")
