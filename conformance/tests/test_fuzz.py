@@ -48,7 +48,7 @@ def built_testees():
         out.append(f"mono {CS_TESTEE}")
     return out
 CI_SECONDS = 30  # libFuzzer budget for each planted bug (found in well under a second; see FUZZING.md)
-DIFF_EXAMPLES = 2000  # differential budget for all the planted bugs together (found within ~300)
+DIFF_EXAMPLES = 4000  # differential budget for all the planted bugs together (four protocols share it: the rarest, an overlong LF varint, at example ~2900)
 
 # The decode mutants (planted bugs) of the Python testee; the others break encode or match only.
 DECODE_MUTANTS = ["wrong-byte-order", "off-by-one-length", "ignores-chunk-boundaries", "accepts-oversize",
