@@ -42,6 +42,8 @@ class LengthField(Protocol):
     # research/newlife.md 5.4: NewLife X on an i9-10900K, 20 threads, Windows, loopback); the
     # tokio-util LengthDelimitedCodec echo as a baseline (reference-impls/rust/baselines)
     seed_window = 256
+    #: the seed-shaped batched echo (fp-load --mode batched) is checked by net --client in the matrix too
+    load_client_profiles = (("batched", "--mode batched --batch 16 --requests 4000"),)
     seed_batch = 128  # seed 000: the length-field batched echo awaits 128 concurrent requests
     seed_figures = {
         "peaks": [("per-packet", 273298, "C=256"), ("pipelined", 455373, "C=256, window 256")],

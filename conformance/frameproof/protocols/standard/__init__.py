@@ -50,6 +50,8 @@ class Standard(Protocol):
     # -- benchmarks: NewLife SlidingWindowEcho's window (the sequence is one byte), and the seeds'
     # figures (seed 000 / research/newlife.md 5.4: NewLife X on an i9-10900K, 20 threads, Windows, loopback)
     seed_window = 255
+    #: the seed-shaped batched echo (fp-load --mode batched) is checked by net --client in the matrix too
+    load_client_profiles = (("batched", "--mode batched --batch 16 --requests 4000"),)
     seed_figures = {
         "peaks": [("per-packet", 260213, "C=256"), ("pipelined", 420008, "C=1024, window 255")],
         "allocations": [("per-packet", 64, 1216), ("batched", 64, 955), ("batched", 1024, 906)],
