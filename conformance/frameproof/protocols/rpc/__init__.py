@@ -327,6 +327,14 @@ class Rpc(Protocol):
                 for w, q in (b5[::2] if quick else b5)]
         return out[:4] + out[-2:] if quick else out
 
+    # -- the main job: the service registry's conformance (spec/discovery.md) as a row of its own
+    def matrix_suites(self, impl, cmd, profile):
+        testee = cmd("testee")
+        if not testee:
+            return []
+        return [("codec", "rpc discovery (DISC-*)", ["run", "--testee", testee, "--protocol", "rpc",
+                                                      "--select", "rpc/DISC-*", "--profile", profile])]
+
     # -- docs
     def kaitai_frame(self, codec):
         return "rpc_frame", "RpcFrame", ()
