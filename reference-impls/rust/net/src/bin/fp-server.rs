@@ -406,6 +406,17 @@ enum Stop {
     Timeout(&'static str),
 }
 
+/// True when the kernel holds bytes or an EOF for `stream` (a non-blocking MSG_PEEK of one byte).
+fn bytes_waiting(stream: &TcpStream) -> bool {
+    use std::os::unix::io::AsRawFd;
+    let mut b = [0u8; 1];
+    // SAFETY: a one-byte buffer we own, a socket descriptor `stream` keeps open for the call.
+    let n = unsafe {
+        libc::recv(stream.as_raw_fd(), b.as_mut_ptr().cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT)
+    };
+    n >= 0
+}
+
 /// Waits for `deadline`; a timer that fires far too late (the process was stopped) reports
 /// `false` (the caller restarts its clock, RES-8).
 fn overslept(deadline: Instant) -> bool {
@@ -468,6 +479,13 @@ async fn connection<S: ServerSession>(
         let read = match stream.try_read_buf(buf) {
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 if ready {
+                    continue;
+                }
+                // tokio answers WouldBlock until its reactor has seen the socket's readiness, which
+                // right after a SIGCONT may lag the timer: ask the kernel whether bytes (or an EOF)
+                // are waiting; if so the peer was not silent (RES-8), so restart the clock and read.
+                if bytes_waiting(&stream) {
+                    last_byte = Instant::now();
                     continue;
                 }
                 let why = if session.awaiting_opening() {
