@@ -62,8 +62,9 @@ class LoadSide:
         return self.m.take(frame)
 
     def counted(self, frame) -> bool:
-        """True for the replies the report counts (False: protocol traffic such as a close frame)."""
-        return True
+        """True for the replies the report counts (False: protocol traffic such as a close frame):
+        the protocol's own rule, the one the checking server counts by (Protocol.counted)."""
+        return self.proto.counted(frame)
 
     def reply_ok(self, frame, payload: bytes) -> bool:
         return frame.payload == payload and self.m.reply_ok(frame)

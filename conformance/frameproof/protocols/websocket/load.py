@@ -64,9 +64,6 @@ class WsLoadSide(LoadSide):
     def entries(self):
         return [e for _k, e in self.pending]
 
-    def counted(self, f):
-        return f.header is not None and f.header.opcode in (TEXT, BINARY)
-
     def take(self, f):
         if not self.counted(f) or not self.pending:
             return None
