@@ -115,7 +115,7 @@ def main(argv=None):
 
     li = sub.add_parser("list", help="list the tests (JSON lines: name, requirements, level)")
     li.add_argument("--protocol", action="append")
-    li.add_argument("--select", action="append")
+    li.add_argument("--select", action="append", help="only cases whose name matches this glob (repeatable), e.g. '*over_limit*'")
     li.add_argument("--names", action="store_true", help="test names only, one a line")
     li.set_defaults(fn=cmd_list)
 

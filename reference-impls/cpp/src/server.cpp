@@ -385,6 +385,9 @@ class Worker {
     if (!c->session.process(out)) {
       if (c->session.error()) ++counters_.protocol_errors;  // not for a close handshake
       c->state = Conn::State::Closing;  // STD-ECHO-4 / LF-ECHO-2: replies first, then close
+      // The replies are in c->out now; a failed session's buffers (a reassembled message can
+      // be 100 MiB) go back before the peer can see our FIN, not after the drain (RES-1).
+      c->session = typename P::Session(proto_);
       // A peer that never reads its replies is closed by the write timeout (sweep).
       ++draining_;
     }

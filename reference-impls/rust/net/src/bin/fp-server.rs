@@ -545,6 +545,11 @@ async fn connection<S: ServerSession>(
             counters.protocol_errors.fetch_add(1, Relaxed);
         }
         if served.closed {
+            // The replies are written; the failed session's buffers (a reassembled message can
+            // be 100 MiB) go back before the peer sees our FIN, not after the linger (RES-1).
+            drop(session);
+            drop(out);
+            reg.shared.hold(&reg.holder, 0);
             let _ = stream.shutdown().await;
             if served.error.is_some() && !eof {
                 linger(&mut stream, &mut stop).await;
