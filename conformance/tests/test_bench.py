@@ -39,6 +39,16 @@ def test_validation_accepts_a_correct_client():
     assert "every load client passed validation" in out
 
 
+def test_validation_accepts_fp_blast_on_every_protocol():
+    """fp-blast (the seeds' pure-receive client) on every registered protocol: websocket's needs
+    the opening handshake first (the full run once refused to start without it)."""
+    if not (RUST / "fp-blast").exists():
+        pytest.skip("Rust programs not built (bash reference-impls/rust/build.sh)")
+    rc, out = bench("--validate-only", "--clients", "rust-blast")
+    assert rc == 0, out
+    assert out.count("validate rust-blast") >= 4 and "websocket    receive    ok" in out, out
+
+
 def test_short_run_writes_well_formed_results(tmp_path):
     needed = ["fp-server", "fp-load", "fp-raw-echo", "fp-blast", "fp-calib"]
     if not all((RUST / b).exists() for b in needed):

@@ -84,6 +84,7 @@ fn die<T>(e: String) -> T {
 }
 
 fn run<P: Protocol>(proto: P, o: &Options, codec: &CodecConfig) -> i32 {
+    let proto = proto.client_side(); // websocket: the client role (masked frames)
     if o.get("mode").unwrap_or("receive") != "receive" {
         CLI.die("only --mode receive");
     }
@@ -194,6 +195,7 @@ fn blast<P: Protocol>(
 ) -> std::io::Result<()> {
     let mut s = TcpStream::connect(addr)?;
     s.set_nodelay(nodelay)?;
+    opening(proto, addr, &mut s, hard.saturating_sub(start.elapsed()))?;
     let mut client = proto.client::<()>(0);
     let mut buf = BytesMut::new();
     let mut done = 0u64;
@@ -225,6 +227,29 @@ fn blast<P: Protocol>(
             Ok(0) => return Ok(()),
             Ok(_) => continue,
             Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The protocol's opening handshake, where it has one (websocket), before any frame; bounded by
+/// `left`. Bytes after the server's answer would be frames, which a receive-only server never sends.
+fn opening<P: Protocol>(proto: &P, addr: &str, s: &mut TcpStream, left: Duration) -> std::io::Result<()> {
+    let Some(opening) = proto.opening(addr) else {
+        return Ok(());
+    };
+    s.set_read_timeout(Some(left.max(Duration::from_millis(500))))?;
+    s.write_all(opening.request())?;
+    let mut buf = Vec::new();
+    let mut scratch = [0u8; 4096];
+    loop {
+        match opening.response(&buf) {
+            Ok(Some(_)) => return Ok(()),
+            Ok(None) => {}
+            Err(e) => return Err(std::io::Error::other(format!("opening handshake: {e}"))),
+        }
+        match s.read(&mut scratch)? {
+            0 => return Err(std::io::Error::other("the server closed during the opening handshake")),
+            n => buf.extend_from_slice(&scratch[..n]),
         }
     }
 }
