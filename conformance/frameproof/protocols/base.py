@@ -281,9 +281,6 @@ class Protocol:
     #: (which runs for every protocol the Rust implementation has): name -> a program built from
     #: reference-impls/rust/baselines. Default none.
     bench_baselines: Dict[str, str] = {}
-    #: the raw-echo ceiling (reference-impls/rust/baselines fp-raw-echo) has a header walker for this
-    #: protocol; False: no raw ceiling, the benchmark compares with other servers only
-    bench_raw_echo: bool = True
 
     def bench_scenarios(self, quick: bool = False) -> List[dict]:
         """The protocol's own benchmark scenarios beside the generic ones (the seed's tables on their

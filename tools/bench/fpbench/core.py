@@ -159,7 +159,7 @@ def servers_and_clients(extra_clients: Dict[str, str]):
     # The Rust baselines: the raw echo and fp-blast work with every protocol of the Rust codec
     # library; a protocol's own baselines (Protocol.bench_baselines) with that protocol only.
     servers.append(Program("raw", [str(RUST_BIN / "fp-raw-echo")], kind="baseline", stats=True,
-                           protocols=tuple(p for p in rust_protocols if registry.get(p).bench_raw_echo)))
+                           protocols=tuple(rust_protocols)))
     own: Dict[tuple, tuple] = {}
     for p in registry.all_protocols():
         for name, exe in p.bench_baselines.items():

@@ -305,7 +305,6 @@ class Rpc(Protocol):
     def counted(self, f):
         return f.header is not None and f.header.type in (K.REQUEST, K.RESPONSE, K.DATA)
 
-    bench_raw_echo = False  # fp-raw-echo has no header walker for it (yet): no raw ceiling
 
     # -- benchmarks: the seed's B2 (unary echo) and B5 (STREAM_* echo) tables, on their shapes
     # (seed 002, Apple M4, 2 IO schedulers unless said; figures as published there)

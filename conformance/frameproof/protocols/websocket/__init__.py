@@ -209,7 +209,6 @@ class WebSocket(Protocol):
     def net_is_goodbye(self, f):
         return f.header is not None and f.header.opcode == CLOSE
 
-    bench_raw_echo = False  # fp-raw-echo has no header walker for it (yet): no raw ceiling
 
     # -- the load client
     load_variants = load.VARIANTS

@@ -13,8 +13,8 @@ use serde_json::{Map, Value};
 use crate::config::{CodecConfig, ConfigError};
 use crate::matcher::{Expired, IdMatcher, Received, SendError};
 use crate::protocol::{
-    put_payload, ClientMatcher, FrameFields, Protocol, Served, ServerSession, StreamOps,
-    StreamReply,
+    put_payload, ClientMatcher, FrameFields, Protocol, ReplyRewriter, Rewrite, RewriteState,
+    Served, ServerSession, StreamOps, StreamReply,
 };
 use crate::{FrameDecoder, ProtocolError, Violation};
 
@@ -454,6 +454,13 @@ impl Protocol for Rpc {
     const NAME: &'static str = "rpc";
     type Frame = RpcFrame;
     type Decoder = RpcDecoder;
+
+    fn rewriter(&self, reply: bool) -> Option<Box<dyn ReplyRewriter>> {
+        Some(Box::new(RpcRewriter {
+            state: RewriteState::default(),
+            reply,
+        }))
+    }
     type Session = RpcSession;
     type Client<T: Send + 'static> = RpcClient<T>;
 
@@ -655,6 +662,91 @@ enum Endpoint {
     Unary,
     /// §10: waiting (`None`) or open with the id of its STREAM_INIT.
     Stream { open: Option<u32> },
+}
+
+/// The rpc [`ReplyRewriter`] (fp-raw-echo): a REQUEST becomes the RESPONSE of the echo service
+/// (error code 0, its payload), STREAM_INIT its INIT_ACK, STREAM_DATA the same frame with flags 0,
+/// STREAM_END its END (`RPC-ECHO-1`, `RPC-STREAM-*`), from the header and the name lengths only:
+/// names are not compared, nothing is validated.
+#[derive(Debug)]
+pub struct RpcRewriter {
+    state: RewriteState,
+    reply: bool,
+}
+
+fn raw_header(out: &mut Vec<u8>, kind: u8, flags: u8, id: &[u8], body: u64) {
+    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(&[VERSION, kind, flags, 0]);
+    out.extend_from_slice(id);
+    out.extend_from_slice(&(body as u32).to_be_bytes());
+}
+
+/// The rpc header rule of the rewriter: the 16 bytes, then for REQUEST and STREAM_INIT the
+/// names (each a u16 length and its bytes, at most the body), which the reply drops.
+fn rpc_rewrite(h: &[u8], out: &mut Vec<u8>, reply: bool) -> Rewrite {
+    let kind = h[5];
+    let body = u32::from_be_bytes([h[12], h[13], h[14], h[15]]) as usize;
+    let mut hl = HEADER_LEN;
+    if kind == REQUEST || kind == STREAM_INIT {
+        // service, then method: [u16 length][bytes] each, clipped to the body (bounded: 128 KiB)
+        for _ in 0..2 {
+            let end = HEADER_LEN + body;
+            if hl + 2 > end {
+                hl = end;
+                break;
+            }
+            if h.len() < hl + 2 {
+                return Rewrite::Need(hl + 2);
+            }
+            hl = (hl + 2 + u16::from_be_bytes([h[hl], h[hl + 1]]) as usize).min(end);
+        }
+        if h.len() < hl {
+            return Rewrite::Need(hl);
+        }
+    }
+    let payload = (body - (hl - HEADER_LEN)) as u64;
+    let id = &h[8..12];
+    let copy = match kind {
+        REQUEST => {
+            if reply {
+                raw_header(out, RESPONSE, (h[6] & MODE_MASK) | END_STREAM, id, 2 + payload);
+                out.extend_from_slice(&CODE_OK.to_be_bytes());
+            }
+            reply
+        }
+        STREAM_INIT | STREAM_END => {
+            if reply {
+                let k = if kind == STREAM_INIT { STREAM_INIT_ACK } else { STREAM_END };
+                raw_header(out, k, 0, id, 0);
+            }
+            false
+        }
+        STREAM_DATA => {
+            if reply {
+                raw_header(out, STREAM_DATA, 0, id, payload);
+            }
+            reply
+        }
+        _ => false,
+    };
+    Rewrite::Done {
+        payload,
+        copy,
+        key: None,
+    }
+}
+
+impl ReplyRewriter for RpcRewriter {
+    fn rewrite(&mut self, input: &[u8], out: &mut Vec<u8>) {
+        let reply = self.reply;
+        self.state.rewrite(input, out, HEADER_LEN, |h, o| rpc_rewrite(h, o, reply), |_, _, _| {});
+    }
+    fn frames(&self) -> u64 {
+        self.state.frames
+    }
+    fn payload_bytes(&self) -> u64 {
+        self.state.payload_bytes
+    }
 }
 
 /// The server side of one rpc connection: the unary endpoint, the stream endpoint, or (network
@@ -953,6 +1045,50 @@ mod tests {
 
     const UPSTREAM_REQUEST: &str = "47 52 50 43 01 01 04 00 00 00 00 01 00 00 00 1d \
         00 10 42 65 6e 63 68 45 63 68 6f 53 65 72 76 69 63 65 00 04 65 63 68 6f 68 65 6c 6c 6f";
+
+    /// fp-raw-echo's rewriter answers a well-formed stream byte for byte as the echo session
+    /// does (unary with every call mode and payload sizes across the u16/u32 edges; a stream),
+    /// in any split, and counts the frames.
+    #[test]
+    fn rewriter_answers_like_the_session_in_any_split() {
+        let p = Rpc::new(0);
+        let mut unary = BytesMut::new();
+        for (i, len) in [0usize, 1, 47, 300, 70000].iter().enumerate() {
+            let mut f = RpcFrame::echo_call(i as u32 + 7, Bytes::from(vec![i as u8 + 1; *len]));
+            f.flags = i as u8 & MODE_MASK;
+            encode(&mut unary, &f, 0).unwrap();
+        }
+        let mut stream = BytesMut::new();
+        let mut init = RpcFrame::new(STREAM_INIT, 0, 9);
+        init.service = Bytes::from_static(ECHO_SERVICE);
+        init.method = Bytes::from_static(ECHO_METHOD);
+        encode(&mut stream, &init, 0).unwrap();
+        for len in [3usize, 128, 0] {
+            let mut d = RpcFrame::new(STREAM_DATA, 0, 9);
+            d.payload = Bytes::from(vec![5u8; len]);
+            encode(&mut stream, &d, 0).unwrap();
+        }
+        encode(&mut stream, &RpcFrame::new(STREAM_END, 0, 9), 0).unwrap();
+        for (wire, ep, frames) in [(&unary, "unary", 5u64), (&stream, "stream", 5)] {
+            let mut want = BytesMut::new();
+            let mut sess = p.session(ep, false).unwrap();
+            sess.extend(wire);
+            sess.process(&mut want);
+            for split in [1usize, 2, 15, 16, 17, 19, 40, 4096, wire.len()] {
+                let mut w = p.rewriter(true).unwrap();
+                let mut got = Vec::new();
+                for c in wire.chunks(split) {
+                    w.rewrite(c, &mut got);
+                }
+                assert_eq!(got, &want[..], "{ep}, split {split}");
+                assert_eq!(w.frames(), frames, "{ep}, split {split}");
+                let mut counting = p.rewriter(false).unwrap();
+                let mut none = Vec::new();
+                counting.rewrite(wire, &mut none);
+                assert!(none.is_empty() && counting.frames() == frames);
+            }
+        }
+    }
 
     #[test]
     fn decodes_the_upstream_request_in_any_split() {

@@ -20,7 +20,10 @@ use sha1::{Digest, Sha1};
 
 use crate::config::{CodecConfig, ConfigError};
 use crate::matcher::{Expired, FifoMatcher, Received, SendError};
-use crate::protocol::{ClientMatcher, FrameFields, Protocol, Served, ServerSession};
+use crate::protocol::{
+    ClientMatcher, FrameFields, Protocol, ReplyRewriter, Rewrite, RewriteState, Served,
+    ServerSession,
+};
 use crate::{FrameDecoder, ProtocolError, Violation};
 
 pub const CONT: u8 = 0x0;
@@ -661,6 +664,16 @@ impl Protocol for WebSocket {
     const NAME: &'static str = "websocket";
     type Frame = WsFrame;
     type Decoder = WsDecoder;
+
+    fn rewriter(&self, reply: bool) -> Option<Box<dyn ReplyRewriter>> {
+        Some(Box::new(WsRewriter {
+            state: RewriteState::default(),
+            head: Vec::new(),
+            opened: false,
+            closed: false,
+            reply,
+        }))
+    }
     type Session = WsSession;
     type Client<T: Send + 'static> = WsClient<T>;
 
@@ -1107,6 +1120,101 @@ fn status(code: u16, reason: &str, extra: &str, v: Violation, why: String) -> Ha
     }
 }
 
+/// The websocket [`ReplyRewriter`] (fp-raw-echo): the opening handshake answered by
+/// [`handshake_reply`], then each masked client frame answered unmasked with the same FIN, RSV
+/// and length (WS-ECHO-1 for unfragmented messages, which is what load clients send), a ping with
+/// its pong, a close with the same close frame (then the stream is over); pongs get nothing.
+/// From the headers only: no UTF-8 check, no reassembly, no validation.
+#[derive(Debug)]
+pub struct WsRewriter {
+    state: RewriteState,
+    head: Vec<u8>,
+    opened: bool,
+    closed: bool,
+    reply: bool,
+}
+
+/// The websocket header rule of the rewriter: 2 bytes, the extended length, the masking key.
+fn ws_rewrite(h: &[u8], out: &mut Vec<u8>, reply: bool, closed: &mut bool) -> Rewrite {
+    let n7 = h[1] & 0x7F;
+    let ext = match n7 {
+        126 => 2,
+        127 => 8,
+        _ => 0,
+    };
+    let masked = h[1] & 0x80 != 0;
+    let hl = 2 + ext + if masked { 4 } else { 0 };
+    if h.len() < hl {
+        return Rewrite::Need(hl);
+    }
+    let len = if ext == 0 {
+        n7 as u64
+    } else {
+        h[2..2 + ext].iter().fold(0u64, |a, &b| a << 8 | b as u64)
+    };
+    let key = masked.then(|| [h[hl - 4], h[hl - 3], h[hl - 2], h[hl - 1]]);
+    let op = h[0] & 0x0F;
+    // pongs and the close are sent even when only counting, like the servers' --sink
+    let answer = match op {
+        PONG => None,
+        PING => Some(PONG),
+        CLOSE => {
+            *closed = true;
+            Some(CLOSE)
+        }
+        _ if reply => Some(op),
+        _ => None,
+    };
+    if let Some(a) = answer {
+        out.push((h[0] & 0xF0) | a);
+        out.push(n7);
+        out.extend_from_slice(&h[2..2 + ext]);
+    }
+    Rewrite::Done {
+        payload: len,
+        copy: answer.is_some(),
+        key,
+    }
+}
+
+impl ReplyRewriter for WsRewriter {
+    fn rewrite(&mut self, input: &[u8], out: &mut Vec<u8>) {
+        if self.closed() {
+            return; // nothing is read after the close frame (WS-CLOSE-4)
+        }
+        let frames: Vec<u8>;
+        let mut input = input;
+        if !self.opened {
+            // the request head (bounded: handshake_reply refuses one over MAX_HEAD)
+            self.head.extend_from_slice(input);
+            let Some((answer, used)) = handshake_reply(&self.head) else {
+                return;
+            };
+            out.extend_from_slice(&answer.bytes);
+            if !answer.ok {
+                self.closed = true;
+                return;
+            }
+            self.opened = true;
+            frames = self.head.split_off(used);
+            self.head = Vec::new();
+            input = &frames;
+        }
+        let (reply, closed) = (self.reply, &mut self.closed);
+        self.state
+            .rewrite(input, out, 2, |h, o| ws_rewrite(h, o, reply, closed), mask);
+    }
+    fn frames(&self) -> u64 {
+        self.state.frames
+    }
+    fn payload_bytes(&self) -> u64 {
+        self.state.payload_bytes
+    }
+    fn closed(&self) -> bool {
+        self.closed && self.state.between_frames()
+    }
+}
+
 /// The server side of the opening handshake (WS-HS-1..5) over the bytes received so far: `None`
 /// while the request head is incomplete, else the reply and the length of the head (frames
 /// follow it when the reply is a 101).
@@ -1516,6 +1624,51 @@ mod tests {
         let r = s.process(&mut out);
         assert_eq!(r.error.unwrap().requirement, "WS-MASK-1");
         assert_eq!(&out[..], &hex("88 02 03 ea")[..]);
+    }
+
+    #[test]
+    /// fp-raw-echo's rewriter answers the handshake and a well-formed client stream (lengths at
+    /// the 7/16/64-bit edges, a ping, a pong, the close) byte for byte as the echo session does,
+    /// in any split, and closes after the close frame.
+    fn rewriter_answers_like_the_session_in_any_split() {
+        let p = WebSocket::new(Role::Server, 0, 0);
+        let mut wire = BytesMut::new();
+        wire.extend_from_slice(
+            b"GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+        );
+        let key = [1, 2, 3, 4];
+        for (i, len) in [0usize, 5, 125, 126, 65535, 65536, 70001].iter().enumerate() {
+            let op = if i % 2 == 0 { BINARY } else { TEXT };
+            put_masked_frame(&mut wire, op, key, *len, |b| b.fill(b'a' + i as u8));
+        }
+        put_masked_frame(&mut wire, PING, key, 3, |b| b.copy_from_slice(b"hey"));
+        put_masked_frame(&mut wire, PONG, key, 1, |b| b[0] = b'x');
+        put_masked_frame(&mut wire, CLOSE, key, 2, |b| {
+            b.copy_from_slice(&1000u16.to_be_bytes())
+        });
+        let mut want = BytesMut::new();
+        let mut sess = p.net_session(false).unwrap();
+        sess.extend(&wire);
+        let served = sess.process(&mut want);
+        assert!(served.closed && served.error.is_none());
+        for split in [1usize, 2, 3, 7, 100, 4096, wire.len()] {
+            let mut w = p.rewriter(true).unwrap();
+            let mut got = Vec::new();
+            for c in wire.chunks(split) {
+                assert!(!w.closed(), "split {split}");
+                w.rewrite(c, &mut got);
+            }
+            assert!(w.closed(), "split {split}");
+            assert_eq!(w.frames(), 10, "split {split}");
+            assert!(got == want[..], "split {split}: {} bytes, want {}", got.len(), want.len());
+        }
+        // counting only: the handshake, the pong and the close are still answered
+        let mut w = p.rewriter(false).unwrap();
+        let mut got = Vec::new();
+        w.rewrite(&wire, &mut got);
+        let hs = want.len() - got.len();
+        assert!(hs > 0 && got.starts_with(b"HTTP/1.1 101") && got.ends_with(&[0x88, 2, 0x03, 0xE8]));
     }
 
     #[test]
