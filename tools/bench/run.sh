@@ -2,7 +2,7 @@
 # The benchmark runner, one command: builds what it runs (Rust workspace incl. the baselines,
 # C#), makes sure matplotlib is in the venv, then `frameproof bench "$@"`, which validates every
 # load client, runs the matrix and writes results/bench-<date>.{json,md} and PNG charts.
-#   bash tools/bench/run.sh            # full run (~10 min)
+#   bash tools/bench/run.sh            # full run (about an hour: 660 figures; --protocols/--concurrency narrow it)
 #   bash tools/bench/run.sh --quick    # ~1 min
 # Needs root for the network-namespace section (skipped otherwise, or with --no-netns).
 set -euo pipefail
