@@ -199,6 +199,28 @@ pub trait Opening: Send {
     fn response(&self, buf: &[u8]) -> Result<Option<usize>, String>;
 }
 
+/// Runs a client's opening handshake on a blocking stream: writes the request, reads until the
+/// answer is complete and right. Returns the bytes that followed the answer (frames).
+pub fn open_blocking<S: std::io::Read + std::io::Write>(
+    opening: &dyn Opening,
+    s: &mut S,
+) -> Result<Vec<u8>, String> {
+    s.write_all(opening.request())
+        .map_err(|e| format!("writing the handshake: {e}"))?;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        if let Some(n) = opening.response(&buf)? {
+            return Ok(buf.split_off(n));
+        }
+        match s.read(&mut chunk) {
+            Ok(0) => return Err("the server closed during the handshake".into()),
+            Ok(k) => buf.extend_from_slice(&chunk[..k]),
+            Err(e) => return Err(format!("reading the handshake: {e}")),
+        }
+    }
+}
+
 /// The client side of a protocol's streams, as a load client runs them: open a stream, send
 /// data frames and have each echoed, end the stream (rpc: STREAM_INIT, STREAM_DATA, STREAM_END).
 pub trait StreamOps<F>: Send + Sync {

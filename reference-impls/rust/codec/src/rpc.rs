@@ -173,7 +173,7 @@ pub fn check_encode(f: &RpcFrame, max_body: u64) -> Result<usize, ProtocolError>
 }
 
 /// Writes a 16-byte header (no checks).
-pub fn put_header(out: &mut BytesMut, kind: u8, flags: u8, id: u32, body: usize) {
+pub fn put_header(out: &mut impl BufMut, kind: u8, flags: u8, id: u32, body: usize) {
     out.put_slice(&MAGIC);
     out.put_slice(&[VERSION, kind, flags, 0]);
     out.put_u32(id);
@@ -674,13 +674,6 @@ pub struct RpcRewriter {
     reply: bool,
 }
 
-fn raw_header(out: &mut Vec<u8>, kind: u8, flags: u8, id: &[u8], body: u64) {
-    out.extend_from_slice(&MAGIC);
-    out.extend_from_slice(&[VERSION, kind, flags, 0]);
-    out.extend_from_slice(id);
-    out.extend_from_slice(&(body as u32).to_be_bytes());
-}
-
 /// The rpc header rule of the rewriter: the 16 bytes, then for REQUEST and STREAM_INIT the
 /// names (each a u16 length and its bytes, at most the body), which the reply drops.
 fn rpc_rewrite(h: &[u8], out: &mut Vec<u8>, reply: bool) -> Rewrite {
@@ -705,25 +698,25 @@ fn rpc_rewrite(h: &[u8], out: &mut Vec<u8>, reply: bool) -> Rewrite {
         }
     }
     let payload = (body - (hl - HEADER_LEN)) as u64;
-    let id = &h[8..12];
+    let id = u32::from_be_bytes([h[8], h[9], h[10], h[11]]);
     let copy = match kind {
         REQUEST => {
             if reply {
-                raw_header(out, RESPONSE, (h[6] & MODE_MASK) | END_STREAM, id, 2 + payload);
-                out.extend_from_slice(&CODE_OK.to_be_bytes());
+                put_header(out, RESPONSE, (h[6] & MODE_MASK) | END_STREAM, id, 2 + payload as usize);
+                out.put_u16(CODE_OK);
             }
             reply
         }
         STREAM_INIT | STREAM_END => {
             if reply {
                 let k = if kind == STREAM_INIT { STREAM_INIT_ACK } else { STREAM_END };
-                raw_header(out, k, 0, id, 0);
+                put_header(out, k, 0, id, 0);
             }
             false
         }
         STREAM_DATA => {
             if reply {
-                raw_header(out, STREAM_DATA, 0, id, payload);
+                put_header(out, STREAM_DATA, 0, id, payload as usize);
             }
             reply
         }

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use bytes::BytesMut;
 use fp_net::{fill_payload, json_f64, Cli, Options};
 use frameproof_codec::config::CodecConfig;
-use frameproof_codec::protocol::{ClientMatcher, Protocol};
+use frameproof_codec::protocol::{open_blocking, ClientMatcher, Protocol};
 use frameproof_codec::registry::{self, Visitor};
 
 const CLI: Cli = Cli {
@@ -238,18 +238,7 @@ fn opening<P: Protocol>(proto: &P, addr: &str, s: &mut TcpStream, left: Duration
         return Ok(());
     };
     s.set_read_timeout(Some(left.max(Duration::from_millis(500))))?;
-    s.write_all(opening.request())?;
-    let mut buf = Vec::new();
-    let mut scratch = [0u8; 4096];
-    loop {
-        match opening.response(&buf) {
-            Ok(Some(_)) => return Ok(()),
-            Ok(None) => {}
-            Err(e) => return Err(std::io::Error::other(format!("opening handshake: {e}"))),
-        }
-        match s.read(&mut scratch)? {
-            0 => return Err(std::io::Error::other("the server closed during the opening handshake")),
-            n => buf.extend_from_slice(&scratch[..n]),
-        }
-    }
+    open_blocking(opening.as_ref(), s)
+        .map(|_| ())
+        .map_err(|e| std::io::Error::other(format!("opening handshake: {e}")))
 }

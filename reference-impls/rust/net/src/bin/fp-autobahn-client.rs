@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use fp_net::Cli;
-use frameproof_codec::protocol::{Opening, ServerSession};
+use frameproof_codec::protocol::{open_blocking, ServerSession};
 use frameproof_codec::websocket::{client_opening_to, Role, WsDecoder, WsSession, TEXT};
 use frameproof_codec::FrameDecoder;
 
@@ -83,20 +83,8 @@ fn open(cfg: &Config, path: &str) -> Result<(TcpStream, Vec<u8>), String> {
     s.set_write_timeout(Some(cfg.timeout))
         .map_err(|e| e.to_string())?;
     let opening = client_opening_to(&cfg.addr, path);
-    s.write_all(opening.request())
-        .map_err(|e| format!("{path}: writing the handshake: {e}"))?;
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        if let Some(n) = opening.response(&buf).map_err(|e| format!("{path}: {e}"))? {
-            return Ok((s, buf.split_off(n)));
-        }
-        match s.read(&mut chunk) {
-            Ok(0) => return Err(format!("{path}: the server closed during the handshake")),
-            Ok(k) => buf.extend_from_slice(&chunk[..k]),
-            Err(e) => return Err(format!("{path}: reading the handshake: {e}")),
-        }
-    }
+    let rest = open_blocking(&opening, &mut s).map_err(|e| format!("{path}: {e}"))?;
+    Ok((s, rest))
 }
 
 /// Reads until the server closes (or the timeout passes): the end of a closed session.
