@@ -10,8 +10,7 @@ the wrapper, protocol, suite and expected-failures file: for every tools/third-p
 protocol it lists, ``frameproof run`` on its testee (``"xfail"`` file, profile ``ci`` or its ``"profile"``),
 ``frameproof net`` on its server for each of the protocol's network profiles (``"xfail_net"``), and the
 protocol's own matrix suites (``Protocol.matrix_suites``, profile ``ci``: for websocket the Autobahn
-testsuite, with ``"xfail_autobahn"``). Third-party peers of tools/autobahn/peers.py that have no impl.json
-(websockets) get the network suite and peers.py's Autobahn run. Every difference the page lists comes with
+testsuite, with ``"xfail_autobahn"``). Every difference the page lists comes with
 its reason, read from the expected-failures file (the comment block above each entry); a failure no file
 expects is shown as such, with the suite's own message.
 """
@@ -34,8 +33,6 @@ from frameproof import spec as fspec  # noqa: E402
 
 THIRD = ROOT / "tools" / "third-party"
 PAGE = ROOT / "docs" / "third-party.md"
-PEERS = ROOT / "tools" / "autobahn" / "peers.py"
-PEERS_PROTOCOL = "websocket"  # tools/autobahn/peers.py lists the peers of this protocol's Autobahn runs
 
 
 def wrappers():
@@ -132,39 +129,6 @@ def run_all(reports: Path, extra: bool):
                         d, lambda key: " ".join(map(shlex.quote, argv_of(impl, key))) if key in impl else None, "ci"):
                     run(name, proto, slug(label), label, list(argv))
 
-    # third-party peers of tools/autobahn/peers.py without an impl.json: the network suite on their echo
-    # server (told the limits peers.py runs every server with), and peers.py's own Autobahn run
-    sys.path.insert(0, str(PEERS.parent))
-    import peers as ab_peers
-    known = {i["name"] for i in wrappers()}
-    codec = json.dumps(getattr(registry.get(PEERS_PROTOCOL), "AUTOBAHN_CODEC", {"protocol": PEERS_PROTOCOL}))
-    for peer in ab_peers.peers():
-        if peer["kind"] != "third-party" or peer["name"] in known or not peer.get("server"):
-            continue
-        name = peer["name"]
-        b = subprocess.run(peer["build"], cwd=peer.get("cwd"), capture_output=True, text=True)
-        if b.returncode:
-            print(f"[{name}] build FAILED: no results", flush=True)
-            continue
-        server = peer["server"].replace("{py}", b.stdout.strip().splitlines()[-1])
-        run(name, PEERS_PROTOCOL, f"net-{slug(PEERS_PROTOCOL)}", f"network suite, {PEERS_PROTOCOL}",
-            ["net", "--codec", codec, "--name", name, "--server-cmd", server, "--cwd", peer["cwd"]])
-        if extra:
-            out = reports / "peers"
-            with open(log, "a") as lf:
-                subprocess.call([sys.executable, str(PEERS), "--only", name, "--driver", "wstest", "--out", str(out)],
-                                cwd=ROOT, stdout=lf, stderr=subprocess.STDOUT)
-            for side in ("server", "client"):
-                rep = out / f"{name}-{side}.json"
-                if not rep.exists():
-                    continue
-                title = f"{PEERS_PROTOCOL} autobahn (as {side})"
-                f = reports / f"{name}--{PEERS_PROTOCOL}--{slug(title)}.json"
-                f.write_text(rep.read_text())
-                xf = peer.get("xfail")
-                xf = xf.get(side) if isinstance(xf, dict) else xf  # peers.py: one file, or one per side
-                index.append({"file": f.name, "name": name, "protocol": PEERS_PROTOCOL, "suite": slug(title),
-                              "title": title, "xfail": xf})
     (reports / "index.json").write_text(json.dumps(index, indent=1) + "\n")
 
 
@@ -258,13 +222,6 @@ def render(reports: Path) -> str:
         i = impls.get(n)
         files = sorted({Path(e["xfail"]).name for e, _ in res.get(n, {}).values() if e.get("xfail")})
         xf = ", ".join(f"`{f}`" for f in files) or "—"
-        if i is None:
-            protos = sorted({p for p, _ in res.get(n, {})})
-            lines.append(f"| {n} | (no impl.json yet: its echo server as tools/autobahn/peers.py starts it; the network "
-                         f"suite told peers.py's limits, no expected-failures file for it, so its network failures are "
-                         f"listed as not expected and not yet explained) | {', '.join(protos)} | — | "
-                         f"`tools/third-party/{n}/` | {xf} |")
-            continue
         lines.append(f"| {n} | {i.get('upstream', '')} | {', '.join(i['protocols'])} | "
                      f"{'`' + ' '.join(i['testee']) + '`' if 'testee' in i else '—'} | "
                      f"{'`' + ' '.join(i['server']) + '`' if 'server' in i else '—'} | {xf} |")
@@ -326,7 +283,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--run", action="store_true", help="build every wrapper and run its suites first")
     ap.add_argument("--no-extra", action="store_true",
-                    help="with --run: leave out the protocols' own suites (Autobahn) and peers.py")
+                    help="with --run: leave out the protocols' own suites (Autobahn)")
     ap.add_argument("--reports", default=str(ROOT / "reports" / "third-party"))
     ap.add_argument("--out", default=str(PAGE))
     ap.add_argument("--check", action="store_true", help="compare instead of writing; exit 1 if the page is stale")

@@ -6,8 +6,8 @@ against every websocket peer this checkout has, as server and as client, and wri
 * every reference implementation whose impl.json lists "websocket" (its "server" with the same
   limit, and its "autobahn_client" when it has one);
 * the third-party peers under tools/third-party/: every impl.json listing "websocket" (its "server",
-  "autobahn_client", and "xfail_autobahn": {"server": FILE, "client": FILE}), and websockets (PyPI),
-  each with its expected-failures files.
+  "autobahn_client", and "xfail_autobahn": {"server": FILE, "client": FILE}): gorilla, ws,
+  websockets (PyPI), each with its expected-failures files.
 
     .venv/bin/python tools/autobahn/peers.py [--quick] [--driver wstest|kosoku|both] [--only NAME] [--out DIR]
 
@@ -51,7 +51,7 @@ def _from_impl(impl_json: Path, kind: str):
 def peers():
     """Every websocket peer: the Python reference, reference-impls/*/impl.json and
     tools/third-party/*/impl.json listing websocket ("server", "autobahn_client", "xfail_autobahn":
-    {"server": FILE, "client": FILE}), and the third-party websockets wrapper (no impl.json)."""
+    {"server": FILE, "client": FILE})."""
     out = [{"name": "python", "kind": "reference", "requires": [], "build": None,
             "server": f"{PY} -m frameproof.pyserver --codec {shlex.quote(LIMIT_CODEC)} --listen 127.0.0.1:0",
             "client": f"{PY} -m frameproof.protocols.websocket.autobahn_client", "xfail": {}, "cwd": str(ROOT)}]
@@ -60,13 +60,6 @@ def peers():
             p = _from_impl(impl_json, kind)
             if p:
                 out.append(p)
-    ws = ROOT / "tools" / "third-party" / "websockets"
-    if (ws / "build.sh").exists() and not (ws / "impl.json").exists():
-        xf = str(ws / "xfail-autobahn.txt")
-        out.append({"name": "websockets", "kind": "third-party", "requires": [], "build": ["bash", "build.sh"],
-                    "server": "{py} " + shlex.quote(str(ws / "echo_server.py")) + " --listen 127.0.0.1:0",
-                    "client": "{py} " + shlex.quote(str(ws / "autobahn_client.py")),
-                    "xfail": {"server": xf, "client": xf}, "cwd": str(ws)})
     return out
 
 
@@ -83,7 +76,6 @@ def main():
     for p in peers():
         if args.only and p["name"] not in args.only:
             continue
-        py = ""
         missing = [t for t in p["requires"] if not shutil.which(t)]
         if missing:
             print(f"{p['name']}: needs {', '.join(missing)}: not run")
@@ -97,14 +89,11 @@ def main():
                 failed += 1
                 rows.append({"peer": p["name"], "kind": p["kind"], "side": "-", "error": "build failed"})
                 continue
-            lines = b.stdout.strip().splitlines()
-            py = lines[-1] if lines else ""
         for side in ("server", "client"):
             cmd = p[side]
             if not cmd:
                 rows.append({"peer": p["name"], "kind": p["kind"], "side": side, "error": "not implemented"})
                 continue
-            cmd = cmd.replace("{py}", py)
             rep = out / f"{p['name']}-{side}.json"
             argv = [PY, "-m", "frameproof.cli", "autobahn", f"--{side}-cmd", cmd, "--agent", f"{p['name']}-{side}",
                     "--driver", args.driver, "--json", str(rep), "--junit", str(out / f"{p['name']}-{side}.xml"),

@@ -86,13 +86,21 @@ def c_accept_rfc_example(t):
         c.close()
 
 
+def _statuses(want) -> str:
+    """``400`` / ``400 or 426`` / ``400-499`` (a run of consecutive codes as a range)."""
+    w = sorted(want)
+    if len(w) > 2 and w == list(range(w[0], w[-1] + 1)):
+        return f"one of {w[0]}-{w[-1]}"
+    return " or ".join(map(str, w))
+
+
 def _refused(t, head: bytes, want, ctx):
     c = _raw(t)
     try:
         c.send(head)
         status, hdrs = read_head(c)
         if status not in want:
-            raise CheckFailure(f"{ctx}:\n  expected status {' or '.join(map(str, want))}\n  actual   {status}")
+            raise CheckFailure(f"{ctx}:\n  expected status {_statuses(want)}\n  actual   {status}")
         return hdrs
     finally:
         c.close()
