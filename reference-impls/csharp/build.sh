@@ -23,7 +23,7 @@ mkdir -p build
 $MCS -unsafe -target:library -out:build/Frameproof.Codec.dll -doc:build/Frameproof.Codec.xml src/Codec/*.cs
 $MCS -out:build/fp-testee.exe -r:build/Frameproof.Codec.dll src/Testee/*.cs
 if [ -d src/Server ] && ls src/Server/*.cs >/dev/null 2>&1; then
-  $MCS -out:build/fp-server.exe -r:build/Frameproof.Codec.dll -r:Mono.Posix src/Server/*.cs
+  $MCS -unsafe -out:build/fp-server.exe -r:build/Frameproof.Codec.dll -r:Mono.Posix src/Server/*.cs
 fi
 if [ -d src/Load ] && ls src/Load/*.cs >/dev/null 2>&1; then
   $MCS -out:build/fp-load.exe -r:build/Frameproof.Codec.dll src/Load/*.cs

@@ -129,6 +129,7 @@ namespace Frameproof.Tests
             }
         }
 
+        [TestCase("epoll")]
         [TestCase("blocking")]
         [TestCase("saea")]
         public void Standard_EchoRules_HalfCloseWithPartialFrame(string io)
@@ -152,6 +153,7 @@ namespace Frameproof.Tests
             }
         }
 
+        [TestCase("epoll")]
         [TestCase("blocking")]
         [TestCase("saea")]
         public void Standard_DecodeError_RepliesBeforeThenCloses_OthersServed(string io)
@@ -173,6 +175,7 @@ namespace Frameproof.Tests
             }
         }
 
+        [TestCase("epoll")]
         [TestCase("blocking")]
         [TestCase("saea")]
         public void LengthField_Varint_WithOffset_EchoAndSink(string io)

@@ -56,6 +56,7 @@ namespace Frameproof.Tests
             Assert.AreEqual(expected, got);
         }
 
+        [TestCase("epoll")]
         [TestCase("blocking")]
         [TestCase("saea")]
         public void Res3_IdleTimeout_ClosesSilentConnections_KeepsActiveOnes(string io)
@@ -87,6 +88,7 @@ namespace Frameproof.Tests
             }
         }
 
+        [TestCase("epoll")]
         [TestCase("blocking")]
         [TestCase("saea")]
         public void Res4_FrameTimeout_ClosesAConnectionStoppedInsideAFrame(string io)
@@ -105,6 +107,7 @@ namespace Frameproof.Tests
             }
         }
 
+        [TestCase("epoll")]
         [TestCase("blocking")]
         [TestCase("saea")]
         public void Res1_Res2_MemoryBudget_ClosesTheLargestHolders_ServesTheSmallOne(string io)
@@ -115,17 +118,19 @@ namespace Frameproof.Tests
                 byte[] smallFrame = StdRequest(1, T.Pattern(20000));
                 small.Send(smallFrame, 0, 10000, SocketFlags.None);          // holds < 64 KiB: never closed for the budget
                 var bigs = new Socket[3];
-                byte[] big = StdRequest(2, T.Pattern(1000000));
+                // 300 kB of a 400 kB frame: the decoder holds the whole frame's buffer (a quarter arrived,
+                // ByteBuffers.Grow), 512 KiB from the pool: two of them are over the budget, one is not
+                byte[] big = StdRequest(2, T.Pattern(400000));
                 for (int i = 0; i < bigs.Length; i++)
                 {
                     bigs[i] = Connect(srv.Port);
                     bigs[i].SendTimeout = 3000;
-                    try { bigs[i].Send(big, 0, 500000, SocketFlags.None); } catch (SocketException) { }
+                    try { bigs[i].Send(big, 0, 300000, SocketFlags.None); } catch (SocketException) { }
                     Thread.Sleep(200);
                 }
                 int closed = 0, got;
                 foreach (Socket b in bigs) if (WaitClosed(b, 1, out got) >= 0) closed++;
-                Assert.GreaterOrEqual(closed, 1, "3 × 500 kB unfinished against a 1 MiB budget: the largest holders are closed");
+                Assert.GreaterOrEqual(closed, 1, "3 × 512 KiB held for unfinished frames against a 1 MiB budget: the largest holders are closed");
                 Assert.Less(closed, 3, "only as many as needed to get back within the budget");
                 small.Send(smallFrame, 10000, smallFrame.Length - 10000, SocketFlags.None);
                 AssertEcho(small, 1, T.Pattern(20000));
@@ -135,6 +140,7 @@ namespace Frameproof.Tests
             }
         }
 
+        [TestCase("epoll")]
         [TestCase("blocking")]
         [TestCase("saea")]
         public void Res5_WriteTimeout_ClosesAPeerThatNeverReads(string io)
@@ -161,6 +167,7 @@ namespace Frameproof.Tests
             }
         }
 
+        [TestCase("epoll")]
         [TestCase("blocking")]
         [TestCase("saea")]
         public void Res6_ConnectionLimit_BeyondItClosedAtOnce_AcceptsAgainAfterAClose(string io)

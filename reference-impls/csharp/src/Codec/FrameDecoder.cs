@@ -19,7 +19,6 @@ namespace Frameproof.Codec
     /// </summary>
     public abstract class FrameDecoder : IDisposable
     {
-        const int InitialBuffer = 4096;
 
         readonly long _skip;               // ignored header bytes before the parsed header (LF offset)
         readonly byte[] _hdr = new byte[8]; // partial header accumulation (slow path)
@@ -231,23 +230,7 @@ namespace Frameproof.Codec
             _inPayload = true;
         }
 
-        void EnsureCapacity(int size)
-        {
-            if (_buf != null && _buf.Length >= size) return;
-            int cap = _buf == null ? Math.Min(_need, InitialBuffer) : _buf.Length;
-            while (cap < size)
-            {
-                long next = (long)cap * 2;
-                cap = next >= _need ? _need : (int)next;
-            }
-            byte[] nb = ByteBuffers.Rent(cap);
-            if (_buf != null)
-            {
-                Buffer.BlockCopy(_buf, 0, nb, 0, _bufCount);
-                ByteBuffers.Return(_buf);
-            }
-            _buf = nb;
-        }
+        void EnsureCapacity(int size) { _buf = ByteBuffers.Grow(_buf, _bufCount, size, _need); }
 
         /// <summary>Keeps a small buffer for the next split frame; gives big ones back to the pool.</summary>
         void ReleaseBuffer()

@@ -99,7 +99,6 @@ namespace Frameproof.Codec
     /// </summary>
     public sealed class RpcDecoder : IDisposable
     {
-        const int InitialBuffer = 4096;
         readonly long _max;
         readonly byte[] _hdr = new byte[RpcTypes.HeaderLength];
         int _hdrCount;
@@ -267,19 +266,7 @@ namespace Frameproof.Codec
             if (!handler.OnFrame(ref f)) _halted = true;
         }
 
-        void Ensure(int size)
-        {
-            if (_body != null && _body.Length >= size) return;
-            int cap = _body == null ? Math.Min(_need, InitialBuffer) : _body.Length;
-            while (cap < size) cap = (long)cap * 2 >= _need ? _need : cap * 2;
-            byte[] nb = ByteBuffers.Rent(cap);
-            if (_body != null)
-            {
-                Buffer.BlockCopy(_body, 0, nb, 0, _bodyCount);
-                ByteBuffers.Return(_body);
-            }
-            _body = nb;
-        }
+        void Ensure(int size) { _body = ByteBuffers.Grow(_body, _bodyCount, size, _need); }
 
         void Drop()
         {

@@ -181,7 +181,6 @@ namespace Frameproof.Codec
     /// </summary>
     public sealed class WsDecoder : IDisposable
     {
-        const int InitialBuffer = 4096;
         readonly bool _server;
         readonly long _maxFrame, _maxMessage;
         readonly byte[] _hdr = new byte[14];
@@ -394,19 +393,7 @@ namespace Frameproof.Codec
             if (!handler.OnFrame(ref f)) _halted = true;
         }
 
-        void Ensure(long size)
-        {
-            if (_buf != null && _buf.Length >= size) return;
-            long cap = _buf == null ? Math.Min(_n, InitialBuffer) : _buf.Length;
-            while (cap < size) cap = Math.Min(cap * 2, _n);
-            byte[] nb = ByteBuffers.Rent((int)cap);
-            if (_buf != null)
-            {
-                Buffer.BlockCopy(_buf, 0, nb, 0, (int)_got);
-                ByteBuffers.Return(_buf);
-            }
-            _buf = nb;
-        }
+        void Ensure(long size) { _buf = ByteBuffers.Grow(_buf, (int)_got, size, _n); }
 
         void Drop()
         {

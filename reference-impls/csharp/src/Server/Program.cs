@@ -28,7 +28,9 @@ namespace Frameproof.Server
     {
         public FrameCodec Codec;
         public bool Sink;
-        public bool Blocking = true;   // --io blocking (default) | saea
+        /// <summary>--io epoll (the default on Linux) | blocking (the default elsewhere) | saea.</summary>
+        public string Io = Environment.OSVersion.Platform == PlatformID.Unix ? "epoll" : "blocking";
+        public int Threads = Environment.ProcessorCount;   // --threads: event loops (epoll), pool minimum (others)
         public ResourceLimits Limits = new ResourceLimits();
     }
 
@@ -468,11 +470,18 @@ namespace Frameproof.Server
         readonly object _budgetLock = new object();
         long _totalHeld;
         volatile bool _stopping;
+        readonly EventLoop[] _loops;   // --io epoll
+        int _nextLoop;
 
         public EchoServer(ServerConfig cfg, IPEndPoint ep)
         {
             _cfg = cfg;
             _lim = cfg.Limits;
+            if (cfg.Io == "epoll")
+            {
+                _loops = new EventLoop[cfg.Threads];
+                for (int i = 0; i < _loops.Length; i++) _loops[i] = new EventLoop(i);
+            }
             _listener = new Socket(ep.AddressFamily, SocketType.Stream, ProtocolType.Tcp);
             _listener.SetSocketOption(SocketOptionLevel.Socket, SocketOptionName.ReuseAddress, true);
             _listener.Bind(ep);
@@ -522,7 +531,7 @@ namespace Frameproof.Server
                 try
                 {
                     s.NoDelay = true; // STD-ECHO-6
-                    ConnectionBase c = _cfg.Blocking ? (ConnectionBase)new BlockingConnection(this, s, _cfg) : new Connection(this, s, _cfg);
+                    ConnectionBase c = NewConnection(s);
                     lock (_conns)
                     {
                         if (_stopping) { s.Close(); return; }
@@ -531,7 +540,7 @@ namespace Frameproof.Server
                     Interlocked.Increment(ref Counters.Connections);
                     // A thread per connection (--io blocking) is started from the pool, so that the accept
                     // loop keeps accepting (and refusing beyond the limit, RES-6) while threads are created.
-                    if (_cfg.Blocking) ThreadPool.UnsafeQueueUserWorkItem(StartConnection, c);
+                    if (c is BlockingConnection) ThreadPool.UnsafeQueueUserWorkItem(StartConnection, c);
                     else StartConnection(c);
                 }
                 catch (Exception e)
@@ -539,6 +548,16 @@ namespace Frameproof.Server
                     Console.Error.WriteLine("fp-server: accept: " + e.Message);
                     try { s.Close(); } catch (Exception) { }
                 }
+            }
+        }
+
+        ConnectionBase NewConnection(Socket s)
+        {
+            switch (_cfg.Io)
+            {
+                case "saea": return new Connection(this, s, _cfg);
+                case "epoll": return new EpollConnection(this, s, _cfg, _loops[_nextLoop++ % _loops.Length]);
+                default: return new BlockingConnection(this, s, _cfg);
             }
         }
 
@@ -652,7 +671,7 @@ namespace Frameproof.Server
 
     public static class Program
     {
-        const string Usage = "usage: fp-server (--codec JSON | --protocol NAME) --listen HOST:PORT [--sink] [--threads N] [--io blocking|saea]"
+        const string Usage = "usage: fp-server (--codec JSON | --protocol NAME) --listen HOST:PORT [--sink] [--threads N] [--io epoll|blocking|saea]"
             + " [--memory-budget BYTES] [--idle-timeout-ms MS] [--frame-timeout-ms MS] [--max-output-bytes BYTES]"
             + " [--write-timeout-ms MS] [--max-connections N]";
 
@@ -677,11 +696,13 @@ namespace Frameproof.Server
                 cfg.Codec = o.CreateCodec(); // a bad configuration (e.g. LF-FMT-3) is refused before any byte
                 ep = Options.ParseEndPoint(o.Require("listen"));
                 cfg.Sink = o.Flag("sink");
-                string ioMode = o.Get("io", "blocking");
-                if (ioMode != "blocking" && ioMode != "saea") throw new UsageException("--io must be blocking or saea");
-                cfg.Blocking = ioMode == "blocking";
+                cfg.Io = o.Get("io", cfg.Io);
+                if (cfg.Io != "blocking" && cfg.Io != "saea" && cfg.Io != "epoll") throw new UsageException("--io must be blocking, saea or epoll");
+                if (cfg.Io == "epoll" && Environment.OSVersion.Platform != PlatformID.Unix)
+                    throw new UsageException("--io epoll needs Linux");
                 long threads = o.GetLong("threads", Environment.ProcessorCount);
                 if (threads < 1 || threads > 4096) throw new UsageException("--threads must be between 1 and 4096");
+                cfg.Threads = (int)threads;
                 ResourceLimits lim = cfg.Limits;
                 lim.MemoryBudget = Positive(o, "memory-budget", lim.MemoryBudget, long.MaxValue);
                 lim.IdleTimeoutMs = Positive(o, "idle-timeout-ms", lim.IdleTimeoutMs, int.MaxValue);
