@@ -36,9 +36,9 @@ from .checks import CheckFailure
 from .netsuite import Conn, NetTarget, payload_for, rss_kib
 
 KiB, MiB = 1024, 1024 * 1024
-# the small bounds the suite's own tests and the main job run the stress group with (1-2 s timeouts,
-# an 8 MiB budget, 256 connections; servers run Protocol.stress_codec(), frames up to 1 MiB), at
-# SMALL_SCALE of the scenarios' counts
+# the small bounds the suite's own tests (CI) run the stress group with (1-2 s timeouts, an 8 MiB
+# budget, 256 connections; servers run Protocol.stress_codec(), frames up to 1 MiB), at SMALL_SCALE of
+# the scenarios' counts; the main job (frameproof matrix) runs it at the defaults and full scale
 SMALL_LIMITS = ["--memory-budget", "8388608", "--idle-timeout-ms", "1000", "--frame-timeout-ms", "2000",
                 "--write-timeout-ms", "1000", "--max-connections", "256"]
 SMALL_SCALE = "0.1"

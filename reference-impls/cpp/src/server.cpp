@@ -86,7 +86,8 @@ struct Conn {
     Open,      // reading and echoing
     Closing,   // decode error: flush the replies, then shutdown(SHUT_WR)
     Draining,  // after shutdown(SHUT_WR): discard input until EOF, a budget or a deadline
-    Finishing  // peer EOF: flush the replies, then close
+    Finishing,  // peer EOF: flush the replies, then close
+    Closed      // closed; freed after the current batch of events (which may still name it)
   };
   Conn(int f, const P& proto, Clock::time_point now)
       : fd(f), session(proto), accepted(now), last_rx(now), out_progress(now) {}
@@ -155,6 +156,7 @@ class Worker {
         else on_event(static_cast<Conn*>(tag), evs[i].events);
         if (shared_.held.load(std::memory_order_relaxed) > opt_.memory_budget) enforce_budget(true);
       }
+      dead_.clear();  // no event of this batch names them any more
       if (now_ - last_sweep_ >= kSweep) sweep();
       if (accept_paused_ && now_ >= accept_resume_) resume_accept();
       last_loop_ = Clock::now();
@@ -215,13 +217,21 @@ class Worker {
     }
   }
 
+  // Closes c now; the Conn itself is freed after the current batch of events (dead_): an event
+  // later in the batch may name it (the budget can close a connection whose event is still to
+  // come), and must find it Closed, not freed memory. Closing twice does nothing.
   void close_conn(Conn* c) {
+    if (c->state == Conn::State::Closed) return;
     if (c->state == Conn::State::Draining || c->state == Conn::State::Closing) --draining_;
+    c->state = Conn::State::Closed;
     epoll_ctl(ep_, EPOLL_CTL_DEL, c->fd, nullptr);
     ::close(c->fd);
     shared_.held.fetch_sub(c->held, std::memory_order_relaxed);
+    c->held = 0;
     shared_.connections.fetch_sub(1);
-    conns_.erase(c->fd);  // destroys c
+    const auto it = conns_.find(c->fd);
+    dead_.push_back(std::move(it->second));
+    conns_.erase(it);
     if (accept_paused_) resume_accept();  // RES-7: a descriptor is free again
   }
 
@@ -309,6 +319,7 @@ class Worker {
   }
 
   void on_event(Conn* c, std::uint32_t ev) {
+    if (c->state == Conn::State::Closed) return;  // closed earlier in this batch
     if (ev & EPOLLERR) {
       close_conn(c);
       return;
@@ -517,6 +528,7 @@ class Worker {
   bool accept_paused_ = false;
   Clock::time_point accept_resume_{};
   std::unordered_map<int, std::unique_ptr<Conn>> conns_;
+  std::vector<std::unique_ptr<Conn>> dead_;  // closed during the current batch of events
   Counters counters_;
 };
 
