@@ -110,20 +110,40 @@ def count_instructions(prog, case, n):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def memcpy_for(cal: dict, nbytes: int):
+    """The memcpy bandwidth (GB/s) for a working set of ``nbytes`` (fp-calib's
+    ``memcpy_by_size_gb_per_s``: the smallest measured size that holds it, in the caches as the case's
+    reused buffers are), and that size; the out-of-cache figure when the calibration has no sizes."""
+    by = {int(k): v for k, v in (cal.get("memcpy_by_size_gb_per_s") or {}).items()}
+    fits = [k for k in sorted(by) if k >= nbytes] or sorted(by)[-1:]
+    if not fits:
+        return cal.get("memcpy_gb_per_s"), None
+    return by[fits[0]], fits[0]
+
+
+def _size(n) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 and not n % (1 << 20) else f"{n >> 10} KiB" if n >= 1024 and not n % 1024 else f"{n} B"
+
+
 def render(doc) -> str:
     m = doc["machine"]
     cal = m.get("calibration") or {}
     memcpy = cal.get("memcpy_gb_per_s")
+    by_size = cal.get("memcpy_by_size_gb_per_s") or {}
     L = [f"# Codec micro-benchmarks {doc['date']}", "",
          f"Command: `{doc['command']}`  ",
          f"Machine: {m.get('cpu_model')}, {m.get('cpus')} CPUs, Linux {m.get('kernel')}; memcpy {memcpy or '?'} GB/s "
-         "(fp-calib, the physical limit for a case that copies its bytes once)  ",
+         "out of the caches (fp-calib, 64 MiB buffers)" +
+         (("; by copy size (the same buffer copied again and again, in the caches): " +
+           ", ".join(f"{_size(int(k))} {v} GB/s" for k, v in by_size.items())) if by_size else "") + "  ",
          f"Load average: start {', '.join(f'{x:.2f}' for x in m['loadavg_start'])}; end "
          f"{', '.join(f'{x:.2f}' for x in m.get('loadavg_end', []))}  "]
     L += quiet.banner(doc.get("quiet") or {})
     L += ["", "Every column does the same work: the cases are defined once in tools/bench/microbench.md (decode = one "
               "read copied into the decoder's buffer and split into frames; encode = frames into a reused buffer). "
-              "GB/s counts wire bytes (header + payload); 'of memcpy' is that over the memcpy bandwidth above.", "",
+              "GB/s counts wire bytes (header + payload); 'of memcpy' is that over memcpy's bandwidth for the same "
+              "working set (one read: bytes per frame × frames per read), the physical limit of a case that copies "
+              "its bytes once; the size it was measured at is in brackets.", "",
           "| case | implementation | ns/frame median (min–max, n) | GB/s | of memcpy | allocs/frame | bytes alloc/frame | Ir/frame | seed (as found) |",
           "|---|---|---|---:|---:|---:|---:|---:|---|"]
     seeds = {}
@@ -139,8 +159,10 @@ def render(doc) -> str:
         for name, r in rows:
             t = r["ns_per_frame"]
             gbs = r["bytes_per_frame"] / t["median"]
+            limit, at = memcpy_for(cal, r["bytes_per_frame"] * c.get("frames_per_read", 1))
+            of = "–" if not limit else f"{gbs / limit:.0%}" + (f" ({_size(at)})" if at else "")
             L.append(f"| {c['case']} | {name} | {t['median']:,.1f} ({t['min']:,.1f}–{t['max']:,.1f}, {t['n']}) | {gbs:.2f} | "
-                     f"{'–' if not memcpy else f'{gbs / memcpy:.0%}'} | {num(r['allocs_per_frame'])} | "
+                     f"{of} | {num(r['allocs_per_frame'])} | "
                      f"{num(r['bytes_alloc_per_frame'])} | {num(r.get('instructions_per_frame'), '{:,.1f}')} | {sd} |")
         if not rows and sd:
             L.append(f"| {c['case']} | – | | | | | | | {sd} |")

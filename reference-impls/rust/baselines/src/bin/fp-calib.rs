@@ -1,6 +1,9 @@
 //! fp-calib: machine calibration printed beside benchmark results (tools/bench): memcpy
-//! bandwidth (64 MiB buffers, bytes copied per second) and single-stream loopback TCP
-//! bandwidth (127.0.0.1, 256 KiB writes, one reader thread). One JSON line on stdout.
+//! bandwidth (64 MiB buffers, bytes copied per second: memory, out of every cache), memcpy
+//! bandwidth by copy size (`memcpy_by_size_gb_per_s`: the same buffer of 32 B, 64 B, .. 64 MiB
+//! copied again and again, so the small ones run in the caches, as a codec benchmark's reused
+//! buffers do; the median of three rounds) and single-stream loopback TCP bandwidth (127.0.0.1, 256 KiB writes, one reader thread).
+//! One JSON line on stdout.
 //!
 //! ```text
 //! fp-calib [--seconds S]   (default 0.5 per measurement)
@@ -36,6 +39,40 @@ fn main() {
     }
     let memcpy = copied as f64 / t.elapsed().as_secs_f64() / 1e9;
 
+    // memcpy by size: the physical limit of a case whose working set is that size. Three rounds
+    // over the sizes, the median of each (single figures at small sizes moved by 2-3x between runs)
+    let sizes: Vec<usize> = (5..=26).map(|k| 1usize << k).collect(); // 32 B, 64 B, ... 64 MiB
+    let each = budget.div_f64(8.0).max(Duration::from_millis(10));
+    let mut figures: Vec<Vec<f64>> = vec![Vec::new(); sizes.len()];
+    let mut d = vec![0u8; *sizes.last().unwrap()];
+    for _round in 0..3 {
+        for (i, &size) in sizes.iter().enumerate() {
+            let s = &src[..size];
+            let d = &mut d[..size];
+            d.copy_from_slice(s);
+            let reps = (16 << 20) / size + 1; // time checked every ~16 MiB copied
+            let t = Instant::now();
+            let mut copied = 0u64;
+            while t.elapsed() < each {
+                for _ in 0..reps {
+                    d.copy_from_slice(std::hint::black_box(s));
+                    std::hint::black_box(&mut *d);
+                }
+                copied += (reps * size) as u64;
+            }
+            figures[i].push(copied as f64 / t.elapsed().as_secs_f64() / 1e9);
+        }
+    }
+    let by_size: Vec<String> = sizes
+        .iter()
+        .zip(figures.iter_mut())
+        .map(|(size, f)| {
+            f.sort_by(|a, b| a.total_cmp(b));
+            format!("\"{size}\": {:.2}", f[f.len() / 2])
+        })
+        .collect();
+    drop(d);
+
     // loopback TCP, one stream
     let l = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
     let addr = l.local_addr().unwrap();
@@ -62,7 +99,8 @@ fn main() {
     let got = reader.join().unwrap_or(0);
     let tcp = got as f64 / t.elapsed().as_secs_f64() / 1e9;
     println!(
-        "{{\"memcpy_gb_per_s\": {memcpy:.2}, \"loopback_tcp_gb_per_s\": {tcp:.3}, \"loopback_tcp_gbit_per_s\": {:.2}, \"seconds_each\": {secs}}}",
+        "{{\"memcpy_gb_per_s\": {memcpy:.2}, \"memcpy_by_size_gb_per_s\": {{{}}}, \"loopback_tcp_gb_per_s\": {tcp:.3}, \"loopback_tcp_gbit_per_s\": {:.2}, \"seconds_each\": {secs}}}",
+        by_size.join(", "),
         tcp * 8.0
     );
 }
