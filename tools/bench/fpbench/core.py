@@ -97,6 +97,7 @@ class Program:
     stats: bool = False      # server: accepts --stats (reads / read_bytes in its counters)
     sink: bool = True        # server: has --sink (receive scenarios); third-party servers do not
     modes: tuple = ("per-packet", "pipelined", "receive")  # client: supported modes
+    goodbye: bool = True     # client: ends each connection with the protocol's goodbye frames (fp-blast does not)
 
     def cmd(self, extra: List[str]) -> str:
         return " ".join(shlex.quote(a) for a in self.argv + extra)
@@ -167,7 +168,7 @@ def servers_and_clients(extra_clients: Dict[str, str]):
     for (name, exe), protos in own.items():
         servers.append(Program(name, [str(RUST_BIN / exe)], kind="baseline", protocols=protos))
     clients.append(Program("rust-blast", [str(RUST_BIN / "fp-blast")], kind="baseline", modes=("receive",),
-                           protocols=rust_protocols))
+                           protocols=rust_protocols, goodbye=False))
     for name, cmd in extra_clients.items():
         clients.append(Program(name, shlex.split(cmd), kind="extra"))
     return servers, clients, benches
@@ -359,7 +360,7 @@ def run_client_once(c: Program, s: Scenario, addr: str, duration: float, wrap: O
         pass
     r = {"rc": rc, "wall_s": round(wall, 3)}
     if rep:
-        r.update({k: rep.get(k) for k in ("requests_sent", "replies_received", "replies_verified", "errors",
+        r.update({k: rep.get(k) for k in ("connections", "requests_sent", "replies_received", "replies_verified", "errors",
                                           "duration_s", "msgs_per_s", "mb_per_s")})
         r["latency_us"] = rep.get("latency_us")
         if rep.get("error_details"):
@@ -403,6 +404,14 @@ def repeat_check(rows_a: List[dict], rows_b: List[dict]) -> dict:
             "rows": out}
 
 
+def sent(e: dict, client: Program, r: dict):
+    """A client run's frames into its server's expected count: its requests, and (for a client that
+    ends its connections with them) the protocol's goodbye frames on each of its connections."""
+    e["sent"] += r.get("requests_sent") or 0
+    if client.goodbye and r.get("requests_sent"):
+        e["goodbye"] += e["goodbye_each"] * (r.get("connections") or 0)
+
+
 class ServerPool:
     """One running server per (server, codec, sink), reused across scenarios; its
     counters are checked against the sum of the clients' requests when it is stopped."""
@@ -420,7 +429,8 @@ class ServerPool:
             pre = wrap_prefix if wrap_prefix is not None else PIN["server"] or []
             cmd = " ".join(shlex.quote(a) for a in pre) + " " + srv.cmd(extra)
             rs = start_server(cmd.strip(), cwd=str(ROOT))
-            self.running[key] = {"server": rs, "sent": 0, "name": srv.name, "cmd": cmd.strip(), "sink": sink}
+            self.running[key] = {"server": rs, "sent": 0, "goodbye": 0, "name": srv.name, "cmd": cmd.strip(),
+                                 "sink": sink, "goodbye_each": registry.get(s.codec.protocol).load_goodbye_frames}
         return self.running[key]
 
     def stop(self, key=None):
@@ -429,9 +439,14 @@ class ServerPool:
             e = self.running.pop(k)
             code, counters, _ = e["server"].stop()
             frames = (counters or {}).get("frames")
-            ok = counters is not None and frames == e["sent"] and (counters.get("protocol_errors") or 0) == 0
+            # the requests, and the clients' goodbye frames (websocket: a close frame a connection) for a server
+            # that counts every frame it receives (ours; Protocol.load_goodbye_frames), not for one that
+            # counts messages (the third-party servers)
+            expected = e["sent"] + e["goodbye"]
+            ok = counters is not None and frames in (e["sent"], expected) and (counters.get("protocol_errors") or 0) == 0
             self.checks.append({"server": e["name"], "command": e["cmd"], "exit": code, "counters": counters,
-                                "client_requests_sent": e["sent"], "ok": ok})
+                                "client_requests_sent": e["sent"], "client_goodbye_frames": e["goodbye"],
+                                "expected_frames": expected, "ok": ok})
             if not ok:
                 log(f"  ! server {e['name']}: counters {counters} vs {e['sent']} requests sent by the clients")
 
@@ -483,7 +498,7 @@ def run_matrix(scenarios: List[Scenario], servers: List[Program], clients: List[
                     continue
                 # warm-up (not recorded): first connections, page faults, a JIT's first compilations
                 w = run_client_once(pairs[0][1], s, up[srv.name]["server"].addr, min(0.2, duration))
-                up[srv.name]["sent"] += w.get("requests_sent") or 0
+                sent(up[srv.name], pairs[0][1], w)
         for s, pairs in scen.values():
             res = {(srv.name, c.name): [] for srv, c in pairs}
             for k in range(runs):
@@ -496,7 +511,7 @@ def run_matrix(scenarios: List[Scenario], servers: List[Program], clients: List[
                         res[(srv.name, c.name)].append({"ok": False, "output": "server exited"})
                         continue
                     r = run_client_once(c, s, e["server"].addr, duration)
-                    e["sent"] += r.get("requests_sent") or 0
+                    sent(e, c, r)
                     res[(srv.name, c.name)].append(r)
             for srv, c in pairs:
                 i += 1

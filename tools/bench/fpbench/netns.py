@@ -20,7 +20,7 @@ from typing import List, Optional
 
 from frameproof import protocols as registry
 
-from .core import Program, Scenario, ServerPool, log, run_client_once
+from .core import Program, Scenario, ServerPool, log, run_client_once, sent
 
 PREFIX = "fpb-"
 
@@ -168,7 +168,9 @@ def run(servers: List[Program], clients: List[Program], duration: float, quick: 
                         for a, w, n in zip(addrs, wraps, share) if n]
                 procs = [f.result() for f in futs]
             wall = time.monotonic() - t0
-            e["sent"] = sum(r.get("requests_sent") or 0 for r in procs)
+            e["sent"] = e["goodbye"] = 0
+            for r in procs:
+                sent(e, cl, r)
         finally:
             pool.stop_all()
         chk = pool.checks[-1] if pool.checks else {}

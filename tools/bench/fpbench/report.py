@@ -10,6 +10,19 @@ from typing import List
 from frameproof import protocols as registry
 
 
+def _mismatch(c) -> str:
+    """One server whose counters differ: what it counted, what the clients sent, the difference and its
+    connections (a run from before the goodbye frames were counted shows a difference of one close frame
+    a connection there)."""
+    n = c.get("counters") or {}
+    frames, sent = n.get("frames"), c["client_requests_sent"]
+    exp = c.get("expected_frames", sent)
+    diff = f", {frames - exp:+,}" if isinstance(frames, int) else ""
+    return (f"{c['server']}: {frames if frames is not None else 'no'} frames counted, {exp:,} expected "
+            f"({sent:,} requests){diff}, {n.get('connections', '?')} connections, "
+            f"{n.get('protocol_errors', '?')} protocol errors")
+
+
 def protocols_of(doc: dict) -> List[str]:
     """The protocols a results document has figures for: the registered ones in registry order,
     then any other (a results file written when another protocol was registered)."""
@@ -125,8 +138,10 @@ def markdown(doc: dict, charts: List[str]) -> str:
           + ".", ""]
     bad = [c for c in doc.get("server_checks", []) if not c["ok"]]
     L += [f"Server counters vs client counts: {len(doc.get('server_checks', [])) - len(bad)} of "
-          f"{len(doc.get('server_checks', []))} server processes counted exactly the frames the clients sent."
-          + ("" if not bad else " Mismatches: " + "; ".join(f"{c['server']} {c['counters']} vs {c['client_requests_sent']}" for c in bad)), ""]
+          f"{len(doc.get('server_checks', []))} server processes counted exactly the frames the clients sent "
+          "(their requests; with each connection's goodbye frames, websocket's close frame, for a server that counts "
+          "every frame it receives)."
+          + ("" if not bad else " Mismatches: " + "; ".join(_mismatch(c) for c in bad)), ""]
     rc = doc.get("repeat_check")
     if rc:
         L += repeat_markdown(rc)
