@@ -448,7 +448,8 @@ class ServerPool:
                                 "client_requests_sent": e["sent"], "client_goodbye_frames": e["goodbye"],
                                 "expected_frames": expected, "ok": ok})
             if not ok:
-                log(f"  ! server {e['name']}: counters {counters} vs {e['sent']} requests sent by the clients")
+                log(f"  ! server {e['name']}: counters {counters} vs {e['sent']} requests and {e['goodbye']} goodbye "
+                    f"frames sent by the clients")
 
     def stop_all(self):
         self.stop()

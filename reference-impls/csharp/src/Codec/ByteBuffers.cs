@@ -38,8 +38,6 @@ namespace Frameproof.Codec
 
         /// <summary>Full collections forced so far (for tests and reports).</summary>
         public static long Collections { get { return Interlocked.Read(ref _collections); } }
-        /// <summary>Bytes of large arrays kept for reuse now.</summary>
-        public static long KeptBytes { get { return Interlocked.Read(ref _kept); } }
 
         /// <summary>A decoder's first buffer for an unfinished frame (or the whole frame, if smaller).</summary>
         public const int InitialBuffer = 4096;
