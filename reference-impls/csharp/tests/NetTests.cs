@@ -61,7 +61,14 @@ namespace Frameproof.Tests
                 Assert.AreEqual(0, Syscall.Kill(P.Id, 15));
                 Task<string> rest = P.StandardOutput.ReadToEndAsync();
                 Task<string> err = P.StandardError.ReadToEndAsync();
-                Assert.IsTrue(P.WaitForExit(15000), "exits after SIGTERM");
+                if (!P.WaitForExit(15000))
+                {
+                    string state = "?";
+                    try { state = File.ReadAllText("/proc/" + P.Id + "/status").Split('\n')[2]; } catch (Exception e) { state = e.GetType().Name; }
+                    string stacks = "";
+                    try { foreach (var d in Directory.GetDirectories("/proc/" + P.Id + "/task")) stacks += Path.GetFileName(d) + ":" + File.ReadAllText(d + "/comm").Trim() + ":" + File.ReadAllText(d + "/wchan") + " "; } catch (Exception) { }
+                    Assert.Fail("exits after SIGTERM; " + state + "; threads " + stacks + "; exited later: " + P.WaitForExit(15000) + "; stdout so far: " + (rest.Wait(100) ? rest.Result : "(open)"));
+                }
                 Assert.AreEqual(0, P.ExitCode, "exit status; stderr: " + (err.Wait(5000) ? err.Result : "?"));
                 return rest.Result.Trim();
             }

@@ -616,7 +616,7 @@ namespace Frameproof.Codec
     /// opcode (WS-ECHO-1); pings get pongs (WS-PING-1), pongs nothing (WS-PING-2); a close is
     /// answered with its code and closes (WS-CLOSE-5); an error writes the replies before it, the
     /// close frame of WS-ERR-1 and closes (WS-ECHO-2); EOF closes without writing (WS-ECHO-3).
-    /// Fragments are collected in a pooled buffer bounded by the message limit.
+    /// Fragments are collected in a <see cref="NativeBuffer"/> bounded by the message limit.
     /// </summary>
     public sealed class WsEchoSession : ServerSession, IWsFrameHandler
     {
@@ -625,7 +625,7 @@ namespace Frameproof.Codec
         readonly MaskKeySource _keys;
         byte[] _head;                 // opening handshake still to read (network server), else null
         int _headLen;
-        byte[] _msg;                  // fragments of the message in progress
+        readonly NativeBuffer _msg = new NativeBuffer();   // fragments of the message in progress
         int _msgLen;
         byte _msgOp;
         readonly byte[] _key = new byte[4], _scratch = new byte[2];
@@ -701,7 +701,7 @@ namespace Frameproof.Codec
                 if (Closed) return 0;
                 if (_head != null) return _headLen;
                 long held = _decoder.HeldBytes;
-                if (_decoder.InMessage) held += Math.Max(1, _msg == null ? _msgLen : Math.Max(_msgLen, _msg.Length));
+                if (_decoder.InMessage) held += Math.Max(1, Math.Max(_msgLen, _msg.Capacity));
                 return held;
             }
         }
@@ -750,9 +750,9 @@ namespace Frameproof.Codec
             Append(f.Payload);
             if (f.Fin)
             {
-                Message(_msgOp, new ReadOnlySpan<byte>(_msg, 0, _msgLen));
+                Message(_msgOp, _msg.Slice(0, _msgLen));
                 _msgLen = 0;
-                if (_msg.Length > 64 * 1024) { ByteBuffers.Return(_msg); _msg = null; }
+                if (_msg.Capacity > 64 * 1024) _msg.Free();
             }
             return true;
         }
@@ -765,17 +765,8 @@ namespace Frameproof.Codec
 
         void Append(ReadOnlySpan<byte> p)
         {
-            if (_msg == null || _msgLen + p.Length > _msg.Length)
-            {
-                byte[] nb = ByteBuffers.Rent(Math.Max(_msg == null ? 4096 : _msg.Length * 2, _msgLen + p.Length));
-                if (_msg != null)
-                {
-                    Buffer.BlockCopy(_msg, 0, nb, 0, _msgLen);
-                    ByteBuffers.Return(_msg);
-                }
-                _msg = nb;
-            }
-            p.CopyTo(new Span<byte>(_msg, _msgLen, p.Length));
+            _msg.Ensure(_msgLen + p.Length);   // the decoder bounds _msgLen + p.Length by the message limit
+            p.CopyTo(_msg.Slice(_msgLen, p.Length));
             _msgLen += p.Length;
         }
 
@@ -797,7 +788,7 @@ namespace Frameproof.Codec
         public override void Dispose()
         {
             _decoder.Dispose();
-            if (_msg != null) { ByteBuffers.Return(_msg); _msg = null; }
+            _msg.Dispose();
             if (_keys != null) _keys.Dispose();
             base.Dispose();
         }

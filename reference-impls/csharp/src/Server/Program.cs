@@ -768,7 +768,16 @@ namespace Frameproof.Server
         static void WaitForSignal(object handle)
         {
 #if MONO
-            Mono.Unix.UnixSignal.WaitAny((Mono.Unix.UnixSignal[])handle, -1);
+            // Not WaitAny(signals, -1) alone: a SIGTERM that arrived soon after LISTENING, before this
+            // thread was waiting, was counted by the UnixSignal but never woke the wait (the server ran
+            // until killed, its main thread in poll: NetTests, 2-3 runs in 4 with another process busy on
+            // one core, 2026-11-24). So the counts are checked before each wait, and the wait times out.
+            var signals = (Mono.Unix.UnixSignal[])handle;
+            while (true)
+            {
+                foreach (Mono.Unix.UnixSignal s in signals) if (s.IsSet) return;
+                Mono.Unix.UnixSignal.WaitAny(signals, 200);
+            }
 #else
             var parts = (object[])handle;
             ((ManualResetEventSlim)parts[0]).Wait();
