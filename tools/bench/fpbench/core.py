@@ -412,6 +412,28 @@ def sent(e: dict, client: Program, r: dict):
         e["goodbye"] += e["goodbye_each"] * (r.get("connections") or 0)
 
 
+def tally(name: str, cmd: str, protocol: str) -> dict:
+    """What a server's clients sent, for server_check (core.sent adds to it)."""
+    return {"sent": 0, "goodbye": 0, "name": name, "cmd": cmd,
+            "goodbye_each": registry.get(protocol).load_goodbye_frames}
+
+
+def server_check(e: dict, code, counters) -> dict:
+    """A stopped server's counters against its tally: it received every frame its clients sent. The
+    requests, and the clients' goodbye frames (websocket: a close frame a connection) for a server that
+    counts every frame it receives (ours; Protocol.load_goodbye_frames), not for one that counts messages
+    (the third-party servers); no protocol error."""
+    frames = (counters or {}).get("frames")
+    expected = e["sent"] + e["goodbye"]
+    ok = counters is not None and frames in (e["sent"], expected) and (counters.get("protocol_errors") or 0) == 0
+    if not ok:
+        log(f"  ! server {e['name']}: counters {counters} vs {e['sent']} requests and {e['goodbye']} goodbye "
+            f"frames sent by the clients")
+    return {"server": e["name"], "command": e["cmd"], "exit": code, "counters": counters,
+            "client_requests_sent": e["sent"], "client_goodbye_frames": e["goodbye"],
+            "expected_frames": expected, "ok": ok}
+
+
 class ServerPool:
     """One running server per (server, codec, sink), reused across scenarios; its
     counters are checked against the sum of the clients' requests when it is stopped."""
@@ -429,8 +451,7 @@ class ServerPool:
             pre = wrap_prefix if wrap_prefix is not None else PIN["server"] or []
             cmd = " ".join(shlex.quote(a) for a in pre) + " " + srv.cmd(extra)
             rs = start_server(cmd.strip(), cwd=str(ROOT))
-            self.running[key] = {"server": rs, "sent": 0, "goodbye": 0, "name": srv.name, "cmd": cmd.strip(),
-                                 "sink": sink, "goodbye_each": registry.get(s.codec.protocol).load_goodbye_frames}
+            self.running[key] = {**tally(srv.name, cmd.strip(), s.codec.protocol), "server": rs, "sink": sink}
         return self.running[key]
 
     def stop(self, key=None):
@@ -438,18 +459,7 @@ class ServerPool:
         for k in keys:
             e = self.running.pop(k)
             code, counters, _ = e["server"].stop()
-            frames = (counters or {}).get("frames")
-            # the requests, and the clients' goodbye frames (websocket: a close frame a connection) for a server
-            # that counts every frame it receives (ours; Protocol.load_goodbye_frames), not for one that
-            # counts messages (the third-party servers)
-            expected = e["sent"] + e["goodbye"]
-            ok = counters is not None and frames in (e["sent"], expected) and (counters.get("protocol_errors") or 0) == 0
-            self.checks.append({"server": e["name"], "command": e["cmd"], "exit": code, "counters": counters,
-                                "client_requests_sent": e["sent"], "client_goodbye_frames": e["goodbye"],
-                                "expected_frames": expected, "ok": ok})
-            if not ok:
-                log(f"  ! server {e['name']}: counters {counters} vs {e['sent']} requests and {e['goodbye']} goodbye "
-                    f"frames sent by the clients")
+            self.checks.append(server_check(e, code, counters))
 
     def stop_all(self):
         self.stop()

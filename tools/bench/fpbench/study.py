@@ -31,7 +31,7 @@ from frameproof.paths import ROOT
 from frameproof.servers import start_server
 
 from . import quiet, stats
-from .core import Program, Scenario, codec_argv, log, run_client_once
+from .core import Program, Scenario, codec_argv, log, run_client_once, sent, server_check, tally
 
 PINS = {"unpinned": (None, None), "split": (["taskset", "-c", "0"], ["taskset", "-c", "1"]),
         "same-core": (["taskset", "-c", "0"], ["taskset", "-c", "0"])}
@@ -65,7 +65,7 @@ def _block(servers: Dict[str, object], client: Program, s: Scenario, arm: dict, 
         seq = [(name, k) for name in names for k in range(n)]
     for name, _ in seq:
         r = run_client_once(client, s, servers[name]["rs"].addr, arm["duration"], wrap=cwrap)
-        servers[name]["sent"] += r.get("requests_sent") or 0
+        sent(servers[name], client, r)
         out[name].append({"ok": r.get("ok"), "msgs_per_s": r.get("msgs_per_s"), "t": round(time.monotonic(), 3),
                           **({"output": r.get("output", "")[:300]} if not r.get("ok") else {})})
     return out
@@ -117,19 +117,17 @@ def run(servers: List[Program], client: Program, protocol: Optional[str] = None,
             try:
                 for name in (primary, base):
                     cmd = " ".join(swrap or []) + " " + by[name].cmd(codec_argv(s.codec) + ["--listen", "127.0.0.1:0"])
-                    up[name] = {"rs": start_server(cmd.strip(), cwd=str(ROOT)), "sent": 0, "cmd": cmd.strip()}
+                    up[name] = {**tally(name, cmd.strip(), s.codec.protocol), "rs": start_server(cmd.strip(), cwd=str(ROOT))}
                 for name in up:  # warm-up, not counted
                     r = run_client_once(client, s, up[name]["rs"].addr, warmup, wrap=cwrap)
-                    up[name]["sent"] += r.get("requests_sent") or 0
+                    sent(up[name], client, r)
                 la0 = os.getloadavg()[0]
                 blocks = [_block(up, client, s, arm, cwrap) for _ in range(2)]
                 la1 = os.getloadavg()[0]
             finally:
                 for name, e in up.items():
                     code, counters, _ = e["rs"].stop()
-                    out["server_checks"].append({"server": name, "command": e["cmd"], "counters": counters,
-                                                 "client_requests_sent": e["sent"],
-                                                 "ok": bool(counters) and counters.get("frames") == e["sent"]})
+                    out["server_checks"].append(server_check(e, code, counters))
             a = {"scenario": s.to_json(), "key": s.key, **arm, "loadavg_1m": [round(la0, 2), round(la1, 2)],
                  "stats": _analyse(blocks, runs, primary, base), "raw_runs": blocks}
             out["arms"].append(a)
