@@ -96,6 +96,7 @@ class Program:
     protocols: tuple = field(default_factory=lambda: tuple(p.name for p in registry.all_protocols() if p.load_client_checks))
     stats: bool = False      # server: accepts --stats (reads / read_bytes in its counters)
     sink: bool = True        # server: has --sink (receive scenarios); third-party servers do not
+    threads: bool = True     # server: has --threads N (the instruction counts run one worker); third-party ones do not
     modes: tuple = ("per-packet", "pipelined", "receive")  # client: supported modes
     goodbye: bool = True     # client: ends each connection with the protocol's goodbye frames (fp-blast does not)
 
@@ -156,7 +157,8 @@ def servers_and_clients(extra_clients: Dict[str, str]):
         d = json.loads(f.read_text())
         if "server" in d:
             servers.append(Program(d["name"], _impl_argv(f.parent, d["server"]), kind="third-party",
-                                   protocols=_known(d.get("protocols", ())), sink=bool(d.get("sink"))))
+                                   protocols=_known(d.get("protocols", ())), sink=bool(d.get("sink")),
+                                   threads=bool(d.get("threads"))))
     # The Rust baselines: the raw echo and fp-blast work with every protocol of the Rust codec
     # library; a protocol's own baselines (Protocol.bench_baselines) with that protocol only.
     servers.append(Program("raw", [str(RUST_BIN / "fp-raw-echo")], kind="baseline", stats=True,

@@ -1,7 +1,7 @@
 """User-space instructions per echoed message, counted exactly by callgrind.
 
 Timing on a shared 2-core machine moves with whatever else runs; an instruction count does not.
-Each native server runs under ``valgrind --tool=callgrind`` (one worker thread, ``--threads 1``);
+Each native server runs under ``valgrind --tool=callgrind`` (ours with one worker thread, ``--threads 1``);
 the Rust load client (native, not under valgrind) warms it up, then for each scenario and each of
 two message counts N and 2N: ``callgrind_control -z`` (zero the counters), N verified echoes with
 ``fp-load --requests N``, ``callgrind_control -d`` (dump), and the dump's ``summary:`` line is the
@@ -39,6 +39,12 @@ AGREE_PCT = 1.0
 # so that the fixed cost stays well below 1 % of the window.
 PIPELINED_FACTOR = 20
 MANAGED = ("mono", "dotnet", "java")
+
+
+def one_worker(p: Program) -> List[str]:
+    """``--threads 1`` for a server that has the flag (ours); a third-party server runs as it comes
+    (gorilla: one goroutine per connection; ws, websockets: one event loop)."""
+    return ["--threads", "1"] if p.threads else []
 
 
 def managed(p: Program) -> bool:
@@ -111,7 +117,7 @@ def measure_server(srv: Program, proto: str, client: Program, n: int, warmup: in
     base = os.path.join(tmp, "cg.out")
     codec = registry.get(proto).bench_codec(32)
     cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={base}", f"--log-file={tmp}/vg.log"]
-    cmdline = " ".join(cmd) + " " + srv.cmd(codec_argv(codec) + ["--listen", "127.0.0.1:0", "--threads", "1"])
+    cmdline = " ".join(cmd) + " " + srv.cmd(codec_argv(codec) + ["--listen", "127.0.0.1:0"] + one_worker(srv))
     try:
         rs = start_server(cmdline, cwd=str(ROOT), timeout=120)
     except RuntimeError as e:
@@ -167,7 +173,7 @@ def timed_ns(srv: Program, proto: str, client: Program, runs: int, duration: flo
     codec = registry.get(proto).bench_codec(32)
     try:
         pre = " ".join(PIN["server"] or [])  # pinned as the matrix is (run_client_once pins the client alike)
-        rs = start_server((pre + " " + srv.cmd(codec_argv(codec) + ["--listen", "127.0.0.1:0", "--threads", "1"])).strip(),
+        rs = start_server((pre + " " + srv.cmd(codec_argv(codec) + ["--listen", "127.0.0.1:0"] + one_worker(srv))).strip(),
                           cwd=str(ROOT))
     except RuntimeError as e:
         return [{"server": srv.name, "protocol": proto, "error": str(e)[:300]}]
@@ -197,6 +203,11 @@ def run(servers: List[Program], client: Program, n: int = 20000, timing_runs: in
             out["not_measured"].append({"server": srv.name, "reason": "managed runtime (" + Path(srv.argv[0]).name +
                                         "): under valgrind the JIT, GC and runtime threads dominate and are "
                                         "serialized, so instruction counts are not meaningful; nanoseconds only"})
+        elif srv.kind == "third-party":
+            out["not_measured"].append({"server": srv.name, "reason": "third-party server: under valgrind none "
+                                        "served the load client (gorilla's Go runtime; websockets through bash and "
+                                        "Python; 2026-11-24), so instruction counts are ours and the baselines' only; "
+                                        "nanoseconds only"})
         else:
             for p in protos:
                 out["rows"] += measure_server(srv, p, client, n)
@@ -235,7 +246,7 @@ def markdown(ins: dict) -> List[str]:
     if ins.get("error"):
         return L + [f"Not measured: {ins['error']}.", ""]
     f = ins.get("pipelined_factor", 1)
-    L += [f"{ins.get('tool')}; server with `--threads 1`; load client `{ins['client']}` (native); N = "
+    L += [f"{ins.get('tool')}; our servers with `--threads 1`, third-party ones as they come; load client `{ins['client']}` (native); N = "
           f"{ins['messages'][0]:,} and 2N = {ins['messages'][1]:,} verified echoes of 32 B per-packet, "
           f"{f}x as many pipelined. Per-packet counts repeat between runs within about 1 %; pipelined ones within a "
           "few % (how many frames each read holds depends on how far ahead the client gets).", "",

@@ -207,11 +207,31 @@ def markdown(doc: dict, charts: List[str]) -> str:
     return "\n".join(L)
 
 
+def repeat_summary(rc: dict) -> List[str]:
+    """How far apart the two runs are, beside the interval test: the medians' differences, which way
+    they go, and how well the ratios to the raw echo repeat."""
+    rows = [r for r in rc["rows"] if r.get("median_diff_pct") is not None]
+    if not rows:
+        return []
+    d = sorted(abs(r["median_diff_pct"]) for r in rows)
+    b_faster = sum(1 for r in rows if (r["b"].get("median") or 0) > (r["a"].get("median") or 0))
+    rr = sorted(abs(a - b) for a, b in (r["ratio_to_raw"] for r in rows) if a is not None and b is not None)
+    L = [f"The medians of the two runs differ by {d[len(d) // 2]:g}% (median of the rows; 90th percentile "
+         f"{d[int(0.9 * (len(d) - 1))]:g}%, largest {d[-1]:g}%); {sum(1 for x in d if x <= 5)} of {len(d)} rows within 5%, "
+         f"{sum(1 for x in d if x <= 10)} within 10%. Run B was faster in {b_faster} of {len(d)} rows."]
+    if rr:
+        L[0] += (f" The fraction of the raw echo (each server's msg/s over raw's in the same scenario, same run) repeats "
+                 f"closer: it differs by {rr[len(rr) // 2]:.3f} (median), within 0.03 in {sum(1 for x in rr if x <= 0.03)} "
+                 f"of {len(rr)} rows and within 0.05 in {sum(1 for x in rr if x <= 0.05)}.")
+    return L + [""]
+
+
 def repeat_markdown(rc: dict) -> List[str]:
     """The repeat check row by row: both medians with their 95 % intervals, and whether they overlap."""
     L = ["## Repeat check: the matrix twice, back to back", "",
-         f"{rc['what'][0].upper() + rc['what'][1:]} **{rc['overlapping']} of {rc['compared']} rows overlap.**", "",
-         "| scenario | server | client | run A: median [95% interval] | run B: median [95% interval] | medians differ | ratio to raw A / B | overlap |",
+         f"{rc['what'][0].upper() + rc['what'][1:]} **{rc['overlapping']} of {rc['compared']} rows overlap.**", ""]
+    L += repeat_summary(rc)
+    L += ["| scenario | server | client | run A: median [95% interval] | run B: median [95% interval] | medians differ | ratio to raw A / B | overlap |",
          "|---|---|---|---|---|---:|---|---|"]
 
     def iv(x):
