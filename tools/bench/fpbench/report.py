@@ -342,12 +342,13 @@ def summary(doc: dict) -> List[str]:
 def render(path: str) -> List[str]:
     """Rewrites the Markdown and charts of an existing results JSON."""
     import json
+    from . import core
     doc = json.loads(Path(path).read_text(encoding="utf-8"))
     stem = Path(path).with_suffix("")
     pngs = charts(doc, stem)
     doc["outputs"] = {"json": Path(path).name, "markdown": f"{stem.name}.md", "charts": [Path(p).name for p in pngs]}
     Path(f"{stem}.md").write_text(markdown(doc, pngs), encoding="utf-8")
-    Path(path).write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    core.write_json(path, doc)
     return check_schema(doc)
 
 

@@ -3,7 +3,6 @@ results/bench-<date>.json, .md and .png charts."""
 from __future__ import annotations
 
 import datetime
-import json
 import os
 import shlex
 import sys
@@ -172,7 +171,7 @@ def main_instructions(args, servers, clients) -> int:
            "machine": machine, "quiet": q, "instructions": ins, "pin": dict(core.PIN),
            "elapsed_s": round(time.monotonic() - t0, 1)}
     stem = destination(args, q, f"instructions-{doc['date']}")
-    Path(f"{stem}.json").write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    core.write_json(f"{stem}.json", doc)
     md = [f"# frameproof instruction counts {doc['date']}", "", f"Command: `{doc['command']}`  ",
           f"Machine: {machine.get('cpu_model')}, {machine.get('cpus')} CPUs  ",
           f"Load average: start {', '.join(f'{x:.2f}' for x in machine['loadavg_start'])}; end "
@@ -193,7 +192,7 @@ def main_soak(args, servers, clients) -> int:
     doc["elapsed_s"] = round(time.monotonic() - t0, 1)
     stem = Path(args.out or ROOT / "results") / (args.name or f"soak-{doc['date']}")
     stem.parent.mkdir(parents=True, exist_ok=True)
-    Path(f"{stem}.json").write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    core.write_json(f"{stem}.json", doc)
     md = [f"# frameproof soak {doc['date']}", "", f"Command: `{doc['command']}`  ",
           f"Load average at start: {', '.join(f'{x:.2f}' for x in machine['loadavg_start'])}", ""] + soak.markdown(doc["soak"])
     Path(f"{stem}.md").write_text("\n".join(md), encoding="utf-8")
@@ -364,7 +363,7 @@ def main(args) -> int:
     doc["outputs"] = {"json": f"{stem.name}.json", "markdown": f"{stem.name}.md", "charts": [Path(p).name for p in pngs]}
     doc["settings"]["elapsed_s"] = round(time.monotonic() - t_start, 1)
     Path(f"{stem}.md").write_text(report.markdown(doc, pngs), encoding="utf-8")
-    Path(f"{stem}.json").write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    core.write_json(f"{stem}.json", doc)
     problems = report.check_schema(doc) + (report.check_instructions(ins) if ins else [])
     failed = [r for r in rows if not r["ok"]]
     log(f"== wrote {stem}.json, {stem}.md, {len(pngs)} chart(s) in {doc['settings']['elapsed_s']} s"

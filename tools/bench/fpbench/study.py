@@ -20,7 +20,6 @@ publishes), and whether the two blocks' medians' intervals overlap.
 from __future__ import annotations
 
 import datetime
-import json
 import os
 import time
 from pathlib import Path
@@ -30,7 +29,7 @@ from frameproof import protocols as registry
 from frameproof.paths import ROOT
 from frameproof.servers import start_server
 
-from . import quiet, stats
+from . import core, quiet, stats
 from .core import Program, Scenario, codec_argv, log, run_client_once, sent, server_check, tally
 
 PINS = {"unpinned": (None, None), "split": (["taskset", "-c", "0"], ["taskset", "-c", "1"]),
@@ -206,7 +205,7 @@ def markdown(doc: dict) -> str:
 
 def write(doc: dict, stem: Path) -> None:
     stem.parent.mkdir(parents=True, exist_ok=True)
-    Path(f"{stem}.json").write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    core.write_json(f"{stem}.json", doc)
     Path(f"{stem}.md").write_text(markdown(doc), encoding="utf-8")
 
 
