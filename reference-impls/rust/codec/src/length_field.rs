@@ -256,62 +256,96 @@ impl LengthFieldDecoder {
 
     /// Reads the length field at the start of the buffer (header bytes already skipped).
     fn field(&mut self) -> Result<Field, ProtocolError> {
+        match read_field(self.profile.size, &self.buf) {
+            Ok(f) => Ok(f),
+            Err((v, message)) => Err(self.fail(v, message)),
+        }
+    }
+
+    /// Calls `each(payload)` for the complete, valid frames at the front of the buffer, borrowed
+    /// where they lie, then drops them from the buffer at once; returns (frames, payload
+    /// bytes). Stops before an unfinished or invalid frame (left for [`FrameDecoder::decode`],
+    /// which classifies it), inside a frame's header and after a failed stream.
+    pub fn drain_complete(&mut self, mut each: impl FnMut(&[u8])) -> (u64, u64) {
+        if self.error.is_some() || self.skipped > 0 {
+            return (0, 0);
+        }
+        let offset = self.profile.offset as usize;
         let b = &self.buf[..];
-        let fixed = |w: usize| -> Option<&[u8]> { b.get(..w) };
-        let (width, len) = match self.profile.size {
-            LengthSize::U8 => match fixed(1) {
-                Some(f) => (1, f[0] as u64),
-                None => return Ok(Field::NeedMore),
-            },
-            LengthSize::U16Le => match fixed(2) {
-                Some(f) => (2, u16::from_le_bytes([f[0], f[1]]) as u64),
-                None => return Ok(Field::NeedMore),
-            },
-            LengthSize::U16Be => match fixed(2) {
-                Some(f) => (2, u16::from_be_bytes([f[0], f[1]]) as u64),
-                None => return Ok(Field::NeedMore),
-            },
-            LengthSize::U32Le | LengthSize::U32Be => {
-                let Some(f) = fixed(4) else {
+        let (mut pos, mut frames, mut bytes) = (0usize, 0u64, 0u64);
+        while let Some(at) = b.get(pos + offset..) {
+            let Ok(Field::Complete { width, len }) = read_field(self.profile.size, at) else {
+                break;
+            };
+            if len > self.max || width + len as usize > at.len() {
+                break;
+            }
+            each(&at[width..width + len as usize]);
+            frames += 1;
+            bytes += len;
+            pos += offset + width + len as usize;
+        }
+        self.buf.advance(pos);
+        self.base += pos as u64;
+        (frames, bytes)
+    }
+}
+
+/// The length field at the start of `b` (see [`LengthFieldDecoder::field`]); an error is the
+/// violation and its message.
+fn read_field(size: LengthSize, b: &[u8]) -> Result<Field, (Violation, String)> {
+    let fixed = |w: usize| -> Option<&[u8]> { b.get(..w) };
+    let (width, len) = match size {
+        LengthSize::U8 => match fixed(1) {
+            Some(f) => (1, f[0] as u64),
+            None => return Ok(Field::NeedMore),
+        },
+        LengthSize::U16Le => match fixed(2) {
+            Some(f) => (2, u16::from_le_bytes([f[0], f[1]]) as u64),
+            None => return Ok(Field::NeedMore),
+        },
+        LengthSize::U16Be => match fixed(2) {
+            Some(f) => (2, u16::from_be_bytes([f[0], f[1]]) as u64),
+            None => return Ok(Field::NeedMore),
+        },
+        LengthSize::U32Le | LengthSize::U32Be => {
+            let Some(f) = fixed(4) else {
+                return Ok(Field::NeedMore);
+            };
+            let a = [f[0], f[1], f[2], f[3]];
+            let v = if size == LengthSize::U32Le {
+                u32::from_le_bytes(a)
+            } else {
+                u32::from_be_bytes(a)
+            } as u64;
+            if v > MAX_SIGNED {
+                return Err((Violation::LfLen3, format!("length {v} has bit 31 set")));
+            }
+            (4, v)
+        }
+        LengthSize::Varint => {
+            let mut v: u64 = 0;
+            let mut done = None;
+            for i in 0..5 {
+                let Some(&byte) = b.get(i) else {
                     return Ok(Field::NeedMore);
                 };
-                let a = [f[0], f[1], f[2], f[3]];
-                let v = if self.profile.size == LengthSize::U32Le {
-                    u32::from_le_bytes(a)
-                } else {
-                    u32::from_be_bytes(a)
-                } as u64;
-                if v > MAX_SIGNED {
-                    return Err(self.fail(Violation::LfLen3, format!("length {v} has bit 31 set")));
+                v |= ((byte & 0x7F) as u64) << (7 * i);
+                if byte & 0x80 == 0 {
+                    done = Some(i + 1);
+                    break;
                 }
-                (4, v)
             }
-            LengthSize::Varint => {
-                let mut v: u64 = 0;
-                let mut done = None;
-                for i in 0..5 {
-                    let Some(&byte) = b.get(i) else {
-                        return Ok(Field::NeedMore);
-                    };
-                    v |= ((byte & 0x7F) as u64) << (7 * i);
-                    if byte & 0x80 == 0 {
-                        done = Some(i + 1);
-                        break;
-                    }
-                }
-                let Some(width) = done else {
-                    return Err(self.fail(Violation::LfLen2, "varint longer than 5 bytes".into()));
-                };
-                if v > MAX_SIGNED {
-                    return Err(
-                        self.fail(Violation::LfLen2, format!("varint value {v} above 2^31-1"))
-                    );
-                }
-                (width, v)
+            let Some(width) = done else {
+                return Err((Violation::LfLen2, "varint longer than 5 bytes".into()));
+            };
+            if v > MAX_SIGNED {
+                return Err((Violation::LfLen2, format!("varint value {v} above 2^31-1")));
             }
-        };
-        Ok(Field::Complete { width, len })
-    }
+            (width, v)
+        }
+    };
+    Ok(Field::Complete { width, len })
 }
 
 impl FrameDecoder for LengthFieldDecoder {
@@ -428,8 +462,10 @@ impl Protocol for LengthField {
     /// Payloads beyond the 2-byte default field use the 4-byte profile on both ends.
     fn bench_codec(payload: usize) -> Option<CodecConfig> {
         (payload > 0xFFFF).then(|| {
-            CodecConfig::parse(r#"{"protocol": "length-field", "length_field": {"offset": 0, "size": 4}}"#)
-                .expect("a valid codec")
+            CodecConfig::parse(
+                r#"{"protocol": "length-field", "length_field": {"offset": 0, "size": 4}}"#,
+            )
+            .expect("a valid codec")
         })
     }
 
@@ -525,8 +561,20 @@ impl HeaderWalker for LengthFieldWalker {
 impl Echo for LengthField {
     /// LF-ECHO-1: every frame is answered with the same payload, framed in the same profile.
     fn reply(&self, payload: &Bytes, out: &mut BytesMut) {
-        self.profile.put_header(out, payload.len());
-        out.put_slice(payload);
+        self.reply_to(payload, out);
+    }
+
+    fn reply_in_place(
+        &self,
+        dec: &mut LengthFieldDecoder,
+        out: &mut BytesMut,
+        sink: bool,
+    ) -> (u64, u64) {
+        if sink {
+            dec.drain_complete(|_| {})
+        } else {
+            dec.drain_complete(|payload| self.reply_to(payload, out))
+        }
     }
 }
 
@@ -538,6 +586,14 @@ pub struct LengthFieldClient<T> {
 }
 
 impl LengthField {
+    /// The reply to one frame ([`Echo::reply`]).
+    #[inline]
+    fn reply_to(&self, payload: &[u8], out: &mut BytesMut) {
+        out.reserve(self.profile.header_len(payload.len()) + payload.len());
+        self.profile.put_header(out, payload.len());
+        out.put_slice(payload);
+    }
+
     /// Writes one frame of `len` payload bytes (after the checks of [`Profile::check_encode`]).
     fn write(
         &self,

@@ -354,7 +354,11 @@ pub enum Rewrite {
     /// The header is complete and its reply header appended. `payload` bytes follow: copied to
     /// the reply when `copy` (XOR-unmasked with `key`, starting at key octet 0, when given),
     /// skipped otherwise.
-    Done { payload: u64, copy: bool, key: Option<[u8; 4]> },
+    Done {
+        payload: u64,
+        copy: bool,
+        key: Option<[u8; 4]>,
+    },
 }
 
 /// The state every [`ReplyRewriter`] keeps: a header split across reads (held until complete;
@@ -601,6 +605,20 @@ pub trait ServerSession {
 pub trait Echo: Protocol {
     /// Appends the reply to `frame`, if it gets one.
     fn reply(&self, frame: &Self::Frame, out: &mut BytesMut);
+
+    /// Answers the complete, valid frames at the front of `dec`'s buffer where they lie (none is
+    /// taken out of the buffer as a frame of its own: no reference count, no allocation) and
+    /// drops their bytes at once; returns (frames, payload bytes). Stops before anything else
+    /// (an unfinished or invalid frame), which [`FrameDecoder::decode`] then reports. The same
+    /// replies as [`Echo::reply`] on each decoded frame; the default answers none this way.
+    fn reply_in_place(
+        &self,
+        _dec: &mut Self::Decoder,
+        _out: &mut BytesMut,
+        _sink: bool,
+    ) -> (u64, u64) {
+        (0, 0)
+    }
 }
 
 /// The server session of an [`Echo`] protocol: every complete frame is answered as soon as it
@@ -642,6 +660,9 @@ impl<P: Echo> ServerSession for EchoSession<P> {
             s.closed = true;
             return s;
         }
+        let (frames, bytes) = self.proto.reply_in_place(&mut self.dec, out, self.sink);
+        s.frames += frames;
+        s.bytes += bytes;
         loop {
             match self.dec.decode() {
                 Ok(Some(f)) => {

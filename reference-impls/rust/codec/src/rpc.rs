@@ -702,14 +702,24 @@ fn rpc_rewrite(h: &[u8], out: &mut Vec<u8>, reply: bool) -> Rewrite {
     let copy = match kind {
         REQUEST => {
             if reply {
-                put_header(out, RESPONSE, (h[6] & MODE_MASK) | END_STREAM, id, 2 + payload as usize);
+                put_header(
+                    out,
+                    RESPONSE,
+                    (h[6] & MODE_MASK) | END_STREAM,
+                    id,
+                    2 + payload as usize,
+                );
                 out.put_u16(CODE_OK);
             }
             reply
         }
         STREAM_INIT | STREAM_END => {
             if reply {
-                let k = if kind == STREAM_INIT { STREAM_INIT_ACK } else { STREAM_END };
+                let k = if kind == STREAM_INIT {
+                    STREAM_INIT_ACK
+                } else {
+                    STREAM_END
+                };
                 put_header(out, k, 0, id, 0);
             }
             false
@@ -732,7 +742,13 @@ fn rpc_rewrite(h: &[u8], out: &mut Vec<u8>, reply: bool) -> Rewrite {
 impl ReplyRewriter for RpcRewriter {
     fn rewrite(&mut self, input: &[u8], out: &mut Vec<u8>) {
         let reply = self.reply;
-        self.state.rewrite(input, out, HEADER_LEN, |h, o| rpc_rewrite(h, o, reply), |_, _, _| {});
+        self.state.rewrite(
+            input,
+            out,
+            HEADER_LEN,
+            |h, o| rpc_rewrite(h, o, reply),
+            |_, _, _| {},
+        );
     }
     fn frames(&self) -> u64 {
         self.state.frames

@@ -79,13 +79,13 @@ pub fn check_encode(len: usize, max_payload: u64) -> Result<(), ProtocolError> {
 
 /// Writes only the header of a frame whose payload has `len` bytes (no checks).
 pub fn put_header(dst: &mut BytesMut, flag: u8, sequence: u8, len: usize) {
-    dst.put_u8(flag);
-    dst.put_u8(sequence);
+    // One append per header, not one per field.
     if len < EXTENDED as usize {
-        dst.put_u16_le(len as u16);
+        let [l0, l1] = (len as u16).to_le_bytes();
+        dst.put_slice(&[flag, sequence, l0, l1]);
     } else {
-        dst.put_u16_le(EXTENDED);
-        dst.put_u32_le(len as u32);
+        let [e0, e1, e2, e3] = (len as u32).to_le_bytes();
+        dst.put_slice(&[flag, sequence, 0xFF, 0xFF, e0, e1, e2, e3]);
     }
 }
 
@@ -167,43 +167,76 @@ impl StandardDecoder {
     /// Classifies the header at the start of the buffer (§8a precedence: LEN-3/LEN-4, then
     /// LIM-1; truncation is only decided at end of stream).
     fn header(&mut self) -> Result<Header, ProtocolError> {
+        match classify(&self.buf, self.max) {
+            Ok(h) => Ok(h),
+            Err((v, message)) => Err(self.fail(v, message)),
+        }
+    }
+
+    /// Calls `each(flag, sequence, payload)` for the complete, valid frames at the front of the
+    /// buffer, borrowed where they lie, then drops them from the buffer at once; returns
+    /// (frames, payload bytes). Stops before an unfinished or invalid frame (left for
+    /// [`FrameDecoder::decode`], which classifies it) and after a failed stream.
+    pub fn drain_complete(&mut self, mut each: impl FnMut(u8, u8, &[u8])) -> (u64, u64) {
+        if self.error.is_some() {
+            return (0, 0);
+        }
         let b = &self.buf[..];
-        if b.len() < 4 {
+        let (mut pos, mut frames, mut bytes) = (0usize, 0u64, 0u64);
+        while let Ok(Header::Complete { header, payload }) = classify(&b[pos..], self.max) {
+            let end = pos + header + payload;
+            if end > b.len() {
+                break;
+            }
+            each(b[pos], b[pos + 1], &b[pos + header..end]);
+            frames += 1;
+            bytes += payload as u64;
+            pos = end;
+        }
+        self.buf.advance(pos);
+        self.base += pos as u64;
+        (frames, bytes)
+    }
+}
+
+/// The header at the start of `b` (see [`StandardDecoder::header`]); an error is the
+/// violation and its message.
+fn classify(b: &[u8], max: u64) -> Result<Header, (Violation, String)> {
+    if b.len() < 4 {
+        return Ok(Header::NeedMore);
+    }
+    let short = u16::from_le_bytes([b[2], b[3]]);
+    let (header, len) = if short == EXTENDED {
+        if b.len() < 8 {
             return Ok(Header::NeedMore);
         }
-        let short = u16::from_le_bytes([b[2], b[3]]);
-        let (header, len) = if short == EXTENDED {
-            if b.len() < 8 {
-                return Ok(Header::NeedMore);
-            }
-            let ext = u32::from_le_bytes([b[4], b[5], b[6], b[7]]) as u64;
-            if ext < EXTENDED as u64 {
-                return Err(self.fail(
-                    Violation::StdLen3,
-                    format!("non-canonical extended length {ext} (below 65535)"),
-                ));
-            }
-            if ext > MAX_EXTENDED {
-                return Err(self.fail(
-                    Violation::StdLen4,
-                    format!("extended length {ext} has bit 31 set"),
-                ));
-            }
-            (8, ext)
-        } else {
-            (4, short as u64)
-        };
-        if len > self.max {
-            return Err(self.fail(
-                Violation::StdLim1,
-                format!("declared payload {len} above the maximum {}", self.max),
+        let ext = u32::from_le_bytes([b[4], b[5], b[6], b[7]]) as u64;
+        if ext < EXTENDED as u64 {
+            return Err((
+                Violation::StdLen3,
+                format!("non-canonical extended length {ext} (below 65535)"),
             ));
         }
-        Ok(Header::Complete {
-            header,
-            payload: len as usize,
-        })
+        if ext > MAX_EXTENDED {
+            return Err((
+                Violation::StdLen4,
+                format!("extended length {ext} has bit 31 set"),
+            ));
+        }
+        (8, ext)
+    } else {
+        (4, short as u64)
+    };
+    if len > max {
+        return Err((
+            Violation::StdLim1,
+            format!("declared payload {len} above the maximum {max}"),
+        ));
     }
+    Ok(Header::Complete {
+        header,
+        payload: len as usize,
+    })
 }
 
 impl FrameDecoder for StandardDecoder {
@@ -406,10 +439,35 @@ impl Echo for Standard {
     /// STD-ECHO-1: only requests (bits 7 and 6 clear) are answered, with the reply bit set and
     /// the same kind, sequence and payload; STD-ECHO-2: nothing for one-way messages or replies.
     fn reply(&self, f: &StdFrame, out: &mut BytesMut) {
-        if f.flag & (FLAG_REPLY | FLAG_ERROR_OR_ONE_WAY) == 0 {
-            put_header(out, FLAG_REPLY | f.kind(), f.sequence, f.payload.len());
-            out.put_slice(&f.payload);
+        reply_to(f.flag, f.sequence, &f.payload, out);
+    }
+
+    fn reply_in_place(
+        &self,
+        dec: &mut StandardDecoder,
+        out: &mut BytesMut,
+        sink: bool,
+    ) -> (u64, u64) {
+        if sink {
+            dec.drain_complete(|_, _, _| {})
+        } else {
+            dec.drain_complete(|flag, seq, payload| reply_to(flag, seq, payload, out))
         }
+    }
+}
+
+/// The reply to one frame ([`Echo::reply`]).
+#[inline]
+fn reply_to(flag: u8, sequence: u8, payload: &[u8], out: &mut BytesMut) {
+    if flag & (FLAG_REPLY | FLAG_ERROR_OR_ONE_WAY) == 0 {
+        out.reserve(header_len(payload.len()) + payload.len());
+        put_header(
+            out,
+            FLAG_REPLY | (flag & KIND_MASK),
+            sequence,
+            payload.len(),
+        );
+        out.put_slice(payload);
     }
 }
 

@@ -506,6 +506,55 @@ impl WsDecoder {
         Ok(())
     }
 
+    /// Calls `each(opcode, payload)` for the complete frames at the front of the buffer that
+    /// are whole, valid data messages (FIN, no RSV, TEXT or BINARY outside a fragmented
+    /// message, masked as a server receives them, within the limits, text valid UTF-8), with
+    /// the payload unmasked where it lies; then drops them from the buffer at once and returns
+    /// (frames, payload bytes). None is taken out as a frame of its own (no reference count, no
+    /// allocation). Stops before any other frame (a control frame, a fragment, an unfinished or
+    /// invalid one), which [`FrameDecoder::decode`] then handles; a server's decoder only.
+    pub fn drain_complete(&mut self, mut each: impl FnMut(u8, &[u8])) -> (u64, u64) {
+        if self.error.is_some()
+            || self.closed
+            || self.cur.is_some()
+            || self.in_message
+            || self.role != Role::Server
+        {
+            return (0, 0);
+        }
+        let limit = self.max_frame.min(self.max_message);
+        let (mut pos, mut frames, mut bytes) = (0usize, 0u64, 0u64);
+        loop {
+            let b = &mut self.buf[pos..];
+            if b.len() < 2 || (b[0] != 0x80 | TEXT && b[0] != 0x80 | BINARY) || b[1] & 0x80 == 0 {
+                break;
+            }
+            let (hl, n) = match b[1] & 0x7F {
+                126 if b.len() >= 8 => (8, u16::from_be_bytes([b[2], b[3]]) as usize),
+                126 | 127 => break,
+                n7 => (6, n7 as usize),
+            };
+            if (hl == 8 && n < 126) || n as u64 > limit || b.len() < hl + n {
+                break;
+            }
+            let key = [b[hl - 4], b[hl - 3], b[hl - 2], b[hl - 1]];
+            let text = b[0] & 0x0F == TEXT;
+            let payload = &mut b[hl..hl + n];
+            mask(payload, key, 0);
+            if text && !utf8_ok(payload) {
+                mask(payload, key, 0); // as received: decode() reports it (WS-UTF8-1)
+                break;
+            }
+            each(b[0] & 0x0F, &b[hl..hl + n]);
+            frames += 1;
+            bytes += n as u64;
+            pos += hl + n;
+        }
+        self.buf.advance(pos);
+        self.base += pos as u64;
+        (frames, bytes)
+    }
+
     /// The close payload checks (WS-CLOSE-1..3), once the frame is complete.
     fn check_close(&mut self, p: &[u8]) -> Result<(), ProtocolError> {
         if p.len() == 1 {
@@ -731,9 +780,14 @@ impl Protocol for WebSocket {
     }
 
     /// The seed's masking benchmark and the text validation of WS-UTF8-* (tools/bench/microbench.md).
-    const BENCH_EXTRA: &'static [(&'static str, usize)] = &[("mask", 1024), ("utf8", 67), ("utf8", 71)];
+    const BENCH_EXTRA: &'static [(&'static str, usize)] =
+        &[("mask", 1024), ("utf8", 67), ("utf8", 71)];
 
-    fn bench_extra(&self, op: &str, payload: usize) -> Option<(Vec<u8>, crate::protocol::BenchRoutine)> {
+    fn bench_extra(
+        &self,
+        op: &str,
+        payload: usize,
+    ) -> Option<(Vec<u8>, crate::protocol::BenchRoutine)> {
         fn mask_once(b: &mut [u8]) -> u64 {
             mask(b, BENCH_KEY, 0);
             b.last().copied().unwrap_or(0) as u64
@@ -744,7 +798,10 @@ impl Protocol for WebSocket {
         }
         let text = |t: &str| (t.len() == payload).then(|| t.as_bytes().to_vec());
         match (op, payload) {
-            ("mask", 1024) => Some(((0..1024).map(|i| i as u8).collect(), mask_once as crate::protocol::BenchRoutine)),
+            ("mask", 1024) => Some((
+                (0..1024).map(|i| i as u8).collect(),
+                mask_once as crate::protocol::BenchRoutine,
+            )),
             ("utf8", 67) => Some((
                 text("Hello World! This is a test message for UTF-8 validation benchmark.")?,
                 validate as crate::protocol::BenchRoutine,
@@ -1039,6 +1096,17 @@ impl ServerSession for WsSession {
         }
         if self.opening && !self.open(out, &mut s) {
             return s;
+        }
+        if self.keys.is_none() {
+            // Whole data messages where they lie (the same echo as on_frame's); the rest below.
+            let (frames, bytes) = if self.sink {
+                self.dec.drain_complete(|_, _| {})
+            } else {
+                self.dec
+                    .drain_complete(|op, payload| put_server_frame(out, op, payload))
+            };
+            s.frames += frames;
+            s.bytes += bytes;
         }
         loop {
             match self.dec.decode() {
@@ -1641,7 +1709,10 @@ mod tests {
 Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
         );
         let key = [1, 2, 3, 4];
-        for (i, len) in [0usize, 5, 125, 126, 65535, 65536, 70001].iter().enumerate() {
+        for (i, len) in [0usize, 5, 125, 126, 65535, 65536, 70001]
+            .iter()
+            .enumerate()
+        {
             let op = if i % 2 == 0 { BINARY } else { TEXT };
             put_masked_frame(&mut wire, op, key, *len, |b| b.fill(b'a' + i as u8));
         }
@@ -1664,14 +1735,21 @@ Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n
             }
             assert!(w.closed(), "split {split}");
             assert_eq!(w.frames(), 10, "split {split}");
-            assert!(got == want[..], "split {split}: {} bytes, want {}", got.len(), want.len());
+            assert!(
+                got == want[..],
+                "split {split}: {} bytes, want {}",
+                got.len(),
+                want.len()
+            );
         }
         // counting only: the handshake, the pong and the close are still answered
         let mut w = p.rewriter(false).unwrap();
         let mut got = Vec::new();
         w.rewrite(&wire, &mut got);
         let hs = want.len() - got.len();
-        assert!(hs > 0 && got.starts_with(b"HTTP/1.1 101") && got.ends_with(&[0x88, 2, 0x03, 0xE8]));
+        assert!(
+            hs > 0 && got.starts_with(b"HTTP/1.1 101") && got.ends_with(&[0x88, 2, 0x03, 0xE8])
+        );
     }
 
     #[test]

@@ -26,8 +26,10 @@
 //! errors (descriptor exhaustion) wait for a close or 250 ms (RES-7).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+use std::future::{poll_fn, Future};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::Poll;
 use std::time::Duration;
 
 use bytes::BytesMut;
@@ -36,8 +38,8 @@ use frameproof_codec::protocol::{Protocol, ServerSession};
 use frameproof_codec::registry::Visitor;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::{watch, Notify};
-use tokio::task::JoinSet;
+use tokio::sync::Notify;
+use tokio::task::{AbortHandle, JoinSet};
 use tokio::time::Instant;
 
 /// Bytes reserved in the receive buffer before each read.
@@ -45,7 +47,7 @@ const READ_CHUNK: usize = 64 * 1024;
 /// Bound of [`linger`] in time and bytes.
 const LINGER: Duration = Duration::from_millis(500);
 const LINGER_BYTES: usize = 16 << 20;
-/// How long shutdown waits for connection tasks to stop before aborting them.
+/// How long shutdown waits for the aborted connection tasks to be dropped.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 /// A connection holding at most this is never closed for the memory budget (RES-2).
 const BUDGET_FLOOR: usize = 64 * 1024;
@@ -129,11 +131,36 @@ impl Limits {
 }
 
 /// What one connection holds, published for the budget, and its order to close.
+///
+/// A budget close aborts the connection's task (dropping it closes the socket and releases its
+/// buffers) instead of signalling it: a signal would have to be awaited beside every read and
+/// write, which cost the per-packet echo about a quarter of its user-space instructions.
 #[derive(Default)]
 struct Holder {
     held: AtomicUsize,
     kill: AtomicBool,
-    killed: Notify,
+    /// The connection's task, set right after its spawn.
+    task: OnceLock<AbortHandle>,
+}
+
+impl Holder {
+    /// Orders the close. `kill` and `task` are written and read in opposite orders here and
+    /// in [`Holder::started`] (SeqCst), so whichever comes second sees the other and aborts.
+    fn kill(&self) {
+        self.kill.store(true, SeqCst);
+        if let Some(t) = self.task.get() {
+            t.abort();
+        }
+    }
+
+    fn started(&self, task: AbortHandle) {
+        let _ = self.task.set(task);
+        if self.kill.load(SeqCst) {
+            if let Some(t) = self.task.get() {
+                t.abort();
+            }
+        }
+    }
 }
 
 /// The server-wide state of the limits: connections open, their holdings, and their sum.
@@ -177,10 +204,9 @@ impl Shared {
             if held <= BUDGET_FLOOR {
                 break;
             }
-            big.kill.store(true, Relaxed);
+            big.kill();
             self.total.fetch_sub(big.held.swap(0, Relaxed), Relaxed);
             self.budget_closes.fetch_add(1, Relaxed);
-            big.killed.notify_one();
         }
     }
 
@@ -283,7 +309,6 @@ async fn serve<P: Protocol>(proto: P, cfg: Config) -> i32 {
         timeout_closes: AtomicU64::new(0),
         refused: AtomicU64::new(0),
     });
-    let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = JoinSet::new();
     let mut accept_errors = 0u64;
     loop {
@@ -297,7 +322,8 @@ async fn serve<P: Protocol>(proto: P, cfg: Config) -> i32 {
                     } else if let Ok(session) = proto.net_session(cfg.sink) {
                         shared.open.fetch_add(1, Relaxed);
                         let reg = shared.register();
-                        tasks.spawn(connection(stream, session, cfg.stats, counters.clone(), reg, stop_rx.clone()));
+                        let holder = reg.holder.clone();
+                        holder.started(tasks.spawn(connection(stream, session, cfg.stats, counters.clone(), reg)));
                     }
                 }
                 Err(e) => {
@@ -320,12 +346,12 @@ async fn serve<P: Protocol>(proto: P, cfg: Config) -> i32 {
         while tasks.try_join_next().is_some() {}
     }
     drop(server);
-    let _ = stop_tx.send(true);
+    // Shutdown drops every connection (as a budget close does): abort, then wait for the drops.
+    tasks.abort_all();
     let _ = tokio::time::timeout(SHUTDOWN_GRACE, async {
         while tasks.join_next().await.is_some() {}
     })
     .await;
-    tasks.abort_all();
     // `--stats` (tools/bench): also the reads that returned data and their bytes, for the
     // packets-per-recv figures.
     let extra = if cfg.stats {
@@ -354,7 +380,7 @@ async fn serve<P: Protocol>(proto: P, cfg: Config) -> i32 {
 /// After closing our side on an error, reads and discards what the peer still sends for a
 /// short while, so that closing with unread data (which makes the kernel send a reset that can
 /// destroy the replies we just wrote) does not happen while the peer is still reading them.
-async fn linger(stream: &mut TcpStream, stop: &mut watch::Receiver<bool>) {
+async fn linger(stream: &mut TcpStream) {
     let mut scratch = vec![0u8; READ_CHUNK];
     let deadline = tokio::time::Instant::now() + LINGER;
     let mut discarded = 0usize;
@@ -365,7 +391,6 @@ async fn linger(stream: &mut TcpStream, stop: &mut watch::Receiver<bool>) {
                 Ok(n) => discarded += n,
             },
             _ = tokio::time::sleep_until(deadline) => return,
-            _ = stop.changed() => return,
         }
     }
 }
@@ -431,7 +456,6 @@ async fn connection<S: ServerSession>(
     stats: bool,
     counters: Arc<Counters>,
     reg: Registration,
-    mut stop: watch::Receiver<bool>,
 ) {
     counters.connections.fetch_add(1, Relaxed);
     let _ = stream.set_nodelay(true);
@@ -442,6 +466,14 @@ async fn connection<S: ServerSession>(
     let mut out = BytesMut::new();
     // Bytes read per read: no more than the output bound, so one read's replies stay near it.
     let chunk = READ_CHUNK.min(limits.max_output.max(4096));
+    // One timer per connection, armed lazily: moved earlier when the deadline is, and re-armed
+    // when it fires before a deadline that has moved later since (each read moves it). A timer
+    // set per read cost the per-packet echo more user-space instructions than its codec.
+    let mut armed = accepted + limits.idle;
+    let timer = tokio::time::sleep_until(armed);
+    tokio::pin!(timer);
+    // The timer fired at the deadline: read what the socket holds first (RES-8).
+    let mut timed_out = false;
     loop {
         // What to wait for: the handshake from the accept (RES-3), the rest of a frame (RES-4)
         // or the next request (RES-3).
@@ -453,53 +485,61 @@ async fn connection<S: ServerSession>(
         } else {
             last_byte + limits.idle
         };
-        let ready = tokio::select! {
-            r = stream.readable() => r.is_ok(),
-            _ = tokio::time::sleep_until(deadline) => {
-                if overslept(deadline) {
-                    // Stopped and resumed: restart the clocks (RES-8).
-                    last_byte = Instant::now();
-                    accepted = last_byte;
-                    continue;
-                }
-                false
-            }
-            _ = reg.holder.killed.notified() => return,
-            _ = stop.changed() => return,
-        };
-        if reg.holder.kill.load(Relaxed) {
-            return;
-        }
-        // On a timeout, read what the socket holds first (RES-8): only silence closes.
         let buf = session.buffer_mut();
         if buf.is_empty() && buf.capacity() > KEEP_CAPACITY {
             *buf = BytesMut::new();
         }
         buf.reserve(chunk);
+        // tokio answers WouldBlock without a system call while its reactor knows the socket
+        // has nothing to read.
         let read = match stream.try_read_buf(buf) {
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                if ready {
-                    continue;
+                if timed_out {
+                    timed_out = false;
+                    // tokio answers WouldBlock until its reactor has seen the socket's readiness,
+                    // which right after a SIGCONT may lag the timer: ask the kernel whether bytes
+                    // (or an EOF) are waiting; if so the peer was not silent (RES-8), so restart
+                    // the clock and read.
+                    if bytes_waiting(&stream) {
+                        last_byte = Instant::now();
+                        continue;
+                    }
+                    let why = if session.awaiting_opening() {
+                        "no opening handshake within the idle timeout (RES-3)"
+                    } else if held > 0 {
+                        "an unfinished frame received no byte within the frame timeout (RES-4)"
+                    } else {
+                        "idle beyond the idle timeout (RES-3)"
+                    };
+                    close_for(&mut stream, &reg, Stop::Timeout(why)).await;
+                    return;
                 }
-                // tokio answers WouldBlock until its reactor has seen the socket's readiness, which
-                // right after a SIGCONT may lag the timer: ask the kernel whether bytes (or an EOF)
-                // are waiting; if so the peer was not silent (RES-8), so restart the clock and read.
-                if bytes_waiting(&stream) {
-                    last_byte = Instant::now();
-                    continue;
+                if timer.is_elapsed() || deadline < armed {
+                    timer.as_mut().reset(deadline);
+                    armed = deadline;
                 }
-                let why = if session.awaiting_opening() {
-                    "no opening handshake within the idle timeout (RES-3)"
-                } else if held > 0 {
-                    "an unfinished frame received no byte within the frame timeout (RES-4)"
-                } else {
-                    "idle beyond the idle timeout (RES-3)"
-                };
-                close_for(&mut stream, &reg, Stop::Timeout(why)).await;
-                return;
+                let readable = poll_fn(|cx| {
+                    if stream.poll_read_ready(cx).is_ready() {
+                        return Poll::Ready(true); // or an error, which the read reports
+                    }
+                    timer.as_mut().poll(cx).map(|()| false)
+                })
+                .await;
+                if !readable && Instant::now() >= deadline {
+                    if overslept(deadline) {
+                        // Stopped and resumed: restart the clocks (RES-8).
+                        last_byte = Instant::now();
+                        accepted = last_byte;
+                    } else {
+                        timed_out = true;
+                    }
+                }
+                // Otherwise the timer was armed for an earlier deadline: re-armed above.
+                continue;
             }
             r => r,
         };
+        timed_out = false;
         let eof = match read {
             Ok(0) => true,
             Ok(n) => {
@@ -522,11 +562,14 @@ async fn connection<S: ServerSession>(
         counters.frames.fetch_add(served.frames, Relaxed);
         counters.bytes.fetch_add(served.bytes, Relaxed);
         reg.shared.hold(&reg.holder, session.held() + out.len());
+        if reg.holder.kill.load(Relaxed) {
+            return; // closed for the budget (RES-1): this task is aborted at its next await
+        }
         if !out.is_empty() {
             // Replies to the frames before an error are sent too (STD-ECHO-4, LF-ECHO-2).
             // Nothing is read until they are written (RES-5); no progress for the write
             // timeout closes the connection.
-            match write_out(&mut stream, &out, &reg, limits.write, &mut stop).await {
+            match write_out(&mut stream, &out, limits.write).await {
                 Ok(()) => {}
                 Err(Stop::Drop) => return,
                 Err(t) => {
@@ -552,27 +595,36 @@ async fn connection<S: ServerSession>(
             reg.shared.hold(&reg.holder, 0);
             let _ = stream.shutdown().await;
             if served.error.is_some() && !eof {
-                linger(&mut stream, &mut stop).await;
+                linger(&mut stream).await;
             }
             return;
         }
     }
 }
 
-/// Writes `out`, closing when the peer takes nothing for `timeout` (RES-5), on a budget close
-/// or shutdown.
-async fn write_out(
-    stream: &mut TcpStream,
-    out: &[u8],
-    reg: &Registration,
-    timeout: Duration,
-    stop: &mut watch::Receiver<bool>,
-) -> Result<(), Stop> {
+/// Writes `out`, closing when the peer takes nothing for `timeout` (RES-5) or on a reset. A
+/// budget close or shutdown aborts the task wherever it waits.
+async fn write_out(stream: &mut TcpStream, out: &[u8], timeout: Duration) -> Result<(), Stop> {
     let mut pos = 0;
+    // Usually the socket takes it all at once: no timer.
+    loop {
+        match stream.try_write(&out[pos..]) {
+            Ok(0) => return Err(Stop::Drop),
+            Ok(n) => {
+                pos += n;
+                if pos == out.len() {
+                    return Ok(());
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(_) => return Err(Stop::Drop),
+        }
+    }
     let mut progress = Instant::now();
     while pos < out.len() {
         let deadline = progress + timeout;
         tokio::select! {
+            biased;
             w = stream.write(&out[pos..]) => match w {
                 Ok(0) | Err(_) => return Err(Stop::Drop),
                 Ok(n) => {
@@ -587,11 +639,6 @@ async fn write_out(
                     return Err(Stop::Timeout("pending output made no progress within the write timeout (RES-5)"));
                 }
             }
-            _ = reg.holder.killed.notified() => return Err(Stop::Drop),
-            _ = stop.changed() => return Err(Stop::Drop),
-        }
-        if reg.holder.kill.load(Relaxed) {
-            return Err(Stop::Drop);
         }
     }
     Ok(())
