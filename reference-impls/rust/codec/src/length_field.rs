@@ -454,6 +454,10 @@ impl Protocol for LengthField {
         self.profile.encode(out, payload, self.max_payload)
     }
 
+    fn bench_drain(&self, dec: &mut LengthFieldDecoder, each: &mut dyn FnMut(&[u8])) -> u64 {
+        dec.drain_complete(|p| each(p)).0
+    }
+
     fn bench_reply(&self, request: &Self::Frame, out: &mut BytesMut) -> bool {
         <Self as Echo>::reply(self, request, out);
         true

@@ -86,6 +86,14 @@ pub trait Protocol: Sized + Clone + Send + Sync + 'static {
         false
     }
 
+    /// The part of the server's decoding done in place ([`Echo::reply_in_place`]'s drain): calls
+    /// `each` with the payload of every whole frame at the front of `dec`'s buffer that it takes,
+    /// and returns how many; the decode benchmark runs it before `decode`, as the server does.
+    /// Default: none (everything goes through `decode`).
+    fn bench_drain(&self, _dec: &mut Self::Decoder, _each: &mut dyn FnMut(&[u8])) -> u64 {
+        0
+    }
+
     /// The protocol's own micro-benchmark cases: (op, payload) pairs.
     const BENCH_EXTRA: &'static [(&'static str, usize)] = &[];
 

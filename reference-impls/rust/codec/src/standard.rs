@@ -328,6 +328,10 @@ impl Protocol for Standard {
         encode(out, f.flag, f.sequence, &f.payload, self.max_payload)
     }
 
+    fn bench_drain(&self, dec: &mut StandardDecoder, each: &mut dyn FnMut(&[u8])) -> u64 {
+        dec.drain_complete(|_, _, p| each(p)).0
+    }
+
     fn bench_reply(&self, request: &Self::Frame, out: &mut BytesMut) -> bool {
         <Self as Echo>::reply(self, request, out);
         true

@@ -774,6 +774,10 @@ impl Protocol for WebSocket {
     }
 
     /// The echo session's reply: an unmasked server frame of the message's opcode.
+    fn bench_drain(&self, dec: &mut WsDecoder, each: &mut dyn FnMut(&[u8])) -> u64 {
+        dec.drain_complete(|_, p| each(p)).0
+    }
+
     fn bench_reply(&self, request: &WsFrame, out: &mut BytesMut) -> bool {
         put_server_frame(out, request.opcode as u8, &request.payload);
         true

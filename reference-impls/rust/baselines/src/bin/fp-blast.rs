@@ -233,7 +233,12 @@ fn blast<P: Protocol>(
 
 /// The protocol's opening handshake, where it has one (websocket), before any frame; bounded by
 /// `left`. Bytes after the server's answer would be frames, which a receive-only server never sends.
-fn opening<P: Protocol>(proto: &P, addr: &str, s: &mut TcpStream, left: Duration) -> std::io::Result<()> {
+fn opening<P: Protocol>(
+    proto: &P,
+    addr: &str,
+    s: &mut TcpStream,
+    left: Duration,
+) -> std::io::Result<()> {
     let Some(opening) = proto.opening(addr) else {
         return Ok(());
     };

@@ -71,7 +71,10 @@ struct Case {
 
 impl Case {
     fn name(&self) -> String {
-        format!("{}/{}/{}/{}", self.protocol, self.op, self.payload, self.frames)
+        format!(
+            "{}/{}/{}/{}",
+            self.protocol, self.op, self.payload, self.frames
+        )
     }
 
     fn parse(name: &str) -> Option<Case> {
@@ -122,7 +125,9 @@ impl Visitor for ListCases {
 fn all_cases() -> Vec<Case> {
     registry::PROTOCOLS
         .iter()
-        .flat_map(|name| registry::with_protocol(&CodecConfig::named(name), ListCases).unwrap_or_default())
+        .flat_map(|name| {
+            registry::with_protocol(&CodecConfig::named(name), ListCases).unwrap_or_default()
+        })
         .collect()
 }
 
@@ -200,11 +205,17 @@ impl Visitor for Run {
         let mut dec = proto.decoder();
         dec.buffer_mut().extend_from_slice(&read);
         let mut requests = Vec::with_capacity(f);
-        while let Some(fr) = dec.decode().map_err(|e| format!("the read does not decode: {e}"))? {
+        while let Some(fr) = dec
+            .decode()
+            .map_err(|e| format!("the read does not decode: {e}"))?
+        {
             requests.push(fr);
         }
         if requests.len() != f {
-            return Err(format!("the read decodes to {} frames, not {f}", requests.len()));
+            return Err(format!(
+                "the read decodes to {} frames, not {f}",
+                requests.len()
+            ));
         }
         if case.op == "decode" {
             let mut dec = proto.decoder();
@@ -214,6 +225,10 @@ impl Visitor for Run {
                 // (1) the read lands in the decoder's buffer, (2) every frame out, (3) consumed.
                 dec.buffer_mut().extend_from_slice(&read);
                 let mut sum = 0u64;
+                // The whole frames the server answers where they lie, then the rest as frames.
+                frames += proto.bench_drain(&mut dec, &mut |p| {
+                    sum = sum.wrapping_add(p.len() as u64 + p.first().copied().unwrap_or(0) as u64);
+                });
                 while let Ok(Some(fr)) = dec.decode() {
                     let p = P::payload(&fr);
                     sum = sum.wrapping_add(p.len() as u64 + p.first().copied().unwrap_or(0) as u64);
@@ -223,7 +238,9 @@ impl Visitor for Run {
             });
             let want = plan.warmup + plan.iterations * plan.samples as u64;
             if frames != want * f as u64 || !dec.buffer_mut().is_empty() {
-                return Err(format!("decoded {frames} frames in {want} iterations of {f}"));
+                return Err(format!(
+                    "decoded {frames} frames in {want} iterations of {f}"
+                ));
             }
             return Ok(Measured {
                 sample_ns,
@@ -257,7 +274,10 @@ impl Visitor for Run {
 }
 
 fn main() {
-    let opts = CLI.parse(&["case", "iterations", "json", "samples", "warmup"], &["list"]);
+    let opts = CLI.parse(
+        &["case", "iterations", "json", "samples", "warmup"],
+        &["list"],
+    );
     if opts.has("list") {
         for c in all_cases() {
             println!("{}", c.name());
@@ -290,7 +310,13 @@ fn main() {
         samples,
         warmup,
     };
-    let m = match registry::with_protocol(&codec, Run { case: case.clone(), plan }) {
+    let m = match registry::with_protocol(
+        &codec,
+        Run {
+            case: case.clone(),
+            plan,
+        },
+    ) {
         Ok(Ok(m)) => m,
         Ok(Err(e)) => {
             eprintln!("fp-microbench: {}: {e}", case.name());
@@ -364,9 +390,15 @@ mod tests {
             let codec = registry::with_protocol(&named, BenchCodec(case.payload))
                 .unwrap()
                 .unwrap_or(named);
-            let m = registry::with_protocol(&codec, Run { case: case.clone(), plan })
-                .unwrap()
-                .unwrap_or_else(|e| panic!("{}: {e}", case.name()));
+            let m = registry::with_protocol(
+                &codec,
+                Run {
+                    case: case.clone(),
+                    plan,
+                },
+            )
+            .unwrap()
+            .unwrap_or_else(|e| panic!("{}: {e}", case.name()));
             assert_eq!(m.sample_ns.len(), 2);
             assert!(m.bytes_per_frame >= case.payload, "{}", case.name());
             assert!(m.checksum > 0, "{}", case.name());

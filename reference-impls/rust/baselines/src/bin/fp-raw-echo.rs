@@ -72,7 +72,12 @@ enum Raw {
     Rewrite(Box<dyn ReplyRewriter>),
 }
 
-async fn conn(mut s: TcpStream, mut raw: Raw, sink: bool, st: Arc<ConnStats>) -> std::io::Result<()> {
+async fn conn(
+    mut s: TcpStream,
+    mut raw: Raw,
+    sink: bool,
+    st: Arc<ConnStats>,
+) -> std::io::Result<()> {
     s.set_nodelay(true)?;
     let mut buf = vec![0u8; 64 * 1024];
     let mut out: Vec<u8> = Vec::with_capacity(64 * 1024 + 4096);
