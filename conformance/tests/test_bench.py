@@ -83,6 +83,11 @@ def test_short_run_writes_well_formed_results(tmp_path):
     md = (tmp_path / "b.md").read_text()
     assert "## Harness validation" in md and "fraction of the raw-echo ceiling" in md and "| per-packet 32 B, C=4 |" in md
     assert "## Repeat check" in md and f"{rc_['overlapping']} of {rc_['compared']} rows overlap" in md
+    # and on the fraction of raw: every ok row of our server has a per-run ratio interval in both matrices
+    assert rc_["ratio_compared"] == len(rust)
+    assert all(isinstance(r["repeat"]["ratio_overlap"], bool) for r in rust)
+    assert all(r["ratio_runs"]["ci_low"] <= r["ratio_to_raw"] <= r["ratio_runs"]["ci_high"] for r in rust)
+    assert f"{rc_['ratio_overlapping']} of {rc_['ratio_compared']} rows overlap" in md
     assert "Quiet-machine check" in md
     pngs = [tmp_path / p for p in doc["outputs"]["charts"]]
     assert pngs and all(p.exists() and p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)

@@ -32,7 +32,7 @@ if [ -d src/AutobahnClient ] && ls src/AutobahnClient/*.cs >/dev/null 2>&1; then
   $MCS -out:build/fp-autobahn-client.exe -r:build/Frameproof.Codec.dll src/AutobahnClient/*.cs
 fi
 if [ -d src/Bench ] && ls src/Bench/*.cs >/dev/null 2>&1; then
-  $MCS -out:build/fp-bench.exe -r:build/Frameproof.Codec.dll src/Bench/*.cs
+  $MCS -unsafe -out:build/fp-bench.exe -r:build/Frameproof.Codec.dll src/Bench/*.cs
 fi
 if [ -d src/DiscoveryBench ] && ls src/DiscoveryBench/*.cs >/dev/null 2>&1; then
   $MCS -out:build/fp-discovery-bench.exe -r:build/Frameproof.Codec.dll src/DiscoveryBench/*.cs

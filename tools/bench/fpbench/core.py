@@ -24,6 +24,7 @@ from frameproof import protocols as registry
 from frameproof.matrix import codec_args
 from frameproof.paths import IMPL_DIR, ROOT
 from frameproof.servers import start_server
+from .stats import summary
 
 RUST_BIN = IMPL_DIR / "rust" / "target" / "release"
 SCHEMA = "frameproof-bench/1"
@@ -396,13 +397,24 @@ def repeat_check(rows_a: List[dict], rows_b: List[dict]) -> dict:
                "b": {k: b_s.get(k) for k in ("median", "ci_low", "ci_high", "ci_coverage", "n")},
                "median_diff_pct": rel_diff_pct(a_s.get("median"), b_s.get("median")), "overlap": ov,
                "ratio_to_raw": [r.get("ratio_to_raw"), (b or {}).get("ratio_to_raw")]}
+        # The same test on the fraction of raw: run k of the server over run k of the raw echo (taken
+        # back to back), a median and its interval per matrix; drift of the machine between the two
+        # matrices moves both and cancels.
+        ra, rb = r.get("ratio_runs") or {}, (b or {}).get("ratio_runs") or {}
+        row["ratio_a"] = {k: ra.get(k) for k in ("median", "ci_low", "ci_high")}
+        row["ratio_b"] = {k: rb.get(k) for k in ("median", "ci_low", "ci_high")}
+        row["ratio_overlap"] = overlap(ra, rb) if ra and rb else None
         r["repeat"] = {"median_b": b_s.get("median"), "ci_b": [b_s.get("ci_low"), b_s.get("ci_high")], "overlap": ov,
-                       "ratio_to_raw_b": (b or {}).get("ratio_to_raw")}
+                       "ratio_to_raw_b": (b or {}).get("ratio_to_raw"), "ratio_overlap": row["ratio_overlap"]}
         out.append(row)
     compared = [x for x in out if x["overlap"] is not None]
+    ratios = [x for x in out if x["ratio_overlap"] is not None]
     return {"what": "the full matrix twice back to back; per row, do the 95 % intervals of the two medians "
                     "(order statistics, fpbench.stats.median_ci) overlap?",
             "compared": len(compared), "overlapping": sum(1 for x in compared if x["overlap"]),
+            "ratio_what": "the same for the fraction of the raw echo: per row, the median of the per-run ratios "
+                          "(run k of the server over run k of raw, back to back) and its 95 % interval, in each matrix",
+            "ratio_compared": len(ratios), "ratio_overlapping": sum(1 for x in ratios if x["ratio_overlap"]),
             "rows": out}
 
 
@@ -570,6 +582,8 @@ def run_matrix(scenarios: List[Scenario], servers: List[Program], clients: List[
                  if a.get("ok") and b.get("ok") and a.get("msgs_per_s") and b.get("msgs_per_s")]
         r["ratio_to_raw"] = round(statistics.median(pairs), 3) if pairs else r["ratio_of_medians"]
         r["ratio_spread"] = [round(min(pairs), 3), round(max(pairs), 3)] if pairs else None
+        # the per-run ratios' median with its 95 % interval (the repeat check compares these too)
+        r["ratio_runs"] = summary(pairs, digits=4) if pairs and r["server"] != "raw" else None
     return rows
 
 

@@ -230,19 +230,30 @@ def repeat_markdown(rc: dict) -> List[str]:
     """The repeat check row by row: both medians with their 95 % intervals, and whether they overlap."""
     L = ["## Repeat check: the matrix twice, back to back", "",
          f"{rc['what'][0].upper() + rc['what'][1:]} **{rc['overlapping']} of {rc['compared']} rows overlap.**", ""]
+    if rc.get("ratio_compared"):
+        L += [f"{rc['ratio_what'][0].upper() + rc['ratio_what'][1:]}: **{rc['ratio_overlapping']} of "
+              f"{rc['ratio_compared']} rows overlap.**", ""]
     L += repeat_summary(rc)
-    L += ["| scenario | server | client | run A: median [95% interval] | run B: median [95% interval] | medians differ | ratio to raw A / B | overlap |",
-         "|---|---|---|---|---|---:|---|---|"]
+    L += ["| scenario | server | client | run A: median [95% interval] | run B: median [95% interval] | medians differ | overlap "
+          "| fraction of raw A [95% interval] | B [95% interval] | overlap |",
+          "|---|---|---|---|---|---:|---|---|---|---|"]
 
     def iv(x):
         if not x.get("median"):
             return "–"
         return f"{x['median']:,.0f} [{x['ci_low']:,.0f}–{x['ci_high']:,.0f}]"
+    def ivr(x):
+        if not x or x.get("median") is None:
+            return "–"
+        return f"{x['median']:.3f} [{x['ci_low']:.3f}–{x['ci_high']:.3f}]"
+    yes = {True: 'yes', False: '**no**', None: '–'}
     for r in rc["rows"]:
-        ra = " / ".join("–" if x is None else f"{x:.2f}" for x in r["ratio_to_raw"])
+        if "ratio_a" in r:
+            rat = f"{ivr(r['ratio_a'])} | {ivr(r['ratio_b'])} | {yes[r['ratio_overlap']]}"
+        else:  # a results file from before the ratio intervals: the two medians only
+            rat = " / ".join("–" if x is None else f"{x:.2f}" for x in r["ratio_to_raw"]) + " | | –"
         L.append(f"| {r['key']} ({r['group']}) | {r['server']} | {r['client']} | {iv(r['a'])} | {iv(r['b'])} | "
-                 f"{'–' if r['median_diff_pct'] is None else str(r['median_diff_pct']) + '%'} | {ra} | "
-                 f"{ {True: 'yes', False: '**no**', None: '–'}[r['overlap']]} |")
+                 f"{'–' if r['median_diff_pct'] is None else str(r['median_diff_pct']) + '%'} | {yes[r['overlap']]} | {rat} |")
     cov = sorted({x["a"]["ci_coverage"] for x in rc["rows"] if x["a"].get("ci_coverage") is not None})
     L += ["", f"Interval: order statistics of the runs (coverage {', '.join(f'{c:.1%}' for c in cov) or '–'}; with 5 runs the "
               "interval is min–max, 93.75 %).", ""]

@@ -3,6 +3,7 @@ using System.Collections.Generic;
 using System.Diagnostics;
 using System.Globalization;
 using System.IO;
+using System.Runtime.InteropServices;
 using System.Text;
 using Frameproof.Codec;
 
@@ -124,7 +125,7 @@ namespace Frameproof.Bench
         }
 
         /// <summary>Builds the case's inputs once; returns one iteration.</summary>
-        static BenchIteration Prepare(Case k, out int bytesPerFrame)
+        static unsafe BenchIteration Prepare(Case k, out int bytesPerFrame)
         {
             if (k.Extra != null) { bytesPerFrame = k.Payload; return k.Extra; }
             FrameCodec codec = k.Codec;
@@ -139,14 +140,19 @@ namespace Frameproof.Bench
             {
                 byte[] read = wire.ToArray();
                 bytesPerFrame = read.Length / k.Frames;
-                var rx = new byte[read.Length];          // the connection's receive buffer, kept across iterations
+                // The connection's receive buffer, kept across iterations: pinned memory, as fp-server's
+                // epoll loop receives into (a native buffer) and hands to the session as a span.
+                var rx = new byte[read.Length];
+                byte* readPtr = (byte*)GCHandle.Alloc(read, GCHandleType.Pinned).AddrOfPinnedObject();
+                byte* rxPtr = (byte*)GCHandle.Alloc(rx, GCHandleType.Pinned).AddrOfPinnedObject();
+                int readSize = read.Length;
                 BenchDecoder dec = codec.NewBenchDecoder();
                 int frames = k.Frames;
                 return () =>
                 {
-                    Buffer.BlockCopy(read, 0, rx, 0, read.Length);   // the read lands in the buffer
+                    ByteBuffers.Copy(rxPtr, readPtr, readSize);   // the read lands in the buffer (a memcpy)
                     long before = dec.Checksum, n0 = dec.Frames;
-                    if (!dec.Feed(new ReadOnlySpan<byte>(rx, 0, read.Length)) || dec.Frames - n0 != frames)
+                    if (!dec.Feed(new ReadOnlySpan<byte>(rxPtr, readSize)) || dec.Frames - n0 != frames)
                         throw new InvalidOperationException("the decoder did not give the read's " + frames + " frames");
                     return dec.Checksum - before;
                 };
@@ -159,13 +165,16 @@ namespace Frameproof.Bench
             for (int i = 0; i < k.Frames; i++) Buffer.BlockCopy(payloads[i], 0, src, i * k.Payload, k.Payload);
             var output = new byte[total];   // the reply buffer, cleared (length 0) and refilled each iteration
             int count = k.Frames, size = k.Payload;
+            // the payloads as the server has them: spans over its (pinned) receive buffer
+            byte* payloadPtr = (byte*)GCHandle.Alloc(src, GCHandleType.Pinned).AddrOfPinnedObject();
             return () =>
             {
                 int len = 0;
                 for (int i = 0; i < count; i++)
                 {
-                    int need = codec.BenchReplyLength(size);
-                    len += codec.WriteBenchReply(i, new ReadOnlySpan<byte>(src, i * size, size), new Span<byte>(output, len, need));
+                    int need = codec.BenchReplyLength(size);   // the reservation, as the session's ReserveAt
+                    if (len + need > output.Length) throw new InvalidOperationException("reply buffer too small");
+                    len += codec.WriteBenchReply(i, new ReadOnlySpan<byte>(payloadPtr + i * size, size), output, len);
                 }
                 return len + output[len - 1];
             };

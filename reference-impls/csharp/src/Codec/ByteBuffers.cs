@@ -68,6 +68,65 @@ namespace Frameproof.Codec
             return nb;
         }
 
+        /// <summary>Largest copy <see cref="Copy(byte*, byte*, int)"/> does with its own word loop; above it
+        /// Buffer.MemoryCopy. Mono 6.8 (x64): MemoryCopy costs about 7 ns even for 32 bytes, Buffer.BlockCopy
+        /// 14 ns, Span.CopyTo 12 ns; the word loop 2.5 ns for 32 bytes and is even with MemoryCopy near 256.</summary>
+        const int SmallCopy = 192;
+
+        /// <summary>memmove of <paramref name="n"/> bytes (the copy of a read into a receive buffer, a payload
+        /// into a frame): a word loop for small non-overlapping ranges, where the runtime's copy routines cost
+        /// several times the copy itself, Buffer.MemoryCopy otherwise.</summary>
+        public static unsafe void Copy(byte* dst, byte* src, int n)
+        {
+            // Buffer.MemoryCopy for large and for overlapping ranges (it copies as memmove does)
+            if (n > SmallCopy || (ulong)(dst - src) < (ulong)n || (ulong)(src - dst) < (ulong)n)
+            {
+                Buffer.MemoryCopy(src, dst, n, n);
+                return;
+            }
+            while (n >= 32)
+            {
+                ((ulong*)dst)[0] = ((ulong*)src)[0];
+                ((ulong*)dst)[1] = ((ulong*)src)[1];
+                ((ulong*)dst)[2] = ((ulong*)src)[2];
+                ((ulong*)dst)[3] = ((ulong*)src)[3];
+                dst += 32; src += 32; n -= 32;
+            }
+            if (n >= 16)
+            {
+                ((ulong*)dst)[0] = ((ulong*)src)[0];
+                ((ulong*)dst)[1] = ((ulong*)src)[1];
+                dst += 16; src += 16; n -= 16;
+            }
+            if (n >= 8)
+            {
+                *(ulong*)dst = *(ulong*)src;
+                dst += 8; src += 8; n -= 8;
+            }
+            if (n >= 4)
+            {
+                *(uint*)dst = *(uint*)src;
+                dst += 4; src += 4; n -= 4;
+            }
+            while (n > 0)
+            {
+                *dst++ = *src++;
+                n--;
+            }
+        }
+
+        /// <summary><see cref="Copy(byte*, byte*, int)"/> between arrays, bounds checked as Buffer.BlockCopy
+        /// (ArgumentException / ArgumentOutOfRangeException).</summary>
+        public static unsafe void Copy(byte[] src, int srcOffset, byte[] dst, int dstOffset, int count)
+        {
+            if (src == null) throw new ArgumentNullException("src");
+            if (dst == null) throw new ArgumentNullException("dst");
+            if (srcOffset < 0 || dstOffset < 0 || count < 0) throw new ArgumentOutOfRangeException("count");
+            if (src.Length - srcOffset < count || dst.Length - dstOffset < count) throw new ArgumentException("offset and count exceed the array");
+            if (count == 0) return;
+            fixed (byte* s = src) fixed (byte* d = dst) Copy(d + dstOffset, s + srcOffset, count);
+        }
+
         static int Bucket(int length)
         {
             int b = 0;

@@ -1,5 +1,6 @@
 using System;
 using System.Buffers;
+using System.Runtime.InteropServices;
 
 namespace Frameproof.Codec
 {
@@ -90,18 +91,117 @@ namespace Frameproof.Codec
         }
         public long FramesDelivered;
 
-        /// <summary>Feeds one chunk. Returns false once the decoder has failed (now or before).</summary>
-        public bool Feed(ReadOnlySpan<byte> data, IFrameHandler handler)
+        /// <summary>Header forms the hot path of <see cref="Feed"/> parses inline, without calling
+        /// <see cref="ParseHeader"/>: `standard` (STD-LEN-1/2) and the fixed-size length fields (LF-LEN-1/3).</summary>
+        protected enum HeaderForm : byte { None, Standard, U8, U16LE, U16BE, U32LE, U32BE }
+
+        HeaderForm _form;
+        long _formLimit;
+
+        /// <summary>Declares the header form for the inline parse of the hot path: a header of this form
+        /// whose length is at most <paramref name="limit"/> (and, for `standard`, whose extended length is
+        /// canonical with bit 31 clear) is accepted there with the result ParseHeader would give; any other
+        /// header (or a short one) goes to ParseHeader, which decides. Must agree with ParseHeader.</summary>
+        protected void UseInlineHeader(HeaderForm form, long limit)
         {
-            while (!_failed && data.Length > 0)
+            _form = form;
+            _formLimit = limit;
+        }
+
+        /// <summary>The header of <see cref="_form"/> at <paramref name="p"/>: its length, or -1 if it is
+        /// not whole in <paramref name="available"/> bytes or not of the accepted shape (the caller still
+        /// checks the length against <see cref="_formLimit"/>).</summary>
+        unsafe int InlineHeader(byte* p, int available, out uint len, out byte flag, out byte seq)
+        {
+            flag = 0; seq = 0; len = 0;
+            switch (_form)
+            {
+                case HeaderForm.Standard:
+                    if (available < 4) return -1;
+                    flag = p[0];
+                    seq = p[1];
+                    len = (uint)(p[2] | p[3] << 8);
+                    if (len != 0xFFFF) return 4;
+                    if (available < 8) return -1;
+                    len = (uint)(p[4] | p[5] << 8 | p[6] << 16 | p[7] << 24);
+                    return len >= 0xFFFF && len < 0x80000000u ? 8 : -1;   // else STD-LEN-3/4
+                case HeaderForm.U16LE:
+                    if (available < 2) return -1;
+                    len = (uint)(p[0] | p[1] << 8);
+                    return 2;
+                case HeaderForm.U8:
+                    len = p[0];
+                    return 1;
+                case HeaderForm.U16BE:
+                    if (available < 2) return -1;
+                    len = (uint)(p[0] << 8 | p[1]);
+                    return 2;
+                case HeaderForm.U32LE:
+                    if (available < 4) return -1;
+                    len = (uint)(p[0] | p[1] << 8 | p[2] << 16 | p[3] << 24);
+                    return 4;
+                case HeaderForm.U32BE:
+                    if (available < 4) return -1;
+                    len = (uint)(p[0] << 24 | p[1] << 16 | p[2] << 8 | p[3]);
+                    return 4;
+                default:
+                    return -1;
+            }
+        }
+
+        /// <summary>Feeds one chunk. Returns false once the decoder has failed (now or before).</summary>
+        public unsafe bool Feed(ReadOnlySpan<byte> data, IFrameHandler handler)
+        {
+            if (_failed) return false;
+            int length = data.Length;
+            if (length == 0) return true;
+            // Pointers over the pinned chunk: on Mono every Span slice and index is a call and a check,
+            // which cost more than the decoding itself for small frames.
+            fixed (byte* start = &MemoryMarshal.GetReference(data))
+            {
+                byte* p = start, end = start + length;
+                // Hot path, kept small (Mono's JIT spills a big method's locals): whole frames back to
+                // back at a frame boundary, headers of the inline form. Anything else, FeedAny.
+                while (!_inPayload && _hdrCount == 0 && _skip == 0)
+                {
+                    int avail = (int)(end - p);
+                    uint len; byte flag, seq;
+                    int hl;
+                    if (_form == HeaderForm.Standard && avail >= 4 && (len = (uint)(p[2] | p[3] << 8)) != 0xFFFF)
+                    {
+                        hl = 4; flag = p[0]; seq = p[1];
+                    }
+                    else if (_form == HeaderForm.U16LE && avail >= 2)
+                    {
+                        hl = 2; flag = 0; seq = 0; len = (uint)(p[0] | p[1] << 8);
+                    }
+                    else hl = InlineHeader(p, avail, out len, out flag, out seq);
+                    if (hl <= 0 || len > _formLimit || avail - hl < len) break;
+                    p += hl;
+                    FramesDelivered++;
+                    handler.OnFrame(flag, seq, new ReadOnlySpan<byte>(p, (int)len));
+                    p += len;
+                    _pos += hl + len;
+                    _frameStart = _pos;
+                    if (p == end) return !_failed;
+                    if (_failed) return false;
+                }
+                return FeedAny(p, end, handler);
+            }
+        }
+
+        /// <summary>The general decoding loop over the pinned bytes [p, end).</summary>
+        unsafe bool FeedAny(byte* p, byte* end, IFrameHandler handler)
+        {
+            while (!_failed && p < end)
             {
                 if (_inPayload)
                 {
-                    int n = Math.Min(_need - _bufCount, data.Length);
+                    int n = (int)Math.Min(_need - _bufCount, end - p);
                     EnsureCapacity(_bufCount + n);
-                    data.Slice(0, n).CopyTo(new Span<byte>(_buf, _bufCount, n));
+                    fixed (byte* b = _buf) ByteBuffers.Copy(b + _bufCount, p, n);
                     _bufCount += n;
-                    data = data.Slice(n);
+                    p += n;
                     _pos += n;
                     if (_bufCount == _need)
                     {
@@ -117,10 +217,10 @@ namespace Frameproof.Codec
 
                 if (_skipped < _skip)
                 {
-                    long n = Math.Min(_skip - _skipped, (long)data.Length);
+                    long n = Math.Min(_skip - _skipped, end - p);
                     _skipped += n;
                     _pos += n;
-                    data = data.Slice((int)n);
+                    p += n;
                     continue;
                 }
 
@@ -129,18 +229,28 @@ namespace Frameproof.Codec
                 if (_hdrCount == 0)
                 {
                     // Fast path: header (and often the whole frame) inside this chunk.
-                    st = ParseHeader(data, out hl, out pl, out flag, out seq, out req, out msg);
+                    int avail = (int)(end - p);
+                    uint len;
+                    hl = InlineHeader(p, avail, out len, out flag, out seq);
+                    pl = 0;
+                    if (hl > 0 && len <= _formLimit)
+                    {
+                        pl = (int)len;
+                        st = HeaderStatus.Complete; req = null; msg = null;
+                    }
+                    else st = ParseHeader(new ReadOnlySpan<byte>(p, avail), out hl, out pl, out flag, out seq, out req, out msg);
                     if (st == HeaderStatus.Complete)
                     {
-                        data = data.Slice(hl);
+                        p += hl;
                         _pos += hl;
-                        if (data.Length >= pl)
+                        if (end - p >= pl)
                         {
                             FramesDelivered++;
-                            handler.OnFrame(flag, seq, data.Slice(0, pl));
-                            data = data.Slice(pl);
+                            handler.OnFrame(flag, seq, new ReadOnlySpan<byte>(p, pl));
+                            p += pl;
                             _pos += pl;
-                            StartFrame();
+                            _frameStart = _pos;   // StartFrame(), with _skipped already 0 or set below
+                            _skipped = 0;
                         }
                         else
                         {
@@ -155,8 +265,7 @@ namespace Frameproof.Codec
                     }
                 }
                 // Slow path: the header is split across chunks; take one byte at a time (≤ 8 bytes).
-                _hdr[_hdrCount++] = data[0];
-                data = data.Slice(1);
+                _hdr[_hdrCount++] = *p++;
                 _pos++;
                 st = ParseHeader(new ReadOnlySpan<byte>(_hdr, 0, _hdrCount), out hl, out pl, out flag, out seq, out req, out msg);
                 if (st == HeaderStatus.Error)

@@ -1,5 +1,6 @@
 using System;
 using System.Buffers.Binary;
+using System.Runtime.InteropServices;
 
 namespace Frameproof.Codec
 {
@@ -38,9 +39,12 @@ namespace Frameproof.Codec
         }
 
         /// <summary>Bytes of the length field for this payload length.</summary>
-        public int FieldLength(long payloadLength)
+        public int FieldLength(long payloadLength) { return FieldLength(Size, payloadLength); }
+
+        /// <summary>Bytes of a length field of this size for this payload length.</summary>
+        public static int FieldLength(int size, long payloadLength)
         {
-            if (Size != 0) return Math.Abs(Size);
+            if (size != 0) return size < 0 ? -size : size;
             int n = 1;
             ulong v = (ulong)payloadLength;
             while (v >= 0x80) { v >>= 7; n++; }
@@ -72,6 +76,14 @@ namespace Frameproof.Codec
             profile.Validate();
             _size = profile.Size;
             _limit = Math.Min(MaxPayload, profile.Capacity); // LF-LIM-1: max or the field's capacity
+            switch (_size)
+            {
+                case 1: UseInlineHeader(HeaderForm.U8, _limit); break;
+                case 2: UseInlineHeader(HeaderForm.U16LE, _limit); break;
+                case -2: UseInlineHeader(HeaderForm.U16BE, _limit); break;
+                case 4: UseInlineHeader(HeaderForm.U32LE, _limit); break;   // bit 31 (LF-LEN-3) is above _limit
+                case -4: UseInlineHeader(HeaderForm.U32BE, _limit); break;
+            }
         }
 
         protected override string TruncatedRequirement { get { return "LF-STR-3"; } }
@@ -172,39 +184,85 @@ namespace Frameproof.Codec
             return profile.Offset + profile.FieldLength(payloadLength) + payloadLength;
         }
 
-        /// <summary>Writes header zeros and the length field; returns bytes written. Checked by the caller.</summary>
-        public static int WriteHeader(LengthFieldProfile profile, int payloadLength, Span<byte> dest)
+        /// <summary>Writes header zeros and the length field; returns bytes written. Checked by the caller
+        /// (dest too short: ArgumentException).</summary>
+        public static unsafe int WriteHeader(LengthFieldProfile profile, int payloadLength, Span<byte> dest)
         {
-            int off = (int)profile.Offset;
-            dest.Slice(0, off).Clear(); // LF-FMT-4
-            Span<byte> f = dest.Slice(off);
-            switch (profile.Size)
+            long hl = profile.Offset + profile.FieldLength(payloadLength);
+            if (dest.Length < hl) throw new ArgumentException("destination too short for the header", "dest");
+            fixed (byte* d = &MemoryMarshal.GetReference(dest)) return PutHeader(d, profile.Offset, profile.Size, payloadLength);
+        }
+
+        /// <summary>The header at <paramref name="d"/> (room checked by the caller); returns its length.
+        /// Pointers, not Span slices and BinaryPrimitives: on Mono those cost several times the work.</summary>
+        static unsafe int PutHeader(byte* d, long offset, int size, int payloadLength)
+        {
+            int off = (int)offset;
+            if (off > 0)
             {
-                case 1: f[0] = (byte)payloadLength; return off + 1;
-                case 2: BinaryPrimitives.WriteUInt16LittleEndian(f, (ushort)payloadLength); return off + 2;
-                case -2: BinaryPrimitives.WriteUInt16BigEndian(f, (ushort)payloadLength); return off + 2;
-                case 4: BinaryPrimitives.WriteUInt32LittleEndian(f, (uint)payloadLength); return off + 4;
-                case -4: BinaryPrimitives.WriteUInt32BigEndian(f, (uint)payloadLength); return off + 4;
+                if (off <= 64) for (int i = 0; i < off; i++) d[i] = 0;   // LF-FMT-4
+                else new Span<byte>(d, off).Clear();
+                d += off;
+            }
+            uint v = (uint)payloadLength;
+            switch (size)
+            {
+                case 2: d[0] = (byte)v; d[1] = (byte)(v >> 8); return off + 2;
+                case 1: d[0] = (byte)v; return off + 1;
+                case -2: d[0] = (byte)(v >> 8); d[1] = (byte)v; return off + 2;
+                case 4: d[0] = (byte)v; d[1] = (byte)(v >> 8); d[2] = (byte)(v >> 16); d[3] = (byte)(v >> 24); return off + 4;
+                case -4: d[0] = (byte)(v >> 24); d[1] = (byte)(v >> 16); d[2] = (byte)(v >> 8); d[3] = (byte)v; return off + 4;
                 default:
                     {
-                        uint v = (uint)payloadLength;
                         int i = 0;
                         while (v >= 0x80)
                         {
-                            f[i++] = (byte)(v | 0x80);
+                            d[i++] = (byte)(v | 0x80);
                             v >>= 7;
                         }
-                        f[i++] = (byte)v; // minimal LEB128 (LF-LEN-2)
+                        d[i++] = (byte)v; // minimal LEB128 (LF-LEN-2)
                         return off + i;
                     }
             }
         }
 
-        public static int Write(LengthFieldProfile profile, ReadOnlySpan<byte> payload, Span<byte> dest)
+        public static unsafe int Write(LengthFieldProfile profile, ReadOnlySpan<byte> payload, Span<byte> dest)
         {
-            int hl = WriteHeader(profile, payload.Length, dest);
-            payload.CopyTo(dest.Slice(hl));
-            return hl + payload.Length;
+            int n = payload.Length;
+            long total = profile.Offset + profile.FieldLength(n) + n;
+            if (dest.Length < total) throw new ArgumentException("destination too short for the frame", "dest");
+            fixed (byte* d = &MemoryMarshal.GetReference(dest))
+            {
+                int hl = PutHeader(d, profile.Offset, profile.Size, n);
+                if (n > 0)
+                    fixed (byte* s = &MemoryMarshal.GetReference(payload)) ByteBuffers.Copy(d + hl, s, n);
+                return hl + n;
+            }
+        }
+
+        /// <summary><see cref="Write(LengthFieldProfile, ReadOnlySpan{byte}, Span{byte})"/> into
+        /// <paramref name="dest"/> at <paramref name="offset"/> (the reply path: a session's output array),
+        /// without building a Span for the destination, which costs Mono about as much as the frame.</summary>
+        public static int Write(LengthFieldProfile profile, ReadOnlySpan<byte> payload, byte[] dest, int offset)
+        {
+            return Write(profile.Offset, profile.Size, payload, dest, offset);
+        }
+
+        /// <summary>The profile's members passed apart (Mono copies the struct at every call).</summary>
+        internal static unsafe int Write(long headerOffset, int size, ReadOnlySpan<byte> payload, byte[] dest, int offset)
+        {
+            int n = payload.Length;
+            long total = headerOffset + LengthFieldProfile.FieldLength(size, n) + n;
+            if (dest == null) throw new ArgumentNullException("dest");
+            if ((uint)offset > (uint)dest.Length) throw new ArgumentOutOfRangeException("offset");
+            if (dest.Length - offset < total) throw new ArgumentException("destination too short for the frame", "dest");
+            fixed (byte* d = dest)
+            {
+                int hl = PutHeader(d + offset, headerOffset, size, n);
+                if (n > 0)
+                    fixed (byte* s = &MemoryMarshal.GetReference(payload)) ByteBuffers.Copy(d + offset + hl, s, n);
+                return hl + n;
+            }
         }
 
         /// <summary>Allocating convenience: checks then encodes; throws <see cref="FrameproofException"/>.</summary>
@@ -316,18 +374,22 @@ namespace Frameproof.Codec
     /// payload in the same profile (header bytes zeroed, minimal length field).</summary>
     public sealed class LengthFieldEchoSession : FrameEchoSession
     {
-        readonly LengthFieldProfile _profile;
+        readonly long _offset;
+        readonly int _size;
 
         public LengthFieldEchoSession(LengthFieldProfile profile, long maxPayload, bool sink)
             : base(new LengthFieldDecoder(profile, maxPayload), sink)
         {
-            _profile = profile;
+            _offset = profile.Offset;
+            _size = profile.Size;
         }
 
         protected override void Reply(byte flag, byte sequence, ReadOnlySpan<byte> payload)
         {
-            int need = (int)LengthFieldEncoder.EncodedLength(_profile, payload.Length);
-            Commit(LengthFieldEncoder.Write(_profile, payload, Reserve(need)));
+            int n = payload.Length;
+            int need = (int)(_offset + LengthFieldProfile.FieldLength(_size, n) + n);
+            int at = ReserveAt(need);
+            Commit(LengthFieldEncoder.Write(_offset, _size, payload, OutputBuffer, at));
         }
     }
 
@@ -343,7 +405,14 @@ namespace Frameproof.Codec
         public LengthFieldCodec(CodecSpec spec) : base(spec)
         {
             Profile = spec.Params is LengthFieldProfile ? (LengthFieldProfile)spec.Params : LengthFieldProfile.Default;
+            _headerOffset = Profile.Offset;
+            _size = Profile.Size;
+            _fixedHeader = _size != 0 ? Profile.Offset + Math.Abs(_size) : -1;
         }
+
+        // the profile's members apart, for the reply path (Mono copies a struct at every member call)
+        readonly long _headerOffset, _fixedHeader;   // _fixedHeader: offset + field size, -1 for LEB128
+        readonly int _size;
 
         public override ProtocolError ConfigError
         {
@@ -366,11 +435,22 @@ namespace Frameproof.Codec
             return LengthFieldEncoder.Check(Profile, payloadLength, MaxPayload, out error);
         }
 
-        public override int EncodedLength(int payloadLength) { return (int)LengthFieldEncoder.EncodedLength(Profile, payloadLength); }
+        public override int EncodedLength(int payloadLength)
+        {
+            if (_fixedHeader >= 0) return (int)(_fixedHeader + payloadLength);
+            return (int)(_headerOffset + LengthFieldProfile.FieldLength(_size, payloadLength) + payloadLength);
+        }
+
+        public override int BenchReplyLength(int payloadLength) { return EncodedLength(payloadLength); }
 
         public override int Write(byte flag, byte sequence, ReadOnlySpan<byte> payload, Span<byte> dest)
         {
             return LengthFieldEncoder.Write(Profile, payload, dest);
+        }
+
+        public override int Write(byte flag, byte sequence, ReadOnlySpan<byte> payload, byte[] dest, int offset)
+        {
+            return LengthFieldEncoder.Write(_headerOffset, _size, payload, dest, offset);
         }
 
         public override IRequestMatcher NewMatcher(IMatchObserver observer, long timeoutMs)

@@ -105,6 +105,13 @@ namespace Frameproof.Codec
         /// into dest (EncodedLength bytes); returns the bytes written. Checked by the caller.</summary>
         public abstract int Write(byte flag, byte sequence, ReadOnlySpan<byte> payload, Span<byte> dest);
 
+        /// <summary>The same frame into <paramref name="dest"/> at <paramref name="offset"/>; byte-level codecs
+        /// override it to skip building a destination Span (Mono: a few ns a frame).</summary>
+        public virtual int Write(byte flag, byte sequence, ReadOnlySpan<byte> payload, byte[] dest, int offset)
+        {
+            return Write(flag, sequence, payload, new Span<byte>(dest, offset, dest.Length - offset));
+        }
+
         /// <summary>Why a testee frame header cannot be encoded (e.g. a value above one byte), or null.</summary>
         public virtual string UnsupportedHeader(uint flag, uint sequence) { return null; }
 
@@ -241,6 +248,15 @@ namespace Frameproof.Codec
         /// <summary>Space for <paramref name="length"/> more output bytes; follow with <see cref="Commit"/>.</summary>
         protected Span<byte> Reserve(int length)
         {
+            int at = ReserveAt(length);   // first: it may replace _out
+            return new Span<byte>(_out, at, length);
+        }
+
+        /// <summary>Space for <paramref name="length"/> more output bytes at the returned offset of
+        /// <see cref="OutputBuffer"/> (read it after this call: the buffer may have grown); follow with
+        /// <see cref="Commit"/>.</summary>
+        protected int ReserveAt(int length)
+        {
             if (_outLen + length > _out.Length)
             {
                 byte[] nb = ByteBuffers.Rent(Math.Max(Math.Max(_out.Length * 2, InitialOutput), _outLen + length));
@@ -248,7 +264,7 @@ namespace Frameproof.Codec
                 if (_out.Length > 0) ByteBuffers.Return(_out);
                 _out = nb;
             }
-            return new Span<byte>(_out, _outLen, length);
+            return _outLen;
         }
 
         protected void Commit(int written) { _outLen += written; }

@@ -696,10 +696,10 @@ namespace Frameproof.Codec
         public override int BenchReplyLength(int payloadLength) { return RpcTypes.HeaderLength + 2 + payloadLength; }
 
         /// <summary>The unary endpoint's RESPONSE: code 0, flags END_STREAM, the request's id (RpcSession's reply path).</summary>
-        public override int WriteBenchReply(long index, ReadOnlySpan<byte> payload, Span<byte> dest)
+        public override int WriteBenchReply(long index, ReadOnlySpan<byte> payload, byte[] dest, int offset)
         {
             return RpcEncoder.Write(RpcTypes.Response, RpcTypes.EndStream, 0, (uint)index, RpcTypes.CodeOk,
-                ReadOnlySpan<byte>.Empty, ReadOnlySpan<byte>.Empty, payload, dest);
+                ReadOnlySpan<byte>.Empty, ReadOnlySpan<byte>.Empty, payload, new Span<byte>(dest, offset, dest.Length - offset));
         }
         public override int MaxInFlight { get { return 1 << 16; } }
 

@@ -1,5 +1,6 @@
 using System;
 using System.Buffers.Binary;
+using System.Runtime.InteropServices;
 
 namespace Frameproof.Codec
 {
@@ -20,7 +21,10 @@ namespace Frameproof.Codec
     /// <summary>Streaming decoder for `standard` frames (spec/standard.md).</summary>
     public sealed class StandardDecoder : FrameDecoder
     {
-        public StandardDecoder(long maxPayload = 0) : base(maxPayload, 0) { }
+        public StandardDecoder(long maxPayload = 0) : base(maxPayload, 0)
+        {
+            UseInlineHeader(HeaderForm.Standard, MaxPayload);
+        }
 
         protected override string TruncatedRequirement { get { return "STD-STR-3"; } }
 
@@ -87,28 +91,66 @@ namespace Frameproof.Codec
             return true;
         }
 
-        /// <summary>Writes the frame into dest (which must hold EncodedLength bytes); returns bytes written.
-        /// The caller has checked the payload (see <see cref="Check"/>).</summary>
-        public static int Write(byte flag, byte sequence, ReadOnlySpan<byte> payload, Span<byte> dest)
+        /// <summary>Writes the frame into dest (which must hold EncodedLength bytes, else ArgumentException);
+        /// returns bytes written. The caller has checked the payload (see <see cref="Check"/>).</summary>
+        public static unsafe int Write(byte flag, byte sequence, ReadOnlySpan<byte> payload, Span<byte> dest)
         {
-            int hl = WriteHeader(flag, sequence, payload.Length, dest);
-            payload.CopyTo(dest.Slice(hl));
-            return hl + payload.Length;
+            // Pointers, not Span slices and BinaryPrimitives: on Mono those cost several times the work.
+            int n = payload.Length;
+            int hl = n < 0xFFFF ? 4 : 8;
+            if (dest.Length - hl < n) throw new ArgumentException("destination too short for the frame", "dest");
+            fixed (byte* d = &MemoryMarshal.GetReference(dest))
+            {
+                PutHeader(d, flag, sequence, n);
+                if (n > 0)
+                    fixed (byte* s = &MemoryMarshal.GetReference(payload)) ByteBuffers.Copy(d + hl, s, n);
+            }
+            return hl + n;
+        }
+
+        /// <summary><see cref="Write(byte, byte, ReadOnlySpan{byte}, Span{byte})"/> into
+        /// <paramref name="dest"/> at <paramref name="offset"/> (the reply path: a session's output array),
+        /// without building a Span for the destination, which costs Mono about as much as the frame.</summary>
+        public static unsafe int Write(byte flag, byte sequence, ReadOnlySpan<byte> payload, byte[] dest, int offset)
+        {
+            int n = payload.Length;
+            int hl = n < 0xFFFF ? 4 : 8;
+            if (dest == null) throw new ArgumentNullException("dest");
+            if ((uint)offset > (uint)dest.Length) throw new ArgumentOutOfRangeException("offset");
+            if (dest.Length - offset - hl < n) throw new ArgumentException("destination too short for the frame", "dest");
+            fixed (byte* d = dest)
+            {
+                PutHeader(d + offset, flag, sequence, n);
+                if (n > 0)
+                    fixed (byte* s = &MemoryMarshal.GetReference(payload)) ByteBuffers.Copy(d + offset + hl, s, n);
+            }
+            return hl + n;
         }
 
         /// <summary>Writes only the header (4 or 8 bytes); returns its length.</summary>
-        public static int WriteHeader(byte flag, byte sequence, int payloadLength, Span<byte> dest)
+        public static unsafe int WriteHeader(byte flag, byte sequence, int payloadLength, Span<byte> dest)
         {
-            dest[0] = flag;
-            dest[1] = sequence;
+            int hl = payloadLength < 0xFFFF ? 4 : 8;
+            if (dest.Length < hl) throw new ArgumentException("destination too short for the header", "dest");
+            fixed (byte* d = &MemoryMarshal.GetReference(dest)) return PutHeader(d, flag, sequence, payloadLength);
+        }
+
+        static unsafe int PutHeader(byte* d, byte flag, byte sequence, int payloadLength)
+        {
+            d[0] = flag;
+            d[1] = sequence;
             if (payloadLength < 0xFFFF)
             {
-                BinaryPrimitives.WriteUInt16LittleEndian(dest.Slice(2), (ushort)payloadLength);
+                d[2] = (byte)payloadLength;
+                d[3] = (byte)(payloadLength >> 8);
                 return 4;
             }
-            dest[2] = 0xFF;
-            dest[3] = 0xFF;
-            BinaryPrimitives.WriteUInt32LittleEndian(dest.Slice(4), (uint)payloadLength);
+            d[2] = 0xFF;
+            d[3] = 0xFF;
+            d[4] = (byte)payloadLength;
+            d[5] = (byte)(payloadLength >> 8);
+            d[6] = (byte)(payloadLength >> 16);
+            d[7] = (byte)(payloadLength >> 24);
             return 8;
         }
 
@@ -243,7 +285,8 @@ namespace Frameproof.Codec
         {
             if (!StandardFlags.IsRequest(flag)) return;
             int need = StandardEncoder.EncodedLength(payload.Length);
-            Commit(StandardEncoder.Write(StandardFlags.ReplyFor(flag), sequence, payload, Reserve(need)));
+            int at = ReserveAt(need);
+            Commit(StandardEncoder.Write(StandardFlags.ReplyFor(flag), sequence, payload, OutputBuffer, at));
         }
     }
 
@@ -265,6 +308,13 @@ namespace Frameproof.Codec
         {
             return StandardEncoder.Write(flag, sequence, payload, dest);
         }
+
+        public override int Write(byte flag, byte sequence, ReadOnlySpan<byte> payload, byte[] dest, int offset)
+        {
+            return StandardEncoder.Write(flag, sequence, payload, dest, offset);
+        }
+
+        public override int BenchReplyLength(int payloadLength) { return StandardEncoder.EncodedLength(payloadLength); }
 
         public override string UnsupportedHeader(uint flag, uint sequence)
         {
