@@ -174,10 +174,13 @@ pub fn check_encode(f: &RpcFrame, max_body: u64) -> Result<usize, ProtocolError>
 
 /// Writes a 16-byte header (no checks).
 pub fn put_header(out: &mut impl BufMut, kind: u8, flags: u8, id: u32, body: usize) {
-    out.put_slice(&MAGIC);
-    out.put_slice(&[VERSION, kind, flags, 0]);
-    out.put_u32(id);
-    out.put_u32(body as u32);
+    // One append per header, not one per field.
+    let [i0, i1, i2, i3] = id.to_be_bytes();
+    let [n0, n1, n2, n3] = (body as u32).to_be_bytes();
+    let [m0, m1, m2, m3] = MAGIC;
+    out.put_slice(&[
+        m0, m1, m2, m3, VERSION, kind, flags, 0, i0, i1, i2, i3, n0, n1, n2, n3,
+    ]);
 }
 
 /// Appends the encoded frame to `out`, or refuses it without writing anything.
@@ -264,6 +267,53 @@ impl RpcDecoder {
             return Err(self.fail(Violation::RpcLim1, m));
         }
         Ok(n as usize)
+    }
+}
+
+impl RpcDecoder {
+    /// Calls `each(flags, id, service, method, payload)` for the complete, valid REQUEST frames at
+    /// the front of the buffer, borrowed where they lie, then drops them from the buffer at once;
+    /// returns (frames, payload bytes). Stops before any other frame (another type, an unfinished
+    /// or invalid one: left for [`FrameDecoder::decode`], which classifies it) and after a failed
+    /// stream. The unary endpoint's in-place path.
+    pub fn drain_requests(
+        &mut self,
+        mut each: impl FnMut(u8, u32, &[u8], &[u8], &[u8]),
+    ) -> (u64, u64) {
+        if self.error.is_some() {
+            return (0, 0);
+        }
+        let b = &self.buf[..];
+        let (mut pos, mut frames, mut bytes) = (0usize, 0u64, 0u64);
+        while let Some(h) = b.get(pos..pos + HEADER_LEN) {
+            let n = u32::from_be_bytes([h[12], h[13], h[14], h[15]]) as u64;
+            if h[..4] != MAGIC || h[4] != VERSION || h[5] != REQUEST || n > self.max {
+                break;
+            }
+            let Some(body) = b.get(pos + HEADER_LEN..pos + HEADER_LEN + n as usize) else {
+                break;
+            };
+            if check_names(body).is_err() {
+                break;
+            }
+            let sl = u16::from_be_bytes([body[0], body[1]]) as usize;
+            let ml = u16::from_be_bytes([body[2 + sl], body[3 + sl]]) as usize;
+            let payload = &body[4 + sl + ml..];
+            let id = u32::from_be_bytes([h[8], h[9], h[10], h[11]]);
+            each(
+                h[6],
+                id,
+                &body[2..2 + sl],
+                &body[4 + sl..4 + sl + ml],
+                payload,
+            );
+            frames += 1;
+            bytes += payload.len() as u64;
+            pos += HEADER_LEN + n as usize;
+        }
+        self.buf.advance(pos);
+        self.base += pos as u64;
+        (frames, bytes)
     }
 }
 
@@ -487,6 +537,10 @@ impl Protocol for Rpc {
     }
 
     /// The unary endpoint's RESPONSE (`RPC-ECHO-1`).
+    fn bench_drain(&self, dec: &mut RpcDecoder, each: &mut dyn FnMut(&[u8])) -> u64 {
+        dec.drain_requests(|_, _, _, _, p| each(p)).0
+    }
+
     fn bench_reply(&self, request: &RpcFrame, out: &mut BytesMut) -> bool {
         RpcSession::unary(request, out);
         true
@@ -785,17 +839,29 @@ impl RpcSession {
 
     /// `RPC-ECHO-1`, `RPC-ECHO-2`, `RPC-MODE-2`: the RESPONSE to a REQUEST.
     fn unary(f: &RpcFrame, out: &mut BytesMut) {
-        let code = if f.service != ECHO_SERVICE {
+        Self::unary_reply(f.flags, f.id, &f.service, &f.method, &f.payload, out);
+    }
+
+    /// The unary endpoint's RESPONSE to a REQUEST's fields (RPC-ECHO-1..3).
+    fn unary_reply(
+        flags: u8,
+        id: u32,
+        service: &[u8],
+        method: &[u8],
+        payload: &[u8],
+        out: &mut BytesMut,
+    ) {
+        let code = if service != ECHO_SERVICE {
             CODE_SERVICE_NOT_FOUND
-        } else if f.method != ECHO_METHOD {
+        } else if method != ECHO_METHOD {
             CODE_METHOD_NOT_FOUND
         } else {
             CODE_OK
         };
-        let payload: &[u8] = if code == CODE_OK { &f.payload } else { &[] };
-        let flags = (f.flags & MODE_MASK) | END_STREAM;
+        let payload: &[u8] = if code == CODE_OK { payload } else { &[] };
+        let flags = (flags & MODE_MASK) | END_STREAM;
         out.reserve(HEADER_LEN + 2 + payload.len());
-        put_header(out, RESPONSE, flags, f.id, 2 + payload.len());
+        put_header(out, RESPONSE, flags, id, 2 + payload.len());
         out.put_u16(code);
         out.put_slice(payload);
     }
@@ -850,6 +916,22 @@ impl ServerSession for RpcSession {
         if self.closed {
             s.closed = true;
             return s;
+        }
+        if matches!(self.ep, Endpoint::Unary | Endpoint::Auto) {
+            // Whole REQUEST frames where they lie (the same replies as `unary`); the rest below.
+            let (frames, bytes) = if self.sink {
+                self.dec.drain_requests(|_, _, _, _, _| {})
+            } else {
+                self.dec
+                    .drain_requests(|flags, id, service, method, payload| {
+                        Self::unary_reply(flags, id, service, method, payload, out)
+                    })
+            };
+            if frames > 0 {
+                self.ep = Endpoint::Unary;
+            }
+            s.frames += frames;
+            s.bytes += bytes;
         }
         loop {
             let at = self.dec.position();
