@@ -4,7 +4,8 @@
 // Exactly W + S x N iterations are executed (the iteration-count mode callgrind needs). Generic over
 // the protocol registry: decode = one read (F requests as fp-load sends them, websocket masked with
 // the key 12 34 56 78) copied into the server's decoder buffer (prepare/commit, as a socket read
-// lands) and split into frames, each payload's length and first byte summed; encode = the F echo
+// lands) and split into frames as fp-server's sessions do (drain_complete, then next()), each
+// payload's length and first byte summed; encode = the F echo
 // replies (P::echo's header) written into a reused buffer with write_header + the payload copied,
 // as the server's reply path does. websocket/mask and websocket/utf8 use the websocket module's
 // masking and UTF-8 routines. Allocations: a counting operator new/delete in this program.
@@ -125,11 +126,18 @@ Prepared prepare_codec(const P& proto, const Case& c) {
               std::uint64_t sum = 0;
               std::size_t got = 0, off = 0;
               F f;
+              auto take = [&](const F& g) {
+                sum += g.payload.size() + (g.payload.empty() ? 0 : g.payload[0]);
+                ++got;
+              };
               while (true) {
+                // fp-server's path: the whole frames where they lie (drain_complete, where the
+                // decoder has it), then next() for any other frame, and so on
                 typename P::DecoderType::Status st;
-                while ((st = dec->next(f)) == P::DecoderType::Status::Frame) {
-                  sum += f.payload.size() + (f.payload.empty() ? 0 : f.payload[0]);
-                  ++got;
+                while (true) {
+                  if constexpr (requires { dec->drain_complete(take); }) dec->drain_complete(take);
+                  if ((st = dec->next(f)) != P::DecoderType::Status::Frame) break;
+                  take(f);
                 }
                 if (st == P::DecoderType::Status::Error) throw std::runtime_error("decode error: " + dec->error()->message);
                 if (off == read->size()) break;

@@ -104,29 +104,6 @@ HeaderInfo LengthField::parse_header(ByteView b) const {
   return header(at + w, n);
 }
 
-std::size_t LengthField::write_header(std::uint8_t* dst, const Frame&, std::uint64_t len) const {
-  std::memset(dst, 0, offset_);  // LF-FMT-4: header bytes are zeros
-  std::uint8_t* f = dst + offset_;
-  std::size_t w;
-  if (size_ == 0) {  // minimal LEB128 (LF-LEN-2)
-    w = 0;
-    do {
-      std::uint8_t b = len & 0x7F;
-      len >>= 7;
-      if (len) b |= 0x80;
-      f[w++] = b;
-    } while (len);
-  } else {
-    w = field_width();
-    for (std::size_t i = 0; i < w; ++i) {
-      const auto b = static_cast<std::uint8_t>(len >> (8 * i));
-      if (size_ > 0) f[i] = b;
-      else f[w - 1 - i] = b;
-    }
-  }
-  return offset_ + w;
-}
-
 std::optional<ProtocolError> LengthField::encode(const Frame& f, Bytes& out) const {
   if (auto e = validate()) return e;
   const std::uint64_t n = f.payload.size();

@@ -38,20 +38,6 @@ HeaderInfo Standard::parse_header(ByteView b) const {
   return h;
 }
 
-std::size_t Standard::write_header(std::uint8_t* dst, const Frame& hdr, std::uint64_t len) const {
-  dst[0] = hdr.flag;
-  dst[1] = hdr.sequence;
-  if (len < 0xFFFF) {
-    dst[2] = static_cast<std::uint8_t>(len);
-    dst[3] = static_cast<std::uint8_t>(len >> 8);
-    return 4;
-  }
-  dst[2] = 0xFF;
-  dst[3] = 0xFF;
-  for (int i = 0; i < 4; ++i) dst[4 + i] = static_cast<std::uint8_t>(len >> (8 * i));
-  return 8;
-}
-
 std::optional<ProtocolError> Standard::encode(const Frame& f, Bytes& out) const {
   const std::uint64_t n = f.payload.size();
   // §8a: STD-LEN-4 for a payload of 2^31 bytes or more (whatever the maximum), else STD-LIM-2.

@@ -378,22 +378,8 @@ WebSocket WebSocket::configure(Limits limits, JsonParams& params) {
 }
 
 std::size_t WebSocket::write_header(std::uint8_t* dst, const WsFrame& h, std::uint64_t len) const {
-  dst[0] = static_cast<std::uint8_t>((h.fin ? 0x80 : 0) | ((h.rsv & 7) << 4) | (h.opcode & 0x0F));
-  const std::uint8_t m = h.masked ? 0x80 : 0;
-  std::size_t at;
-  if (len < 126) {  // WS-LEN-2: the minimal form
-    dst[1] = static_cast<std::uint8_t>(m | len);
-    at = 2;
-  } else if (len < 65536) {
-    dst[1] = m | 126;
-    dst[2] = static_cast<std::uint8_t>(len >> 8);
-    dst[3] = static_cast<std::uint8_t>(len);
-    at = 4;
-  } else {
-    dst[1] = m | 127;
-    for (int i = 0; i < 8; ++i) dst[2 + i] = static_cast<std::uint8_t>(len >> (56 - 8 * i));
-    at = 10;
-  }
+  const auto byte0 = static_cast<std::uint8_t>((h.fin ? 0x80 : 0) | ((h.rsv & 7) << 4) | (h.opcode & 0x0F));
+  std::size_t at = ws::put_header(dst, byte0, h.masked, len);  // WS-LEN-2: the minimal form
   if (h.masked) {
     std::memcpy(dst + at, h.key.data(), 4);
     at += 4;

@@ -22,6 +22,10 @@
 //   const char* truncation_requirement() const;              STD-STR-3, LF-STR-3
 //   std::optional<ProtocolError> encode(const Frame&, Bytes& out) const;
 //   std::size_t write_header(std::uint8_t* dst, const Frame& header, std::uint64_t len) const;
+//   optional, inline: std::size_t whole_frame(const std::uint8_t* p, std::size_t avail,
+//       std::uint64_t max_payload, Frame& f) const;   Decoder::drain_complete's fast path: the
+//       length of the complete, valid frame at p (f = its fields, payload a view), or 0 to leave
+//       it to parse_header (it may decline any frame, and must for an unfinished or invalid one)
 //   std::optional<Frame> echo(const Frame& request) const;   reply header of the echo service
 //   using Client = ...;                                       client matcher (matcher.hpp)
 // and, for the generic programs (every protocol, also those with a decoder of their own):
@@ -40,6 +44,7 @@
 #pragma once
 
 #include <algorithm>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -201,6 +206,39 @@ class Decoder {
   // every later call returns Error again (STD-STR-4, LF-STR-4).
   Status next(Frame& out);
 
+  // The fast path of a reader that answers frames where they lie (fp-server's echo sessions):
+  // calls each(const Frame&) for the complete frames at the front of the buffer that the
+  // protocol's inline P::whole_frame recognises (views into the buffer, valid during the call),
+  // then takes them all off the buffer at once; returns the number of frames. It stops before
+  // the first frame whole_frame declines (unfinished, invalid, or of a shape it leaves to
+  // parse_header), which next() then decodes or classifies as always, so drain_complete() then
+  // next() delivers exactly what next() alone does. A protocol without whole_frame drains nothing.
+  template <class F>
+  std::size_t drain_complete(F&& each) {
+    if constexpr (requires(const P& p, const std::uint8_t* b, Frame& f) {
+                    { p.whole_frame(b, std::size_t{}, std::uint64_t{}, f) } -> std::same_as<std::size_t>;
+                  }) {
+      if (error_) return 0;
+      const ByteView avail = buf_.data();
+      const std::uint8_t* const begin = avail.data();
+      const std::uint8_t* p = begin;
+      std::size_t left = avail.size();
+      std::size_t frames = 0;
+      Frame f;
+      while (const std::size_t n = proto_.whole_frame(p, left, max_payload_, f)) {
+        each(static_cast<const Frame&>(f));
+        p += n;
+        left -= n;
+        ++frames;
+      }
+      if (p != begin) buf_.consume(static_cast<std::size_t>(p - begin));
+      return frames;
+    } else {
+      (void)each;
+      return 0;
+    }
+  }
+
   // Convenience: appends `data` (any size) and calls on_frame(const Frame&) for every frame it
   // completes, in order. Returns the error if the stream was rejected; frames before it have been
   // delivered.
@@ -241,6 +279,7 @@ class Decoder {
     return proto;
   }
   P proto_;
+  std::uint64_t max_payload_ = proto_.max_payload();  // for whole_frame, computed once
   FrameBuffer buf_;
   std::optional<ProtocolError> error_;
 

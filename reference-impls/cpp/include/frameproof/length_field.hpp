@@ -3,6 +3,7 @@
 // (LF-ECHO-*).
 #pragma once
 
+#include <cstring>
 #include <deque>
 #include <string_view>
 
@@ -93,9 +94,51 @@ class LengthField {
   [[nodiscard]] HeaderInfo parse_header(ByteView b) const;
   // LF-FMT-3, then LF-LEN-1, then LF-LIM-2. Appends to `out`, or leaves it unchanged on error.
   std::optional<ProtocolError> encode(const Frame& f, Bytes& out) const;
+  // Decoder::drain_complete's fast path (inline, see codec.hpp): a complete frame with a
+  // fixed-size length field at most `max_payload` (the effective maximum, below 2^31, so a
+  // length with bit 31 set is declined too): its length, else 0. Varints, the errors and
+  // unfinished frames are left to parse_header.
+  std::size_t whole_frame(const std::uint8_t* p, std::size_t avail, std::uint64_t max_payload, Frame& f) const {
+    if (size_ == 0) return 0;
+    const std::size_t hl = offset_ + field_width();
+    if (avail < hl) return 0;
+    const std::uint8_t* q = p + offset_;
+    std::uint64_t n;
+    switch (size_) {
+      case 1: n = q[0]; break;
+      case 2: n = q[0] | (std::uint64_t{q[1]} << 8); break;
+      case -2: n = (std::uint64_t{q[0]} << 8) | q[1]; break;
+      case 4: n = q[0] | (std::uint64_t{q[1]} << 8) | (std::uint64_t{q[2]} << 16) | (std::uint64_t{q[3]} << 24); break;
+      default: n = (std::uint64_t{q[0]} << 24) | (std::uint64_t{q[1]} << 16) | (std::uint64_t{q[2]} << 8) | q[3]; break;  // -4
+    }
+    if (n > max_payload || avail - hl < n) return 0;
+    f = Frame{0, 0, ByteView(p + hl, static_cast<std::size_t>(n))};
+    return hl + static_cast<std::size_t>(n);
+  }
   // Writes the header (zero header bytes, then the minimal length field) of a frame of `len`
-  // payload bytes already known to be encodable; returns its length.
-  std::size_t write_header(std::uint8_t* dst, const Frame& header, std::uint64_t len) const;
+  // payload bytes already known to be encodable; returns its length. Inline: the server writes
+  // one per reply.
+  std::size_t write_header(std::uint8_t* dst, const Frame&, std::uint64_t len) const {
+    if (offset_) std::memset(dst, 0, offset_);  // LF-FMT-4: header bytes are zeros
+    std::uint8_t* f = dst + offset_;
+    auto byte = [len](int i) { return static_cast<std::uint8_t>(len >> (8 * i)); };
+    switch (size_) {
+      case 1: f[0] = byte(0); return offset_ + 1;
+      case 2: f[0] = byte(0), f[1] = byte(1); return offset_ + 2;
+      case -2: f[0] = byte(1), f[1] = byte(0); return offset_ + 2;
+      case 4: f[0] = byte(0), f[1] = byte(1), f[2] = byte(2), f[3] = byte(3); return offset_ + 4;
+      case -4: f[0] = byte(3), f[1] = byte(2), f[2] = byte(1), f[3] = byte(0); return offset_ + 4;
+      default: break;
+    }
+    std::size_t w = 0;  // size 0: minimal LEB128 (LF-LEN-2)
+    do {
+      std::uint8_t b = len & 0x7F;
+      len >>= 7;
+      if (len) b |= 0x80;
+      f[w++] = b;
+    } while (len);
+    return offset_ + w;
+  }
   // The testee's Frame message as JSON: flag, sequence, payload (Unsupported above a byte).
   [[nodiscard]] nlohmann::ordered_json frame_json(const Frame& f) const;
   [[nodiscard]] Frame frame_from_json(const nlohmann::ordered_json& j) const;

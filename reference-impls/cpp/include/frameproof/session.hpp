@@ -13,11 +13,19 @@
 //                                                 (a third argument `essential`, default false,
 //                                                 marks what fp-server --sink still sends: the
 //                                                 websocket handshake answer, pongs, close frames)
+// and, optionally, for a reply written straight into the sink's own buffer (fp-server):
+//   std::uint8_t* out.reply_space(std::size_t header_bound, std::size_t payload)
+//                        room for one reply of at most header_bound + payload bytes at the end
+//                        of the output, or nullptr to get reply() instead (e.g. a big payload
+//                        the sink sends without copying);
+//   out.replied(std::size_t n)   the reply's n bytes written there are part of the output.
 // The rpc and websocket modules have sessions of their own with the same interface
 // (RpcSession, WsSession), resource accounting included: held(), unfinished(), release_if_empty();
 // a session with an opening handshake also says handshaking() (the idle timeout bounds it from
 // the accept).
 #pragma once
+
+#include <cstring>
 
 #include "frameproof/codec.hpp"
 
@@ -38,18 +46,16 @@ class EchoSession {
 
   // Replies to every complete frame buffered. Returns false once the session has closed: a
   // decoding error (error() says which) closes it after the replies to the frames before it.
+  // The frames that lie whole in the buffer are answered where they lie
+  // (Decoder::drain_complete); the rest, an unfinished or invalid frame included, goes through
+  // Decoder::next as before.
   template <class Out>
   bool process(Out& out) {
     if (closed_) return false;
+    dec_.drain_complete([&](const Frame& f) { answer(f, out); });
     Frame f;
     typename Decoder<P>::Status st;
-    while ((st = dec_.next(f)) == Decoder<P>::Status::Frame) {
-      out.frame(static_cast<const Frame&>(f));
-      if (const std::optional<Frame> reply = dec_.protocol().echo(f)) {
-        const std::size_t h = dec_.protocol().write_header(header_.data(), *reply, f.payload.size());
-        out.reply(ByteView(header_.data(), h), f.payload);
-      }
-    }
+    while ((st = dec_.next(f)) == Decoder<P>::Status::Frame) answer(f, out);
     if (st == Decoder<P>::Status::Error) closed_ = true;
     return !closed_;
   }
@@ -85,6 +91,29 @@ class EchoSession {
   void release_if_empty() { dec_.release_if_empty(); }
 
  private:
+  // One decoded frame: counted, and answered with P::echo's reply (if any). A sink with
+  // reply_space(header_bound, payload) (fp-server) gets the reply written straight into its
+  // output: header and payload with one capacity check; nullptr from it (or a sink without it)
+  // means out.reply().
+  template <class Out>
+  [[gnu::always_inline]] void answer(const Frame& f, Out& out) {
+    out.frame(f);
+    const P& proto = dec_.protocol();
+    const std::optional<Frame> reply = proto.echo(f);
+    if (!reply) return;
+    const std::size_t len = f.payload.size();
+    if constexpr (requires { out.reply_space(std::size_t{}, std::size_t{}); }) {
+      if (std::uint8_t* d = out.reply_space(proto.header_bound(*reply), len)) {
+        const std::size_t h = proto.write_header(d, *reply, len);
+        if (len) std::memcpy(d + h, f.payload.data(), len);
+        out.replied(h + len);
+        return;
+      }
+    }
+    const std::size_t h = proto.write_header(header_.data(), *reply, len);
+    out.reply(ByteView(header_.data(), h), f.payload);
+  }
+
   Decoder<P> dec_;
   Bytes header_;
   bool closed_ = false;

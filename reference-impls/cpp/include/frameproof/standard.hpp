@@ -81,9 +81,33 @@ class Standard {
   // Flag and sequence verbatim; STD-LEN-4 for a payload of 2^31 bytes or more, then STD-LIM-2
   // above the maximum. Appends to `out`, or leaves it unchanged on error.
   std::optional<ProtocolError> encode(const Frame& f, Bytes& out) const;
+  // Decoder::drain_complete's fast path (inline, see codec.hpp): a complete frame with the short
+  // header (length below 65535, at most `max_payload`, the effective maximum): its length, else
+  // 0. Extended lengths, the errors and unfinished frames are left to parse_header.
+  std::size_t whole_frame(const std::uint8_t* p, std::size_t avail, std::uint64_t max_payload, Frame& f) const {
+    if (avail < 4) return 0;
+    const std::size_t n = static_cast<std::size_t>(p[2]) | (static_cast<std::size_t>(p[3]) << 8);
+    if (n == 0xFFFF || n > max_payload || avail - 4 < n) return 0;
+    f.flag = p[0];
+    f.sequence = p[1];
+    f.payload = ByteView(p + 4, n);
+    return 4 + n;
+  }
   // Writes the header of a frame of `len` payload bytes already known to be encodable; returns
-  // its length (4, or 8 with the extended length).
-  std::size_t write_header(std::uint8_t* dst, const Frame& header, std::uint64_t len) const;
+  // its length (4, or 8 with the extended length). Inline: the server writes one per reply.
+  std::size_t write_header(std::uint8_t* dst, const Frame& header, std::uint64_t len) const {
+    dst[0] = header.flag;
+    dst[1] = header.sequence;
+    if (len < 0xFFFF) {
+      dst[2] = static_cast<std::uint8_t>(len);
+      dst[3] = static_cast<std::uint8_t>(len >> 8);
+      return 4;
+    }
+    dst[2] = 0xFF;
+    dst[3] = 0xFF;
+    for (int i = 0; i < 4; ++i) dst[4 + i] = static_cast<std::uint8_t>(len >> (8 * i));
+    return 8;
+  }
   // The testee's Frame message as JSON: flag, sequence, payload (Unsupported above a byte).
   [[nodiscard]] nlohmann::ordered_json frame_json(const Frame& f) const;
   [[nodiscard]] Frame frame_from_json(const nlohmann::ordered_json& j) const;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -35,6 +36,27 @@ std::uint16_t close_code_for(std::string_view requirement);
 // XORs `n` bytes at `p` with the 4-byte key, starting at key octet `phase % 4` (WS-MASK-3):
 // 16 bytes at a time with SSE2 where available, then 8-byte words, then a scalar tail.
 void mask(std::uint8_t* p, std::size_t n, const std::uint8_t key[4], std::size_t phase = 0);
+
+// Writes the first bytes of a frame header: byte 0 as given (FIN, RSV, opcode), then the mask
+// bit and the payload length in its minimal form (WS-LEN-2); returns how many (2, 4 or 10). The
+// masking key, if any, follows.
+inline std::size_t put_header(std::uint8_t* dst, std::uint8_t byte0, bool masked, std::uint64_t len) {
+  const std::uint8_t m = masked ? 0x80 : 0;
+  dst[0] = byte0;
+  if (len < 126) {
+    dst[1] = static_cast<std::uint8_t>(m | len);
+    return 2;
+  }
+  if (len < 65536) {
+    dst[1] = m | 126;
+    dst[2] = static_cast<std::uint8_t>(len >> 8);
+    dst[3] = static_cast<std::uint8_t>(len);
+    return 4;
+  }
+  dst[1] = m | 127;
+  for (int i = 0; i < 8; ++i) dst[2 + i] = static_cast<std::uint8_t>(len >> (56 - 8 * i));
+  return 10;
+}
 
 // Incremental UTF-8 validation (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF)
 // that fails at the first byte after which the input can no longer be completed (WS-UTF8-2).
@@ -85,6 +107,60 @@ class WsDecoder {
   std::span<std::uint8_t> prepare() { return buf_.prepare(); }
   void commit(std::size_t n) { buf_.commit(n); }
   Status next(WsFrame& out);
+
+  // The fast path of fp-server's echo session (as Decoder::drain_complete, codec.hpp): calls
+  // each(const WsFrame&) for the whole unfragmented binary frames at the front of the buffer
+  // (FIN, no RSV bit, masked as the role wants, a 7- or 16-bit minimal length within both
+  // limits, outside a fragmented message), unmasked in place, then takes them all off the buffer
+  // at once; returns the number of frames. It stops before any other frame (text, control,
+  // fragments, errors, an unfinished or partly unmasked one), which next() then judges as
+  // always: drain_complete() then next() delivers exactly what next() alone does.
+  template <class F>
+  std::size_t drain_complete(F&& each) {
+    if (error_ || closed_ || in_message_ || done_ != 0) return 0;
+    const std::span<std::uint8_t> avail = buf_.mutable_data();
+    std::uint8_t* const begin = avail.data();
+    std::uint8_t* p = begin;
+    std::size_t left = avail.size();
+    const std::uint8_t mask_bit = server_ ? 0x80 : 0;  // a server receives masked frames only
+    const std::size_t key_len = server_ ? 4 : 0;
+    const std::uint64_t limit = std::min(max_frame_, max_message_);  // WS-LIM-1, WS-LIM-2
+    std::size_t frames = 0;
+    WsFrame f;  // FIN, binary, no RSV bit
+    f.masked = server_;
+    f.key_len = static_cast<std::uint8_t>(key_len);
+    while (left >= 2 && p[0] == (0x80 | ws::kBinary) && (p[1] & 0x80) == mask_bit) {
+      std::size_t n = p[1] & 0x7F;
+      std::size_t ext = 0;
+      if (n == 127) break;
+      if (n == 126) {
+        if (left < 4) break;
+        n = (static_cast<std::size_t>(p[2]) << 8) | p[3];
+        if (n < 126) break;  // WS-LEN-3 (next() says so)
+        ext = 2;
+      }
+      const std::size_t hl = 2 + ext + key_len;
+      if (n > limit || left < hl || left - hl < n) break;
+      std::uint8_t* const payload = p + hl;
+      if (server_) {
+        std::memcpy(f.key.data(), p + 2 + ext, 4);
+        ws::mask(payload, n, f.key.data());
+      }
+      f.payload = ByteView(payload, n);
+      each(static_cast<const WsFrame&>(f));
+      p += hl + n;
+      left -= hl + n;
+      ++frames;
+    }
+    if (frames) {
+      // the message state after a whole binary message, as next() leaves it
+      text_ = false;
+      size_ = 0;
+      utf8_ = ws::Utf8{};
+      buf_.consume(static_cast<std::size_t>(p - begin));
+    }
+    return frames;
+  }
 
   template <class F>
   std::optional<ProtocolError> feed(ByteView data, F&& on_frame) {
@@ -182,6 +258,15 @@ class WsSession {
     if (!handshaken_ && !handshake(out)) return !closed_;
     WsFrame f;
     while (true) {
+      // whole binary messages where they lie (WsDecoder::drain_complete), then the next frame
+      // of any other kind the usual way
+      dec_.drain_complete([&](const WsFrame& g) {
+        out.frame(g);
+        // on_frame's case of an unfragmented data message (WS-ECHO-1), never a close
+        msg_op_ = ws::kBinary;
+        msg_.clear();
+        reply_frame(out, ws::kBinary, g.payload, false);
+      });
       const WsDecoder::Status st = dec_.next(f);
       if (st == WsDecoder::Status::NeedMore) return true;
       if (st == WsDecoder::Status::Error) {
@@ -234,6 +319,17 @@ class WsSession {
  private:
   template <class Out>
   void reply_frame(Out& out, std::uint8_t opcode, ByteView payload, bool essential) {
+    if constexpr (requires { out.reply_space(std::size_t{}, std::size_t{}); }) {
+      // written straight into the sink's output (session.hpp), a server's unmasked frame
+      if (!client_) {
+        if (std::uint8_t* d = out.reply_space(ws::kMaxHeader, payload.size())) {
+          const std::size_t h = ws::put_header(d, static_cast<std::uint8_t>(0x80 | opcode), false, payload.size());
+          if (!payload.empty()) std::memcpy(d + h, payload.data(), payload.size());
+          out.replied(h + payload.size());
+          return;
+        }
+      }
+    }
     const std::size_t h = header(opcode, payload.size());
     if (client_) {  // WS-MASK-4: a client's frames are masked; the payload is masked in a copy
       masked_.assign(payload.begin(), payload.end());
