@@ -668,10 +668,10 @@ impl<P: Echo> ServerSession for EchoSession<P> {
             s.closed = true;
             return s;
         }
-        let (frames, bytes) = self.proto.reply_in_place(&mut self.dec, out, self.sink);
-        s.frames += frames;
-        s.bytes += bytes;
         loop {
+            let (frames, bytes) = self.proto.reply_in_place(&mut self.dec, out, self.sink);
+            s.frames += frames;
+            s.bytes += bytes;
             match self.dec.decode() {
                 Ok(Some(f)) => {
                     s.frames += 1;

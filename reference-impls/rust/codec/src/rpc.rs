@@ -917,23 +917,24 @@ impl ServerSession for RpcSession {
             s.closed = true;
             return s;
         }
-        if matches!(self.ep, Endpoint::Unary | Endpoint::Auto) {
-            // Whole REQUEST frames where they lie (the same replies as `unary`); the rest below.
-            let (frames, bytes) = if self.sink {
-                self.dec.drain_requests(|_, _, _, _, _| {})
-            } else {
-                self.dec
-                    .drain_requests(|flags, id, service, method, payload| {
-                        Self::unary_reply(flags, id, service, method, payload, out)
-                    })
-            };
-            if frames > 0 {
-                self.ep = Endpoint::Unary;
-            }
-            s.frames += frames;
-            s.bytes += bytes;
-        }
         loop {
+            if matches!(self.ep, Endpoint::Unary | Endpoint::Auto) {
+                // Whole REQUEST frames where they lie (the same replies as `unary`), then the
+                // next frame through decode.
+                let (frames, bytes) = if self.sink {
+                    self.dec.drain_requests(|_, _, _, _, _| {})
+                } else {
+                    self.dec
+                        .drain_requests(|flags, id, service, method, payload| {
+                            Self::unary_reply(flags, id, service, method, payload, out)
+                        })
+                };
+                if frames > 0 {
+                    self.ep = Endpoint::Unary;
+                }
+                s.frames += frames;
+                s.bytes += bytes;
+            }
             let at = self.dec.position();
             let f = match self.dec.decode() {
                 Ok(Some(f)) => f,

@@ -1101,18 +1101,19 @@ impl ServerSession for WsSession {
         if self.opening && !self.open(out, &mut s) {
             return s;
         }
-        if self.keys.is_none() {
-            // Whole data messages where they lie (the same echo as on_frame's); the rest below.
-            let (frames, bytes) = if self.sink {
-                self.dec.drain_complete(|_, _| {})
-            } else {
-                self.dec
-                    .drain_complete(|op, payload| put_server_frame(out, op, payload))
-            };
-            s.frames += frames;
-            s.bytes += bytes;
-        }
         loop {
+            if self.keys.is_none() {
+                // Whole data messages where they lie (the same echo as on_frame's), then the next
+                // frame through decode (one completing a partial frame, a control frame, an error).
+                let (frames, bytes) = if self.sink {
+                    self.dec.drain_complete(|_, _| {})
+                } else {
+                    self.dec
+                        .drain_complete(|op, payload| put_server_frame(out, op, payload))
+                };
+                s.frames += frames;
+                s.bytes += bytes;
+            }
             match self.dec.decode() {
                 Ok(Some(f)) => {
                     s.frames += 1;

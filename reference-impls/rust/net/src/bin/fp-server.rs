@@ -32,7 +32,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::task::Poll;
 use std::time::Duration;
 
-use bytes::BytesMut;
+use bytes::{BufMut, BytesMut};
 use fp_net::{print_line, Cli, Server};
 use frameproof_codec::protocol::{Protocol, ServerSession};
 use frameproof_codec::registry::Visitor;
@@ -491,8 +491,10 @@ async fn connection<S: ServerSession>(
         }
         buf.reserve(chunk);
         // tokio answers WouldBlock without a system call while its reactor knows the socket
-        // has nothing to read.
-        let read = match stream.try_read_buf(buf) {
+        // has nothing to read. At most `chunk` bytes: the buffer's spare capacity can be more,
+        // and the replies of a larger read outgrew KEEP_CAPACITY, so `out` was dropped after
+        // every write and grown again, copying, by the next read (1 KiB websocket pipelined).
+        let read = match stream.try_read_buf(&mut (&mut *buf).limit(chunk)) {
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 if timed_out {
                     timed_out = false;
@@ -552,6 +554,11 @@ async fn connection<S: ServerSession>(
             }
             Err(_) => return, // reset by the peer: nothing to reply to
         };
+        // The replies of an echo are about as long as the read: room for them at once, not by
+        // doubling from the first reply (kept across reads up to KEEP_CAPACITY).
+        if let Ok(n) = read {
+            out.reserve(n);
+        }
         // At EOF (half-close) every complete frame is answered (STD-ECHO-5, LF-ECHO-3) and a
         // partial frame is the session's truncation error (STD-STR-3, LF-STR-3).
         let served = if eof {
