@@ -395,9 +395,18 @@ SIGNS = {  # what each planted bug must be reported as
     "cpp-leak-on-grow": "LeakSanitizer",
     "cpp-lf-limit-off-by-one": "payload above the maximum",
     "cpp-ws-limit-off-by-one": "INVARIANT VIOLATED: payload above the maximum",
-    # the bounded buffer cannot hold a body above the limit: the decoder waits for bytes that never fit (a hang)
-    "cpp-rpc-limit-off-by-one": "SUMMARY: libFuzzer: timeout",
+    # the bounded buffer cannot hold a body above the limit when it is cut to the frame: the decoder waits
+    # for bytes that never fit (a hang); a read chunk larger than the frame does hold it, and the harness
+    # reports the body above the limit (which of the two the search meets first depends on the build's
+    # coverage map: the 2026-11-24 C++ build met the second)
+    "cpp-rpc-limit-off-by-one": ("SUMMARY: libFuzzer: timeout", "body above the maximum"),
 }
+
+
+def shows(bug: str, log: str) -> bool:
+    """Does libFuzzer's log show the planted bug the way SIGNS says (any of its signs)?"""
+    signs = SIGNS[bug] if isinstance(SIGNS[bug], tuple) else (SIGNS[bug],)
+    return any(s in log for s in signs)
 
 
 def test_rust_target_clean_on_real_codec(rust_targets, seed_corpus, tmp_path):
@@ -412,7 +421,7 @@ def test_rust_target_finds_planted_bug(bug, rust_targets, tiny_seeds, tmp_path):
     assert found and art is not None, f"{bug} not found in {CI_SECONDS} s:\n{log[-3000:]}"
     runs = _found_by_mutation(log)
     print(f"libFuzzer (Rust) found {bug} in {took:.1f} s, after {runs} executions")
-    assert SIGNS[bug] in log, log[-3000:]
+    assert shows(bug, log), (SIGNS[bug], log[-3000:])
     # the artifact does not fail the real decoder: the bug is the planted one
     ok = subprocess.run([str(rust_targets[0]), str(art)], capture_output=True, text=True, timeout=60)
     assert ok.returncode == 0, ok.stderr[-2000:]
@@ -435,7 +444,7 @@ def test_cpp_target_finds_planted_bug(bug, cpp_targets, tiny_seeds, tmp_path):
     assert found and art is not None, f"{bug} not found in {CI_SECONDS} s:\n{log[-3000:]}"
     runs = _found_by_mutation(log)
     print(f"libFuzzer (C++) found {bug} in {took:.1f} s, after {runs} executions")
-    assert SIGNS[bug] in log, log[-3000:]
+    assert shows(bug, log), (SIGNS[bug], log[-3000:])
     ok = subprocess.run([str(cpp_targets[0]), str(art)], capture_output=True, text=True, timeout=60)
     assert ok.returncode == 0, ok.stderr[-2000:]
 
@@ -480,7 +489,7 @@ def test_cpp_wire_target_finds_planted_bug(bug, cpp_targets, tiny_wire_seeds, tm
     assert found and art is not None, f"{bug} not found in 90 s:\n{log[-3000:]}"
     runs = _found_by_mutation(log)
     print(f"libFuzzer (C++ wire_fuzz) found {bug} in {took:.1f} s, after {runs} executions")
-    assert SIGNS[bug] in log, log[-3000:]
+    assert shows(bug, log), (SIGNS[bug], log[-3000:])
     # the artifact does not fail the real decoders: the bug is the planted one
     ok = subprocess.run([str(cpp_targets[0].parent / "wire_fuzz"), str(art)], capture_output=True, text=True, timeout=60)
     assert ok.returncode == 0, ok.stderr[-2000:]
