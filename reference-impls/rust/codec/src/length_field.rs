@@ -574,11 +574,11 @@ impl Echo for LengthField {
         out: &mut BytesMut,
         sink: bool,
     ) -> (u64, u64) {
-        if sink {
-            dec.drain_complete(|_| {})
-        } else {
-            dec.drain_complete(|payload| self.reply_to(payload, out))
-        }
+        dec.drain_complete(|payload| {
+            if !sink {
+                self.reply_to(payload, out)
+            }
+        })
     }
 }
 

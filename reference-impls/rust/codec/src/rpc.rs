@@ -921,14 +921,14 @@ impl ServerSession for RpcSession {
             if matches!(self.ep, Endpoint::Unary | Endpoint::Auto) {
                 // Whole REQUEST frames where they lie (the same replies as `unary`), then the
                 // next frame through decode.
-                let (frames, bytes) = if self.sink {
-                    self.dec.drain_requests(|_, _, _, _, _| {})
-                } else {
+                let sink = self.sink;
+                let (frames, bytes) =
                     self.dec
                         .drain_requests(|flags, id, service, method, payload| {
-                            Self::unary_reply(flags, id, service, method, payload, out)
-                        })
-                };
+                            if !sink {
+                                Self::unary_reply(flags, id, service, method, payload, out)
+                            }
+                        });
                 if frames > 0 {
                     self.ep = Endpoint::Unary;
                 }

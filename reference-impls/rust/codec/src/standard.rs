@@ -452,11 +452,11 @@ impl Echo for Standard {
         out: &mut BytesMut,
         sink: bool,
     ) -> (u64, u64) {
-        if sink {
-            dec.drain_complete(|_, _, _| {})
-        } else {
-            dec.drain_complete(|flag, seq, payload| reply_to(flag, seq, payload, out))
-        }
+        dec.drain_complete(|flag, seq, payload| {
+            if !sink {
+                reply_to(flag, seq, payload, out)
+            }
+        })
     }
 }
 

@@ -1105,12 +1105,12 @@ impl ServerSession for WsSession {
             if self.keys.is_none() {
                 // Whole data messages where they lie (the same echo as on_frame's), then the next
                 // frame through decode (one completing a partial frame, a control frame, an error).
-                let (frames, bytes) = if self.sink {
-                    self.dec.drain_complete(|_, _| {})
-                } else {
-                    self.dec
-                        .drain_complete(|op, payload| put_server_frame(out, op, payload))
-                };
+                let sink = self.sink;
+                let (frames, bytes) = self.dec.drain_complete(|op, payload| {
+                    if !sink {
+                        put_server_frame(out, op, payload)
+                    }
+                });
                 s.frames += frames;
                 s.bytes += bytes;
             }
