@@ -148,17 +148,19 @@ impl Holder {
     /// in [`Holder::started`] (SeqCst), so whichever comes second sees the other and aborts.
     fn kill(&self) {
         self.kill.store(true, SeqCst);
-        if let Some(t) = self.task.get() {
-            t.abort();
-        }
+        self.abort();
     }
 
     fn started(&self, task: AbortHandle) {
         let _ = self.task.set(task);
         if self.kill.load(SeqCst) {
-            if let Some(t) = self.task.get() {
-                t.abort();
-            }
+            self.abort();
+        }
+    }
+
+    fn abort(&self) {
+        if let Some(t) = self.task.get() {
+            t.abort();
         }
     }
 }
