@@ -30,13 +30,15 @@ EPILOG = """exit status:
   0  every test passed (expected failures from --xfail included)
   1  an unexpected failure, an expected failure that passed, or an --xfail entry that matches no test
   2  usage error (bad arguments, unknown protocol, a server command that never listened)
-  3  the testee could not start (no hello answer)
+  3  the testee could not start (no hello answer), or a program a suite drives could not start
+  5  nothing ran: no test was selected (--select, --requirement, --protocol matched nothing), or
+     every selected test was skipped (`list` and `requirements` are exempt)
 """
 
 
 def _status(rc: int) -> int:
     """pytest's statuses as frameproof's (pytest: 2 interrupted, 3 internal, 4 usage, 5 no tests)."""
-    return {0: 0, 1: 1, 3: 3, 4: 2, 5: 0}.get(int(rc), int(rc) if int(rc) in (0, 1, 2, 3) else 1)
+    return {0: 0, 1: 1, 3: 3, 4: 2, 5: 5}.get(int(rc), 1)
 
 
 def cmd_run(args):
@@ -48,18 +50,27 @@ def cmd_run(args):
         extra += ["--fp-xfail", args.xfail]
     if args.json:
         extra += ["--fp-json", args.json]
+    if args.name:
+        extra += ["--fp-name", args.name]
     if args.verbose:
         extra += ["-v"]
     if args.exitfirst:
         extra += ["-x"]
     rc = pytest.main(_pytest_args(args, extra))
+    tidy_junit(args)
     return _status(rc)
+
+
+def tidy_junit(args):
+    if getattr(args, "junit", None) and os.path.exists(args.junit):
+        from .report import tidy_junit
+        tidy_junit(args.junit)
 
 
 def cmd_matrix(args):
     from .matrix import run_matrix
     return run_matrix(args.impl, build=not args.no_build, profile=args.profile, out_dir=args.out,
-                      readme=args.update_readme)
+                      readme=args.update_readme, scale=args.scale)
 
 
 def cmd_list(args):
@@ -96,7 +107,8 @@ def main(argv=None):
     ap.add_argument("--version", action="version", version=f"frameproof {__version__}")
     sub = ap.add_subparsers(dest="cmd", required=True)
 
-    r = sub.add_parser("run", help="run the codec conformance suite against a testee")
+    r = sub.add_parser("run", help="run the codec conformance suite against a testee", epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     r.add_argument("--testee", required=True, help='testee command, e.g. "target/release/fp-testee"')
     r.add_argument("--cwd", help="working directory for the testee")
     r.add_argument("--protocol", action="append", help="only this protocol (repeatable)")
@@ -106,6 +118,8 @@ def main(argv=None):
     r.add_argument("--xfail", help="expected-failures file: one test name or glob a line")
     r.add_argument("--json", help="write a JSON report to this file")
     r.add_argument("--junit", help="write a JUnit XML report to this file")
+    r.add_argument("--name", help="the implementation's name in the reports (default: the testee's hello, "
+                                  "else the command)")
     r.add_argument("--profile", default="ci", choices=["ci", "fuzz", "smoke"],
                    help="Hypothesis profile: ci (derandomized, default), fuzz (long, random), smoke (few examples)")
     r.add_argument("--timeout", type=float, default=10.0, help="seconds per testee answer (default 10)")
@@ -139,10 +153,16 @@ def main(argv=None):
         for add in p.commands():
             add(sub)
 
-    m = sub.add_parser("matrix", help="main job: build every bundled implementation and run all suites against it")
-    m.add_argument("--impl", action="append", help="only this implementation (repeatable)")
+    m = sub.add_parser("matrix", help="main job: build every bundled implementation and run all suites against it",
+                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    m.add_argument("--impl", action="append", help="only this implementation (repeatable): a bundled one's name, "
+                                                   "or the path of an impl.json (one outside this repository)")
     m.add_argument("--no-build", action="store_true", help="use existing builds")
-    m.add_argument("--profile", default="ci", choices=["ci", "fuzz", "smoke"])
+    m.add_argument("--profile", default="ci", choices=["ci", "fuzz", "smoke"],
+                   help="Hypothesis profile of the codec suites (default ci)")
+    m.add_argument("--scale", default="full", choices=["full", "small"],
+                   help="full (the main job: the stress group at the spec's limits and full scale, every Autobahn "
+                        "category, long interop runs) or small (CI: every path of full at small bounds)")
     m.add_argument("--out", help="report directory (default reports/)")
     m.add_argument("--update-readme", action="store_true", help="copy the matrix into README.md")
     m.set_defaults(fn=cmd_matrix)

@@ -293,6 +293,7 @@ class _Case(tuple):
 @dataclass
 class FuzzReport:
     seed: int
+    testees: List[str] = field(default_factory=list)
     examples: int = 0  # generated examples run, all rounds
     seconds: float = 0.0
     findings: List[Finding] = field(default_factory=list)
@@ -301,7 +302,28 @@ class FuzzReport:
     found_at_example: Dict[str, int] = field(default_factory=dict)
     skipped_testees: Dict[str, str] = field(default_factory=dict)
 
+    def tests(self) -> List[dict]:
+        """One test a testee (frameproof.report): failed with the first disagreement's summary, skipped
+        with the reason it could not take part, passed when it agreed on every example."""
+        from . import report
+        out = []
+        for name in self.testees:
+            f = next((f for f in self.findings if name in f.testees), None)
+            if name in self.skipped_testees:
+                out.append(report.test(f"fuzz/{name}", [], "skipped", self.skipped_testees[name]))
+            elif f:
+                out.append(report.test(f"fuzz/{name}", f.requirements(), "failed", f.summary(),
+                                       self.found_after.get(name, 0)))
+            else:
+                out.append(report.test(f"fuzz/{name}", [], "passed" if self.examples else "skipped",
+                                       f"agreed with the oracle on {self.examples} examples", self.seconds))
+        return out
+
     def to_json(self) -> dict:
+        from . import report
+        return report.make("fuzz", {"name": ", ".join(self.testees) or "?"}, self.tests(), **self._fields())
+
+    def _fields(self) -> dict:
         return {"seed": self.seed, "examples": self.examples, "seconds": round(self.seconds, 3),
                 "skipped_testees": self.skipped_testees,
                 "findings": [{"testees": f.testees, "found_after_s": {t: round(self.found_after[t], 3) for t in f.testees
@@ -345,7 +367,7 @@ def fuzz(commands: Sequence[str], seconds: Optional[float] = 10.0, examples: Opt
     ``until_found``: stop as soon as each of these testees has disagreed (planted-bug demos)."""
     names = list(dict.fromkeys(commands))
     testees = {c: Testee(c, cwd=cwd, timeout=timeout) for c in names}
-    report = FuzzReport(seed)
+    report = FuzzReport(seed, testees=names)
     supported: Dict[str, set] = {}
     for name, t in list(testees.items()):
         protos, feats = t.capabilities()

@@ -2,14 +2,17 @@
 `frameproof fuzz-corpus`: the seed corpus of the coverage-guided (libFuzzer) targets."""
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 
 def add_parsers(sub):
+    import argparse
+    from .cli import EPILOG
     f = sub.add_parser("fuzz", help="differential fuzzing: the same generated streams in the same chunks to every "
-                                    "testee and the oracle; a disagreement becomes a minimized vector file")
+                                    "testee and the oracle; a disagreement becomes a minimized vector file",
+                       epilog=EPILOG + "  (fuzz: 2 when no testee could take part)\n",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     f.add_argument("--testee", action="append", required=True,
                    help='testee command (repeatable), e.g. "reference-impls/rust/target/release/fp-testee"')
     f.add_argument("--seconds", type=float, default=10.0, help="time budget (default 10; 0 = no time limit)")
@@ -60,10 +63,17 @@ def cmd_fuzz(args):
     print(f"fuzz: {report.examples} examples in {report.seconds:.1f} s, seed {report.seed}, "
           f"{len(report.findings)} disagreement(s)")
     if args.json:
-        Path(args.json).write_text(json.dumps(report.to_json(), indent=1) + "\n", encoding="utf-8")
+        from .report import write
+        write(report.to_json(), args.json)
     if report.skipped_testees and len(report.skipped_testees) == len(set(args.testee)):
         return 2
-    return 1 if report.findings else 0
+    if report.findings:
+        return 1
+    if not report.examples:
+        from .report import EXIT_NOTHING_RAN
+        print("fuzz: no example ran", file=sys.stderr)
+        return EXIT_NOTHING_RAN
+    return 0
 
 
 def cmd_corpus(args):

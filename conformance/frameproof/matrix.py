@@ -8,17 +8,38 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import shlex
 import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 from typing import Dict, List
 
 from . import protocols as registry
+from . import report
 from .paths import IMPL_DIR, ROOT
 from .servers import start_server
+from .stress import SMALL_LIMITS, SMALL_SCALE
+
+# How large the matrix runs. "full" is the main job: the stress group at the spec's default limits and
+# full scale, every Autobahn category, 4 x 20000 requests per interop pair. "small" takes every path of
+# "full" at small bounds, so that CI (tools/test.sh) sees what the main job does: the stress group at
+# SMALL_LIMITS (servers that take the limit flags; others at their own limits) and SMALL_SCALE, a few
+# Autobahn cases of every category, shorter load runs.
+SCALES = {
+    "full": {"stress": [], "stress_own_limits": [], "interop": (4, 20000), "load_requests": 4000,
+             "stress_third_party": None},
+    "small": {"stress": ["--stress-scale", SMALL_SCALE, "--stress-grace-s", "3", "--stress-p99-ms", "5000"]
+                        + SMALL_LIMITS,
+              "stress_own_limits": ["--stress-scale", SMALL_SCALE, "--stress-grace-s", "3", "--stress-p99-ms", "5000"],
+              "interop": (2, 2000), "load_requests": 1000,
+              # a third-party server runs the group at its own limits, whose timeouts (10-30 s) make it
+              # about 2 minutes: in CI, the first third-party column with a server stands for all
+              "stress_third_party": 1},
+}
 
 
 
@@ -34,18 +55,25 @@ def load_impls(names=None) -> List[dict]:
     """The bundled implementations: reference-impls/*/impl.json, then the third-party wrappers
     (tools/third-party/*/impl.json, ``"third_party": true``, run with their expected-failure files:
     ``"xfail"`` by protocol for the codec suite, ``"xfail_net"`` by network profile label for the
-    network suite). A wrapper may have a server and no testee (a library with no frame layer)."""
+    network suite, ``"xfail_stress"`` by protocol for the stress group). A wrapper may have a server
+    and no testee (a library with no frame layer). `names` picks some of them by name; an entry that
+    is a path to an impl.json (an implementation outside this repository) adds that one."""
     out = []
-    for f in sorted(IMPL_DIR.glob("*/impl.json")) + sorted(THIRD_PARTY_DIR.glob("*/impl.json")):
-        d = json.loads(f.read_text())
+    paths = [n for n in names or () if n.endswith(".json")]
+    names = [n for n in names or () if not n.endswith(".json")]
+    bundled = sorted(IMPL_DIR.glob("*/impl.json")) + sorted(THIRD_PARTY_DIR.glob("*/impl.json"))
+    for f in ([f for f in bundled if names or not paths]) + [Path(p).resolve() for p in paths]:
+        try:
+            d = json.loads(f.read_text())
+        except (OSError, ValueError) as e:
+            raise SystemExit(f"{f}: {e}")
         d["dir"] = str(f.parent)
-        if names and d["name"] not in names:
+        if names and f not in [Path(p).resolve() for p in paths] and d["name"] not in names:
             continue
         out.append(d)
-    if names:
-        missing = set(names) - {d["name"] for d in out}
-        if missing:
-            raise SystemExit(f"unknown implementation(s): {', '.join(sorted(missing))}")
+    missing = set(names) - {d["name"] for d in out}
+    if missing:
+        raise SystemExit(f"unknown implementation(s): {', '.join(sorted(missing))}")
     return out
 
 
@@ -76,30 +104,55 @@ def _fp(args, log) -> (int, dict):
 
 
 def _cell(rc, doc) -> dict:
+    """A matrix cell from a CLI run's exit status and report (frameproof.report: one model for every
+    kind). A cell is ✓ when the command exited 0, nothing failed unexpectedly and something ran."""
     if not doc:
-        return {"ok": False, "text": f"error (exit {rc})", "totals": None}
+        why = {report.EXIT_USAGE: "usage error or the program did not start", report.EXIT_DID_NOT_START:
+               "the program under test did not start", report.EXIT_NOTHING_RAN: "nothing ran"}.get(rc, "no report")
+        return {"ok": False, "text": f"✗ {why} (exit {rc})", "totals": None}
+    bad = report.problems(doc)
+    if bad:
+        return {"ok": False, "text": f"✗ unreadable report: {bad[0]} (exit {rc})", "totals": None}
     t = doc["totals"]
-    ok = rc == 0 and t["failed"] == 0 and t["xpassed"] == 0
-    text = f"{t['passed']}/{t['passed'] + t['failed'] + t['xfailed'] + t['xpassed']}"
-    if t.get("skipped"):
+    ran = report.ran(doc)
+    ok = rc == 0 and t["failed"] == 0 and t["xpassed"] == 0 and ran > 0
+    text = f"{t['passed']}/{ran}"
+    if t["skipped"]:
         text += f" ({t['skipped']} skip)"
     if t["xfailed"]:
         text += f" ({t['xfailed']} xfail)"
+    if not ran:
+        text += " nothing ran"
+    elif rc != 0 and t["failed"] == 0 and t["xpassed"] == 0:
+        text += f" (exit {rc})"
     return {"ok": ok, "text": ("✓ " if ok else "✗ ") + text, "totals": t,
             "failed": sorted(r for r, v in doc["requirements"].items() if v["failed"] or v["xpassed"]),
             "requirements": doc["requirements"]}
 
 
-def interop(client_impl, server_impl, protocol, log) -> dict:
+def _phase(label: str, log, fn) -> dict:
+    """Runs one cell's work; an exception in it (a missing program, a bug of the matrix's own) makes
+    the cell ✗ with its reason, written to the log, and the job goes on."""
+    try:
+        return fn()
+    except Exception as e:  # noqa: BLE001 - any failure of one cell is that cell's result
+        with open(log, "a") as lf:
+            lf.write(f"[{label}] {type(e).__name__}: {e}\n{traceback.format_exc()}\n")
+        print(f"  ✗ {label}: {type(e).__name__}: {e}", flush=True)
+        return {"ok": False, "text": f"✗ error: {type(e).__name__}: {str(e)[:120]}", "totals": None,
+                "error": traceback.format_exc()}
+
+
+def interop(client_impl, server_impl, protocol, log, connections=4, requests=20000) -> dict:
     """One verified load run of client_impl against server_impl."""
     try:
         srv = start_server(f"{_cmd(server_impl, 'server')} --protocol {protocol} --listen 127.0.0.1:0")
-    except RuntimeError as e:
-        return {"ok": False, "text": "✗ server did not start", "detail": str(e)}
+    except (RuntimeError, OSError) as e:  # OSError: the program is missing or not executable
+        return {"ok": False, "text": f"✗ server did not start: {type(e).__name__}", "detail": str(e)}
     fd, jpath = tempfile.mkstemp(suffix=".json")
     os.close(fd)
-    cmd = (f"{_cmd(client_impl, 'load')} --protocol {protocol} --connect {srv.addr} --connections 4 "
-           f"--requests 20000 --payload 32 --mode pipelined --window 32 --json {jpath}")
+    cmd = (f"{_cmd(client_impl, 'load')} --protocol {protocol} --connect {srv.addr} --connections {connections} "
+           f"--requests {requests} --payload 32 --mode pipelined --window 32 --json {jpath}")
     try:
         with open(log, "a") as lf:
             lf.write(f"$ {cmd}\n")
@@ -107,6 +160,10 @@ def interop(client_impl, server_impl, protocol, log) -> dict:
             rc = subprocess.call(shlex.split(cmd), stdout=lf, stderr=subprocess.STDOUT, timeout=120)
     except subprocess.TimeoutExpired:
         rc = -1
+    except OSError as e:  # the client program is missing or not executable
+        with open(log, "a") as lf:
+            lf.write(f"load client did not start: {e}\n")
+        rc = 127
     finally:
         code, counters, _ = srv.stop()
     try:
@@ -116,8 +173,8 @@ def interop(client_impl, server_impl, protocol, log) -> dict:
     os.unlink(jpath)
     # the server counted the requests, plus the frames each connection ends with if it counts every frame
     sent = (rep or {}).get("requests_sent")
-    counted = (sent, (sent or 0) + registry.get(protocol).load_goodbye_frames * 4)
-    ok = rc == 0 and rep is not None and rep.get("errors") == 0 and rep.get("replies_verified") == 20000 \
+    counted = (sent, (sent or 0) + registry.get(protocol).load_goodbye_frames * connections)
+    ok = rc == 0 and rep is not None and rep.get("errors") == 0 and rep.get("replies_verified") == requests \
         and counters is not None and counters.get("frames") in counted
     text = ("✓ " if ok else "✗ ") + (f"{rep['msgs_per_s'] / 1000:.0f}k msg/s" if rep else f"exit {rc}")
     return {"ok": ok, "text": text, "client_report": rep, "server_counters": counters, "client_exit": rc}
@@ -135,78 +192,106 @@ def update_readme(md: str, marker: str = "matrix"):
     readme.write_text(head + b + "\n" + md.rstrip() + "\n" + e + tail, encoding="utf-8")
 
 
-def run_matrix(names=None, build=True, profile="ci", out_dir=None, readme=False) -> int:
+def machine() -> str:
+    """The machine a matrix ran on, in one line (cores, memory, kernel, Python)."""
+    try:
+        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2 ** 30
+    except (ValueError, OSError):
+        mem = 0
+    return (f"{os.cpu_count()} cores, {mem:.0f} GiB, {platform.system()} {platform.release()}, "
+            f"{platform.machine()}, Python {platform.python_version()}")
+
+
+def run_matrix(names=None, build=True, profile="ci", out_dir=None, readme=False, scale="full",
+               extra_impls=()) -> int:
     impls = load_impls(names)
+    sc = SCALES[scale]
     out_dir = Path(out_dir or ROOT / "reports")
     out_dir.mkdir(parents=True, exist_ok=True)
     log = out_dir / "matrix.log"
     log.write_text("")
     results: Dict[str, dict] = {}
     t0 = time.time()
+    stressed_third_party = [i["name"] for i in impls if i.get("third_party") and "server" in i][:sc["stress_third_party"]]
+
+    def cell(name, group, label, argv):
+        print(f"[{name}] {label} …", flush=True)
+        results[name][group][label] = _phase(f"{name} {label}", log, lambda: _cell(*_fp(argv, log)))
+
     for impl in impls:
         name = impl["name"]
         r = results[name] = {"build": None, "codec": {}, "net": {}, "client": {}}
         if build:
             print(f"[{name}] building …", flush=True)
             with open(log, "a") as lf:
-                rc = subprocess.call(impl["build"], cwd=impl["dir"], stdout=lf, stderr=subprocess.STDOUT)
+                try:
+                    rc = subprocess.call(impl["build"], cwd=impl["dir"], stdout=lf, stderr=subprocess.STDOUT)
+                except OSError as e:
+                    lf.write(f"[{name}] build could not start: {e}\n")
+                    rc = 127
             r["build"] = rc
             if rc != 0:
                 print(f"[{name}] build FAILED (exit {rc}); see {log}", flush=True)
                 continue
         protos = [p for p in registry.names() if p in impl.get("protocols", registry.names())]
         for proto in protos if "testee" in impl else ():
-            print(f"[{name}] codec suite, {proto} …", flush=True)
             xfail = (impl.get("xfail") or {}).get(proto)
             # an expected-failures file listing property tests holds for the profile it was measured with
             # (impl.json "profile"): a smaller example budget may miss the counterexample (an xpass)
-            r["codec"][proto] = _cell(*_fp(["run", "--testee", _cmd(impl, "testee"), "--protocol", proto,
-                                            "--profile", impl.get("profile", profile)] +
-                                           (["--xfail", str(Path(impl["dir"]) / xfail)] if xfail else []), log))
+            cell(name, "codec", proto, ["run", "--testee", _cmd(impl, "testee"), "--protocol", proto, "--name", name,
+                                     "--profile", impl.get("profile", profile)] +
+                 (["--xfail", str(Path(impl["dir"]) / xfail)] if xfail else []))
         for proto in protos if "server" in impl else ():
             for label, codec in registry.get(proto).net_profiles():
-                print(f"[{name}] network suite, {label} …", flush=True)
                 server = f"{_cmd(impl, 'server')} {codec_args(codec)} --listen 127.0.0.1:0"
                 xfail = (impl.get("xfail_net") or {}).get(label)
-                r["net"][label] = _cell(*_fp(["net", "--codec", json.dumps(codec.to_json()), "--server-cmd", server,
-                                              "--name", name] +
-                                             (["--xfail", str(Path(impl["dir"]) / xfail)] if xfail else []), log))
-        for proto in protos if "server" in impl and profile != "smoke" else ():
-            # hostile peers at scale (*-RES-*): the whole group, the spec's default limits at full scale
-            # (about 100 s a protocol, most of it the timeouts' 10-30 s). Not in CI's smoke profile, where
-            # conformance/tests/test_stress.py runs it on the Python server at small bounds (SMALL_LIMITS)
+                cell(name, "net", label, ["net", "--codec", json.dumps(codec.to_json()), "--server-cmd", server,
+                                       "--name", name] + (["--xfail", str(Path(impl["dir"]) / xfail)] if xfail else []))
+        for proto in protos if "server" in impl and (not impl.get("third_party") or name in stressed_third_party) \
+                else ():
+            # hostile peers at scale (*-RES-*): the whole group; at full scale about 100 s a protocol, most of
+            # it the timeouts' 10-30 s. A server without the limit flags (a third-party library) runs at its
+            # own limits, with its expected failures (impl.json "xfail_stress")
             codec = registry.get(proto).stress_codec()
-            label = f"{proto} stress"
-            print(f"[{name}] stress group, {proto} …", flush=True)
             server = f"{_cmd(impl, 'server')} {codec_args(codec)} --listen 127.0.0.1:0"
-            r["net"][label] = _cell(*_fp(["net", "--codec", json.dumps(codec.to_json()), "--stress",
-                                          "--server-cmd", server], log))
+            own = not impl.get("limit_flags", not impl.get("third_party"))
+            xfail = (impl.get("xfail_stress") or {}).get(proto)
+            cell(name, "net", f"{proto} stress", ["net", "--codec", json.dumps(codec.to_json()), "--stress", "--name", name,
+                                               "--server-cmd", server] +
+                 (sc["stress_own_limits"] if own else sc["stress"]) +
+                 (["--xfail", str(Path(impl["dir"]) / xfail)] if xfail else []))
         for proto in protos if "load" in impl else ():
             # the default run, then the protocol's own (call variants, streams): Protocol.load_client_profiles
-            for label, args in (("", "--mode pipelined --window 16 --requests 4000"),) + \
+            for label, args in (("", f"--mode pipelined --window 16 --requests {sc['load_requests']}"),) + \
                     tuple(registry.get(proto).load_client_profiles):
                 key = f"{proto} {label}".strip()
-                print(f"[{name}] load client checks, {key} …", flush=True)
                 client = (f"{_cmd(impl, 'load')} --protocol {proto} --connect {{host}}:{{port}} --connections 4 "
                           f"--payload 32 {args} --timeout-ms 2000 --json {{json}}")
-                r["client"][key] = _cell(*_fp(["net", "--protocol", proto, "--client", client], log))
+                cell(name, "client", f"{key}", ["net", "--protocol", proto, "--client", client, "--name", name])
         for proto in protos:  # the protocol's own extra suites (websocket: the Autobahn testsuite)
-            for group, label, argv in registry.get(proto).matrix_suites(
-                    impl, lambda key: _cmd(impl, key) if key in impl else None, profile):
-                print(f"[{name}] {label} …", flush=True)
-                r[group][label] = _cell(*_fp(argv, log))
+            suites = _phase(f"{name} {proto} suites", log, lambda: {"list": registry.get(proto).matrix_suites(
+                impl, lambda key: _cmd(impl, key) if key in impl else None, profile, scale)})
+            if "list" not in suites:
+                r["net"][f"{proto} suites"] = suites
+                continue
+            for group, label, argv in suites["list"]:
+                cell(name, group, label, argv)
     ok_impls = [i for i in impls if results[i["name"]]["build"] in (None, 0)]
     inter = {}
+    conns, reqs = sc["interop"]
     for proto in registry.names():
         clients = [i for i in ok_impls if "load" in i and proto in i.get("protocols", registry.names())]
         servers = [i for i in ok_impls if "server" in i and proto in i.get("protocols", registry.names())]
         for c in clients:
             for s in servers:
                 print(f"[interop] {c['name']} load client → {s['name']} server, {proto} …", flush=True)
-                inter[f"{proto}:{c['name']}->{s['name']}"] = interop(c, s, proto, log)
+                key = f"{proto}:{c['name']}->{s['name']}"
+                inter[key] = _phase(f"interop {key}", log, lambda: interop(c, s, proto, log, conns, reqs))
     doc = {"generated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "duration_s": round(time.time() - t0, 1),
-           "profile": profile, "implementations": [i["name"] for i in impls],
-           "third_party": [i["name"] for i in impls if i.get("third_party")], "results": results, "interop": inter}
+           "profile": profile, "scale": scale, "machine": machine(), "implementations": [i["name"] for i in impls],
+           "protocols": list(registry.names()),
+           "third_party": [i["name"] for i in impls if i.get("third_party")], "results": results, "interop": inter,
+           "interop_size": {"connections": conns, "requests": reqs}}
     (out_dir / "matrix.json").write_text(json.dumps(doc, indent=1))
     md = render(doc)
     (out_dir / "matrix.md").write_text(md)
@@ -214,13 +299,24 @@ def run_matrix(names=None, build=True, profile="ci", out_dir=None, readme=False)
     print(md)
     print(f"reports: {out_dir / 'matrix.json'}, {out_dir / 'matrix.md'}, log {log}")
     if readme:
-        update_readme(f"_Generated by `frameproof matrix` on {doc['generated']} ({doc['duration_s']} s, "
-                      f"profile {profile}) on a 2-core machine._\n\n" + md)
+        update_readme(readme_section(doc, md))
         print("README.md matrix section updated")
-    bad = [k for k, v in _all_cells(doc) if not v["ok"]]
+    cells = list(_all_cells(doc))
+    bad = [k for k, v in cells if not v["ok"]]
+    print(f"matrix: {len(cells) - len(bad)} passed, {len(bad)} failed ({doc['duration_s']:.0f} s)")
     if bad:
         print(f"FAILED: {', '.join(bad)}")
-    return 1 if bad else 0
+        return 1
+    if not cells:
+        print("matrix: no cell ran")
+        return report.EXIT_NOTHING_RAN
+    return 0
+
+
+def readme_section(doc, md) -> str:
+    return (f"_Generated by `bash tools/main.sh --update-readme` (`frameproof matrix`, profile {doc['profile']}, "
+            f"scale {doc['scale']}) on {doc['generated']}, in {doc['duration_s'] / 60:.0f} min of wall time, "
+            f"on {doc['machine']}._\n\n" + md)
 
 
 def _all_cells(doc):

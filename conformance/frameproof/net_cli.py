@@ -5,8 +5,11 @@ import sys
 
 
 def add_parsers(sub):
+    import argparse
+    from .cli import EPILOG
     n = sub.add_parser("net", help="network conformance: test a live echo server (--server/--server-cmd) "
-                                   "or a load client (--client)")
+                                   "or a load client (--client)", epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     n.add_argument("--protocol", help="the protocol (default parameters); or give --codec")
     n.add_argument("--codec", help='codec JSON of the server / client under test (as the vectors write it), e.g. '
                                    '\'{"protocol": "length-field", "length_field": {"offset": 3, "size": 0}}\' (e.g.)')
@@ -97,6 +100,8 @@ def cmd_net(args):
     try:
         from .cli import _status
         rc = _status(pytest.main(_pytest_args(args, extra)))
+        from .cli import tidy_junit
+        tidy_junit(args)
     finally:
         if srv:
             alive = srv.alive()
@@ -116,7 +121,7 @@ def cmd_stress(args, codec):
     running server is configured."""
     from .netsuite import NetTarget
     from .servers import start_server
-    from . import stress
+    from . import report, stress
     if args.client:
         print("frameproof net: --stress tests a server (--server or --server-cmd), not a --client", file=sys.stderr)
         return 2
@@ -144,9 +149,15 @@ def cmd_stress(args, codec):
         return 2
     t = NetTarget(host, port, codec, pid, codec.max_payload)
     rc = 0
+    doc = None
     try:
-        doc = stress.run(t, limits, args.stress_scale, args.select, args.stress_p99_ms, name or f"{host}:{port}")
+        xfail = report.read_xfail(args.xfail) if args.xfail else []
+        doc = stress.run(t, limits, args.stress_scale, args.select, args.stress_p99_ms, name or f"{host}:{port}",
+                         xfail=xfail)
         rc = 0 if doc["passed"] else 1
+        if not report.ran(doc) and rc == 0:
+            print("frameproof net --stress: no scenario ran", file=sys.stderr)
+            rc = report.EXIT_NOTHING_RAN
     finally:
         if srv:
             alive = srv.alive()
@@ -156,8 +167,10 @@ def cmd_stress(args, codec):
                 rc = 1
             else:
                 print(f"server stopped with status {code}; counters: {counters}")
-    if args.json:
+    if args.json and doc is not None:
         doc["exit_status"] = rc
-        stress.write_json(doc, args.json)
+        report.write(doc, args.json)
         print(f"JSON report: {args.json}")
+    if args.junit and doc is not None:
+        report.write_junit(args.junit, "frameproof-stress", doc["tests"], sum(x["duration"] for x in doc["tests"]))
     return rc

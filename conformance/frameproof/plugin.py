@@ -15,14 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from . import oracle, spec, vectors as V
+from . import oracle, report, spec, vectors as V
 from .checks import CheckFailure, check_decode, check_encode, check_match, chunk, chunk_every
 from . import protocols as registry
 from .testee import Skipped, Testee, TesteeFailure
 
 SUITE_ANCHOR = Path(__file__).with_name("run.fpsuite")
-# Exit statuses of every frameproof command (also in `frameproof --help`).
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TESTEE_DID_NOT_START = 0, 1, 2, 3
+from .report import EXIT_DID_NOT_START as EXIT_TESTEE_DID_NOT_START, EXIT_NOTHING_RAN
 CHUNKINGS = ("whole", "chunked-1", "chunked-7")
 RESULTS = pytest.StashKey[dict]()
 LISTED = []  # `frameproof list` output lines
@@ -44,6 +43,7 @@ def pytest_addoption(parser):
     g.addoption("--fp-net", default=None, help="HOST:PORT of a live echo server (network suite)")
     g.addoption("--fp-net-pid", type=int, default=None)
     g.addoption("--fp-net-name", default=None)
+    g.addoption("--fp-name", default=None, help="name of the implementation in the report")
     g.addoption("--fp-codec", default=None, help="codec JSON of the server / client under test")
     g.addoption("--fp-client", default=None, help="load client command ({host} {port} {json})")
     g.addoption("--fp-client-sink", action="store_true")
@@ -324,15 +324,6 @@ class ClientItem(FrameproofItem):
 
 # ------------------------------------------------------------------ selection, expected failures
 
-def _read_xfail(path):
-    entries = []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        line = line.split("#", 1)[0].strip()
-        if line:
-            entries.append(line)
-    return entries
-
-
 def pytest_collection_modifyitems(session, config, items):
     sel = config.getoption("--fp-select")
     if sel:
@@ -346,7 +337,7 @@ def pytest_collection_modifyitems(session, config, items):
         items[:] = keep
     xf = config.getoption("--fp-xfail")
     if xf:
-        entries = _read_xfail(xf)
+        entries = report.read_xfail(xf)
         used = set()
         for item in items:
             for e in entries:
@@ -425,58 +416,60 @@ def pytest_runtest_makereport(item, call):
                           **{k: v for k, v in item.user_properties}}
 
 
-def _summarize(results):
-    """Counts per requirement: a failure counts under the requirement(s) it breaks (which may be
-    one the test does not name: a decoder that goes on after an error breaks the stop rule
-    whatever the vector is about), every other status under the test's requirements."""
-    reqs = spec.requirements()
-    per_req = {}
+def _implementation(config) -> dict:
+    """Who is under test: --name, else the testee's hello, else the command (or address)."""
+    t = getattr(config, "_fp_testee", None)
+    impl = {}
+    if t and t.hello:
+        impl = {"name": t.hello.name, "version": t.hello.version, "protocols": list(t.hello.protocols),
+                "features": list(t.hello.features)}
+    if config.getoption("--fp-client"):
+        impl.setdefault("name", config.getoption("--fp-client"))
+    elif config.getoption("--fp-net"):
+        impl.setdefault("name", config.getoption("--fp-net-name") or f"server at {config.getoption('--fp-net')}")
+    else:
+        impl.setdefault("name", t.command if t else config.getoption("--fp-testee"))
+    if config.getoption("--fp-name"):
+        impl["name"] = config.getoption("--fp-name")
+    impl.setdefault("name", "?")
+    return impl
 
-    def bump(rid, status):
-        d = per_req.setdefault(rid, {"passed": 0, "failed": 0, "skipped": 0, "xfailed": 0, "xpassed": 0})
-        d[status] += 1
 
-    for r in results.values():
-        if r["status"] == "failed":
-            for rid in r.get("broken") or r["requirements"]:
-                bump(rid, "failed")
-            for rid in r["requirements"]:
-                per_req.setdefault(rid, {"passed": 0, "failed": 0, "skipped": 0, "xfailed": 0, "xpassed": 0})
-        else:
-            for rid in r["requirements"]:
-                bump(rid, r["status"])
+def _report(config) -> dict:
+    st = config.stash[RESULTS]
+    t = getattr(config, "_fp_testee", None)
+    tests = sorted(st["items"].values(), key=lambda r: r["name"])
     by_level = {}
-    for r in results.values():
-        d = by_level.setdefault(r["level"], {"passed": 0, "failed": 0, "skipped": 0, "xfailed": 0, "xpassed": 0})
-        d[r["status"]] += 1
-    return reqs, per_req, by_level
+    for r in tests:
+        by_level.setdefault(r["level"], report.zero())[r["status"]] += 1
+    kind = "client" if config.getoption("--fp-client") else "net" if config.getoption("--fp-net") else "run"
+    return report.make(kind, _implementation(config), tests,
+                       client=config.getoption("--fp-client"), server=config.getoption("--fp-net"),
+                       server_name=config.getoption("--fp-net-name"),
+                       testee_command=t.command if t else None, testee_restarts=t.restarts if t else 0,
+                       started=st["started"], duration_s=round(time.time() - st["started"], 3),
+                       by_level=by_level, xfail_unmatched=st["xfail_unmatched"])
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     st = config.stash[RESULTS]
-    results = st["items"]
     if config.getoption("--fp-list"):
         return
     tw = terminalreporter
     t = getattr(config, "_fp_testee", None)
-    reqs, per_req, by_level = _summarize(results)
+    doc = _report(config)
     tw.write_sep("=", "frameproof: results per requirement")
-    name = f"{t.hello.name} {t.hello.version}" if t and t.hello else (t.command if t else "?")
-    if config.getoption("--fp-net"):
-        name = f"{config.getoption('--fp-net-name') or 'server'} at {config.getoption('--fp-net')}"
-    if config.getoption("--fp-client"):
-        name = f"load client: {config.getoption('--fp-client')}"
-    tw.write_line(f"implementation: {name}")
+    impl = doc["implementation"]
+    where = f" at {config.getoption('--fp-net')}" if config.getoption("--fp-net") and config.getoption("--fp-net-name") else ""
+    tw.write_line(f"implementation: {impl['name']}{(' ' + impl['version']) if impl.get('version') else ''}{where}")
     if t and t.hello_error:
         tw.write_line(f"testee failed to start: {t.hello_error}", red=True)
-    for rid in sorted(per_req, key=_req_sort):
-        d = per_req[rid]
-        lvl = reqs[rid].level if rid in reqs else "?"
+    for rid, d in doc["requirements"].items():
         state = "FAIL" if d["failed"] or d["xpassed"] else ("skip" if d["passed"] == 0 and d["xfailed"] == 0 else "ok")
         extra = "".join(f", {d[k]} {k}" for k in ("failed", "skipped", "xfailed", "xpassed") if d[k])
-        tw.write_line(f"  {state:4} {rid:12} {lvl:6} {d['passed']} passed{extra}",
+        tw.write_line(f"  {state:4} {rid:12} {d['level']:6} {d['passed']} passed{extra}",
                       red=state == "FAIL", green=state == "ok", yellow=state == "skip")
-    failed = [r for r in results.values() if r["status"] in ("failed", "xpassed")]
+    failed = [r for r in doc["tests"] if r["status"] in ("failed", "xpassed")]
     if failed:
         tw.write_sep("-", f"failures ({len(failed)})")
         for r in failed[:60]:
@@ -493,35 +486,19 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             tw.write_line(f"  {e}", red=True)
     cat = {"MUST": "required (MUST)", "SHOULD": "recommended (SHOULD)", "MAY": "optional (MAY)"}
     for lvl in ("MUST", "SHOULD", "MAY"):
-        if lvl in by_level:
-            d = by_level[lvl]
-            tw.write_line(f"{cat[lvl]:22}: " + ", ".join(f"{d[k]} {k}" for k in ("passed", "failed", "skipped", "xfailed", "xpassed") if d[k] or k in ("passed", "failed")))
-    tot = {k: sum(1 for r in results.values() if r["status"] == k) for k in ("passed", "failed", "skipped", "xfailed", "xpassed")}
-    tw.write_line("frameproof: " + ", ".join(f"{v} {k}" for k, v in tot.items() if v or k in ("passed", "failed")),
+        if lvl in doc["by_level"]:
+            d = doc["by_level"][lvl]
+            tw.write_line(f"{cat[lvl]:22}: " + ", ".join(f"{d[k]} {k}" for k in report.STATUSES if d[k] or k in ("passed", "failed")))
+    tot = doc["totals"]
+    tw.write_line("frameproof: " + ", ".join(f"{v} {k}" for k, v in tot.items() if v or k in ("passed", "failed", "skipped")),
                   bold=True, red=bool(tot["failed"] or tot["xpassed"]))
+    if not report.ran(doc):
+        tw.write_line(f"frameproof: no test ran ({len(doc['tests'])} selected): exit status {EXIT_NOTHING_RAN}",
+                      red=True)
     out = config.getoption("--fp-json")
     if out:
-        doc = {"mode": "client" if config.getoption("--fp-client") else "net" if config.getoption("--fp-net") else "run",
-               "client": config.getoption("--fp-client"),
-               "server": config.getoption("--fp-net"), "server_name": config.getoption("--fp-net-name"),
-               "implementation": {"name": t.hello.name, "version": t.hello.version,
-                                  "protocols": list(t.hello.protocols), "features": list(t.hello.features)}
-               if t and t.hello else {"command": t.command if t else None},
-               "testee_command": t.command if t else None,
-               "testee_restarts": t.restarts if t else 0,
-               "started": st["started"], "duration_s": round(time.time() - st["started"], 3),
-               "totals": tot, "by_level": by_level,
-               "requirements": {rid: {"level": reqs[rid].level if rid in reqs else "?", **per_req[rid]} for rid in sorted(per_req, key=_req_sort)},
-               "xfail_unmatched": st["xfail_unmatched"],
-               "tests": sorted(results.values(), key=lambda r: r["name"])}
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(json.dumps(doc, indent=1), encoding="utf-8")
+        report.write(doc, out)
         tw.write_line(f"JSON report: {out}")
-
-
-def _req_sort(rid):
-    parts = rid.split("-")
-    return (parts[0], "-".join(parts[1:-1]), int(parts[-1]) if parts[-1].isdigit() else 0)
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -531,5 +508,8 @@ def pytest_sessionfinish(session, exitstatus):
     t = getattr(session.config, "_fp_testee", None)
     if t and t.hello_error is not None and t.hello is None:
         session.exitstatus = EXIT_TESTEE_DID_NOT_START
+    elif not session.config.getoption("--fp-list") and session.exitstatus in (0, 5) \
+            and not any(r["status"] != "skipped" for r in st["items"].values()):
+        session.exitstatus = EXIT_NOTHING_RAN
     if t:
         t.stop()

@@ -50,8 +50,13 @@ class RunningServer:
 
 
 def start_server(command: str, cwd: Optional[str] = None, timeout: float = 30.0, env=None) -> RunningServer:
-    p = subprocess.Popen(shlex.split(command), cwd=cwd, stdout=subprocess.PIPE, stderr=None,
-                         start_new_session=True, env=env)
+    """Starts `command` and waits for its "LISTENING host:port" line; RuntimeError (never an OSError)
+    when it cannot start (a missing program), exits or stays silent."""
+    try:
+        p = subprocess.Popen(shlex.split(command), cwd=cwd, stdout=subprocess.PIPE, stderr=None,
+                             start_new_session=True, env=env)
+    except (OSError, ValueError) as e:
+        raise RuntimeError(f"server {command!r} could not start: {e}") from e
     deadline = time.monotonic() + timeout
     line = b""
     while time.monotonic() < deadline:

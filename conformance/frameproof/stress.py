@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
 
+from . import report
 from .checks import CheckFailure
 from .netsuite import Conn, NetTarget, payload_for, rss_kib
 
@@ -1031,8 +1032,10 @@ def _raise_own_nofile():
 
 
 def run(t: NetTarget, limits: Limits, scale: float = 1.0, select: Optional[List[str]] = None,
-        p99_bound_ms: float = 2000.0, name: str = "", out=print) -> dict:
-    """Runs the scenarios; returns the report (``passed``: every scenario run passed)."""
+        p99_bound_ms: float = 2000.0, name: str = "", out=print, xfail: Optional[List[str]] = None) -> dict:
+    """Runs the scenarios; returns the report (frameproof.report, kind ``stress``; ``passed``: no
+    scenario failed unexpectedly, no expected failure passed, every `xfail` entry matched a scenario
+    that ran). `xfail`: scenario names or globs expected to fail (a library without server-wide limits)."""
     _raise_own_nofile()
     protocol = t.codec.protocol
     rss = RssMonitor(t.pid)
@@ -1058,24 +1061,38 @@ def run(t: NetTarget, limits: Limits, scale: float = 1.0, select: Optional[List[
                 break
     finally:
         rss.stop()
-    reqs: Dict[str, str] = {}
+    xfail = list(xfail or ())
+    used = set()
+    tests = []
     for r in results:
-        for rid in r["failed_requirements"]:
-            reqs[rid] = "failed"
-        if r["verdict"] != "skip":
-            for rid in r["requirements"]:
-                reqs.setdefault(rid, "passed")
-    passed = all(r["verdict"] != "FAIL" for r in results) and alive(t.pid)
+        status = {"ok": "passed", "FAIL": "failed", "skip": "skipped"}[r["verdict"]]
+        entry = next((e for e in xfail if fnmatch.fnmatchcase(r["name"], e) or fnmatch.fnmatchcase(r["scenario"], e)),
+                     None)
+        if entry and status != "skipped":
+            used.add(entry)
+            status = "xfailed" if status == "failed" else "xpassed"
+        msg = "\n".join(r["failures"] + r["notes"])
+        if status == "xpassed":
+            msg = f"expected to fail ({entry}), but passed\n" + msg
+        tests.append(report.test(r["name"], r["requirements"], status, msg, r["duration_s"],
+                                 broken=r["failed_requirements"], description=r["description"]))
+    unmatched = [e for e in xfail if e not in used]
+    for e in unmatched:
+        out(f"  expected-failure entry that matches no scenario run: {e}")
+    tot = report.totals(tests)
+    passed = not tot["failed"] and not tot["xpassed"] and not unmatched and alive(t.pid)
     served = sum(r["healthy_served"] for r in results)
-    out(f"frameproof net --stress: {sum(r['verdict'] == 'ok' for r in results)} passed, "
-        f"{sum(r['verdict'] == 'FAIL' for r in results)} failed, {sum(r['verdict'] == 'skip' for r in results)} "
-        f"skipped; healthy requests served {served}, errors {sum(r['healthy_errors'] for r in results)}; "
+    out(f"frameproof net --stress: {tot['passed']} passed, {tot['failed']} failed, {tot['skipped']} skipped"
+        + (f", {tot['xfailed']} xfailed" if tot["xfailed"] else "") + (f", {tot['xpassed']} xpassed" if tot["xpassed"] else "")
+        + f"; healthy requests served {served}, errors {sum(r['healthy_errors'] for r in results)}; "
         f"peak RSS {_mib(max([r['peak_rss_kib'] or 0 for r in results] or [0]))}")
-    return {"mode": "stress", "server": f"{t.host}:{t.port}", "server_name": name, "protocol": protocol,
-            "codec": t.codec.to_json(), "limits": {a: getattr(limits, a) for a, _, _ in Limits.FLAGS},
-            "allowances": {"timeout_factor": GRACE_FACTOR, "timeout_extra_s": limits.slack_s, "rss_slack_bytes": RSS_SLACK,
-                           "per_connection_bytes": FLOOR, "healthy_p99_ms": p99_bound_ms},
-            "scale": scale, "scenarios": results, "requirements": reqs, "passed": passed}
+    return report.make("stress", {"name": name or f"{t.host}:{t.port}"}, tests,
+                       mode="stress", server=f"{t.host}:{t.port}", server_name=name, protocol=protocol,
+                       codec=t.codec.to_json(), limits={a: getattr(limits, a) for a, _, _ in Limits.FLAGS},
+                       allowances={"timeout_factor": GRACE_FACTOR, "timeout_extra_s": limits.slack_s,
+                                   "rss_slack_bytes": RSS_SLACK, "per_connection_bytes": FLOOR,
+                                   "healthy_p99_ms": p99_bound_ms},
+                       scale=scale, scenarios=results, xfail_unmatched=unmatched, passed=passed)
 
 
 def _mib(kib):
@@ -1135,9 +1152,3 @@ def _run_one(t, limits, scale, rss, p99_bound_ms, sc: Scenario, protocol, full) 
     if skip:
         rec["notes"] = [f"skipped: {skip}"] + rec["notes"]
     return rec
-
-
-def write_json(doc: dict, path: str):
-    from pathlib import Path
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(doc, indent=1), encoding="utf-8")

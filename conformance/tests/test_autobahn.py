@@ -34,8 +34,7 @@ CI_CASES = "1.*,2.*,3.*,4.*,5.*,6.*,7.*,10.*"
 
 
 def default_cases():
-    return [ln.strip() for ln in (FIXTURE / "cases-default.txt").read_text().splitlines()
-            if ln.strip() and not ln.startswith("#")]
+    return list(MAP.known_cases())
 
 
 def selected(patterns):
@@ -143,11 +142,13 @@ def test_junit_report(recorded, tmp_path):
     rs = copy.deepcopy(list(recorded.values()))
     AB.apply_xfail(rs, ["7.1.5"])
     out = tmp_path / "r.xml"
-    AB.write_junit(str(out), rs, 1.5)
+    AB.write_junit(str(out), AB.report_tests(rs), 1.5)
     suite = ET.parse(out).getroot().find("testsuite")
-    assert suite.get("name") == "autobahn.wstest.server"
+    assert suite.get("name") == "frameproof-autobahn" and suite.get("time") == "1.500"
     assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("8", "1", "1")
-    cases = {tc.get("name"): tc for tc in suite.iter("testcase")}
+    cases = {tc.get("name").rsplit("/", 1)[-1]: tc for tc in suite.iter("testcase")}
+    assert {tc.get("classname") for tc in suite.iter("testcase")} == {"websocket.autobahn.wstest.server"}
+    assert all(tc.get("time") for tc in suite.iter("testcase"))
     f = cases["9.3.1"].find("failure")
     assert f.get("message") == "Autobahn FAILED/FAILED" and "Did not receive message within 100 seconds." in f.text
     assert cases["7.1.5"].find("skipped") is not None
@@ -221,7 +222,7 @@ def test_python_reference_server_passes_autobahn(wstest, tmp_path):
     want = selected(CI_CASES)
     assert len(want) == 247
     assert sorted(t["case"] for t in doc["tests"]) == sorted(want), out
-    assert doc["totals"] == {"passed": len(want), "failed": 0, "xfailed": 0, "xpassed": 0}
+    assert doc["totals"] == {"passed": len(want), "failed": 0, "skipped": 0, "xfailed": 0, "xpassed": 0}
     assert doc["verdicts"]["FAILED"] == 0 and doc["unexpected"] == []
     assert doc["side"] == "server" and doc["drivers"]["wstest"]["version"] == "25.10.1"
     # Autobahn's INFORMATIONAL cases: listed, not failed; nothing NON-STRICT
@@ -260,7 +261,7 @@ def test_planted_fault_is_failed_and_exits_1(wstest, tmp_path):
     xf.write_text("# the fault masks every reply\n1.1.1\nwebsocket/autobahn/server/2.*\n")
     rc, out, doc, _ = autobahn(tmp_path, "--server-cmd", srv, "--cases", "1.1.1,2.2,7.3.2", "--xfail", str(xf))
     assert rc == 0, out
-    assert doc["totals"] == {"passed": 1, "failed": 0, "xfailed": 2, "xpassed": 0}
+    assert doc["totals"] == {"passed": 1, "failed": 0, "skipped": 0, "xfailed": 2, "xpassed": 0}
     xf.write_text("1.1.1\n2.2\n7.3.2\n8.*\n9.1.1\n")  # 7.3.2 passes; no case matches 8.*; 9.1.1 is not selected
     rc, out, doc, _ = autobahn(tmp_path, "--server-cmd", srv, "--cases", "1.1.1,2.2,7.3.2", "--xfail", str(xf))
     assert rc == 1 and doc["totals"]["xpassed"] == 1 and doc["xfail_unmatched"] == ["8.*"], out

@@ -217,11 +217,12 @@ class Protocol:
         return self.bench_codec(self.STRESS_FRAME).with_limit(self.STRESS_FRAME)
 
     # ------------------------------------------------------------ the main job (frameproof matrix)
-    def matrix_suites(self, impl: dict, cmd, profile: str) -> List[Tuple[str, str, List[str]]]:
+    def matrix_suites(self, impl: dict, cmd, profile: str, scale: str = "full") -> List[Tuple[str, str, List[str]]]:
         """Suites of this protocol the matrix runs beside the codec, network and load-client ones:
-        (group "net" | "client", row label, frameproof CLI arguments without --json). ``impl`` is the
-        implementation's impl.json (with "dir"), ``cmd(key)`` the shell command of its program
-        ``key`` (or None when it has none), ``profile`` the matrix profile ("smoke" in CI). Default none."""
+        (group "codec" | "net" | "client", row label, frameproof CLI arguments without --json). ``impl``
+        is the implementation's impl.json (with "dir"), ``cmd(key)`` the shell command of its program
+        ``key`` (or None when it has none), ``profile`` the Hypothesis profile ("smoke" in CI), ``scale``
+        "full" (the main job) or "small" (CI: every path at small bounds). Default none."""
         return []
 
     # ------------------------------------------------------------ docs

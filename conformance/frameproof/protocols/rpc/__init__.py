@@ -327,12 +327,13 @@ class Rpc(Protocol):
         return out[:4] + out[-2:] if quick else out
 
     # -- the main job: the service registry's conformance (spec/discovery.md) as a row of its own
-    def matrix_suites(self, impl, cmd, profile):
+    def matrix_suites(self, impl, cmd, profile, scale="full"):
         testee = cmd("testee")
         if not testee:
             return []
         return [("codec", "rpc discovery (DISC-*)", ["run", "--testee", testee, "--protocol", "rpc",
-                                                      "--select", "rpc/DISC-*", "--profile", profile])]
+                                                      "--select", "rpc/DISC-*", "--profile", profile,
+                                                      "--name", impl["name"]])]
 
     # -- docs
     def kaitai_frame(self, codec):

@@ -249,12 +249,13 @@ class WebSocket(Protocol):
     AUTOBAHN_CODEC = {"protocol": "websocket", "limits": {"max_payload": 64 << 20},
                       "websocket": {"max_message": 64 << 20}}
 
-    def matrix_suites(self, impl, cmd, profile):
+    def matrix_suites(self, impl, cmd, profile, scale="full"):
         import json
         import shlex
         from pathlib import Path
-        # CI (smoke): every category but the long 9.* (performance) cases; the main job runs them all
-        cases = ["--quick"] if profile == "smoke" else []
+        from .autobahn_map import SAMPLE_CASES
+        # the main job: every category (1-7, 9, 10); CI (scale small): a few cases of each
+        cases = ["--cases", ",".join(SAMPLE_CASES)] if scale == "small" else []
         xf = impl.get("xfail_autobahn") or {}
         out = []
         for side, key, flag, label in (("server", "server", "--server-cmd", "autobahn (as server)"),

@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from ... import report
 from . import autobahn_map as MAP
 
 WSTEST_VERSION = "25.10.1"
@@ -404,15 +405,6 @@ def drive_client(driver: str, exe: Path, client_cmd: str, agent: str, cases: Lis
 
 # ------------------------------------------------------------------ expected failures, comparison
 
-def read_xfail(path: str) -> List[str]:
-    out = []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        line = line.split("#", 1)[0].strip()
-        if line:
-            out.append(line)
-    return out
-
-
 def _xfail_matches(entry: str, r: CaseResult) -> bool:
     # a name glob (websocket/autobahn/server/9.1.*), or a bare case-ID glob (9.1.*) for every driver and side
     return fnmatch.fnmatchcase(r.name, entry) if "/" in entry else fnmatch.fnmatchcase(r.case, entry)
@@ -462,36 +454,22 @@ def compare(a: Dict[str, CaseResult], b: Dict[str, CaseResult]) -> List[dict]:
 
 # ------------------------------------------------------------------ reports
 
-def write_junit(path: str, results: List[CaseResult], duration: float) -> None:
-    import xml.etree.ElementTree as ET
-    by = {}
-    for r in results:
-        by.setdefault((r.driver, r.side), []).append(r)
-    root = ET.Element("testsuites", name="frameproof-autobahn")
-    for (driver, side), rs in sorted(by.items()):
-        ts = ET.SubElement(root, "testsuite", name=f"autobahn.{driver}.{side}", tests=str(len(rs)),
-                           failures=str(sum(r.status in ("failed", "xpassed") for r in rs)),
-                           skipped=str(sum(r.status == "xfailed" for r in rs)), errors="0", time=f"{duration:.3f}")
-        for r in sorted(rs, key=lambda r: case_key(r.case)):
-            tc = ET.SubElement(ts, "testcase", classname=f"websocket.{driver}.{side}", name=r.case,
-                               time=f"{(r.duration_ms or 0) / 1000:.3f}")
-            props = ET.SubElement(tc, "properties")
-            ET.SubElement(props, "property", name="requirements", value=" ".join(r.requirements))
-            ET.SubElement(props, "property", name="verdict", value=f"{r.behavior}/{r.behavior_close}")
-            text = (f"{r.description}\nrequirements: {', '.join(r.requirements)}\n"
-                    f"expected: {r.expected}\nactual:   {r.actual}\n"
-                    f"expected close: {r.expected_close}\nactual close:   {r.actual_close}")
-            if r.status == "failed":
-                ET.SubElement(tc, "failure", message=f"Autobahn {r.behavior}/{r.behavior_close}").text = text
-            elif r.status == "xpassed":
-                ET.SubElement(tc, "failure", message="expected failure passed").text = text
-            elif r.status == "xfailed":
-                ET.SubElement(tc, "skipped", message=f"expected failure: {r.behavior}/{r.behavior_close}")
-            elif r.verdict != "OK":
-                ET.SubElement(tc, "system-out").text = f"{r.verdict}\n{text}"
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+def _case_message(r: CaseResult) -> str:
+    return (f"Autobahn {r.behavior}/{r.behavior_close}\n{r.description}\nrequirements: {', '.join(r.requirements)}\n"
+            f"expected: {r.expected}\nactual:   {r.actual}\n"
+            f"expected close: {r.expected_close}\nactual close:   {r.actual_close}")
 
+
+def report_tests(results: List[CaseResult]) -> List[dict]:
+    """The cases as tests of the report model (frameproof.report), by driver, side and case."""
+    return [report.test(r.name, r.requirements, r.status, _case_message(r), (r.duration_ms or 0) / 1000,
+                        **{k: v for k, v in asdict(r).items() if k not in ("name", "requirements", "status")})
+            for r in sorted(results, key=lambda r: (r.driver, r.side, case_key(r.case)))]
+
+
+def write_junit(path: str, tests: List[dict], duration: float) -> None:
+    report.write_junit(path, "frameproof-autobahn", tests, duration,
+                       classname=lambda t: f"websocket.autobahn.{t['driver']}.{t['side']}")
 
 def per_requirement(results: List[CaseResult]) -> Dict[str, Dict[str, int]]:
     out = {}
@@ -556,7 +534,7 @@ def add_parser(sub):
                        epilog="exit status: 0 no case FAILED and nothing unexpected; 1 a FAILED case, an expected "
                               "failure that passed, an unmatched --xfail entry or pattern, a driver or the peer gone; "
                               "2 usage error; 3 the server never listened, the client could not start, or a driver could not "
-                              "be installed")
+                              "be installed; 5 no case ran (--cases matched nothing)")
     g = a.add_mutually_exclusive_group(required=True)
     g.add_argument("--server", help="HOST:PORT of a running websocket echo server (127.0.0.1 or ::1)")
     g.add_argument("--server-cmd", help='start this server (it prints "LISTENING host:port"), test it, stop it')
@@ -595,13 +573,16 @@ def cmd_autobahn(args) -> int:
     if args.quick:
         exclude += [c for c in MAP.LONG_CASES if c not in exclude]
         notes.append("--quick: the long cases " + ", ".join(MAP.LONG_CASES) + " were left out")
+    if MAP.selects_nothing(cases, exclude):
+        err(f"no Autobahn case matches --cases {','.join(cases)}" + (f" less {','.join(exclude)}" if exclude else ""))
+        return report.EXIT_NOTHING_RAN
     agent = args.agent or "testee"
     drivers = list(DRIVERS) if args.driver == "both" else [args.driver]
     side = "client" if args.client_cmd else "server"
     xfail = []
     if args.xfail:
         try:
-            xfail = read_xfail(args.xfail)
+            xfail = report.read_xfail(args.xfail)
         except OSError as e:
             err(f"--xfail: {e}")
             return 2
@@ -706,24 +687,24 @@ def cmd_autobahn(args) -> int:
         w(f"note: {n}")
     for u in unexpected:
         w(f"UNEXPECTED: {u}")
-    totals = {k: sum(r.status == k for r in flat) for k in ("passed", "failed", "xfailed", "xpassed")}
+    tests = report_tests(flat)
+    totals = report.totals(tests)
     verdicts = {v: sum(r.verdict == v for r in flat) for v in VERDICTS}
-    rc = 1 if totals["failed"] or totals["xpassed"] or unexpected else 0
-    w(f"autobahn: {len(flat)} results: " + ", ".join(f"{n} {k}" for k, n in totals.items())
+    rc = 1 if totals["failed"] or totals["xpassed"] or unexpected else (0 if flat else report.EXIT_NOTHING_RAN)
+    w(f"autobahn: {len(flat)} results: " + ", ".join(f"{totals[k]} {k}" for k in ("passed", "failed", "xfailed", "xpassed"))
       + f" (verdicts: " + ", ".join(f"{k} {n}" for k, n in verdicts.items()) + f") in {time.time() - started:.1f} s"
       + f" -> exit {rc}")
+    if not flat:
+        w("autobahn: no case ran")
     if args.json:
-        doc = {"tool": "frameproof autobahn", "side": side, "target": target, "agent": agent, "cases": cases,
-               "exclude": exclude, "notes": notes, "drivers": driver_info, "started": started,
-               "duration_s": round(time.time() - started, 3), "totals": totals, "verdicts": verdicts,
-               "requirements": per_requirement(flat), "unexpected": unexpected, "xfail_unmatched": xfail_unmatched,
-               "disagreements": disagreements,
-               "tests": [asdict(r) for r in sorted(flat, key=lambda r: (r.driver, r.side, case_key(r.case)))]}
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(doc, indent=1), encoding="utf-8")
+        doc = report.make("autobahn", {"name": agent}, tests, side=side, target=target, agent=agent, cases=cases,
+                          exclude=exclude, notes=notes, drivers=driver_info, started=started,
+                          duration_s=round(time.time() - started, 3), verdicts=verdicts, unexpected=unexpected,
+                          xfail_unmatched=xfail_unmatched, disagreements=disagreements)
+        report.write(doc, args.json)
         w(f"JSON report: {args.json}")
     if args.junit:
-        write_junit(args.junit, flat, time.time() - started)
+        write_junit(args.junit, tests, time.time() - started)
         w(f"JUnit report: {args.junit}")
     return rc
 

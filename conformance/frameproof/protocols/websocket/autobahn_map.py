@@ -97,6 +97,32 @@ TABLE: List[Tuple[str, Tuple[str, ...], str]] = [
 DEFAULT_CASES = ("1.*", "2.*", "3.*", "4.*", "5.*", "6.*", "7.*", "9.*", "10.*")
 #: the long cases --quick leaves out
 LONG_CASES = ("9.*",)
+#: a few cases of every category of DEFAULT_CASES, short ones (CI's small matrix, frameproof.matrix.SCALES):
+#: framing, pings, reserved bits, opcodes, fragmentation, UTF-8, close, a limit case, auto-fragmentation
+SAMPLE_CASES = ("1.1.1", "1.2.8", "2.1", "2.10", "3.2", "4.1.3", "4.2.4", "5.1", "5.19", "6.1.1", "6.4.1", "6.20.3",
+                "7.1.1", "7.5.1", "7.9.1", "9.1.1", "9.2.1", "10.1.1")
+
+
+def known_cases() -> List[str]:
+    """The case IDs wstest 25.10.1 has in DEFAULT_CASES' categories (autobahn_cases.txt, recorded from
+    a real run of all of them)."""
+    from pathlib import Path
+    text = (Path(__file__).with_name("autobahn_cases.txt")).read_text(encoding="utf-8")
+    return [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
+
+
+#: Autobahn's categories outside DEFAULT_CASES (permessage-deflate): their IDs are not recorded here
+OTHER_CATEGORIES = ("12", "13")
+
+
+def selects_nothing(cases: List[str], exclude: List[str]) -> bool:
+    """True when the case globs select no case: no ID of known_cases is left after `exclude`, and no
+    glob could name a case of OTHER_CATEGORIES (whose IDs are not recorded, so not judged here)."""
+    known = known_cases()
+    if any(fnmatch.fnmatchcase(c, p) and not any(fnmatch.fnmatchcase(c, e) for e in exclude)
+           for c in known for p in cases):
+        return False
+    return not any(fnmatch.fnmatchcase(cat, p.split(".")[0]) for p in cases for cat in OTHER_CATEGORIES)
 
 
 def row(case: str):

@@ -1,0 +1,181 @@
+"""The one report model every suite of the CLI writes (`run`, `net`, `net --client`, `net --stress`,
+`autobahn`, `fuzz`): whatever reads one report reads them all (the matrix, the docs, a user's CI).
+
+A report is a JSON object with at least:
+
+- ``report_version`` (1) and ``kind``: ``run``, ``net``, ``client``, ``stress``, ``autobahn`` or ``fuzz``;
+- ``implementation``: ``{"name": ...}`` (from ``--name``, else the testee's hello, else the command),
+  with ``version``, ``protocols``, ``features`` where the testee said them;
+- ``totals``: how many tests ended in each of STATUSES;
+- ``requirements``: per requirement ID, the same counts (a failure counts under the requirements it
+  breaks, which may be narrower than the ones the test names), and its ``level`` where the spec has it;
+- ``tests``: one object a test with ``name``, ``requirements``, ``status`` and ``message`` (expected
+  and actual, for a failure), ``duration`` in seconds; a failed test may name ``broken`` requirements.
+
+A kind adds its own fields beside these (a stress run its scenarios, Autobahn its verdicts).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional
+
+# Exit statuses of every frameproof command (`frameproof --help` and the README list them)
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DID_NOT_START, EXIT_NOTHING_RAN = 0, 1, 2, 3, 5
+REPORT_VERSION = 1
+STATUSES = ("passed", "failed", "skipped", "xfailed", "xpassed")
+KINDS = ("run", "net", "client", "stress", "autobahn", "fuzz")
+REQUIRED = ("report_version", "kind", "implementation", "totals", "requirements", "tests")
+TEST_REQUIRED = ("name", "requirements", "status", "message", "duration")
+
+
+def zero() -> Dict[str, int]:
+    return {k: 0 for k in STATUSES}
+
+
+def totals(tests: Iterable[dict]) -> Dict[str, int]:
+    out = zero()
+    for t in tests:
+        out[t["status"]] += 1
+    return out
+
+
+def _req_sort(rid: str):
+    parts = rid.split("-")
+    return (parts[0], "-".join(parts[1:-1]), int(parts[-1]) if parts[-1].isdigit() else 0)
+
+
+def per_requirement(tests: Iterable[dict], levels: Optional[Dict[str, str]] = None) -> Dict[str, dict]:
+    """Counts per requirement: a failure under the requirement(s) it breaks (``broken``, else the
+    test's own), every other status under the test's requirements."""
+    out: Dict[str, dict] = {}
+
+    def entry(rid):
+        return out.setdefault(rid, zero())
+
+    for t in tests:
+        if t["status"] == "failed":
+            for rid in t.get("broken") or t["requirements"]:
+                entry(rid)["failed"] += 1
+            for rid in t["requirements"]:
+                entry(rid)
+        else:
+            for rid in t["requirements"]:
+                entry(rid)[t["status"]] += 1
+    if levels is None:
+        from . import spec
+        levels = {rid: r.level for rid, r in spec.requirements().items()}
+    return {rid: {"level": levels.get(rid, "?"), **out[rid]} for rid in sorted(out, key=_req_sort)}
+
+
+def test(name: str, requirements: List[str], status: str, message: str = "", duration: float = 0.0,
+         **extra) -> dict:
+    if status not in STATUSES:
+        raise ValueError(f"unknown status {status!r}")
+    return {"name": name, "requirements": list(requirements), "status": status, "message": message or "",
+            "duration": round(float(duration or 0), 4), **extra}
+
+
+def make(kind: str, implementation: dict, tests: List[dict], levels=None, **extra) -> dict:
+    """A report of `kind` from its tests; `extra` fields are the kind's own."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown report kind {kind!r}")
+    if not implementation.get("name"):
+        raise ValueError("a report names its implementation")
+    doc = {"report_version": REPORT_VERSION, "kind": kind, "implementation": implementation,
+           "totals": totals(tests), "requirements": per_requirement(tests, levels)}
+    doc.update(extra)
+    doc["tests"] = tests
+    return doc
+
+
+def problems(doc) -> List[str]:
+    """What makes `doc` not a report of this model ([] when it is one)."""
+    if not isinstance(doc, dict):
+        return ["not a JSON object"]
+    out = [f"no {k!r}" for k in REQUIRED if k not in doc]
+    if out:
+        return out
+    if doc["kind"] not in KINDS:
+        out.append(f"unknown kind {doc['kind']!r}")
+    if not isinstance(doc["implementation"], dict) or not doc["implementation"].get("name"):
+        out.append("implementation has no name")
+    if set(doc["totals"]) != set(STATUSES):
+        out.append(f"totals has {sorted(doc['totals'])}, not {sorted(STATUSES)}")
+    for t in doc["tests"]:
+        missing = [k for k in TEST_REQUIRED if k not in t]
+        if missing or t.get("status") not in STATUSES:
+            out.append(f"test {t.get('name')!r}: missing {missing} or status {t.get('status')!r}")
+            break
+    if not out and totals(doc["tests"]) != doc["totals"]:
+        out.append("totals do not count the tests")
+    return out
+
+
+def ran(doc) -> int:
+    """How many tests ran (anything but skipped)."""
+    t = doc["totals"]
+    return t["passed"] + t["failed"] + t["xfailed"] + t["xpassed"]
+
+
+def read_xfail(path) -> List[str]:
+    """An expected-failures file: one test name or glob a line; '#' starts a comment (the reason)."""
+    out = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            out.append(line)
+    return out
+
+
+def write(doc: dict, path) -> None:
+    bad = problems(doc)
+    if bad:
+        raise ValueError("report does not follow the report model: " + "; ".join(bad))
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(doc, indent=1), encoding="utf-8")
+
+
+def write_junit(path, suite: str, tests: List[dict], duration: float, classname=None) -> None:
+    """JUnit XML that the common CI readers take: every testsuite and testcase has name, classname
+    (suites: the suite name) and time; failures carry the message, expected failures are skipped."""
+    import xml.etree.ElementTree as ET
+    classname = classname or (lambda t: f"{suite}.{t['name'].split('/')[0]}")
+    tot = totals(tests)
+    root = ET.Element("testsuites", name=suite, tests=str(len(tests)), time=f"{duration:.3f}",
+                      failures=str(tot["failed"] + tot["xpassed"]), errors="0",
+                      skipped=str(tot["skipped"] + tot["xfailed"]))
+    ts = ET.SubElement(root, "testsuite", name=suite, classname=suite, tests=str(len(tests)),
+                       failures=str(tot["failed"] + tot["xpassed"]), errors="0",
+                       skipped=str(tot["skipped"] + tot["xfailed"]), time=f"{duration:.3f}")
+    for t in tests:
+        tc = ET.SubElement(ts, "testcase", classname=classname(t), name=t["name"], time=f"{t['duration']:.3f}")
+        props = ET.SubElement(tc, "properties")
+        ET.SubElement(props, "property", name="requirements", value=" ".join(t["requirements"]))
+        if t["status"] == "failed":
+            ET.SubElement(tc, "failure", message=(t["message"].splitlines() or ["failed"])[0][:200]).text = t["message"]
+        elif t["status"] == "xpassed":
+            ET.SubElement(tc, "failure", message="expected failure passed").text = t["message"]
+        elif t["status"] in ("skipped", "xfailed"):
+            ET.SubElement(tc, "skipped", message=(t["message"].splitlines() or [t["status"]])[0][:200])
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def tidy_junit(path, suite: str = "frameproof") -> None:
+    """Makes pytest's JUnit file (behind `run` and `net`) read like write_junit's: the suite named
+    `suite`, every testsuite and testcase with name, classname and time, a testcase's classname
+    <protocol>.<requirement> from its test name instead of the suite file's."""
+    import xml.etree.ElementTree as ET
+    tree = ET.parse(path)
+    root = tree.getroot()
+    root.set("name", suite)
+    for ts in root.iter("testsuite"):
+        ts.set("name", suite)
+        ts.set("classname", suite)
+        ts.set("time", ts.get("time") or "0.000")
+        for tc in ts.iter("testcase"):
+            parts = tc.get("name", "").split("/")
+            tc.set("classname", ".".join(parts[:2]) if len(parts) > 1 else suite)
+            tc.set("time", tc.get("time") or "0.000")
+    tree.write(path, encoding="utf-8", xml_declaration=True)

@@ -1,0 +1,158 @@
+"""The main job's reading of reports (frameproof.matrix): every kind of report the CLI writes follows
+one model (frameproof.report) and makes a cell; an exception in a phase or a program that is missing
+makes a ✗ cell with its reason, never the end of the job; commands that ran nothing say so with exit
+status 5; the README shows a matrix of every protocol and bundled implementation."""
+import json
+import re
+import subprocess
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from frameproof import matrix, report
+from frameproof import protocols as registry
+from frameproof.stress import SMALL_LIMITS, SMALL_SCALE
+
+from conftest import PY, PYTESTEE, ROOT
+
+PYSERVER = f"{PY} -m frameproof.pyserver"
+
+
+def cli(tmp_path, *args, timeout=600):
+    """Runs the CLI with --json (and --junit where it takes one); (exit status, output, report, junit path)."""
+    rep, junit = tmp_path / "r.json", tmp_path / "r.xml"
+    for f in (rep, junit):
+        if f.exists():
+            f.unlink()
+    extra = ["--json", str(rep)] + (["--junit", str(junit)] if args[0] in ("run", "net", "autobahn") else [])
+    p = subprocess.run([PY, "-m", "frameproof.cli", *args, *extra], cwd=ROOT, capture_output=True, text=True,
+                       timeout=timeout)
+    return p.returncode, p.stdout + p.stderr, (json.loads(rep.read_text()) if rep.exists() else None), junit
+
+
+def stress_args(protocol, *extra):
+    codec = json.dumps(registry.get(protocol).stress_codec().to_json())
+    return ("net", "--codec", codec, "--stress", "--stress-scale", SMALL_SCALE, *SMALL_LIMITS, "--stress-grace-s", "3",
+            "--server-cmd", f"{PYSERVER} --codec '{codec}' --listen 127.0.0.1:0", *extra)
+
+
+KINDS = {
+    "run": ("run", "--testee", PYTESTEE, "--protocol", "standard", "--select", "standard/STD-HDR-1/*"),
+    "net": ("net", "--protocol", "standard", "--server-cmd", f"{PYSERVER} --protocol standard --listen 127.0.0.1:0",
+            "--select", "*/net/pipelin*"),
+    "client": ("net", "--protocol", "standard", "--client",
+               f"{PY} -m frameproof.pyload --protocol standard --connect {{host}}:{{port}} --connections 2 "
+               f"--payload 16 --mode pipelined --window 8 --requests 500 --timeout-ms 1000 --json {{json}}"),
+    "stress": stress_args("standard", "--select", "connect_close_10000"),
+    "fuzz": ("fuzz", "--testee", PYTESTEE, "--protocol", "standard", "--examples", "30", "--seconds", "0"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_every_report_kind_makes_a_cell(tmp_path, kind):
+    rc, out, doc, junit = cli(tmp_path, *KINDS[kind])
+    assert rc == 0, out[-3000:]
+    assert report.problems(doc) == [], report.problems(doc)
+    assert doc["kind"] == kind and doc["implementation"]["name"]
+    cell = matrix._cell(rc, doc)
+    assert cell["ok"], cell
+    ran = report.ran(doc)
+    assert ran > 0 and cell["text"].startswith(f"✓ {doc['totals']['passed']}/{ran}"), cell["text"]
+    if junit.exists():
+        assert_junit_readable(junit, ran + doc["totals"]["skipped"])
+
+
+def test_autobahn_report_makes_a_cell(tmp_path):
+    p = subprocess.run(["bash", str(ROOT / "tools" / "autobahn" / "install.sh")], capture_output=True, text=True,
+                       timeout=900)
+    assert p.returncode == 0, p.stderr[-2000:]
+    codec = json.dumps({"protocol": "websocket", "limits": {"max_payload": 16 << 20},
+                        "websocket": {"max_message": 64 << 20}})
+    rc, out, doc, junit = cli(tmp_path, "autobahn", "--server-cmd", f"{PYSERVER} --codec '{codec}' --listen 127.0.0.1:0",
+                              "--cases", "1.1.1,2.1", "--agent", "fp-python")
+    assert rc == 0, out[-3000:]
+    assert report.problems(doc) == [] and doc["kind"] == "autobahn"
+    assert matrix._cell(rc, doc)["text"] == "✓ 2/2"
+    assert_junit_readable(junit, 2)
+    rc, out, doc, _ = cli(tmp_path, "autobahn", "--server-cmd", f"{PYSERVER} --codec '{codec}' --listen 127.0.0.1:0",
+                          "--cases", "99.*")
+    assert rc == report.EXIT_NOTHING_RAN and not matrix._cell(rc, doc)["ok"], out[-2000:]
+
+
+def assert_junit_readable(path, tests):
+    """What the common CI report readers need: every testsuite and testcase has name, classname, time."""
+    root = ET.parse(path).getroot()
+    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+    assert suites
+    cases = [tc for s in suites for tc in s.iter("testcase")]
+    assert len(cases) == tests
+    for el in suites + cases:
+        for attr in ("name", "classname", "time"):
+            assert el.get(attr) not in (None, ""), (el.tag, attr, el.attrib)
+        float(el.get("time"))
+
+
+def test_a_failing_run_is_a_failing_cell(tmp_path):
+    rc, out, doc, _ = cli(tmp_path, "run", "--testee", f"{PYTESTEE} --mutant accepts-oversize", "--protocol", "standard",
+                          "--requirement", "STD-LIM-1")
+    assert rc == 1, out[-2000:]
+    cell = matrix._cell(rc, doc)
+    assert not cell["ok"] and cell["text"].startswith("✗") and "STD-LIM-1" in cell["failed"], cell
+
+
+@pytest.mark.parametrize("args", [("run", "--testee", PYTESTEE, "--select", "nothing-matches"),
+                                  ("net", "--protocol", "standard", "--server-cmd",
+                                   f"{PYSERVER} --protocol standard --listen 127.0.0.1:0", "--select", "nothing-matches"),
+                                  stress_args("standard", "--select", "nothing-matches"),
+                                  ("fuzz", "--testee", PYTESTEE, "--protocol", "standard", "--examples", "0",
+                                   "--seconds", "0")],
+                         ids=["run", "net", "stress", "fuzz"])
+def test_nothing_ran_is_exit_5_and_a_failing_cell(tmp_path, args):
+    rc, out, doc, junit = cli(tmp_path, *args)
+    assert rc == report.EXIT_NOTHING_RAN, (rc, out[-2000:])
+    cell = matrix._cell(rc, doc)
+    assert not cell["ok"] and "nothing ran" in cell["text"], cell
+    if doc:
+        assert report.problems(doc) == [] and doc["implementation"]["name"] != "?", doc["implementation"]
+
+
+def test_name_in_the_report(tmp_path):
+    rc, out, doc, _ = cli(tmp_path, "run", "--testee", PYTESTEE, "--select", "nothing-matches", "--name", "mine")
+    assert doc["implementation"]["name"] == "mine" and "implementation: mine" in out
+
+
+def test_help_documents_every_exit_status():
+    for cmd in ([], ["run"], ["net"], ["matrix"], ["fuzz"], ["autobahn"]):
+        p = subprocess.run([PY, "-m", "frameproof.cli", *cmd, "--help"], cwd=ROOT, capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        text = " ".join(p.stdout.split())
+        for status in ("0", "1", "2", "3", "5"):
+            assert re.search(rf"(^|\s|;\s){status}\s", text), (cmd, status, text[-1500:])
+    readme = (ROOT / "README.md").read_text()
+    for status in ("0", "1", "2", "3", "5"):
+        assert re.search(rf"^\| `?{status}`? \|", readme, re.M), f"README lists no exit status {status}"
+
+
+def test_a_phase_that_raises_is_a_failing_cell(tmp_path):
+    log = tmp_path / "log"
+    cell = matrix._phase("x", log, lambda: {}["totals"])
+    assert not cell["ok"] and "KeyError" in cell["text"] and "KeyError" in log.read_text()
+
+
+def test_missing_programs_make_failing_cells_not_a_crash(tmp_path):
+    """An implementation whose programs do not exist (a build that did not happen): every cell ✗
+    with its reason, the job goes on to the end (interop included) and exits 1."""
+    impl = tmp_path / "impl.json"
+    impl.write_text(json.dumps({"name": "ghost", "build": ["true"], "testee": ["bin/none"], "server": ["bin/none"],
+                                "load": ["bin/none"], "protocols": ["standard"]}))
+    p = subprocess.run([PY, "-m", "frameproof.cli", "matrix", "--impl", str(impl), "--no-build", "--profile", "smoke",
+                        "--scale", "small", "--out", str(tmp_path / "out")], cwd=ROOT, capture_output=True,
+                       text=True, timeout=600)
+    assert p.returncode == 1, p.stdout[-3000:] + p.stderr[-3000:]
+    assert "Traceback" not in p.stdout + p.stderr, p.stdout[-3000:] + p.stderr[-3000:]
+    doc = json.loads((tmp_path / "out" / "matrix.json").read_text())
+    cells = list(matrix._all_cells(doc))
+    kinds = {k.split()[1] for k, _ in cells}
+    assert {"codec", "net", "client", "interop"} <= kinds | {k.split()[0] for k, _ in cells}, cells
+    assert "standard stress" in doc["results"]["ghost"]["net"]
+    assert cells and all(not c["ok"] and c["text"].startswith("✗") for _, c in cells), cells
