@@ -359,7 +359,9 @@ def render(doc) -> str:
     for proto in registry.names() if built else ():
         if not any(k.startswith(f"{proto}:") for k in doc["interop"]):
             continue  # no implementation has both a client and a server for it yet
-        out += f"\nInterop, {proto} (rows: load client, columns: server; 4 connections × 20000 verified requests, window 32)\n\n"
+        size = doc.get("interop_size") or {"connections": 4, "requests": 20000}
+        out += (f"\nInterop, {proto} (rows: load client, columns: server; {size['connections']} connections × "
+                f"{size['requests']} verified requests, window 32)\n\n")
         out += f"| client \\ server | {' | '.join(built)} |\n|---|" + "---|" * len(built) + "\n"
         for c in [c for c in built if any(k.startswith(f"{proto}:{c}->") for k in doc["interop"])]:  # clients only
             out += f"| {c} | " + " | ".join(doc["interop"].get(f"{proto}:{c}->{s}", {"text": "—"})["text"] for s in built) + " |\n"

@@ -114,12 +114,14 @@ def test_expected_failures(recorded):
 
 
 @pytest.mark.parametrize("entry,applies", [
-    ("7.1.5", True), ("9.3.1", False), ("9.*", True), ("websocket/autobahn/server/7.1.5", True),
+    ("7.1.5", True), ("9.3.1", False), ("9.*", False), ("7.1.*", True), ("6.*", False), ("12.*", True),
+    ("websocket/autobahn/server/7.1.5", True),
     ("websocket/autobahn/client/7.1.5", False), ("websocket/kosoku/server/7.1.5", False),
     ("websocket/*/*/7.1.5", True), ("websocket/autobahn/*/9.3.3", False), ("3.2", False),
 ])
 def test_expected_failures_outside_the_run_are_not_checked(entry, applies):
-    # one file serves runs of any selection: wstest only, server side, 7.* and 3.1 except 3.2
+    # one file serves runs of any selection: wstest only, server side, 7.* and 3.* except 3.2 and 9.*;
+    # a glob applies where it names a selected case (12.*: no recorded IDs, judged by the run)
     assert AB.xfail_applies(entry, ["wstest"], "server", ["7.*", "3.*"], ["3.2", "9.*"]) is applies
 
 
