@@ -59,9 +59,10 @@ def test_every_implementation_lists_every_protocol(impl):
 
 # A protocol name as a quoted literal, or a two-way branch on the protocol, in shared code.
 _BRANCH = re.compile(r"""(protocol\s*[!=]=\s*["'])|(["'](standard|length-field)["'])""")
-SHARED = [p for p in (ROOT / "conformance" / "frameproof").glob("*.py")] + \
-    [p for p in (ROOT / "conformance" / "frameproof" / "pytestee").glob("*.py")] + \
-    [ROOT / "tools" / "gen_vectors.py", ROOT / "tools" / "docs" / "gen_docs.py"]
+SHARED = sorted(p for p in (ROOT / "conformance" / "frameproof").rglob("*.py")
+                if not {"protocols", "_generated"} & set(p.relative_to(ROOT / "conformance" / "frameproof").parts)) + \
+    [ROOT / "tools" / "gen_vectors.py", ROOT / "tools" / "docs" / "gen_docs.py"] + \
+    sorted((ROOT / "tools" / "docs" / "gendocs").glob("*.py"))
 
 
 @pytest.mark.parametrize("path", SHARED, ids=lambda p: str(p.relative_to(ROOT)))

@@ -51,13 +51,6 @@ def get(name: str):
         raise KeyError(f"unknown protocol {name!r} (known: {', '.join(names())})") from None
 
 
-def for_requirement(rid: str):
-    """The protocol whose spec defines requirement ``rid`` (None for harness requirements)."""
-    from ..spec import requirements
-    r = requirements().get(rid)
-    return _registry().get(r.protocol) if r else None
-
-
 def get_module(module: str):
     """The package of a registered protocol by its module name (``length_field``)."""
     return importlib.import_module(f"{__name__}.{module}")

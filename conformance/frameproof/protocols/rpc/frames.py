@@ -3,7 +3,7 @@ codes and the conformance echo service's names (spec/rpc.md §2, §3, §9). Plai
 oracle and the reference codec: no parsing here."""
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ...oracle import Frame
 
@@ -70,7 +70,3 @@ def stream(kind: int, sid: int, payload: bytes = b"", service: bytes = b"", meth
 
 def init(sid: int, service: bytes = ECHO_SERVICE, method: bytes = ECHO_METHOD) -> Frame:
     return stream(INIT, sid, b"", service, method)
-
-
-def with_header(f: Frame, **kw) -> Frame:
-    return Frame(f.flag, f.sequence, f.payload, replace(f.header, **kw))

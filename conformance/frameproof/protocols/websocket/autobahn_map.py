@@ -142,7 +142,3 @@ def requirements(case: str, side: str = "server") -> List[str]:
     if side == "client":
         ids = ["WS-MASK-2" if i == "WS-MASK-1" else i for i in ids]
     return ids
-
-
-def all_ids() -> List[str]:
-    return sorted({i for _, ids, _ in TABLE for i in ids} | {"WS-MASK-2"})
