@@ -192,6 +192,9 @@ def update_readme(md: str, marker: str = "matrix"):
     readme.write_text(head + b + "\n" + md.rstrip() + "\n" + e + tail, encoding="utf-8")
 
 
+GROUP_TITLES = {"codec": "codec", "net": "server", "client": "load client"}
+
+
 def machine() -> str:
     """The machine a matrix ran on, in one line (cores, memory, kernel, Python)."""
     try:
@@ -215,7 +218,7 @@ def run_matrix(names=None, build=True, profile="ci", out_dir=None, readme=False,
     stressed_third_party = [i["name"] for i in impls if i.get("third_party") and "server" in i][:sc["stress_third_party"]]
 
     def cell(name, group, label, argv):
-        print(f"[{name}] {label} …", flush=True)
+        print(f"[{name}] {GROUP_TITLES[group]}: {label} …", flush=True)
         results[name][group][label] = _phase(f"{name} {label}", log, lambda: _cell(*_fp(argv, log)))
 
     for impl in impls:
@@ -336,7 +339,7 @@ def render(doc) -> str:
     heads = [f"{n} (third-party)" if n in third else n for n in names]
     lines = [f"| suite | {' | '.join(heads)} |", "|---|" + "---|" * len(names)]
     rows = []
-    for group, title in (("codec", "codec"), ("net", "server"), ("client", "load client")):
+    for group, title in GROUP_TITLES.items():
         labels = []
         for n in names:
             for lab in doc["results"][n][group]:

@@ -20,7 +20,7 @@ NUNIT_FW=$(ls /usr/lib/cli/nunit.framework-*/nunit.framework.dll | head -n1)
 MCS="mcs -langversion:7.2 -optimize+ -nowarn:1591 -define:MONO"
 mkdir -p build
 
-$MCS -unsafe -target:library -out:build/Frameproof.Codec.dll -doc:build/Frameproof.Codec.xml src/Codec/*.cs
+$MCS -unsafe -target:library -out:build/Frameproof.Codec.dll -doc:build/Frameproof.Codec.xml $(find src/Codec -name '*.cs' | sort)
 $MCS -out:build/fp-testee.exe -r:build/Frameproof.Codec.dll src/Testee/*.cs
 if [ -d src/Server ] && ls src/Server/*.cs >/dev/null 2>&1; then
   $MCS -unsafe -out:build/fp-server.exe -r:build/Frameproof.Codec.dll -r:Mono.Posix src/Server/*.cs

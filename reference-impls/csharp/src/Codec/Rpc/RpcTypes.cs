@@ -1,0 +1,55 @@
+using System;
+using System.Buffers;
+using System.Buffers.Binary;
+using System.Collections.Generic;
+using System.Runtime.InteropServices;
+
+namespace Frameproof.Codec
+{
+    /// <summary>rpc frame types, flags and the conformance echo service's names (spec/rpc.md §2, §3, §9).</summary>
+    public static class RpcTypes
+    {
+        public const byte Request = 0x01, Response = 0x02, Heartbeat = 0x03, Error = 0x04;
+        public const byte StreamInit = 0x10, StreamInitAck = 0x11, StreamData = 0x12, StreamEnd = 0x13, StreamCancel = 0x14;
+        public const byte EndStream = 0x04;
+        public const byte ModeMask = 0x03;
+        public const int HeaderLength = 16;
+        /// <summary>RPC-LIM-1 default: 16 MiB (upstream RPC_MAX_BODY_SIZE).</summary>
+        public const long DefaultMaxBody = 16L * 1024 * 1024;
+        public const ushort CodeOk = 0, CodeServiceNotFound = 2, CodeMethodNotFound = 3;
+
+        /// <summary>"frameproof.Echo" and "echo" (spec/rpc.md §9).</summary>
+        public static readonly byte[] EchoService = { 0x66, 0x72, 0x61, 0x6d, 0x65, 0x70, 0x72, 0x6f, 0x6f, 0x66, 0x2e, 0x45, 0x63, 0x68, 0x6f };
+        public static readonly byte[] EchoMethod = { 0x65, 0x63, 0x68, 0x6f };
+        // the same names as words in memory order (bytes 0-7 and 7-14 of the service), compared through pointers
+        static readonly ulong EchoService0 = BitConverter.ToUInt64(EchoService, 0), EchoService1 = BitConverter.ToUInt64(EchoService, 7);
+        static readonly uint EchoMethodWord = BitConverter.ToUInt32(EchoMethod, 0);
+
+        /// <summary>The <paramref name="length"/> bytes at <paramref name="p"/> are "frameproof.Echo".</summary>
+        internal static unsafe bool IsEchoService(byte* p, int length)
+        {
+            return length == 15 && *(ulong*)p == EchoService0 && *(ulong*)(p + 7) == EchoService1;
+        }
+
+        /// <summary>The <paramref name="length"/> bytes at <paramref name="p"/> are "echo".</summary>
+        internal static unsafe bool IsEchoMethod(byte* p, int length)
+        {
+            return length == 4 && *(uint*)p == EchoMethodWord;
+        }
+
+        /// <summary>RPC-HDR-4: the nine types.</summary>
+        public static bool IsKnown(uint type)
+        {
+            return (type >= Request && type <= Error) || (type >= StreamInit && type <= StreamCancel);
+        }
+
+        /// <summary>RPC-BODY-5: STREAM_INIT_ACK, STREAM_END, STREAM_CANCEL have an empty body.</summary>
+        public static bool IsControl(uint type) { return type == StreamInitAck || type == StreamEnd || type == StreamCancel; }
+
+        /// <summary>REQUEST and STREAM_INIT carry service and method (RPC-BODY-1, RPC-BODY-3).</summary>
+        public static bool HasNames(uint type) { return type == Request || type == StreamInit; }
+
+        /// <summary>STREAM_INIT .. STREAM_CANCEL: the types that pick the stream endpoint (RPC-ECHO-7).</summary>
+        public static bool IsStream(uint type) { return type >= StreamInit && type <= StreamCancel; }
+    }
+}

@@ -1,0 +1,210 @@
+using System;
+using System.Buffers;
+using System.Buffers.Binary;
+using System.Collections.Generic;
+using System.Runtime.InteropServices;
+using System.Security.Cryptography;
+using System.Text;
+
+namespace Frameproof.Codec
+{
+    /// <summary>
+    /// The websocket echo endpoint of one connection (spec/websocket.md §13), for either role:
+    /// a server (the testee's <c>serve</c>, starting after the handshake; the network server, starting
+    /// with the opening handshake, WS-HS-1..5) answers unmasked, a client (the Autobahn client)
+    /// answers masked with fresh keys. Every complete data message is echoed as one FIN frame with its
+    /// opcode (WS-ECHO-1); pings get pongs (WS-PING-1), pongs nothing (WS-PING-2); a close is
+    /// answered with its code and closes (WS-CLOSE-5); an error writes the replies before it, the
+    /// close frame of WS-ERR-1 and closes (WS-ECHO-2); EOF closes without writing (WS-ECHO-3).
+    /// Fragments are collected in a <see cref="NativeBuffer"/> bounded by the message limit.
+    /// </summary>
+    public sealed class WsEchoSession : ServerSession, IWsFrameHandler
+    {
+        readonly WsDecoder _decoder;
+        readonly bool _client, _sink;
+        readonly MaskKeySource _keys;
+        byte[] _head;                 // opening handshake still to read (network server), else null
+        int _headLen;
+        readonly NativeBuffer _msg = new NativeBuffer();   // fragments of the message in progress
+        int _msgLen;
+        byte _msgOp;
+        readonly byte[] _key = new byte[4], _scratch = new byte[2];
+
+        /// <summary>An echo endpoint: <paramref name="client"/> for the client role (masked replies,
+        /// unmasked input), the frame and message limits (0: the defaults), <paramref name="handshake"/>
+        /// to read the opening handshake first (network server), <paramref name="sink"/> to answer only
+        /// pings and the close.</summary>
+        public WsEchoSession(bool client, long maxFrame, long maxMessage, bool handshake, bool sink)
+        {
+            _client = client;
+            _sink = sink;
+            _decoder = new WsDecoder(!client, maxFrame, maxMessage);
+            if (client) _keys = new MaskKeySource();
+            if (handshake) _head = new byte[WsHandshake.MaxHead];
+        }
+
+        /// <summary>When set, complete data messages are collected here instead of echoed (the
+        /// Autobahn client's /getCaseCount).</summary>
+        public List<byte[]> Collected;
+
+        /// <summary>The handshake is done (or there is none): frames are being read.</summary>
+        public bool Open { get { return _head == null; } }
+
+        public override bool Receive(ReadOnlySpan<byte> data)
+        {
+            if (Closed) return false;
+            if (_head != null)
+            {
+                int room = _head.Length - _headLen;
+                int k = Math.Min(room, data.Length);
+                data.Slice(0, k).CopyTo(new Span<byte>(_head, _headLen, k));
+                int end = WsHandshake.HeadEnd(new ReadOnlySpan<byte>(_head, 0, _headLen + k), _headLen);
+                if (end < 0)
+                {
+                    _headLen += k;
+                    if (_headLen == _head.Length)
+                    {
+                        WriteAscii("HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+                        Close(new ProtocolError("WS-HS-1", 0, "request head longer than " + WsHandshake.MaxHead + " bytes"));
+                        return false;
+                    }
+                    return true;
+                }
+                int used = end - _headLen;          // bytes of this chunk that belong to the head
+                string head = Encoding.GetEncoding("iso-8859-1").GetString(_head, 0, end - 4);
+                bool ok;
+                string requirement;
+                WriteAscii(WsHandshake.Answer(head, out ok, out requirement));
+                _head = null;
+                if (!ok)
+                {
+                    Close(new ProtocolError(requirement, 0, "opening handshake refused"));
+                    return false;
+                }
+                data = data.Slice(used);
+                if (data.Length == 0) return true;
+            }
+            if (!_decoder.Feed(data, this) && !Closed) Fail(_decoder.Error);
+            return !Closed;
+        }
+
+        /// <summary>The opening handshake is still being read (WS-RES-3: it must complete within the
+        /// idle timeout).</summary>
+        public override bool Opening { get { return _head != null && !Closed; } }
+
+        /// <summary>The request head so far, the frame in progress and the fragments of the message in
+        /// progress (WS-RES-1; at least 1 while a message is unfinished).</summary>
+        public override long HeldInput
+        {
+            get
+            {
+                if (Closed) return 0;
+                if (_head != null) return _headLen;
+                long held = _decoder.HeldBytes;
+                if (_decoder.InMessage) held += Math.Max(1, Math.Max(_msgLen, _msg.Capacity));
+                return held;
+            }
+        }
+
+        public override void EndOfInput()
+        {
+            if (Closed) return;
+            if (_head != null) { Close(default(ProtocolError)); return; }
+            Close(_decoder.Finish() ? default(ProtocolError) : _decoder.Error);
+        }
+
+        void Fail(ProtocolError e)
+        {
+            int code = WsOpcodes.CloseCodeFor(e.Requirement);
+            if (code != 0)
+            {
+                BinaryPrimitives.WriteUInt16BigEndian(_scratch, (ushort)code);
+                Reply(WsOpcodes.Close, new ReadOnlySpan<byte>(_scratch, 0, 2));
+            }
+            Close(e);
+        }
+
+        public unsafe bool OnFrame(ref WsFrame f)
+        {
+            Frames++;
+            int n = f.Payload.Length;
+            PayloadBytes += n;
+            byte op = f.Opcode;
+            if (f.Fin && (op == WsOpcodes.Text || op == WsOpcodes.Binary) && !_sink && !_client && Collected == null)
+            {
+                // The echo of an unfragmented message, written inline (what Message and Reply do): on Mono
+                // each Span passed on or built costs a few ns.
+                _msgOp = op;
+                _msgLen = 0;
+                int at = ReserveAt(WsEncoder.HeaderLength(n, false) + n);
+                fixed (byte* d = OutputBuffer)
+                fixed (byte* s = &MemoryMarshal.GetReference(f.Payload))
+                    Commit(WsEncoder.Put(d + at, true, op, null, s, n));
+                return true;
+            }
+            switch (op)
+            {
+                case WsOpcodes.Ping:
+                    Reply(WsOpcodes.Pong, f.Payload);
+                    return true;
+                case WsOpcodes.Pong:
+                    return true;
+                case WsOpcodes.Close:
+                    Reply(WsOpcodes.Close, f.Payload.Length >= 2 ? f.Payload.Slice(0, 2) : ReadOnlySpan<byte>.Empty);
+                    Close(default(ProtocolError));
+                    return false;
+            }
+            if (_sink) return true;
+            if (f.Opcode != WsOpcodes.Continuation)
+            {
+                _msgOp = f.Opcode;
+                _msgLen = 0;
+                if (f.Fin) { Message(_msgOp, f.Payload); return true; }   // unfragmented: straight from the frame
+            }
+            Append(f.Payload);
+            if (f.Fin)
+            {
+                Message(_msgOp, _msg.Slice(0, _msgLen));
+                _msgLen = 0;
+                if (_msg.Capacity > 64 * 1024) _msg.Free();
+            }
+            return true;
+        }
+
+        void Message(byte opcode, ReadOnlySpan<byte> payload)
+        {
+            if (Collected != null) Collected.Add(payload.ToArray());
+            else Reply(opcode, payload);
+        }
+
+        void Append(ReadOnlySpan<byte> p)
+        {
+            _msg.Ensure(_msgLen + p.Length);   // the decoder bounds _msgLen + p.Length by the message limit
+            p.CopyTo(_msg.Slice(_msgLen, p.Length));
+            _msgLen += p.Length;
+        }
+
+        unsafe void Reply(byte opcode, ReadOnlySpan<byte> payload)
+        {
+            int at = ReserveAt(WsEncoder.HeaderLength(payload.Length, _client) + payload.Length);
+            if (!_client) { Commit(WsEncoder.Write(true, opcode, null, payload, OutputBuffer, at)); return; }
+            _keys.Next(_key);
+            fixed (byte* k = _key) Commit(WsEncoder.Write(true, opcode, k, payload, OutputBuffer, at));
+        }
+
+        void WriteAscii(string s)
+        {
+            Span<byte> d = Reserve(s.Length);
+            for (int i = 0; i < s.Length; i++) d[i] = (byte)s[i];
+            Commit(s.Length);
+        }
+
+        public override void Dispose()
+        {
+            _decoder.Dispose();
+            _msg.Dispose();
+            if (_keys != null) _keys.Dispose();
+            base.Dispose();
+        }
+    }
+}

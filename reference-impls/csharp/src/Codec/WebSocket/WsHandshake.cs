@@ -1,0 +1,140 @@
+using System;
+using System.Buffers;
+using System.Buffers.Binary;
+using System.Collections.Generic;
+using System.Runtime.InteropServices;
+using System.Security.Cryptography;
+using System.Text;
+
+namespace Frameproof.Codec
+{
+    /// <summary>The opening handshake (spec/websocket.md §12, RFC 6455 §4).</summary>
+    public static class WsHandshake
+    {
+        public const string Guid = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+        public const string Subprotocol = "frameproof.echo";
+        /// <summary>Largest request or response head read.</summary>
+        public const int MaxHead = 8192;
+
+        /// <summary>WS-HS-2: base64(SHA-1(key + GUID)).</summary>
+        public static string AcceptFor(string key)
+        {
+            using (SHA1 sha = SHA1.Create())
+                return Convert.ToBase64String(sha.ComputeHash(Encoding.ASCII.GetBytes(key + Guid)));
+        }
+
+        /// <summary>The index just after the blank line ending an HTTP head, or -1; bytes before
+        /// <paramref name="from"/> are known not to end it.</summary>
+        public static int HeadEnd(ReadOnlySpan<byte> b, int from = 0)
+        {
+            for (int i = Math.Max(3, from); i < b.Length; i++)
+                if (b[i] == '\n' && b[i - 1] == '\r' && b[i - 2] == '\n' && b[i - 3] == '\r') return i + 1;
+            return -1;
+        }
+
+        /// <summary>Parses a head into its first line and headers (names lower-case, repeated headers
+        /// joined with ", "); false if a header line has no colon.</summary>
+        public static bool Parse(string head, out string first, out Dictionary<string, string> headers)
+        {
+            headers = new Dictionary<string, string>();
+            string[] lines = head.Split(new[] { "\r\n" }, StringSplitOptions.None);
+            first = lines[0];
+            for (int i = 1; i < lines.Length; i++)
+            {
+                if (lines[i].Length == 0) continue;
+                int c = lines[i].IndexOf(':');
+                if (c < 0) return false;
+                string k = lines[i].Substring(0, c).Trim().ToLowerInvariant(), v = lines[i].Substring(c + 1).Trim();
+                string old;
+                headers[k] = headers.TryGetValue(k, out old) ? old + ", " + v : v;
+            }
+            return true;
+        }
+
+        static bool HasToken(Dictionary<string, string> h, string name, string token)
+        {
+            string v;
+            if (!h.TryGetValue(name, out v)) return false;
+            foreach (string t in v.Split(','))
+                if (string.Equals(t.Trim(), token, StringComparison.OrdinalIgnoreCase)) return true;
+            return false;
+        }
+
+        static bool IsKey(string key)
+        {
+            if (key == null || key.Length != 24 || !key.EndsWith("==", StringComparison.Ordinal)) return false;
+            for (int i = 0; i < 22; i++)
+            {
+                char c = key[i];
+                if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '/')) return false;
+            }
+            try { return Convert.FromBase64String(key).Length == 16; }
+            catch (FormatException) { return false; }
+        }
+
+        static string Status(int code, string reason, string extra)
+        {
+            return "HTTP/1.1 " + code + " " + reason + "\r\n" + extra + "Content-Length: 0\r\nConnection: close\r\n\r\n";
+        }
+
+        /// <summary>The server's answer to a request head (without the blank line). <paramref name="ok"/>:
+        /// 101, frames follow; else <paramref name="requirement"/> names the requirement the request broke.</summary>
+        public static string Answer(string head, out bool ok, out string requirement)
+        {
+            ok = false;
+            requirement = "WS-HS-1";
+            string first;
+            Dictionary<string, string> h;
+            if (!Parse(head, out first, out h)) return Status(400, "Bad Request", "");
+            string[] parts = first.Split(' ');
+            string key;
+            h.TryGetValue("sec-websocket-key", out key);
+            bool bad = parts.Length != 3 || parts[0] != "GET" || parts[2] != "HTTP/1.1" || !h.ContainsKey("host")
+                || !HasToken(h, "upgrade", "websocket") || !HasToken(h, "connection", "upgrade") || !IsKey(key);
+            if (bad) return Status(400, "Bad Request", "");
+            string version;
+            if (!h.TryGetValue("sec-websocket-version", out version) || version != "13")
+            {
+                requirement = "WS-HS-3";
+                return Status(426, "Upgrade Required", "Sec-WebSocket-Version: 13\r\n");
+            }
+            string extra = "";
+            string offered;
+            if (h.TryGetValue("sec-websocket-protocol", out offered))
+                foreach (string p in offered.Split(','))
+                    if (p.Trim() == Subprotocol) { extra = "Sec-WebSocket-Protocol: " + Subprotocol + "\r\n"; break; }
+            ok = true;
+            requirement = null;
+            return "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: "
+                + AcceptFor(key) + "\r\n" + extra + "\r\n";
+        }
+
+        /// <summary>A client's opening request (WS-HS-1) with a fresh random key.</summary>
+        public static string Request(string host, string path, out string key)
+        {
+            var k = new byte[16];
+            using (var rng = RandomNumberGenerator.Create()) rng.GetBytes(k);
+            key = Convert.ToBase64String(k);
+            return "GET " + path + " HTTP/1.1\r\nHost: " + host + "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: "
+                + key + "\r\nSec-WebSocket-Version: 13\r\n\r\n";
+        }
+
+        /// <summary>Checks a server's answer head: 101, Upgrade, Connection, Sec-WebSocket-Accept for
+        /// <paramref name="key"/>. Returns null if it is right, else what is wrong.</summary>
+        public static string CheckAnswer(string head, string key)
+        {
+            string first;
+            Dictionary<string, string> h;
+            if (!Parse(head, out first, out h)) return "malformed answer head";
+            string[] parts = first.Split(' ');
+            if (parts.Length < 2 || parts[1] != "101") return "status line '" + first + "' (expected 101)";
+            if (!HasToken(h, "upgrade", "websocket")) return "no 'Upgrade: websocket'";
+            if (!HasToken(h, "connection", "upgrade")) return "no 'Connection: Upgrade'";
+            if (h.ContainsKey("sec-websocket-extensions")) return "the server named an extension nobody offered (WS-HS-5)";
+            string accept;
+            if (!h.TryGetValue("sec-websocket-accept", out accept) || accept != AcceptFor(key))
+                return "Sec-WebSocket-Accept '" + accept + "', expected '" + AcceptFor(key) + "'";
+            return null;
+        }
+    }
+}
