@@ -5,7 +5,7 @@ using NUnit.Framework;
 
 namespace Frameproof.Tests
 {
-    /// <summary>The rpc module (src/Codec/Rpc.cs) against spec/rpc.md: decoder, encoder, matcher, sessions.</summary>
+    /// <summary>The rpc module (src/Codec/Rpc/) against spec/rpc.md: decoder, encoder, matcher, sessions.</summary>
     [TestFixture]
     public class RpcTests
     {

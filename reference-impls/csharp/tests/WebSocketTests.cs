@@ -6,7 +6,7 @@ using NUnit.Framework;
 
 namespace Frameproof.Tests
 {
-    /// <summary>The websocket module (src/Codec/WebSocket.cs) against spec/websocket.md.</summary>
+    /// <summary>The websocket module (src/Codec/WebSocket/) against spec/websocket.md.</summary>
     [TestFixture]
     public class WebSocketTests
     {
