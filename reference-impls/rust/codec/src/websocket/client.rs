@@ -1,0 +1,179 @@
+//! The client side: masking keys, the opening request, the load client's matcher.
+
+#[allow(unused_imports)]
+use super::*;
+
+// ------------------------------------------------------------------ the client side
+
+/// Masking keys from the operating system's CSPRNG (RFC 6455 §5.3, §10.3), fetched 1024 at a
+/// time.
+#[derive(Debug)]
+pub struct Keys {
+    buf: Box<[u8; 4096]>,
+    pos: usize,
+}
+
+impl Default for Keys {
+    fn default() -> Self {
+        Keys {
+            buf: Box::new([0; 4096]),
+            pos: 4096,
+        }
+    }
+}
+
+impl Keys {
+    pub fn key(&mut self) -> [u8; 4] {
+        if self.pos + 4 > self.buf.len() {
+            getrandom::fill(&mut self.buf[..]).expect("the operating system's random source");
+            self.pos = 0;
+        }
+        let k = [
+            self.buf[self.pos],
+            self.buf[self.pos + 1],
+            self.buf[self.pos + 2],
+            self.buf[self.pos + 3],
+        ];
+        self.pos += 4;
+        k
+    }
+}
+
+/// The client's opening handshake (reference-impls/README.md, websocket): the request, then the
+/// check of the server's 101 and `Sec-WebSocket-Accept`.
+#[derive(Debug)]
+pub struct ClientOpening {
+    request: Vec<u8>,
+    accept: String,
+}
+
+/// A handshake request for `host`, path `/`, with a fresh random 16-byte key.
+pub fn client_opening(host: &str) -> ClientOpening {
+    client_opening_to(host, "/")
+}
+
+/// A handshake request for `path` on `host` with a fresh random 16-byte key.
+pub fn client_opening_to(host: &str, path: &str) -> ClientOpening {
+    let mut nonce = [0u8; 16];
+    getrandom::fill(&mut nonce).expect("the operating system's random source");
+    let key = base64::engine::general_purpose::STANDARD.encode(nonce);
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    )
+    .into_bytes();
+    ClientOpening {
+        request,
+        accept: accept_for(&key),
+    }
+}
+
+impl crate::protocol::Opening for ClientOpening {
+    fn request(&self) -> &[u8] {
+        &self.request
+    }
+
+    fn response(&self, buf: &[u8]) -> Result<Option<usize>, String> {
+        let mut headers = [httparse::EMPTY_HEADER; 64];
+        let mut resp = httparse::Response::new(&mut headers);
+        let used = match resp.parse(buf) {
+            Ok(httparse::Status::Complete(n)) => n,
+            Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD => {
+                return Err(format!("handshake response longer than {MAX_HEAD} bytes"))
+            }
+            Ok(httparse::Status::Partial) => return Ok(None),
+            Err(e) => return Err(format!("malformed handshake response: {e}")),
+        };
+        if resp.code != Some(101) {
+            return Err(format!(
+                "handshake answered {} {}",
+                resp.code.unwrap_or(0),
+                resp.reason.unwrap_or("")
+            ));
+        }
+        let accept = resp
+            .headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case("sec-websocket-accept"))
+            .map(|h| String::from_utf8_lossy(h.value).trim().to_string());
+        if accept.as_deref() != Some(self.accept.as_str()) {
+            return Err(format!(
+                "Sec-WebSocket-Accept {accept:?}, expected {:?}",
+                self.accept
+            ));
+        }
+        Ok(Some(used))
+    }
+}
+
+/// The client side of a websocket connection for a load client: each request a masked FIN
+/// message with a fresh key (WS-MASK-3/4), echoes matched FIFO (WS-ECHO-1).
+#[derive(Debug)]
+pub struct WsClient<T> {
+    pub(super) m: FifoMatcher<T>,
+    pub(super) keys: Keys,
+    pub(super) proto: WebSocket,
+}
+
+impl<T> ClientMatcher<T> for WsClient<T> {
+    type Frame = WsFrame;
+
+    fn send_request(
+        &mut self,
+        now: u64,
+        tag: T,
+        len: usize,
+        out: &mut BytesMut,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Result<(), SendError<ProtocolError>> {
+        let p = self.proto;
+        let key = self.keys.key();
+        self.m.send_request(now, tag, || {
+            p.check_request(len)?;
+            put_masked_frame(out, p.opcode, key, len, fill);
+            Ok(())
+        })
+    }
+
+    fn send_unanswered(
+        &mut self,
+        len: usize,
+        out: &mut BytesMut,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Result<(), SendError<ProtocolError>> {
+        if self.m.is_failed() {
+            return Err(SendError::ConnectionFailed);
+        }
+        self.proto.check_request(len).map_err(SendError::Encode)?;
+        let key = self.keys.key();
+        put_masked_frame(out, self.proto.opcode, key, len, fill);
+        Ok(())
+    }
+
+    /// Data frames complete the oldest request; control frames complete nothing.
+    fn receive(&mut self, f: &WsFrame) -> Received<T> {
+        if self.m.is_failed() {
+            return Received::Ignored;
+        }
+        if f.opcode >= 8 {
+            return Received::PeerRequest;
+        }
+        self.m.receive()
+    }
+
+    fn expire(&mut self, now: u64) -> Expired<T> {
+        self.m.expire(now)
+    }
+
+    fn fail(&mut self) -> Vec<T> {
+        self.m.fail()
+    }
+
+    fn pending(&self) -> usize {
+        self.m.pending()
+    }
+
+    fn is_failed(&self) -> bool {
+        self.m.is_failed()
+    }
+}

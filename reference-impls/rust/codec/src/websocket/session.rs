@@ -1,0 +1,195 @@
+//! The echo service's server session (§13).
+
+#[allow(unused_imports)]
+use super::*;
+
+// ------------------------------------------------------------------ the server session (§13)
+
+/// The echo service of one connection (after the opening handshake, or starting with it on the
+/// network server): every message echoed as one frame as soon as it is complete, pings answered,
+/// pongs not, a close answered with its code and closed; an error writes the replies before it,
+/// the close frame of its class (WS-ERR-1), and closes. `sink` answers only pings and the close.
+#[derive(Debug)]
+pub struct WsSession {
+    dec: WsDecoder,
+    sink: bool,
+    closed: bool,
+    /// The opening handshake is still to be read.
+    opening: bool,
+    /// The fragments of a message being reassembled, and its opcode.
+    parts: BytesMut,
+    opcode: u8,
+    /// The client role writes masked frames with keys from here (fp-autobahn-client).
+    keys: Option<Keys>,
+}
+
+impl WsSession {
+    pub(super) fn new(p: &WebSocket, sink: bool, opening: bool) -> Self {
+        WsSession {
+            dec: p.decoder(),
+            sink,
+            closed: false,
+            opening,
+            parts: BytesMut::new(),
+            opcode: BINARY,
+            keys: None,
+        }
+    }
+
+    /// The same echo service in the client role (fp-autobahn-client): unmasked frames in,
+    /// masked frames with fresh random keys out (WS-MASK-*); `max` bounds frames and messages.
+    pub fn client(max: u64) -> Self {
+        let p = WebSocket::new(Role::Client, max, max);
+        WsSession {
+            keys: Some(Keys::default()),
+            ..WsSession::new(&p, false, false)
+        }
+    }
+
+    /// Appends a FIN frame of this endpoint's role.
+    fn put(&mut self, out: &mut BytesMut, opcode: u8, payload: &[u8]) {
+        match self.keys.as_mut() {
+            None => put_server_frame(out, opcode, payload),
+            Some(k) => put_masked_frame(out, opcode, k.key(), payload.len(), |p| {
+                p.copy_from_slice(payload)
+            }),
+        }
+    }
+
+    fn close_with(&mut self, s: &mut Served, e: Option<ProtocolError>) {
+        self.closed = true;
+        s.closed = true;
+        s.error = e;
+    }
+
+    /// Reads the opening handshake from the buffer; false while it is incomplete.
+    fn open(&mut self, out: &mut BytesMut, s: &mut Served) -> bool {
+        let buf = self.dec.buffer_mut();
+        let (reply, used) = match handshake_reply(buf) {
+            None => return false,
+            Some(r) => r,
+        };
+        out.extend_from_slice(&reply.bytes);
+        if reply.ok {
+            self.dec.skip(used);
+            self.opening = false;
+            true
+        } else {
+            let v = reply.violation;
+            self.close_with(s, Some(ProtocolError::new(v, 0, reply.why)));
+            false
+        }
+    }
+
+    fn on_frame(&mut self, f: WsFrame, out: &mut BytesMut, s: &mut Served) {
+        let op = f.opcode as u8;
+        match op {
+            PING => self.put(out, PONG, &f.payload),
+            PONG => {}
+            CLOSE => {
+                self.put(out, CLOSE, &f.payload[..f.payload.len().min(2)]);
+                self.close_with(s, None);
+            }
+            _ if self.sink => {}
+            _ if op != CONT && f.fin => self.put(out, op, &f.payload),
+            _ => {
+                if op != CONT {
+                    self.opcode = op;
+                    self.parts.clear();
+                }
+                self.parts.extend_from_slice(&f.payload);
+                if f.fin {
+                    let whole = self.parts.split();
+                    let op = self.opcode;
+                    self.put(out, op, &whole);
+                }
+            }
+        }
+    }
+}
+
+impl ServerSession for WsSession {
+    fn buffer_mut(&mut self) -> &mut BytesMut {
+        self.dec.buffer_mut()
+    }
+
+    fn extend(&mut self, data: &[u8]) {
+        if !self.closed {
+            if self.opening {
+                self.dec.buffer_mut().extend_from_slice(data);
+            } else {
+                self.dec.extend(data);
+            }
+        }
+    }
+
+    fn process(&mut self, out: &mut BytesMut) -> Served {
+        let mut s = Served::default();
+        if self.closed {
+            s.closed = true;
+            return s;
+        }
+        if self.opening && !self.open(out, &mut s) {
+            return s;
+        }
+        loop {
+            if self.keys.is_none() {
+                // Whole data messages where they lie (the same echo as on_frame's), then the next
+                // frame through decode (one completing a partial frame, a control frame, an error).
+                let sink = self.sink;
+                let (frames, bytes) = self.dec.drain_complete(|op, payload| {
+                    if !sink {
+                        put_server_frame(out, op, payload)
+                    }
+                });
+                s.frames += frames;
+                s.bytes += bytes;
+            }
+            match self.dec.decode() {
+                Ok(Some(f)) => {
+                    s.frames += 1;
+                    s.bytes += f.payload.len() as u64;
+                    self.on_frame(f, out, &mut s);
+                    if self.closed {
+                        return s;
+                    }
+                }
+                Ok(None) => return s,
+                Err(e) => {
+                    if let Some(code) = close_code(e.violation) {
+                        self.put(out, CLOSE, &code.to_be_bytes());
+                    }
+                    self.close_with(&mut s, Some(e));
+                    return s;
+                }
+            }
+        }
+    }
+
+    /// WS-ECHO-3: at EOF nothing more is written; a partial frame is WS-STR-3.
+    fn finish(&mut self, out: &mut BytesMut) -> Served {
+        let mut s = self.process(out);
+        if !s.closed {
+            let e = if self.opening {
+                None
+            } else {
+                self.dec.finish().err()
+            };
+            self.close_with(&mut s, e);
+        }
+        s
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// The partial frame or handshake in the buffer and the fragments of an unfinished message.
+    fn held(&mut self) -> usize {
+        self.dec.buffer_mut().len() + self.parts.len()
+    }
+
+    fn awaiting_opening(&self) -> bool {
+        self.opening && !self.closed
+    }
+}
