@@ -156,3 +156,15 @@ def test_missing_programs_make_failing_cells_not_a_crash(tmp_path):
     assert {"codec", "net", "client", "interop"} <= kinds | {k.split()[0] for k, _ in cells}, cells
     assert "standard stress" in doc["results"]["ghost"]["net"]
     assert cells and all(not c["ok"] and c["text"].startswith("✗") for _, c in cells), cells
+
+
+def test_readme_matrix_shows_every_protocol_and_implementation():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("<!-- matrix:begin -->", 1)[1].split("<!-- matrix:end -->", 1)[0]
+    header = next(line for line in section.splitlines() if line.startswith("| suite |"))
+    for impl in matrix.load_impls():
+        assert f" {impl['name']} " in header or f" {impl['name']} (third-party)" in header, impl["name"]
+    rows = [line.split("|")[1] for line in section.splitlines() if line.startswith("| ")]
+    for proto in registry.names():
+        assert any(proto in r for r in rows), f"the README's matrix has no row for {proto}"
+    assert re.search(r"on \d{4}-\d\d-\d\dT", section) and "cores" in section and "min of wall time" in section
