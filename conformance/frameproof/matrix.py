@@ -125,9 +125,16 @@ def _cell(rc, doc) -> dict:
         text += " nothing ran"
     elif rc != 0 and t["failed"] == 0 and t["xpassed"] == 0:
         text += f" (exit {rc})"
-    return {"ok": ok, "text": ("✓ " if ok else "✗ ") + text, "totals": t,
+    cell = {"ok": ok, "text": ("✓ " if ok else "✗ ") + text, "totals": t,
             "failed": sorted(r for r, v in doc["requirements"].items() if v["failed"] or v["xpassed"]),
             "requirements": doc["requirements"]}
+    # what a reader of the matrix (a CI log) needs to act on a ✗ without the report: the first
+    # unexpected result, its test and message (expected, actual, input)
+    bad_tests = [x for x in doc["tests"] if x["status"] in ("failed", "xpassed")]
+    if bad_tests:
+        cell["first_failure"] = {"test": bad_tests[0]["name"], "status": bad_tests[0]["status"],
+                                 "message": (bad_tests[0].get("message") or "")[:600]}
+    return cell
 
 
 def _phase(label: str, log, fn) -> dict:
@@ -374,6 +381,10 @@ def render(doc) -> str:
             for lab, cell in r[group].items():
                 if cell.get("failed"):
                     fails.append(f"- {name} {group} {lab}: failing requirements {', '.join(cell['failed'])}")
+                    first = cell.get("first_failure")
+                    if first:
+                        msg = " ".join(first["message"].split())
+                        fails.append(f"  first: {first['test']} ({first['status']}): {msg}")
     if fails:
         out += "\nFailures:\n" + "\n".join(fails) + "\n"
     if third:

@@ -98,6 +98,13 @@ def test_a_failing_run_is_a_failing_cell(tmp_path):
     assert rc == 1, out[-2000:]
     cell = matrix._cell(rc, doc)
     assert not cell["ok"] and cell["text"].startswith("✗") and "STD-LIM-1" in cell["failed"], cell
+    # the matrix's own output says which test failed and why, for a CI log read without the report
+    first = cell["first_failure"]
+    assert "STD-LIM-1" in first["test"] and first["status"] == "failed" and first["message"], first
+    doc = {"implementations": ["mutant"], "results": {"mutant": {"build": None, "codec": {"standard": cell},
+                                                                 "net": {}, "client": {}}}, "interop": {}}
+    text = matrix.render(doc)
+    assert f"first: {first['test']} (failed): " in text and "failing requirements STD-LIM-1" in text, text
 
 
 @pytest.mark.parametrize("args", [("run", "--testee", PYTESTEE, "--select", "nothing-matches"),

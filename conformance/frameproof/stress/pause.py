@@ -58,18 +58,22 @@ def s_pause(ctx: Ctx):
             if p:
                 p.close()
 
-    quiet = [Peer(t, pause + 10) for _ in range(3)]
-    for i, q in enumerate(quiet):
-        q.req = t.spec.net_request(1, b"before-the-pause-%d" % i)
-        q.s.sendall(q.encode(q.req))
-        q.recv_frames(1, 5.0)
-    half = Peer(t, pause + 10)
-    half_req = t.spec.net_request(2, payload_for(77, 300))
-    half_data = half.encode(half_req)
     ths = [threading.Thread(target=pipelined, args=(k,), daemon=True) for k in range(nconn)]
     for th in ths:
         th.start()
     started.wait(10)
+    # The quiet and half-frame connections open and send just before the stop, not before the pipelining
+    # starts: their silence before the stop must stay well under the idle timeout (1 s at CI's small
+    # limits, where a busy machine once took longer than that to start the pipelining, and the server
+    # rightly closed them for silence before any pause); their silence during the pause is what is checked.
+    quiet = [Peer(t, pause + 10) for _ in range(3)]
+    half = Peer(t, pause + 10)
+    half_req = t.spec.net_request(2, payload_for(77, 300))
+    half_data = half.encode(half_req)
+    for i, q in enumerate(quiet):
+        q.req = t.spec.net_request(1, b"before-the-pause-%d" % i)
+        q.s.sendall(q.encode(q.req))
+        q.recv_frames(1, 5.0)
     half.s.sendall(half_data[:5])
     os.kill(pid, signal.SIGSTOP)
     try:

@@ -208,6 +208,12 @@ class Worker {
         if (shared_.held.load(std::memory_order_relaxed) > opt_.memory_budget) enforce_budget(true);
       }
       dead_.clear();  // no event of this batch names them any more
+      // A stop in the middle of a batch (RES-8): the clocks it set read the time before the stop, and
+      // last_loop_ below the time after it, so the check above never sees that gap; move them here.
+      if (const auto end = Clock::now(); end - now_ > kPauseGap) {
+        shift_clocks(end - now_);
+        now_ = end;
+      }
       if (now_ - last_sweep_ >= kSweep) sweep();
       if (accept_paused_ && now_ >= accept_resume_) resume_accept();
       last_loop_ = Clock::now();
