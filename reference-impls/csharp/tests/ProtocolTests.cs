@@ -34,6 +34,40 @@ namespace Frameproof.Tests
             Assert.IsNull(Registry.Find("standard").ParamsKey);
         }
 
+        /// <summary>The testee's per-protocol oneof members: one field number per protocol and oneof,
+        /// in the range schemas/testee.proto gives protocols, found by field number and by object.</summary>
+        [Test]
+        public void OneofMembers_DistinctFields_FoundByFieldAndByObject()
+        {
+            int members = 0;
+            foreach (TesteeOneof oneof in new[] { TesteeOneof.Params, TesteeOneof.Header, TesteeOneof.Detail })
+            {
+                var fields = new HashSet<int>();
+                foreach (string name in Registry.Names)
+                {
+                    TesteeMember m = Registry.Find(name).OneofMember(oneof);
+                    if (m == null) continue;
+                    members++;
+                    Assert.IsTrue(fields.Add(m.Field), oneof + ": field " + m.Field + " twice");
+                    Assert.That(m.Field, Is.InRange(3, 15), oneof + " " + name);
+                    Assert.AreSame(m, Registry.OneofMember(oneof, m.Field));
+                    object v = m.Read(new ProtoReader(new byte[0]));
+                    Assert.IsTrue(m.Holds(v), oneof + " " + name + " holds what it reads");
+                    ProtocolModule owner;
+                    Assert.AreSame(m, Registry.OneofMemberHolding(oneof, v, out owner));
+                    Assert.AreEqual(name, owner.Name);
+                    var w = new ProtoWriter();
+                    m.Write(v, w);
+                    Assert.AreEqual(0, w.ToArray().Length, oneof + " " + name + ": a member read from nothing writes nothing");
+                }
+            }
+            Assert.AreEqual(7, members, "length_field; rpc and websocket in all three oneofs");
+            Assert.IsNull(Registry.OneofMember(TesteeOneof.Header, 3));
+            ProtocolModule none;
+            Assert.IsNull(Registry.OneofMemberHolding(TesteeOneof.Detail, "not a detail", out none));
+            Assert.IsNull(none);
+        }
+
         sealed class Observer : IMatchObserver
         {
             public readonly List<string> Log = new List<string>();
@@ -435,7 +469,7 @@ namespace Frameproof.Tests
         [Test]
         public void Testee_Serve_EofInsideAFrame()
         {
-            TesteeResponseMsg r = Serve(new CodecConfig { Protocol = "length-field", HasLengthField = true, LfOffset = 0, LfSize = -2 }, true, "0001 61 0002 62");
+            TesteeResponseMsg r = Serve(new CodecConfig { Protocol = "length-field", Params = new LengthFieldProfile(0, -2) }, true, "0001 61 0002 62");
             Assert.AreEqual("000161|", Written(r));
             Assert.IsTrue(r.Closed);
             Assert.AreEqual("LF-STR-3", r.Error.Requirement);
@@ -445,7 +479,7 @@ namespace Frameproof.Tests
         [Test]
         public void Testee_Serve_BadProfile_UnknownEndpoint_UnknownProtocol()
         {
-            TesteeResponseMsg r = Serve(new CodecConfig { Protocol = "length-field", HasLengthField = true, LfSize = 3 }, true, "0100 61");
+            TesteeResponseMsg r = Serve(new CodecConfig { Protocol = "length-field", Params = new LengthFieldProfile(0, 3) }, true, "0100 61");
             Assert.AreEqual(ResponseKind.Serve, r.Kind);
             Assert.IsTrue(r.Closed);
             Assert.AreEqual(0, r.Written.Count);
@@ -468,8 +502,8 @@ namespace Frameproof.Tests
             byte[] msg = T.Concat(T.Hex("2A"), new[] { (byte)body.Length }, body);
             TesteeRequestMsg req = TesteeRequestMsg.Parse(msg);
             Assert.AreEqual(RequestKind.Serve, req.Kind);
-            Assert.IsFalse(req.Codec.HasLengthField);
-            Assert.AreEqual(4, req.Codec.OtherParams);
+            Assert.AreEqual(4, req.Codec.ParamsField);
+            Assert.IsInstanceOf<RpcParams>(req.Codec.Params);
             TesteeResponseMsg r = TesteeService.Handle(req);
             Assert.AreEqual("010061", Written(r));
         }

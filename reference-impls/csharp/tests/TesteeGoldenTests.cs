@@ -8,7 +8,8 @@ using NUnit.Framework;
 namespace Frameproof.Tests
 {
     /// <summary>
-    /// The hand-written protobuf codec (src/Testee/TesteeProto.cs) against golden bytes serialized by
+    /// The hand-written protobuf codec (src/Testee/TesteeProto.cs, src/Codec/ProtoWire.cs and the
+    /// protocols' oneof members, ProtocolModule.OneofMember) against golden bytes serialized by
     /// the protobuf runtime: conformance/testee-golden.json, written by tools/gen_testee_golden.py
     /// (the values below are the ones that script sets). Every entry is parsed and its fields are
     /// checked; the messages this codec can write are re-encoded and compared byte for byte.
@@ -145,10 +146,10 @@ namespace Frameproof.Tests
             Assert.AreEqual("length-field", r.Codec.Protocol);
             Assert.IsTrue(r.Codec.HasLimits);
             Assert.AreEqual(0x123456789UL, r.Codec.MaxPayload);
-            Assert.IsTrue(r.Codec.HasLengthField);
-            Assert.AreEqual(300, r.Codec.LfOffset);
-            Assert.AreEqual(-1000, r.Codec.LfSize);
-            Assert.AreEqual(0, r.Codec.OtherParams);
+            Assert.AreEqual(3, r.Codec.ParamsField);
+            var lf = (LengthFieldProfile)r.Codec.Params;
+            Assert.AreEqual(300, lf.Offset);
+            Assert.AreEqual(-1000, lf.Size);
             BytesList(r.Chunks, "chunk", T.Hex("010203"), new byte[0], T.Pattern(200, 2));
             CodecSpec spec = r.Codec.ToSpec();
             Assert.AreEqual(0x123456789L, spec.MaxPayload);
@@ -161,9 +162,9 @@ namespace Frameproof.Tests
             TesteeRequestMsg r = Req("decode_request_rpc_params");
             Assert.AreEqual("rpc", r.Codec.Protocol);
             Assert.AreEqual(1000, r.Codec.MaxPayload);
-            Assert.IsFalse(r.Codec.HasLengthField);
-            Assert.AreEqual(4, r.Codec.OtherParams);
-            Assert.AreEqual(70000, r.Codec.Rpc.MaxBody);
+            Assert.AreEqual(4, r.Codec.ParamsField);
+            Assert.AreEqual(70000, ((RpcParams)r.Codec.Params).MaxBody);
+            Assert.AreEqual("rpc", r.Codec.ToSpec().ParamsKey);
             Assert.AreEqual(1, r.Chunks.Count);
             Bytes(T.Hex("AA"), r.Chunks[0], "chunk");
             TesteeResponseMsg d = TesteeService.Handle(r);
@@ -173,9 +174,10 @@ namespace Frameproof.Tests
             r = Req("decode_request_websocket_params");
             Assert.AreEqual("websocket", r.Codec.Protocol);
             Assert.IsFalse(r.Codec.HasLimits);
-            Assert.AreEqual(5, r.Codec.OtherParams);
-            Assert.AreEqual(2, r.Codec.WebSocket.Role);
-            Assert.AreEqual(1UL << 40, r.Codec.WebSocket.MaxMessage);
+            Assert.AreEqual(5, r.Codec.ParamsField);
+            var ws = (WebSocketParams)r.Codec.Params;
+            Assert.IsTrue(ws.Client, "role CLIENT");
+            Assert.AreEqual(1L << 40, ws.MaxMessage);
             Bytes(T.Hex("BBCC"), r.Chunks[0], "chunk");
         }
 
@@ -186,9 +188,10 @@ namespace Frameproof.Tests
             Assert.AreEqual(RequestKind.Encode, r.Kind);
             Assert.AreEqual("standard", r.Codec.Protocol);
             Assert.AreEqual(70000, r.Codec.MaxPayload);
-            Assert.IsFalse(r.Codec.HasLengthField);
+            Assert.AreEqual(0, r.Codec.ParamsField);
+            Assert.IsNull(r.Codec.Params);
             Frame(r.Frame, 0xC1, 200, T.Pattern(130, 1), "frame");
-            Assert.AreEqual(0, r.Frame.OtherHeader);
+            Assert.AreEqual(0, r.Frame.HeaderField);
         }
 
         [Test]
@@ -197,14 +200,14 @@ namespace Frameproof.Tests
             TesteeRequestMsg r = Req("encode_request_rpc_header");
             Assert.AreEqual("rpc", r.Codec.Protocol);
             Frame(r.Frame, 0x81, 300, T.Ascii("body"), "frame");
-            Assert.AreEqual(4, r.Frame.OtherHeader);
+            Assert.AreEqual(4, r.Frame.HeaderField);
             var h = (RpcHeader)r.Frame.Header;
             Assert.AreEqual(1, h.Version); Assert.AreEqual(0x12, h.Type); Assert.AreEqual(5, h.Flags); Assert.AreEqual(7, h.Reserved);
             Assert.AreEqual(0x12345678u, h.Id); Assert.AreEqual(70000, h.ErrorCode);
             Bytes(T.Ascii("svc.Echo"), h.Service, "service"); Bytes(T.Ascii("Call"), h.Method, "method");
             r = Req("encode_request_websocket_header");
             Frame(r.Frame, 0, 0, T.Ascii("hi"), "frame");
-            Assert.AreEqual(5, r.Frame.OtherHeader);
+            Assert.AreEqual(5, r.Frame.HeaderField);
             var w = (WebSocketHeader)r.Frame.Header;
             Assert.IsTrue(w.Fin); Assert.AreEqual(5, w.Rsv); Assert.AreEqual(0x0A, w.Opcode); Assert.IsTrue(w.Masked);
             Bytes(T.Hex("01020304"), w.MaskKey, "mask_key");
@@ -233,9 +236,10 @@ namespace Frameproof.Tests
             TesteeRequestMsg r = Req("serve_request");
             Assert.AreEqual(RequestKind.Serve, r.Kind);
             Assert.AreEqual("length-field", r.Codec.Protocol);
-            Assert.IsTrue(r.Codec.HasLengthField);
-            Assert.AreEqual(1, r.Codec.LfOffset);
-            Assert.AreEqual(-2, r.Codec.LfSize);
+            Assert.AreEqual(3, r.Codec.ParamsField);
+            var lf = (LengthFieldProfile)r.Codec.Params;
+            Assert.AreEqual(1, lf.Offset);
+            Assert.AreEqual(-2, lf.Size);
             Assert.AreEqual("unary", r.Endpoint);
             BytesList(r.Chunks, "chunk", T.Pattern(129, 5), new byte[0]);
             Assert.IsTrue(r.HalfClose);
@@ -263,7 +267,8 @@ namespace Frameproof.Tests
             Frame(r.Frames[1], 0, 0, new byte[0], "frame 1");
             Frame(r.Frames[2], 0x3F, 0, T.Hex("00"), "frame 2");
             Error(r.Error, "STD-STR-3", 0x100000001UL, "stream ended \u00fcnexpectedly", "error");
-            Assert.AreEqual(0, r.Error.OtherDetail);
+            Assert.AreEqual(0, r.Error.DetailField);
+            Assert.IsNull(r.Error.Detail);
         }
 
         [Test]
@@ -272,21 +277,21 @@ namespace Frameproof.Tests
             TesteeResponseMsg r = Resp("decode_response_rpc_detail");
             Assert.AreEqual(0, r.Frames.Count);
             Error(r.Error, "RPC-HDR-1", 16, "m", "error");
-            Assert.AreEqual(4, r.Error.OtherDetail);
-            Assert.AreEqual(300, r.Error.RpcErrorCode);
+            Assert.AreEqual(4, r.Error.DetailField);
+            Assert.AreEqual(300, ((RpcErrorDetail)r.Error.Detail).ErrorCode);
             r = Resp("decode_response_websocket_detail");
             Frame(r.Frames[0], 0, 0, T.Ascii("z"), "frame");
             Error(r.Error, "WS-FRM-1", 2, "", "error");
-            Assert.AreEqual(5, r.Error.OtherDetail);
-            Assert.AreEqual(1002, r.Error.CloseCode);
+            Assert.AreEqual(5, r.Error.DetailField);
+            Assert.AreEqual(1002, ((WebSocketCloseDetail)r.Error.Detail).Code);
             r = Resp("decode_response_header_frames");
             Assert.AreEqual(2, r.Frames.Count);
             Frame(r.Frames[0], 1, 0, T.Ascii("r"), "frame 0");
-            Assert.AreEqual(4, r.Frames[0].OtherHeader);
+            Assert.AreEqual(4, r.Frames[0].HeaderField);
             var h = (RpcHeader)r.Frames[0].Header;
             Assert.AreEqual(9, h.Id); Assert.AreEqual(0, h.Version); Bytes(T.Ascii("s"), h.Service, "service");
             Frame(r.Frames[1], 0, 0, T.Ascii("w"), "frame 1");
-            Assert.AreEqual(5, r.Frames[1].OtherHeader);
+            Assert.AreEqual(5, r.Frames[1].HeaderField);
             var w = (WebSocketHeader)r.Frames[1].Header;
             Assert.IsTrue(w.Fin); Assert.AreEqual(2, w.Opcode); Assert.IsFalse(w.Masked);
             Assert.IsNull(r.Error);

@@ -59,7 +59,7 @@ namespace Frameproof.Tests
         public void DecodeRequest_WithUnknownFieldsAndSint32Size()
         {
             // codec{protocol:"length-field" limits{max_payload:300} length_field{offset:2 size:-4 (zigzag 7)}} chunks:"" chunks:"AB"
-            var c = new CodecConfig { Protocol = "length-field", MaxPayload = 300, HasLengthField = true, LfOffset = 2, LfSize = -4 };
+            var c = new CodecConfig { Protocol = "length-field", MaxPayload = 300, Params = new LengthFieldProfile(2, -4) };
             var req = new TesteeRequestMsg { Kind = RequestKind.Decode, Codec = c };
             req.Chunks.Add(new byte[0]);
             req.Chunks.Add(T.Hex("AB"));
@@ -71,9 +71,9 @@ namespace Frameproof.Tests
             Assert.AreEqual(RequestKind.Decode, back.Kind);
             Assert.AreEqual("length-field", back.Codec.Protocol);
             Assert.AreEqual(300, back.Codec.MaxPayload);
-            Assert.IsTrue(back.Codec.HasLengthField);
-            Assert.AreEqual(2, back.Codec.LfOffset);
-            Assert.AreEqual(-4, back.Codec.LfSize);
+            Assert.AreEqual(3, back.Codec.ParamsField);
+            Assert.AreEqual(2, ((LengthFieldProfile)back.Codec.Params).Offset);
+            Assert.AreEqual(-4, ((LengthFieldProfile)back.Codec.Params).Size);
             Assert.AreEqual(2, back.Chunks.Count);
             Assert.AreEqual(0, back.Chunks[0].Length);
             Assert.AreEqual(T.Hex("AB"), back.Chunks[1]);
@@ -95,7 +95,7 @@ namespace Frameproof.Tests
             Assert.AreEqual(T.Hex("81010000"), back.Events[2].Bytes);
             Assert.AreEqual(MatchEventKind.AdvanceMs, back.Events[3].Kind);
             Assert.AreEqual(300, back.Events[3].AdvanceMs);
-            Assert.IsFalse(back.Codec.HasLengthField);
+            Assert.AreEqual(0, back.Codec.ParamsField);
         }
 
         [Test]
@@ -155,7 +155,7 @@ namespace Frameproof.Tests
         }
 
         static CodecConfig Std() { return new CodecConfig { Protocol = "standard" }; }
-        static CodecConfig Lf(int offset, int size) { return new CodecConfig { Protocol = "length-field", HasLengthField = true, LfOffset = (uint)offset, LfSize = size }; }
+        static CodecConfig Lf(int offset, int size) { return new CodecConfig { Protocol = "length-field", Params = new LengthFieldProfile(offset, size) }; }
 
         [Test]
         public void Hello_V1Runner_GetsV1()

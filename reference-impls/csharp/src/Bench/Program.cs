@@ -25,7 +25,7 @@ namespace Frameproof.Bench
         }
 
         static double _budgetMs = 300;
-        static bool _allocationOnly;   // --allocation-classes: only the matching and Catga comparisons
+        static bool _allocationOnly;   // --allocation-classes: only the matching and Catga's comparisons
         static long _sink;             // results the measured loops feed, so nothing is optimised away
         static readonly List<Result> Results = new List<Result>();
 
@@ -47,10 +47,8 @@ namespace Frameproof.Bench
             if (!_allocationOnly)
             {
                 foreach (int size in new[] { 32, 1024, 65536 })
-                    foreach (BenchCodec c in Codecs)
-                        if (Array.IndexOf(c.Sizes, size) >= 0) BenchFrames(c, size);
-                foreach (BenchCodec c in Codecs)
-                    if (c.Echo) BenchEcho(c);
+                    foreach (string name in Registry.Names) BenchFrames(Registry.Find(name), size);
+                foreach (string name in Registry.Names) BenchEcho(Registry.Find(name));
             }
             BenchMatching();
             BenchAllocationClasses();
@@ -113,80 +111,64 @@ namespace Frameproof.Bench
             Console.WriteLine(string.Format(CultureInfo.InvariantCulture, "{0,-40} {1,8} {2,12:F1} {3,16:F1}", name, size, r.Ns, r.Alloc));
         }
 
-        sealed class NullHandler : IFrameHandler
+        /// <summary>The encoder and the decoder of one protocol at one payload size, with the codec of
+        /// the micro-benchmark catalog (<see cref="ProtocolModule.BenchSpec"/>): encode = the payload
+        /// check and the server's reply encoder; decode = the server's streaming decoder, fed the
+        /// client's requests whole or each split in two reads.</summary>
+        static void BenchFrames(ProtocolModule m, int size)
         {
-            public long Bytes;
-            public void OnFrame(byte flag, byte sequence, ReadOnlySpan<byte> payload) { Bytes += payload.Length; }
-        }
-
-        /// <summary>A codec to benchmark: a label for the result names, its codec JSON, the payload
-        /// sizes, and whether the server echo path is measured with it.</summary>
-        sealed class BenchCodec
-        {
-            public string Label; public FrameCodec Codec; public int[] Sizes; public bool Echo;
-            public BenchCodec(string label, string json, bool echo, params int[] sizes)
-            {
-                Label = label; Codec = Registry.Create(CodecJson.Parse(json)); Echo = echo; Sizes = sizes;
-            }
-        }
-
-        static readonly BenchCodec[] Codecs =
-        {
-            new BenchCodec("standard", "{\"protocol\": \"standard\"}", true, 32, 1024, 65536),
-            new BenchCodec("length-field(0,2)", "{\"protocol\": \"length-field\"}", true, 32, 1024),
-            new BenchCodec("length-field(0,4)", "{\"protocol\": \"length-field\", \"length_field\": {\"offset\": 0, \"size\": 4}}", false, 65536),
-        };
-
-        static void BenchFrames(BenchCodec c, int size)
-        {
-            FrameCodec codec = c.Codec;
+            FrameCodec codec = m.Create(m.BenchSpec(size));
+            string label = m.Name;
             byte[] payload = new byte[size];
             Payloads.Fill(1, payload);
-            byte[] dst = new byte[codec.EncodedLength(size)];
-            Measure(c.Label + " encode", size, n =>
+            byte[] reply = new byte[codec.BenchReplyLength(size)];
+            Measure(label + " encode", size, n =>
             {
                 ProtocolError err;
                 for (int i = 0; i < n; i++)
                 {
-                    if (!codec.CheckPayload(size, out err)) throw new Exception();
-                    codec.WriteRequest((byte)i, payload, dst);
+                    if (!codec.CheckPayload(size, out err)) throw new Exception(label + " encode bench broken: " + err);
+                    codec.WriteBenchReply(i, payload, reply, 0);
                 }
             });
-            FrameDecoder dec = codec.NewDecoder();
-            var h = new NullHandler();
-            Measure(c.Label + " decode (whole frames)", size, n =>
+            byte[] request = codec.BenchRequest(1, payload);
+            BenchDecoder dec = codec.NewBenchDecoder();
+            Measure(label + " decode (whole frames)", size, n =>
             {
-                for (int i = 0; i < n; i++) dec.Feed(dst, h);
+                for (int i = 0; i < n; i++) dec.Feed(request);
             });
-            int half = dst.Length / 2;
-            Measure(c.Label + " decode (split in 2)", size, n =>
+            int half = request.Length / 2;
+            Measure(label + " decode (split in 2)", size, n =>
             {
                 for (int i = 0; i < n; i++)
                 {
-                    dec.Feed(new ReadOnlySpan<byte>(dst, 0, half), h);
-                    dec.Feed(new ReadOnlySpan<byte>(dst, half, dst.Length - half), h);
+                    dec.Feed(new ReadOnlySpan<byte>(request, 0, half));
+                    dec.Feed(new ReadOnlySpan<byte>(request, half, request.Length - half));
                 }
             });
-            if (dec.Failed || h.Bytes == 0) throw new Exception(c.Label + " decode bench broken: " + dec.Error);
+            if (!dec.Feed(request) || dec.Frames == 0) throw new Exception(label + " decode bench broken");
+            dec.Dispose();
         }
 
-        /// <summary>The server's per-frame work: its session decodes a read full of 32-byte request
-        /// frames and encodes every reply.</summary>
-        static void BenchEcho(BenchCodec c)
+        /// <summary>The server's per-frame work: its session (the default endpoint, without an opening
+        /// handshake) decodes a read full of request frames and encodes every reply. The frames are
+        /// 32 bytes where the protocol's header leaves room for a payload (as the upstream echo
+        /// benchmarks send them: 28 B + 4, 30 B + 2), else they carry an empty payload.</summary>
+        static void BenchEcho(ProtocolModule m)
         {
-            FrameCodec codec = c.Codec;
-            int size = 32 - codec.EncodedLength(0); // the seeds' 28 B + 4 / 30 B + 2 frames
+            FrameCodec codec = m.Create(m.BenchSpec(32));
+            int size = Math.Max(0, 32 - codec.BenchRequest(0, ReadOnlySpan<byte>.Empty).Length);
             var payload = new byte[size];
-            int frameLen = codec.EncodedLength(size);
+            int frameLen = codec.BenchRequest(0, payload).Length;
             int frames = 65536 / frameLen;
             var read = new byte[frames * frameLen];
             for (int i = 0; i < frames; i++)
             {
                 Payloads.Fill(i, payload);
-                codec.WriteRequest((byte)i, payload, new Span<byte>(read, i * frameLen, frameLen));
+                Buffer.BlockCopy(codec.BenchRequest(i, payload), 0, read, i * frameLen, frameLen);
             }
-            ServerSession session = codec.NewSession(false);
-            Measure(codec.Protocol + " echo per frame (64K read)", size, n =>
+            ServerSession session = codec.NewSession("", false);
+            Measure(m.Name + " echo per frame (64K read)", size, n =>
             {
                 // n frames: whole reads, each decoded and answered.
                 for (int done = 0; done < n; done += frames)
@@ -196,7 +178,9 @@ namespace Frameproof.Bench
                 }
             });
             // Measure() divides by n, and each loop pass handles `frames` frames, so this is per frame.
-            if (session.Closed || session.OutputLength != read.Length) throw new Exception("echo bench broken");
+            if (session.Closed || session.OutputLength != frames * codec.BenchReplyLength(size))
+                throw new Exception(m.Name + " echo bench broken: " + (session.Closed ? session.Error.ToString() : session.OutputLength + " bytes written"));
+            session.Dispose();
         }
 
         sealed class CompletingObserver : IMatchObserver
@@ -211,30 +195,51 @@ namespace Frameproof.Bench
             public void OnUnmatched(byte flag, byte sequence, ReadOnlySpan<byte> payload) { }
         }
 
+        sealed class FlagCatcher : IFrameHandler
+        {
+            public byte Flag;
+            public void OnFrame(byte flag, byte sequence, ReadOnlySpan<byte> payload) { Flag = flag; }
+        }
+
+        /// <summary>The flag of the server's reply (<see cref="FrameCodec.WriteBenchReply"/>) as the
+        /// protocol's decoder delivers it to a matcher.</summary>
+        static byte ReplyFlag(FrameCodec codec)
+        {
+            var bytes = new byte[codec.BenchReplyLength(0)];
+            codec.WriteBenchReply(0, ReadOnlySpan<byte>.Empty, bytes, 0);
+            var h = new FlagCatcher();
+            using (FrameDecoder d = codec.NewDecoder()) d.Feed(bytes, h);
+            return h.Flag;
+        }
+
+        /// <summary>The client-side matchers of the protocols whose frames are (flag, sequence,
+        /// payload) (<see cref="FrameCodec.NewMatcher"/>; those with typed frames match inside their
+        /// codec): a request and its reply; then, with the first of them, the pooled completion the
+        /// load client awaits, against a TaskCompletionSource per request.</summary>
         static void BenchMatching()
         {
             var obs = new CompletingObserver();
-            var std = new StandardMatcher(obs);
-            var fifo = new FifoMatcher(obs);
             byte[] reply = new byte[4];
-            Measure("standard match request+reply", 0, n =>
+            IRequestMatcher first = null;
+            byte firstFlag = 0;
+            foreach (string name in Registry.Names)
             {
-                byte seq;
-                for (int i = 0; i < n; i++)
+                FrameCodec codec = Registry.Find(name).Create(CodecSpec.Named(name));
+                if (codec.Typed != null) continue;
+                IRequestMatcher matcher = codec.NewMatcher(obs, 0);
+                byte flag = ReplyFlag(codec);
+                Measure(name + " match request+reply", 0, n =>
                 {
-                    std.TryRequest(new RequestId(i), null, 0, out seq);
-                    std.OnFrame(0x81, seq, reply);
-                }
-            });
-            Measure("fifo match request+reply", 0, n =>
-            {
-                byte seq;
-                for (int i = 0; i < n; i++)
-                {
-                    fifo.TryRequest(new RequestId(i), null, 0, out seq);
-                    fifo.OnFrame(0, 0, reply);
-                }
-            });
+                    byte seq;
+                    for (int i = 0; i < n; i++)
+                    {
+                        matcher.TryRequest(new RequestId(i), null, 0, out seq);
+                        matcher.OnFrame(flag, seq, reply);
+                    }
+                });
+                if (first == null) { first = matcher; firstFlag = flag; }
+            }
+            if (first == null) return;
             var pool = new CompletionSourcePool();
             Measure("pooled ValueTask completion", 0, n =>
             {
@@ -243,8 +248,8 @@ namespace Frameproof.Bench
                 {
                     PooledCompletionSource src = pool.Rent();
                     ValueTask<Completion> t = src.Task;
-                    std.TryRequest(new RequestId(i), src, 0, out seq);
-                    std.OnFrame(0x81, seq, reply);
+                    first.TryRequest(new RequestId(i), src, 0, out seq);
+                    first.OnFrame(firstFlag, seq, reply);
                     if (t.Result.Kind != CompletionKind.Reply) throw new Exception();
                 }
             });
@@ -259,11 +264,11 @@ namespace Frameproof.Bench
             });
         }
 
-        /// <summary>The seed's allocation classes (../shared/seeds/003, Catga: struct vs string message
-        /// ids, ValueTask vs Task.FromResult, ArrayPool vs new arrays) on this implementation's own hot
-        /// paths: the correlation id of a pending request (registered under its id, found and removed
-        /// when the reply comes), the completion handed to the caller, the buffer a split frame is
-        /// copied into. One op = one request's worth.</summary>
+        /// <summary>The allocation classes of Catga's benchmark report (../shared/seeds/003: struct vs
+        /// string message ids, ValueTask vs Task.FromResult, ArrayPool vs new arrays) on this
+        /// implementation's own hot paths: the correlation id of a pending request (registered under
+        /// its id, found and removed when the reply comes), the completion handed to the caller, the
+        /// buffer a split frame is copied into. One op = one request's worth.</summary>
         static void BenchAllocationClasses()
         {
             var byStruct = new Dictionary<RequestId, int>();

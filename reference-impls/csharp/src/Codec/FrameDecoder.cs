@@ -8,21 +8,27 @@ namespace Frameproof.Codec
     public enum HeaderStatus { NeedMore, Complete, Error }
 
     /// <summary>
-    /// Streaming frame decoder shared by both protocols. Feed it the byte stream split any way
-    /// (STD-STR-1, LF-STR-1); it delivers every complete frame (STD-STR-2, LF-STR-2), stops at the
-    /// first error (STD-STR-4, LF-STR-4) and reports truncation at end of stream (STD-STR-3, LF-STR-3).
+    /// Streaming frame decoder of the protocols whose frames are (flag, sequence, payload) behind a
+    /// header that declares the payload length. Feed it the byte stream split any way (*-STR-1); it
+    /// delivers every complete frame (*-STR-2), stops at the first error (*-STR-4) and reports
+    /// truncation at end of stream (*-STR-3). A subclass supplies its protocol's header:
+    /// <see cref="ParseHeader"/> decides every header, and <see cref="WholeFrames"/>, optional, is the
+    /// hot path over pointers for the frames that lie whole in a chunk.
     ///
     /// Frames that lie wholly inside one fed chunk are delivered straight from the caller's span
     /// (no copy). A frame split across chunks is accumulated in a buffer rented from
     /// <see cref="ArrayPool{T}.Shared"/> that grows with the bytes actually received, never beyond the
     /// declared payload, which the header check has already bounded by the maximum payload
-    /// (STD-LIM-3, LF-LIM-3). Not thread-safe: one decoder per connection.
+    /// (*-LIM-3). Not thread-safe: one decoder per connection.
     /// </summary>
     public abstract class FrameDecoder : IDisposable
     {
+        /// <summary>The longest header (after the ignored prefix) a subclass may parse: the bytes of a
+        /// header split across chunks are gathered in a buffer of this size.</summary>
+        protected const int MaxHeaderLength = 8;
 
-        readonly long _skip;               // ignored header bytes before the parsed header (LF offset)
-        readonly byte[] _hdr = new byte[8]; // partial header accumulation (slow path)
+        readonly long _skip;               // ignored header bytes before the parsed header (a prefix)
+        readonly byte[] _hdr = new byte[MaxHeaderLength]; // partial header accumulation (slow path)
         int _hdrCount;
         long _skipped;                     // prefix bytes of the current frame consumed so far
 
@@ -54,7 +60,7 @@ namespace Frameproof.Codec
             out byte flag, out byte sequence, out string requirement, out string message);
 
         /// <summary>The common end of <see cref="ParseHeader"/>: the declared payload length against the
-        /// limit, decided at header time (STD-LIM-1 / LF-LIM-1, before any payload byte is buffered).</summary>
+        /// limit, decided at header time (*-LIM-1, before any payload byte is buffered).</summary>
         protected static HeaderStatus Declared(long length, long limit, string limitRequirement, out int payloadLength,
             out string requirement, out string message)
         {
@@ -69,6 +75,25 @@ namespace Frameproof.Codec
             return HeaderStatus.Complete;
         }
 
+        /// <summary>
+        /// The protocol's hot path, over the pinned bytes [<paramref name="p"/>, <paramref name="end"/>)
+        /// where <paramref name="p"/> is the first byte of a frame (its ignored prefix included): delivers
+        /// the frames that lie whole and back to back from there, each to <paramref name="handler"/>, and
+        /// stops at the first one it does not take (not whole in the chunk, or a header it leaves to
+        /// <see cref="ParseHeader"/>: an unusual form, an error, a length above the limit), or once
+        /// <see cref="Failed"/>. Returns where it stopped, with the number of frames delivered. What it
+        /// delivers must be exactly what <see cref="ParseHeader"/> would give; it decides no error.
+        /// Default: it takes none (every header goes to <see cref="ParseHeader"/>).
+        /// </summary>
+        /// <remarks>Pointers, because on Mono every Span slice and index is a call and a check, which
+        /// cost more than the decoding itself for small frames; a loop of its own per protocol, because
+        /// a call per frame would cost about as much.</remarks>
+        protected virtual unsafe byte* WholeFrames(byte* p, byte* end, IFrameHandler handler, out int frames)
+        {
+            frames = 0;
+            return p;
+        }
+
         public bool Failed { get { return _failed; } }
         public ProtocolError Error { get { return _error; } }
         /// <summary>Total stream bytes consumed.</summary>
@@ -77,77 +102,20 @@ namespace Frameproof.Codec
         public int BufferedBytes { get { return _hdrCount + _bufCount; } }
 
         /// <summary>Memory held for the frame in progress (*-RES-1): its bytes so far (the header
-        /// counted as 8 bytes once complete) or the buffer allocated for it, if more; at least 1 while
-        /// a frame is unfinished (ignored prefix bytes included), 0 between frames and after an error.</summary>
+        /// counted as <see cref="MaxHeaderLength"/> bytes once complete) or the buffer allocated for it,
+        /// if more; at least 1 while a frame is unfinished (ignored prefix bytes included), 0 between
+        /// frames and after an error.</summary>
         public long HeldBytes
         {
             get
             {
                 if (_failed || _pos == _frameStart) return 0;
-                long held = _inPayload ? 8 + _bufCount : _hdrCount;
+                long held = _inPayload ? MaxHeaderLength + _bufCount : _hdrCount;
                 if (_inPayload && _buf != null && _buf.Length > held) held = _buf.Length;
                 return Math.Max(held, 1);
             }
         }
         public long FramesDelivered;
-
-        /// <summary>Header forms the hot path of <see cref="Feed"/> parses inline, without calling
-        /// <see cref="ParseHeader"/>: `standard` (STD-LEN-1/2) and the fixed-size length fields (LF-LEN-1/3).</summary>
-        protected enum HeaderForm : byte { None, Standard, U8, U16LE, U16BE, U32LE, U32BE }
-
-        HeaderForm _form;
-        long _formLimit;
-
-        /// <summary>Declares the header form for the inline parse of the hot path: a header of this form
-        /// whose length is at most <paramref name="limit"/> (and, for `standard`, whose extended length is
-        /// canonical with bit 31 clear) is accepted there with the result ParseHeader would give; any other
-        /// header (or a short one) goes to ParseHeader, which decides. Must agree with ParseHeader.</summary>
-        protected void UseInlineHeader(HeaderForm form, long limit)
-        {
-            _form = form;
-            _formLimit = limit;
-        }
-
-        /// <summary>The header of <see cref="_form"/> at <paramref name="p"/>: its length, or -1 if it is
-        /// not whole in <paramref name="available"/> bytes or not of the accepted shape (the caller still
-        /// checks the length against <see cref="_formLimit"/>).</summary>
-        unsafe int InlineHeader(byte* p, int available, out uint len, out byte flag, out byte seq)
-        {
-            flag = 0; seq = 0; len = 0;
-            switch (_form)
-            {
-                case HeaderForm.Standard:
-                    if (available < 4) return -1;
-                    flag = p[0];
-                    seq = p[1];
-                    len = (uint)(p[2] | p[3] << 8);
-                    if (len != 0xFFFF) return 4;
-                    if (available < 8) return -1;
-                    len = (uint)(p[4] | p[5] << 8 | p[6] << 16 | p[7] << 24);
-                    return len >= 0xFFFF && len < 0x80000000u ? 8 : -1;   // else STD-LEN-3/4
-                case HeaderForm.U16LE:
-                    if (available < 2) return -1;
-                    len = (uint)(p[0] | p[1] << 8);
-                    return 2;
-                case HeaderForm.U8:
-                    len = p[0];
-                    return 1;
-                case HeaderForm.U16BE:
-                    if (available < 2) return -1;
-                    len = (uint)(p[0] << 8 | p[1]);
-                    return 2;
-                case HeaderForm.U32LE:
-                    if (available < 4) return -1;
-                    len = (uint)(p[0] | p[1] << 8 | p[2] << 16 | p[3] << 24);
-                    return 4;
-                case HeaderForm.U32BE:
-                    if (available < 4) return -1;
-                    len = (uint)(p[0] << 24 | p[1] << 16 | p[2] << 8 | p[3]);
-                    return 4;
-                default:
-                    return -1;
-            }
-        }
 
         /// <summary>Feeds one chunk. Returns false once the decoder has failed (now or before).</summary>
         public unsafe bool Feed(ReadOnlySpan<byte> data, IFrameHandler handler)
@@ -155,46 +123,49 @@ namespace Frameproof.Codec
             if (_failed) return false;
             int length = data.Length;
             if (length == 0) return true;
-            // Pointers over the pinned chunk: on Mono every Span slice and index is a call and a check,
-            // which cost more than the decoding itself for small frames.
             fixed (byte* start = &MemoryMarshal.GetReference(data))
             {
                 byte* p = start, end = start + length;
-                // Hot path, kept small (Mono's JIT spills a big method's locals): whole frames back to
-                // back at a frame boundary, headers of the inline form. Anything else, FeedAny.
-                while (!_inPayload && _hdrCount == 0 && _skip == 0)
+                // The hot path first, from here rather than from FeedAny: Mono's JIT spills a big
+                // method's locals, which costs a chunk of whole frames more than decoding them.
+                if (!_inPayload && _hdrCount == 0 && _skipped == 0)
                 {
-                    int avail = (int)(end - p);
-                    uint len; byte flag, seq;
-                    int hl;
-                    if (_form == HeaderForm.Standard && avail >= 4 && (len = (uint)(p[2] | p[3] << 8)) != 0xFFFF)
+                    int frames;
+                    byte* q = WholeFrames(p, end, handler, out frames);
+                    if (q != p)
                     {
-                        hl = 4; flag = p[0]; seq = p[1];
+                        FramesDelivered += frames;
+                        _pos += q - p;
+                        _frameStart = _pos;
+                        if (q == end || _failed) return !_failed;
+                        p = q;
                     }
-                    else if (_form == HeaderForm.U16LE && avail >= 2)
-                    {
-                        hl = 2; flag = 0; seq = 0; len = (uint)(p[0] | p[1] << 8);
-                    }
-                    else hl = InlineHeader(p, avail, out len, out flag, out seq);
-                    if (hl <= 0 || len > _formLimit || avail - hl < len) break;
-                    p += hl;
-                    FramesDelivered++;
-                    handler.OnFrame(flag, seq, new ReadOnlySpan<byte>(p, (int)len));
-                    p += len;
-                    _pos += hl + len;
-                    _frameStart = _pos;
-                    if (p == end) return !_failed;
-                    if (_failed) return false;
                 }
-                return FeedAny(p, end, handler);
+                return FeedAny(p, end, handler, false);
             }
         }
 
-        /// <summary>The general decoding loop over the pinned bytes [p, end).</summary>
-        unsafe bool FeedAny(byte* p, byte* end, IFrameHandler handler)
+        /// <summary>The general decoding loop over the pinned bytes [p, end); <paramref name="atFrameStart"/>:
+        /// p is the first byte of a frame not yet offered to the hot path (<see cref="WholeFrames"/>).</summary>
+        unsafe bool FeedAny(byte* p, byte* end, IFrameHandler handler, bool atFrameStart)
         {
             while (!_failed && p < end)
             {
+                if (atFrameStart)
+                {
+                    atFrameStart = false;
+                    int frames;
+                    byte* q = WholeFrames(p, end, handler, out frames);
+                    if (q != p)
+                    {
+                        FramesDelivered += frames;
+                        _pos += q - p;
+                        _frameStart = _pos;
+                        p = q;
+                        continue;
+                    }
+                }
+
                 if (_inPayload)
                 {
                     int n = (int)Math.Min(_need - _bufCount, end - p);
@@ -211,6 +182,7 @@ namespace Frameproof.Codec
                         ReleaseBuffer();
                         _bufCount = 0;
                         StartFrame();
+                        atFrameStart = true;
                     }
                     continue;
                 }
@@ -228,17 +200,8 @@ namespace Frameproof.Codec
                 HeaderStatus st;
                 if (_hdrCount == 0)
                 {
-                    // Fast path: header (and often the whole frame) inside this chunk.
-                    int avail = (int)(end - p);
-                    uint len;
-                    hl = InlineHeader(p, avail, out len, out flag, out seq);
-                    pl = 0;
-                    if (hl > 0 && len <= _formLimit)
-                    {
-                        pl = (int)len;
-                        st = HeaderStatus.Complete; req = null; msg = null;
-                    }
-                    else st = ParseHeader(new ReadOnlySpan<byte>(p, avail), out hl, out pl, out flag, out seq, out req, out msg);
+                    // The header starts in this chunk: decided on the bytes there (often the whole frame).
+                    st = ParseHeader(new ReadOnlySpan<byte>(p, (int)(end - p)), out hl, out pl, out flag, out seq, out req, out msg);
                     if (st == HeaderStatus.Complete)
                     {
                         p += hl;
@@ -249,8 +212,8 @@ namespace Frameproof.Codec
                             handler.OnFrame(flag, seq, new ReadOnlySpan<byte>(p, pl));
                             p += pl;
                             _pos += pl;
-                            _frameStart = _pos;   // StartFrame(), with _skipped already 0 or set below
-                            _skipped = 0;
+                            StartFrame();
+                            atFrameStart = true;
                         }
                         else
                         {
@@ -264,7 +227,8 @@ namespace Frameproof.Codec
                         return false;
                     }
                 }
-                // Slow path: the header is split across chunks; take one byte at a time (≤ 8 bytes).
+                // Slow path: the header is split across chunks; take one byte at a time (at most
+                // MaxHeaderLength bytes).
                 _hdr[_hdrCount++] = *p++;
                 _pos++;
                 st = ParseHeader(new ReadOnlySpan<byte>(_hdr, 0, _hdrCount), out hl, out pl, out flag, out seq, out req, out msg);
@@ -281,6 +245,7 @@ namespace Frameproof.Codec
                         FramesDelivered++;
                         handler.OnFrame(flag, seq, ReadOnlySpan<byte>.Empty);
                         StartFrame();
+                        atFrameStart = true;
                     }
                     else
                     {
@@ -289,7 +254,7 @@ namespace Frameproof.Codec
                 }
                 else if (_hdrCount == _hdr.Length)
                 {
-                    Fail(TruncatedRequirement, "internal: header parser wants more than 8 bytes");
+                    Fail(TruncatedRequirement, "internal: header parser wants more than " + MaxHeaderLength + " bytes");
                     return false;
                 }
             }
@@ -297,7 +262,7 @@ namespace Frameproof.Codec
         }
 
         /// <summary>Signals end of stream. Returns false if the stream was rejected (now or before):
-        /// a stream that ends inside a frame is truncated (STD-STR-3 / LF-STR-3).</summary>
+        /// a stream that ends inside a frame is truncated (*-STR-3, <see cref="TruncatedRequirement"/>).</summary>
         public bool Finish()
         {
             if (_failed) return false;

@@ -67,6 +67,7 @@ namespace Frameproof.Codec
     public sealed class LengthFieldDecoder : FrameDecoder
     {
         readonly int _size;
+        readonly long _offset;
         readonly long _limit;
 
         /// <summary>Throws FrameproofException LF-FMT-3 for an unsupported profile, before any byte is read.</summary>
@@ -75,18 +76,67 @@ namespace Frameproof.Codec
         {
             profile.Validate();
             _size = profile.Size;
+            _offset = profile.Offset;
             _limit = Math.Min(MaxPayload, profile.Capacity); // LF-LIM-1: max or the field's capacity
-            switch (_size)
-            {
-                case 1: UseInlineHeader(HeaderForm.U8, _limit); break;
-                case 2: UseInlineHeader(HeaderForm.U16LE, _limit); break;
-                case -2: UseInlineHeader(HeaderForm.U16BE, _limit); break;
-                case 4: UseInlineHeader(HeaderForm.U32LE, _limit); break;   // bit 31 (LF-LEN-3) is above _limit
-                case -4: UseInlineHeader(HeaderForm.U32BE, _limit); break;
-            }
         }
 
         protected override string TruncatedRequirement { get { return "LF-STR-3"; } }
+
+        /// <summary>The hot path: the fixed-size length fields (sizes 1, 2, -2, 4, -4) behind the
+        /// offset, within the limit (which also keeps bit 31 of a 4-byte field clear, LF-LEN-3),
+        /// payload in the chunk. LEB128 (size 0) and any length above the limit are left to
+        /// <see cref="ParseHeader"/>.</summary>
+        protected override unsafe byte* WholeFrames(byte* p, byte* end, IFrameHandler handler, out int frames)
+        {
+            int n = 0;
+            long off = _offset, limit = _limit;
+            int size = _size;
+            while (true)
+            {
+                long avail = end - p - off;   // bytes from the length field on
+                if (avail <= 0) break;
+                byte* h = p + off;
+                uint len;
+                int fl;
+                if (size == 2)
+                {
+                    if (avail < 2) break;
+                    len = (uint)(h[0] | h[1] << 8);
+                    fl = 2;
+                }
+                else if (size == 1)
+                {
+                    len = h[0];
+                    fl = 1;
+                }
+                else if (size == -2)
+                {
+                    if (avail < 2) break;
+                    len = (uint)(h[0] << 8 | h[1]);
+                    fl = 2;
+                }
+                else if (size == 4)
+                {
+                    if (avail < 4) break;
+                    len = (uint)(h[0] | h[1] << 8 | h[2] << 16 | h[3] << 24);
+                    fl = 4;
+                }
+                else if (size == -4)
+                {
+                    if (avail < 4) break;
+                    len = (uint)(h[0] << 24 | h[1] << 16 | h[2] << 8 | h[3]);
+                    fl = 4;
+                }
+                else break;
+                if (len > limit || avail - fl < len) break;
+                n++;
+                handler.OnFrame(0, 0, new ReadOnlySpan<byte>(h + fl, (int)len));
+                p = h + fl + len;
+                if (Failed) break;
+            }
+            frames = n;
+            return p;
+        }
 
         protected override HeaderStatus ParseHeader(ReadOnlySpan<byte> h, out int headerLength, out int payloadLength,
             out byte flag, out byte sequence, out string requirement, out string message)
@@ -273,103 +323,6 @@ namespace Frameproof.Codec
         }
     }
 
-    /// <summary>
-    /// `length-field` matching: FIFO (LF-MATCH-1) over a fixed ring (LF-MATCH-4 bound, default 256).
-    /// A timeout completes the expired requests, fails every other one and fails the connection
-    /// (LF-MATCH-3).
-    /// </summary>
-    public sealed class FifoMatcher : IRequestMatcher
-    {
-        readonly IMatchObserver _observer;
-        readonly long _timeoutMs;
-        readonly long[] _ids;
-        readonly object[] _states;
-        readonly long[] _deadlines;
-        int _head, _count;
-        bool _failed;
-
-        /// <summary>LF-MATCH-4: pending bound per connection (upstream 256).</summary>
-        public const int DefaultPendingBound = 256;
-
-        public FifoMatcher(IMatchObserver observer, long timeoutMs = 0, int bound = DefaultPendingBound)
-        {
-            _observer = observer;
-            _timeoutMs = timeoutMs <= 0 ? Limits.DefaultTimeoutMs : timeoutMs;
-            if (bound <= 0) bound = DefaultPendingBound;
-            _ids = new long[bound];
-            _states = new object[bound];
-            _deadlines = new long[bound];
-        }
-
-        public bool Failed { get { return _failed; } }
-        public int PendingCount { get { return _count; } }
-        public long NextDeadline { get { return _count == 0 ? long.MaxValue : _deadlines[_head]; } }
-
-        public bool TryRequest(RequestId id, object state, long nowMs, out byte sequence)
-        {
-            sequence = 0;
-            if (_failed || _count == _ids.Length) return false;
-            int i = (_head + _count) % _ids.Length;
-            _ids[i] = id.Value;
-            _states[i] = state;
-            _deadlines[i] = nowMs + _timeoutMs;
-            _count++;
-            return true;
-        }
-
-        /// <summary>A one-way message is a plain frame that is never pending.</summary>
-        public bool TryOneWay(out byte sequence)
-        {
-            sequence = 0;
-            return !_failed;
-        }
-
-        public void OnFrame(byte flag, byte sequence, ReadOnlySpan<byte> payload)
-        {
-            if (_failed) return; // LF-MATCH-3: frames after the failure complete nothing
-            if (_count == 0)
-            {
-                _observer.OnUnmatched(flag, sequence, payload); // LF-MATCH-2
-                return;
-            }
-            object st; long id;
-            Dequeue(out id, out st);
-            _observer.OnReply(new RequestId(id), st, flag, sequence, payload);
-        }
-
-        public void Expire(long nowMs)
-        {
-            if (_failed || _count == 0 || _deadlines[_head] > nowMs) return;
-            while (_count > 0 && _deadlines[_head] <= nowMs)
-            {
-                object st; long id;
-                Dequeue(out id, out st);
-                _observer.OnTimeout(new RequestId(id), st);
-            }
-            FailAll();
-        }
-
-        public void FailAll()
-        {
-            _failed = true;
-            while (_count > 0)
-            {
-                object st; long id;
-                Dequeue(out id, out st);
-                _observer.OnFailed(new RequestId(id), st);
-            }
-        }
-
-        void Dequeue(out long id, out object state)
-        {
-            id = _ids[_head];
-            state = _states[_head];
-            _states[_head] = null;
-            _head = (_head + 1) % _ids.Length;
-            _count--;
-        }
-    }
-
     /// <summary>`length-field`'s server session: LF-ECHO-1..3, every frame is answered with the same
     /// payload in the same profile (header bytes zeroed, minimal length field).</summary>
     public sealed class LengthFieldEchoSession : FrameEchoSession
@@ -471,8 +424,9 @@ namespace Frameproof.Codec
         /// <summary>LF-MATCH-4: the pending bound.</summary>
         public override int MaxInFlight { get { return FifoMatcher.DefaultPendingBound; } }
 
-        /// <summary>Seed 000: the length-field batched echo awaits 128 concurrent requests.</summary>
-        public override int SeedBatch { get { return 128; } }
+        /// <summary>128, the batch of NewLife.Net's LengthFieldCodec echo benchmark (128 concurrent
+        /// requests awaited before the next round).</summary>
+        public override int DefaultBatch { get { return 128; } }
 
         public override ServerSession NewSession(bool sink) { return new LengthFieldEchoSession(Profile, MaxPayload, sink); }
     }
@@ -499,6 +453,28 @@ namespace Frameproof.Codec
         }
 
         public override FrameCodec Create(CodecSpec spec) { return new LengthFieldCodec(spec); }
+
+        /// <summary>The testee's <c>Codec.params</c> member length_field = 3 (LengthFieldParams:
+        /// offset = 1 uint32, size = 2 sint32; a field not given is 0). The only oneof it has a line in.</summary>
+        static readonly TesteeMember ParamsMember = new TesteeMember<LengthFieldProfile>(3, ReadParams, WriteParams);
+
+        public override TesteeMember OneofMember(TesteeOneof oneof) { return oneof == TesteeOneof.Params ? ParamsMember : null; }
+
+        static LengthFieldProfile ReadParams(ProtoReader r)
+        {
+            uint offset = 0;
+            int size = 0;
+            while (!r.AtEnd)
+            {
+                int g, w; r.ReadTag(out g, out w);
+                if (g == 1) { ProtoReader.Expect(w, 0, g); offset = (uint)r.ReadVarint(); }
+                else if (g == 2) { ProtoReader.Expect(w, 0, g); size = r.ReadSInt32(); }
+                else r.Skip(w);
+            }
+            return new LengthFieldProfile(offset, size);
+        }
+
+        static void WriteParams(LengthFieldProfile p, ProtoWriter w) { w.UInt32(1, (uint)p.Offset); w.SInt32(2, p.Size); }
 
         /// <summary>Micro-benchmarks: payloads that do not fit the default 2-byte length use the 4-byte
         /// profile (offset 0, size 4), as the case catalog says.</summary>

@@ -63,12 +63,13 @@ namespace Frameproof.Codec
         /// <summary>Bytes of the reply the server's echo path writes for a payload of this length.</summary>
         public virtual int BenchReplyLength(int payloadLength) { return EncodedLength(payloadLength); }
 
-        /// <summary>The reply to request <paramref name="index"/> with the server's encoder (standard:
-        /// flag 0x81 and the request's sequence), appended to the reply buffer <paramref name="dest"/> at
-        /// <paramref name="offset"/> as the server's session appends to its output array.</summary>
+        /// <summary>The reply to request <paramref name="index"/> with the server's encoder, appended to
+        /// the reply buffer <paramref name="dest"/> at <paramref name="offset"/> as the server's session
+        /// appends to its output array. Default: a frame with flag 0 and the request's sequence (index
+        /// mod 256); a protocol whose replies carry a flag of their own overrides it.</summary>
         public virtual int WriteBenchReply(long index, ReadOnlySpan<byte> payload, byte[] dest, int offset)
         {
-            return Write(0x81, (byte)index, payload, dest, offset);
+            return Write(0, (byte)index, payload, dest, offset);
         }
 
         /// <summary>Protocol-specific cases, by "op/payload/frames" (e.g. websocket "mask/1024/1").</summary>

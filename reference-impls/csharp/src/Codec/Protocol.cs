@@ -139,9 +139,10 @@ namespace Frameproof.Codec
         /// <summary>Most requests one connection may have in flight (load client's pipelined window).</summary>
         public abstract int MaxInFlight { get; }
 
-        /// <summary>The load client's default batch in <c>--mode batched</c>: the protocol's seed
-        /// batch (standard 255, length-field 128), else its seed window (256).</summary>
-        public virtual int SeedBatch { get { return 256; } }
+        /// <summary>The load client's default batch in <c>--mode batched</c> (concurrent requests
+        /// awaited before the next round): the protocol's own where it declares one, else 256, the
+        /// benchmarks' default pipelined window.</summary>
+        public virtual int DefaultBatch { get { return 256; } }
 
         // ---------------------------------------------------------------- server
 

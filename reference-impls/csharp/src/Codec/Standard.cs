@@ -21,12 +21,41 @@ namespace Frameproof.Codec
     /// <summary>Streaming decoder for `standard` frames (spec/standard.md).</summary>
     public sealed class StandardDecoder : FrameDecoder
     {
-        public StandardDecoder(long maxPayload = 0) : base(maxPayload, 0)
-        {
-            UseInlineHeader(HeaderForm.Standard, MaxPayload);
-        }
+        public StandardDecoder(long maxPayload = 0) : base(maxPayload, 0) { }
 
         protected override string TruncatedRequirement { get { return "STD-STR-3"; } }
+
+        /// <summary>The hot path: flag, sequence, u16 LE length (STD-LEN-1) or 0xFFFF and a canonical
+        /// u32 LE length with bit 31 clear (STD-LEN-2), within the limit, payload in the chunk. Any
+        /// other header (STD-LEN-3/4, STD-LIM-1) is left to <see cref="ParseHeader"/>.</summary>
+        protected override unsafe byte* WholeFrames(byte* p, byte* end, IFrameHandler handler, out int frames)
+        {
+            int n = 0;
+            long limit = MaxPayload;
+            while (true)
+            {
+                long avail = end - p;
+                if (avail < 4) break;
+                uint len = (uint)(p[2] | p[3] << 8);
+                int hl = 4;
+                if (len == 0xFFFF)
+                {
+                    if (avail < 8) break;
+                    len = (uint)(p[4] | p[5] << 8 | p[6] << 16 | p[7] << 24);
+                    if (len < 0xFFFF || len >= 0x80000000u) break;
+                    hl = 8;
+                }
+                if (len > limit || avail - hl < len) break;
+                byte flag = p[0], seq = p[1];
+                p += hl;
+                n++;
+                handler.OnFrame(flag, seq, new ReadOnlySpan<byte>(p, (int)len));
+                p += len;
+                if (Failed) break;
+            }
+            frames = n;
+            return p;
+        }
 
         protected override HeaderStatus ParseHeader(ReadOnlySpan<byte> h, out int headerLength, out int payloadLength,
             out byte flag, out byte sequence, out string requirement, out string message)
@@ -316,6 +345,13 @@ namespace Frameproof.Codec
 
         public override int BenchReplyLength(int payloadLength) { return StandardEncoder.EncodedLength(payloadLength); }
 
+        /// <summary>The echo of request <paramref name="index"/>: flag 0x81 (the reply to a request of
+        /// kind 1, STD-ECHO-1) and the request's sequence.</summary>
+        public override int WriteBenchReply(long index, ReadOnlySpan<byte> payload, byte[] dest, int offset)
+        {
+            return StandardEncoder.Write(StandardFlags.ReplyFor(StandardFlags.Request), (byte)index, payload, dest, offset);
+        }
+
         public override string UnsupportedHeader(uint flag, uint sequence)
         {
             return flag > 255 || sequence > 255 ? "flag/sequence above 255 cannot be written in one byte" : null;
@@ -339,8 +375,9 @@ namespace Frameproof.Codec
         /// <summary>255: with all 256 sequence numbers pending the next send is refused (STD-SEQ-3).</summary>
         public override int MaxInFlight { get { return 255; } }
 
-        /// <summary>Seed 000: 255 concurrent SendMessageAsync, WhenAll, next round.</summary>
-        public override int SeedBatch { get { return 255; } }
+        /// <summary>255, the batch of NewLife.Net's StandardCodec echo benchmark (255 concurrent
+        /// SendMessageAsync, WhenAll, next round), which keeps every sequence number but one pending.</summary>
+        public override int DefaultBatch { get { return 255; } }
 
         public override ServerSession NewSession(bool sink) { return new StandardEchoSession(MaxPayload, sink); }
     }

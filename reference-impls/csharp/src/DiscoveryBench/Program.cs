@@ -10,16 +10,17 @@ namespace Frameproof.DiscoveryBench
 {
     /// <summary>
     /// fp-discovery-bench: upstream's B3 (galay-rpc benchmark/b3_discovery.cpp) and the case it
-    /// avoided, beside the seed's figure (spec/discovery.md §9); the same command line and JSON as the
-    /// Rust fp-discovery-bench. Every worker loops register → discover → deregister (3 operations per
-    /// round) with upstream's endpoint shape (service BenchService&lt;w % 10&gt;, instance instance-&lt;w&gt;,
-    /// port 9000 + w % 100, weight 100). Modes: private (a registry per worker: B3, never contended),
+    /// avoided, beside upstream's reported B3 figure (spec/discovery.md §9); the same command line and
+    /// JSON as the Rust fp-discovery-bench, plus the key "upstream". Every worker loops register →
+    /// discover → deregister (3 operations per round) with upstream's endpoint shape (service
+    /// BenchService&lt;w % 10&gt;, instance instance-&lt;w&gt;, port 9000 + w % 100, weight 100). Modes: private (a registry per worker: B3, never contended),
     /// shared (one registry for all workers), hot (one registry and one service). Workers are OS threads.
     /// </summary>
     public static class Program
     {
-        const double SeedOpsPerS = 5432424.0;
-        const string SeedWhere = "seed 002 B3: 100 coroutine workers, 2 IO schedulers, private registries, Apple M4";
+        /// <summary>B3 as galay-rpc's benchmark report gives it (../shared/seeds/002_8698e1f756fa336d.txt).</summary>
+        const double UpstreamOpsPerS = 5432424.0;
+        const string UpstreamWhere = "galay-rpc B3: 100 coroutine workers, 2 IO schedulers, private registries, Apple M4";
         const string Usage = "usage: fp-discovery-bench [--threads N] [--seconds S] [--mode private|shared|hot|both|all] [--json FILE]";
 
         sealed class Outcome { public string Mode; public int Threads; public long Ops, Errors; public double Seconds; }
@@ -66,8 +67,8 @@ namespace Frameproof.DiscoveryBench
                 Outcome o = Run(mode, threads, seconds);
                 double rate = o.Ops / o.Seconds;
                 Console.WriteLine(string.Format(CultureInfo.InvariantCulture,
-                    "{0,-8} {1} threads, {2:F1} s: {3} ops ({4} rounds), {5} errors, {6:F0} ops/s = {7:F2}x the seed's {8:F0} ops/s ({9})",
-                    o.Mode, o.Threads, o.Seconds, o.Ops, o.Ops / 3, o.Errors, rate, rate / SeedOpsPerS, SeedOpsPerS, SeedWhere));
+                    "{0,-8} {1} threads, {2:F1} s: {3} ops ({4} rounds), {5} errors, {6:F0} ops/s = {7:F2}x upstream's {8:F0} ops/s ({9})",
+                    o.Mode, o.Threads, o.Seconds, o.Ops, o.Ops / 3, o.Errors, rate, rate / UpstreamOpsPerS, UpstreamOpsPerS, UpstreamWhere));
                 outs.Add(o);
             }
             if (json != null)
@@ -77,11 +78,16 @@ namespace Frameproof.DiscoveryBench
                 for (int i = 0; i < outs.Count; i++)
                 {
                     Outcome o = outs[i];
+                    // ops_per_s formatted apart: in "{5:F1}}}" the closing braces would be read as part
+                    // of the format ("F1}"), which prints "F1".
                     sb.Append(i == 0 ? "\n" : ",\n").Append(string.Format(CultureInfo.InvariantCulture,
-                        "    {{\"mode\": \"{0}\", \"threads\": {1}, \"ops\": {2}, \"errors\": {3}, \"duration_s\": {4:F6}, \"ops_per_s\": {5:F1}}}",
-                        o.Mode, o.Threads, o.Ops, o.Errors, o.Seconds, o.Ops / o.Seconds));
+                        "    {{\"mode\": \"{0}\", \"threads\": {1}, \"ops\": {2}, \"errors\": {3}, \"duration_s\": {4:F6}, \"ops_per_s\": {5}}}",
+                        o.Mode, o.Threads, o.Ops, o.Errors, o.Seconds, (o.Ops / o.Seconds).ToString("F1", CultureInfo.InvariantCulture)));
                 }
-                sb.Append(string.Format(CultureInfo.InvariantCulture, "\n  ],\n  \"seed\": {{\"ops_per_s\": {0:F1}, \"where\": \"{1}\"}}\n}}\n", SeedOpsPerS, SeedWhere));
+                // "upstream": the figure compared with; "seed": the same object, under the key the
+                // Rust fp-discovery-bench writes, for readers of that key.
+                string upstream = string.Format(CultureInfo.InvariantCulture, "{{\"ops_per_s\": {0:F1}, \"where\": \"{1}\"}}", UpstreamOpsPerS, UpstreamWhere);
+                sb.Append("\n  ],\n  \"upstream\": ").Append(upstream).Append(",\n  \"seed\": ").Append(upstream).Append("\n}\n");
                 try { File.WriteAllText(json, sb.ToString()); }
                 catch (Exception e) { Console.Error.WriteLine("cannot write " + json + ": " + e.Message); return 1; }
             }

@@ -446,7 +446,7 @@ namespace Frameproof.Load
             if (c.Mode == Mode.Batched)
             {
                 if (o.Has("window")) throw new UsageException("--window does not apply to --mode batched (use --batch)");
-                long batch = o.GetLong("batch", c.Codec.SeedBatch);
+                long batch = o.GetLong("batch", c.Codec.DefaultBatch);
                 if (batch < 1) throw new UsageException("--batch must be at least 1");
                 if (batch > c.Codec.MaxInFlight) throw new UsageException("--batch must be at most " + c.Codec.MaxInFlight + " for " + c.Codec.Protocol);
             }
@@ -460,7 +460,7 @@ namespace Frameproof.Load
             if (fps < 1 || fps > int.MaxValue) throw new UsageException("--frames-per-stream must be at least 1");
             if (o.Has("frames-per-stream") && c.Mode != Mode.Stream) throw new UsageException("--frames-per-stream applies to --mode stream only");
             c.FramesPerStream = (int)fps;
-            long window = c.Mode == Mode.Batched ? o.GetLong("batch", c.Codec.SeedBatch)
+            long window = c.Mode == Mode.Batched ? o.GetLong("batch", c.Codec.DefaultBatch)
                 : o.GetLong("window", c.Mode == Mode.PerPacket || c.Mode == Mode.Stream ? 1 : c.Mode == Mode.Pipelined ? 32 : 256);
             if (c.Mode == Mode.PerPacket && window != 1) throw new UsageException("--window must be 1 in per-packet mode");
             if (window < 1) throw new UsageException("--window must be at least 1");

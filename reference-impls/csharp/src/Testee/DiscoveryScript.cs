@@ -1,6 +1,7 @@
 using System;
 using System.Collections.Generic;
 using System.Threading;
+using Frameproof.Codec;
 using Frameproof.Discovery;
 
 namespace Frameproof.Testee

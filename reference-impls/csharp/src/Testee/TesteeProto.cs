@@ -1,171 +1,74 @@
-// Hand-written proto3 wire encoding of the testee messages (schemas/testee.proto, harness v1 and v2).
-//
-// Why hand-written: this machine has no .NET SDK, no NuGet and therefore no Google.Protobuf
-// runtime or protoc C# plugin usable from Mono's mcs. The testee protocol needs only a handful of
-// messages, and proto3's wire format for them is just varints (wire type 0) and length-delimited
-// fields (wire type 2), so a ~300-line reader/writer is smaller than vendoring a runtime.
-// Unknown fields are skipped (all wire types), so newer runners stay compatible.
-// Field numbers below are copied from schemas/testee.proto; tests/TesteeProtoTests.cs checks
+// The testee messages of schemas/testee.proto (harness v1 and v2) in proto3 wire format, through
+// the hand-written reader and writer of src/Codec/ProtoWire.cs (why hand-written: see there).
+// Field numbers below are copied from schemas/testee.proto. The oneofs marked "one line per
+// protocol" there (Codec.params, Frame.header, ProtocolError.detail) hold one member per protocol:
+// each protocol's module reads and writes its own (ProtocolModule.OneofMember), found through the
+// Registry, so nothing here depends on which protocols there are. tests/TesteeProtoTests.cs checks
 // round trips and byte-exact encodings, and tests/TesteeGoldenTests.cs checks every field against
 // conformance/testee-golden.json, serialized by the Python protobuf runtime (tools/gen_testee_golden.py).
 using System;
 using System.Collections.Generic;
-using System.IO;
-using System.Text;
 using Frameproof.Codec;
 
 namespace Frameproof.Testee
 {
-    public sealed class ProtoFormatException : Exception
-    {
-        public ProtoFormatException(string m) : base(m) { }
-    }
-
-    /// <summary>Reads proto3 wire format from a byte array slice.</summary>
-    public sealed class ProtoReader
-    {
-        readonly byte[] _b;
-        int _pos;
-        readonly int _end;
-
-        public ProtoReader(byte[] b) : this(b, 0, b.Length) { }
-        public ProtoReader(byte[] b, int offset, int length) { _b = b; _pos = offset; _end = offset + length; }
-
-        public bool AtEnd { get { return _pos >= _end; } }
-
-        public ulong ReadVarint()
-        {
-            ulong v = 0;
-            for (int shift = 0; shift < 70; shift += 7)
-            {
-                if (_pos >= _end) throw new ProtoFormatException("truncated varint");
-                byte x = _b[_pos++];
-                if (shift == 63 && x > 1) throw new ProtoFormatException("varint overflow");
-                v |= (ulong)(x & 0x7F) << shift;
-                if ((x & 0x80) == 0) return v;
-            }
-            throw new ProtoFormatException("varint too long");
-        }
-
-        /// <summary>Returns (field number, wire type).</summary>
-        public void ReadTag(out int field, out int wireType)
-        {
-            ulong t = ReadVarint();
-            field = (int)(t >> 3);
-            wireType = (int)(t & 7);
-            if (field <= 0) throw new ProtoFormatException("field number 0");
-        }
-
-        public ProtoReader ReadMessage()
-        {
-            int off, len;
-            ReadLengthDelimited(out off, out len);
-            return new ProtoReader(_b, off, len);
-        }
-
-        public void ReadLengthDelimited(out int offset, out int length)
-        {
-            ulong len = ReadVarint();
-            if (len > (ulong)(_end - _pos)) throw new ProtoFormatException("truncated length-delimited field");
-            offset = _pos;
-            length = (int)len;
-            _pos += (int)len;
-        }
-
-        public byte[] ReadBytes()
-        {
-            int off, len;
-            ReadLengthDelimited(out off, out len);
-            var r = new byte[len];
-            Buffer.BlockCopy(_b, off, r, 0, len);
-            return r;
-        }
-
-        public string ReadString()
-        {
-            int off, len;
-            ReadLengthDelimited(out off, out len);
-            return Encoding.UTF8.GetString(_b, off, len);
-        }
-
-        public void Skip(int wireType)
-        {
-            switch (wireType)
-            {
-                case 0: ReadVarint(); break;
-                case 1: Advance(8); break;
-                case 2: { int o, l; ReadLengthDelimited(out o, out l); break; }
-                case 5: Advance(4); break;
-                default: throw new ProtoFormatException("unsupported wire type " + wireType);
-            }
-        }
-
-        void Advance(int n)
-        {
-            if (_end - _pos < n) throw new ProtoFormatException("truncated fixed field");
-            _pos += n;
-        }
-
-        public static void Expect(int wireType, int expected, int field)
-        {
-            if (wireType != expected) throw new ProtoFormatException("field " + field + ": wire type " + wireType + ", expected " + expected);
-        }
-    }
-
-    /// <summary>Writes proto3 wire format. Scalars equal to their default are omitted (proto3),
-    /// except through the *Always methods used for oneof members and repeated elements.</summary>
-    public sealed class ProtoWriter
-    {
-        readonly MemoryStream _s = new MemoryStream();
-
-        public void WriteVarintRaw(ulong v)
-        {
-            while (v >= 0x80) { _s.WriteByte((byte)(v | 0x80)); v >>= 7; }
-            _s.WriteByte((byte)v);
-        }
-
-        void Tag(int field, int wt) { WriteVarintRaw((ulong)((uint)field << 3 | (uint)wt)); }
-
-        public void UInt64(int field, ulong v) { if (v != 0) { Tag(field, 0); WriteVarintRaw(v); } }
-        public void UInt32(int field, uint v) { UInt64(field, v); }
-        public void Enum(int field, int v) { if (v != 0) { Tag(field, 0); WriteVarintRaw((ulong)(long)v); } }
-        public void Bool(int field, bool v) { if (v) { Tag(field, 0); WriteVarintRaw(1); } }
-        public void SInt32(int field, int v) { if (v != 0) { Tag(field, 0); WriteVarintRaw((uint)((v << 1) ^ (v >> 31))); } }
-
-        public void Bytes(int field, byte[] v) { if (v != null && v.Length > 0) BytesAlways(field, v); }
-        public void BytesAlways(int field, byte[] v)
-        {
-            if (v == null) v = new byte[0];
-            Tag(field, 2);
-            WriteVarintRaw((ulong)v.Length);
-            _s.Write(v, 0, v.Length);
-        }
-
-        public void String(int field, string v) { if (!string.IsNullOrEmpty(v)) StringAlways(field, v); }
-        public void StringAlways(int field, string v) { BytesAlways(field, Encoding.UTF8.GetBytes(v ?? "")); }
-
-        /// <summary>Writes a sub-message (always, even when empty: presence matters for messages).</summary>
-        public void Message(int field, ProtoWriter sub) { BytesAlways(field, sub.ToArray()); }
-
-        public byte[] ToArray() { return _s.ToArray(); }
-    }
-
     // ---------------------------------------------------------------- messages (schemas/testee.proto)
-    // Members of the oneofs "one line per protocol" (Codec.params, Frame.header,
-    // ProtocolError.detail) that this implementation has no protocol for are skipped; a later member
-    // of the same oneof replaces an earlier one, as protobuf parsers do.
+
+    /// <summary>The members of the oneofs with one line per protocol: a member of a registered
+    /// protocol is read into that protocol's object; a member with a field number reserved for
+    /// protocols that no registered protocol has is skipped, its field number kept; a later member of
+    /// the same oneof replaces an earlier one, as protobuf parsers do.</summary>
+    static class ProtocolOneofs
+    {
+        /// <summary>Field numbers 4..15 of these oneofs are reserved for protocols (schemas/testee.proto).</summary>
+        const int FirstReserved = 4, LastReserved = 15;
+
+        /// <summary>If field <paramref name="field"/> is a member of <paramref name="oneof"/>, reads it
+        /// (<paramref name="value"/>: the protocol's object, or null for a protocol this implementation
+        /// does not have) and returns true; else reads nothing and returns false.</summary>
+        public static bool TryRead(TesteeOneof oneof, int field, int wireType, ProtoReader r, out object value)
+        {
+            value = null;
+            TesteeMember m = Registry.OneofMember(oneof, field);
+            if (m == null && (field < FirstReserved || field > LastReserved)) return false;
+            ProtoReader.Expect(wireType, 2, field);
+            ProtoReader sub = r.ReadMessage();
+            if (m != null) value = m.Read(sub);
+            return true;
+        }
+
+        /// <summary>Writes <paramref name="value"/> as its protocol's member (nothing for null or an
+        /// object of no registered protocol's member).</summary>
+        public static void Write(TesteeOneof oneof, object value, ProtoWriter w)
+        {
+            ProtocolModule module;
+            TesteeMember m = Registry.OneofMemberHolding(oneof, value, out module);
+            if (m == null) return;
+            var sub = new ProtoWriter();
+            m.Write(value, sub);
+            w.Message(m.Field, sub);
+        }
+
+        /// <summary>The field number of the member <paramref name="value"/> is written as, or 0.</summary>
+        public static int FieldOf(TesteeOneof oneof, object value)
+        {
+            ProtocolModule module;
+            TesteeMember m = Registry.OneofMemberHolding(oneof, value, out module);
+            return m == null ? 0 : m.Field;
+        }
+    }
 
     public sealed class CodecConfig
     {
         public string Protocol = "";
         public bool HasLimits;
         public ulong MaxPayload;            // Limits.max_payload = 1
-        public bool HasLengthField;         // params: LengthFieldParams length_field = 3
-        public uint LfOffset;               // LengthFieldParams.offset = 1
-        public int LfSize;                  // LengthFieldParams.size = 2 (sint32)
-        public int OtherParams;             // params: the field number of the member given if not length_field (rpc 4, websocket 5, ...), else 0
-        public RpcParams Rpc;               // params: RpcParams rpc = 4 (max_body = 1)
-        public WebSocketParamsMsg WebSocket; // params: WebSocketParams websocket = 5
+        /// <summary>params: the field number of the member given (length_field 3, rpc 4, websocket 5,
+        /// ...), 0 if none.</summary>
+        public int ParamsField;
+        /// <summary>params: the protocol's parameter object (<see cref="CodecSpec.Params"/>), null if
+        /// none was given or the member is of a protocol this implementation does not have.</summary>
+        public object Params;
 
         public static CodecConfig Parse(ProtoReader r)
         {
@@ -173,6 +76,7 @@ namespace Frameproof.Testee
             while (!r.AtEnd)
             {
                 int f, wt; r.ReadTag(out f, out wt);
+                object p;
                 if (f == 1) { ProtoReader.Expect(wt, 2, f); c.Protocol = r.ReadString(); }
                 else if (f == 2)
                 {
@@ -185,75 +89,29 @@ namespace Frameproof.Testee
                         if (g == 1) { ProtoReader.Expect(w, 0, g); c.MaxPayload = lr.ReadVarint(); } else lr.Skip(w);
                     }
                 }
-                else if (f == 3)
-                {
-                    ProtoReader.Expect(wt, 2, f);
-                    c.HasLengthField = true;
-                    c.OtherParams = 0;
-                    var pr = r.ReadMessage();
-                    while (!pr.AtEnd)
-                    {
-                        int g, w; pr.ReadTag(out g, out w);
-                        if (g == 1) { ProtoReader.Expect(w, 0, g); c.LfOffset = (uint)pr.ReadVarint(); }
-                        else if (g == 2) { ProtoReader.Expect(w, 0, g); uint z = (uint)pr.ReadVarint(); c.LfSize = (int)(z >> 1) ^ -(int)(z & 1); }
-                        else pr.Skip(w);
-                    }
-                }
-                else if (f >= 4 && f <= 15)
-                {
-                    ProtoReader.Expect(wt, 2, f); // another protocol's parameters (oneof params)
-                    c.HasLengthField = false;
-                    c.LfOffset = 0; c.LfSize = 0;
-                    c.Rpc = null; c.WebSocket = null;
-                    c.OtherParams = f;
-                    if (f == 4) c.Rpc = ParseRpc(r.ReadMessage());
-                    else if (f == 5) c.WebSocket = WebSocketParamsMsg.Parse(r.ReadMessage());
-                    else r.Skip(wt);
-                }
+                else if (ProtocolOneofs.TryRead(TesteeOneof.Params, f, wt, r, out p)) { c.ParamsField = f; c.Params = p; }
                 else r.Skip(wt);
             }
             return c;
-        }
-
-        static RpcParams ParseRpc(ProtoReader r)
-        {
-            var p = new RpcParams();
-            while (!r.AtEnd)
-            {
-                int g, w; r.ReadTag(out g, out w);
-                if (g == 1) { ProtoReader.Expect(w, 0, g); ulong v = r.ReadVarint(); p.MaxBody = v > long.MaxValue ? long.MaxValue : (long)v; }
-                else r.Skip(w);
-            }
-            return p;
         }
 
         public void WriteTo(ProtoWriter w)
         {
             w.String(1, Protocol);
             if (HasLimits || MaxPayload != 0) { var l = new ProtoWriter(); l.UInt64(1, MaxPayload); w.Message(2, l); }
-            if (HasLengthField) { var p = new ProtoWriter(); p.UInt32(1, LfOffset); p.SInt32(2, LfSize); w.Message(3, p); }
-            if (Rpc != null) { var p = new ProtoWriter(); p.UInt64(1, (ulong)Rpc.MaxBody); w.Message(4, p); }
-            if (WebSocket != null) w.Message(5, WebSocket.ToWriter());
+            ProtocolOneofs.Write(TesteeOneof.Params, Params, w);
         }
 
-        /// <summary>The codec for the registry: the oneof member given becomes the protocol's parameters.</summary>
+        /// <summary>The codec for the registry: the oneof member given becomes the parameters of the
+        /// protocol it belongs to.</summary>
         public CodecSpec ToSpec()
         {
             var spec = new CodecSpec { Protocol = Protocol, MaxPayload = MaxPayload > (ulong)long.MaxValue ? long.MaxValue : (long)MaxPayload };
-            if (HasLengthField)
+            ProtocolModule owner;
+            if (Registry.OneofMemberHolding(TesteeOneof.Params, Params, out owner) != null)
             {
-                spec.ParamsKey = LengthFieldProtocol.Module.ParamsKey;
-                spec.Params = new LengthFieldProfile(LfOffset, LfSize);
-            }
-            else if (Rpc != null)
-            {
-                spec.ParamsKey = "rpc";
-                spec.Params = Rpc;
-            }
-            else if (WebSocket != null)
-            {
-                spec.ParamsKey = "websocket";
-                spec.Params = WebSocket.ToParams();
+                spec.ParamsKey = owner.ParamsKey;
+                spec.Params = Params;
             }
             return spec;
         }
@@ -264,8 +122,11 @@ namespace Frameproof.Testee
         public uint Flag;
         public uint Sequence;
         public byte[] Payload = new byte[0];
-        public int OtherHeader;             // header: the field number of the member given (rpc 4, websocket 5, ...), else 0
-        public object Header;               // header: RpcHeader (4) or WebSocketHeader (5), else null
+        /// <summary>header: the field number of the member given (rpc 4, websocket 5, ...), 0 if none.</summary>
+        public int HeaderField;
+        /// <summary>header: the protocol's header object (<see cref="FrameValue.Header"/>), null if none
+        /// was given or the member is of a protocol this implementation does not have.</summary>
+        public object Header;
 
         public static FrameMsg Parse(ProtoReader r)
         {
@@ -273,83 +134,21 @@ namespace Frameproof.Testee
             while (!r.AtEnd)
             {
                 int f, wt; r.ReadTag(out f, out wt);
+                object h;
                 if (f == 1) { ProtoReader.Expect(wt, 0, f); m.Flag = (uint)r.ReadVarint(); }
                 else if (f == 2) { ProtoReader.Expect(wt, 0, f); m.Sequence = (uint)r.ReadVarint(); }
                 else if (f == 3) { ProtoReader.Expect(wt, 2, f); m.Payload = r.ReadBytes(); }
-                else if (f >= 4 && f <= 15)
-                {
-                    ProtoReader.Expect(wt, 2, f);
-                    m.OtherHeader = f;
-                    m.Header = null;
-                    if (f == 4) m.Header = ParseRpc(r.ReadMessage());
-                    else if (f == 5) m.Header = ParseWebSocket(r.ReadMessage());
-                    else r.Skip(wt);
-                }
+                else if (ProtocolOneofs.TryRead(TesteeOneof.Header, f, wt, r, out h)) { m.HeaderField = f; m.Header = h; }
                 else r.Skip(wt);
             }
             return m;
-        }
-
-        static RpcHeader ParseRpc(ProtoReader r)
-        {
-            var h = new RpcHeader { Version = 0 };
-            while (!r.AtEnd)
-            {
-                int g, w; r.ReadTag(out g, out w);
-                switch (g)
-                {
-                    case 1: ProtoReader.Expect(w, 0, g); h.Version = (uint)r.ReadVarint(); break;
-                    case 2: ProtoReader.Expect(w, 0, g); h.Type = (uint)r.ReadVarint(); break;
-                    case 3: ProtoReader.Expect(w, 0, g); h.Flags = (uint)r.ReadVarint(); break;
-                    case 4: ProtoReader.Expect(w, 0, g); h.Reserved = (uint)r.ReadVarint(); break;
-                    case 5: ProtoReader.Expect(w, 0, g); h.Id = (uint)r.ReadVarint(); break;
-                    case 6: ProtoReader.Expect(w, 2, g); h.Service = r.ReadBytes(); break;
-                    case 7: ProtoReader.Expect(w, 2, g); h.Method = r.ReadBytes(); break;
-                    case 8: ProtoReader.Expect(w, 0, g); h.ErrorCode = (uint)r.ReadVarint(); break;
-                    default: r.Skip(w); break;
-                }
-            }
-            return h;
-        }
-
-        static WebSocketHeader ParseWebSocket(ProtoReader r)
-        {
-            var h = new WebSocketHeader();
-            while (!r.AtEnd)
-            {
-                int g, w; r.ReadTag(out g, out w);
-                switch (g)
-                {
-                    case 1: ProtoReader.Expect(w, 0, g); h.Fin = r.ReadVarint() != 0; break;
-                    case 2: ProtoReader.Expect(w, 0, g); h.Rsv = (uint)r.ReadVarint(); break;
-                    case 3: ProtoReader.Expect(w, 0, g); h.Opcode = (uint)r.ReadVarint(); break;
-                    case 4: ProtoReader.Expect(w, 0, g); h.Masked = r.ReadVarint() != 0; break;
-                    case 5: ProtoReader.Expect(w, 2, g); h.MaskKey = r.ReadBytes(); break;
-                    default: r.Skip(w); break;
-                }
-            }
-            return h;
         }
 
         public ProtoWriter ToWriter()
         {
             var w = new ProtoWriter();
             w.UInt32(1, Flag); w.UInt32(2, Sequence); w.Bytes(3, Payload);
-            var rpc = Header as RpcHeader;
-            if (rpc != null)
-            {
-                var h = new ProtoWriter();
-                h.UInt32(1, rpc.Version); h.UInt32(2, rpc.Type); h.UInt32(3, rpc.Flags); h.UInt32(4, rpc.Reserved);
-                h.UInt32(5, rpc.Id); h.Bytes(6, rpc.Service); h.Bytes(7, rpc.Method); h.UInt32(8, rpc.ErrorCode);
-                w.Message(4, h);
-            }
-            var ws = Header as WebSocketHeader;
-            if (ws != null)
-            {
-                var h = new ProtoWriter();
-                h.Bool(1, ws.Fin); h.UInt32(2, ws.Rsv); h.UInt32(3, ws.Opcode); h.Bool(4, ws.Masked); h.Bytes(5, ws.MaskKey);
-                w.Message(5, h);
-            }
+            ProtocolOneofs.Write(TesteeOneof.Header, Header, w);
             return w;
         }
 
@@ -358,7 +157,7 @@ namespace Frameproof.Testee
         public static FrameMsg From(FrameValue v)
         {
             return new FrameMsg { Flag = v.Flag, Sequence = v.Sequence, Payload = v.Payload ?? new byte[0], Header = v.Header,
-                OtherHeader = v.Header is RpcHeader ? 4 : v.Header is WebSocketHeader ? 5 : 0 };
+                HeaderField = ProtocolOneofs.FieldOf(TesteeOneof.Header, v.Header) };
         }
     }
 
@@ -367,28 +166,18 @@ namespace Frameproof.Testee
         public string Requirement = "";
         public ulong Offset;
         public string Message = "";
-        public int OtherDetail;             // detail: the field number of the member given (rpc 4, websocket 5, ...), else 0
-        public uint RpcErrorCode;           // detail: RpcErrorDetail rpc = 4 (error_code = 1)
-        public uint CloseCode;              // detail: WebSocketErrorDetail websocket = 5 (close_code = 1)
+        /// <summary>detail: the field number of the member given (rpc 4, websocket 5, ...), 0 if none.</summary>
+        public int DetailField;
+        /// <summary>detail: the protocol's detail object (<see cref="ProtocolError.Detail"/>), null if
+        /// none was given or the member is of a protocol this implementation does not have.</summary>
+        public object Detail;
 
         public ProtoWriter ToWriter()
         {
             var w = new ProtoWriter();
             w.String(1, Requirement); w.UInt64(2, Offset); w.String(3, Message);
-            if (OtherDetail == 4) { var d = new ProtoWriter(); d.UInt32(1, RpcErrorCode); w.Message(4, d); }
-            else if (OtherDetail == 5) { var d = new ProtoWriter(); d.UInt32(1, CloseCode); w.Message(5, d); }
+            ProtocolOneofs.Write(TesteeOneof.Detail, Detail, w);
             return w;
-        }
-
-        static uint ParseDetail(ProtoReader r)
-        {
-            uint v = 0;
-            while (!r.AtEnd)
-            {
-                int g, w; r.ReadTag(out g, out w);
-                if (g == 1) { ProtoReader.Expect(w, 0, g); v = (uint)r.ReadVarint(); } else r.Skip(w);
-            }
-            return v;
         }
 
         public static ErrorMsg Parse(ProtoReader r)
@@ -397,28 +186,22 @@ namespace Frameproof.Testee
             while (!r.AtEnd)
             {
                 int f, wt; r.ReadTag(out f, out wt);
+                object d;
                 if (f == 1) { ProtoReader.Expect(wt, 2, f); m.Requirement = r.ReadString(); }
                 else if (f == 2) { ProtoReader.Expect(wt, 0, f); m.Offset = r.ReadVarint(); }
                 else if (f == 3) { ProtoReader.Expect(wt, 2, f); m.Message = r.ReadString(); }
-                else if (f >= 4 && f <= 15)
-                {
-                    ProtoReader.Expect(wt, 2, f);
-                    m.OtherDetail = f;
-                    m.RpcErrorCode = 0; m.CloseCode = 0;
-                    if (f == 4) m.RpcErrorCode = ParseDetail(r.ReadMessage());
-                    else if (f == 5) m.CloseCode = ParseDetail(r.ReadMessage());
-                    else r.Skip(wt);
-                }
+                else if (ProtocolOneofs.TryRead(TesteeOneof.Detail, f, wt, r, out d)) { m.DetailField = f; m.Detail = d; }
                 else r.Skip(wt);
             }
             return m;
         }
 
+        /// <summary>The error with what its protocol says about it on the wire, where it says anything.</summary>
         public static ErrorMsg From(ProtocolError e)
         {
             var m = new ErrorMsg { Requirement = e.Requirement, Offset = (ulong)e.Offset, Message = e.Message ?? "" };
-            var close = e.Detail as WebSocketCloseDetail;
-            if (close != null) { m.OtherDetail = 5; m.CloseCode = close.Code; }
+            m.DetailField = ProtocolOneofs.FieldOf(TesteeOneof.Detail, e.Detail);
+            if (m.DetailField != 0) m.Detail = e.Detail;
             return m;
         }
     }
@@ -690,41 +473,6 @@ namespace Frameproof.Testee
                 }
             }
             return m;
-        }
-    }
-}
-
-namespace Frameproof.Testee
-{
-    /// <summary>WebSocketParams (role = 1: 0/1 server, 2 client; max_message = 2).</summary>
-    public sealed class WebSocketParamsMsg
-    {
-        public int Role;
-        public ulong MaxMessage;
-
-        public static WebSocketParamsMsg Parse(ProtoReader r)
-        {
-            var p = new WebSocketParamsMsg();
-            while (!r.AtEnd)
-            {
-                int g, w; r.ReadTag(out g, out w);
-                if (g == 1) { ProtoReader.Expect(w, 0, g); p.Role = (int)r.ReadVarint(); }
-                else if (g == 2) { ProtoReader.Expect(w, 0, g); p.MaxMessage = r.ReadVarint(); }
-                else r.Skip(w);
-            }
-            return p;
-        }
-
-        public ProtoWriter ToWriter()
-        {
-            var w = new ProtoWriter();
-            w.Enum(1, Role); w.UInt64(2, MaxMessage);
-            return w;
-        }
-
-        public WebSocketParams ToParams()
-        {
-            return new WebSocketParams { Client = Role == 2, MaxMessage = MaxMessage > long.MaxValue ? long.MaxValue : (long)MaxMessage };
         }
     }
 }

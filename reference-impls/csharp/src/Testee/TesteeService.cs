@@ -116,7 +116,7 @@ namespace Frameproof.Testee
                 else resp.Encoded = e.Encoded;
                 return resp;
             }
-            if (req.Frame.OtherHeader != 0) return Skipped("frame header field " + req.Frame.OtherHeader + " does not apply to " + codec.Protocol);
+            if (req.Frame.HeaderField != 0) return Skipped("frame header field " + req.Frame.HeaderField + " does not apply to " + codec.Protocol);
             string why = codec.UnsupportedHeader(req.Frame.Flag, req.Frame.Sequence);
             if (why != null) return Skipped(why);
             ProtocolError err = codec.ConfigError;

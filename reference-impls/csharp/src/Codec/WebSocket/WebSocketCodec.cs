@@ -56,13 +56,14 @@ namespace Frameproof.Codec
 
         // ---------------------------------------------------------------- micro-benchmarks (tools/bench/microbench.md)
 
-        static readonly byte[] SeedKey = { 0x12, 0x34, 0x56, 0x78 };
+        /// <summary>The mask key of the benchmark catalog's websocket cases (tools/bench/microbench.md).</summary>
+        static readonly byte[] CatalogMaskKey = { 0x12, 0x34, 0x56, 0x78 };
 
-        /// <summary>One FIN binary frame, masked with the seed's key 12 34 56 78.</summary>
+        /// <summary>One FIN binary frame, masked with the catalog's key 12 34 56 78.</summary>
         public override byte[] BenchRequest(long index, ReadOnlySpan<byte> payload)
         {
             var r = new byte[WsEncoder.HeaderLength(payload.Length, true) + payload.Length];
-            WsEncoder.Write(true, WsOpcodes.Binary, SeedKey, payload, r);
+            WsEncoder.Write(true, WsOpcodes.Binary, CatalogMaskKey, payload, r);
             return r;
         }
 
@@ -94,7 +95,7 @@ namespace Frameproof.Codec
         }
 
         /// <summary>mask/1024/1 (WsMask, the decoder's unmasking routine) and utf8/67/1, utf8/71/1 (the
-        /// validator of text messages), with the seed's key and texts.</summary>
+        /// validator of text messages), with the catalog's key and texts.</summary>
         public override IDictionary<string, BenchIteration> BenchExtraCases
         {
             get
@@ -105,12 +106,14 @@ namespace Frameproof.Codec
                 byte[] mixed = Encoding.UTF8.GetBytes("Hello \u4e16\u754c! \u8fd9\u662f\u4e00\u4e2a\u7528\u4e8e UTF-8 \u9a8c\u8bc1\u7684\u6d4b\u8bd5\u6d88\u606f, mixed ok.");
                 return new Dictionary<string, BenchIteration>
                 {
-                    { "mask/" + buf.Length + "/1", () => { WsMask.Apply(buf, buf, SeedKey, 0); return buf[buf.Length - 1]; } },
+                    { "mask/" + buf.Length + "/1", () => { WsMask.Apply(buf, buf, CatalogMaskKey, 0); return buf[buf.Length - 1]; } },
                     { "utf8/" + ascii.Length + "/1", () => Utf8Validator.IsValid(ascii) ? 1 : 0 },
                     { "utf8/" + mixed.Length + "/1", () => Utf8Validator.IsValid(mixed) ? 1 : 0 },
                 };
             }
         }
+        /// <summary>The load client's bound on pipelined messages: the pending bound of the FIFO
+        /// matcher that pairs its echoes (<see cref="WsClientChannel"/>).</summary>
         public override int MaxInFlight { get { return FifoMatcher.DefaultPendingBound; } }
 
         // ---------------------------------------------------------------- load client

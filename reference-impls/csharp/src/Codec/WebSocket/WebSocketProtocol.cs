@@ -9,7 +9,8 @@ using System.Text;
 namespace Frameproof.Codec
 {
     /// <summary>Registry entry of `websocket` (spec/websocket.md): parameters under
-    /// "websocket": {"role": "server"|"client", "max_message": N}; the frame limit is limits.max_payload.</summary>
+    /// "websocket": {"role": "server"|"client", "max_message": N}; the frame limit is limits.max_payload.
+    /// Also websocket's members of the testee messages (params, header, error detail).</summary>
     public sealed class WebSocketProtocol : ProtocolModule
     {
         public static readonly WebSocketProtocol Module = new WebSocketProtocol();
@@ -35,5 +36,89 @@ namespace Frameproof.Codec
         }
 
         public override FrameCodec Create(CodecSpec spec) { return new WebSocketCodec(spec); }
+
+        // ---------------------------------------------------------------- testee messages
+
+        /// <summary>websocket's line in each oneof of schemas/testee.proto: field 5 (WebSocketParams,
+        /// WebSocketHeader, WebSocketErrorDetail).</summary>
+        const int OneofField = 5;
+
+        /// <summary>WebSocketParams.Role: ROLE_UNSPECIFIED 0 and SERVER 1 are the server role.</summary>
+        const int RoleClient = 2;
+
+        static readonly TesteeMember ParamsMember = new TesteeMember<WebSocketParams>(OneofField, ReadParams, WriteParams);
+        static readonly TesteeMember HeaderMember = new TesteeMember<WebSocketHeader>(OneofField, ReadHeader, WriteHeader);
+        static readonly TesteeMember DetailMember = new TesteeMember<WebSocketCloseDetail>(OneofField, ReadDetail, WriteDetail);
+
+        public override TesteeMember OneofMember(TesteeOneof oneof)
+        {
+            switch (oneof)
+            {
+                case TesteeOneof.Params: return ParamsMember;
+                case TesteeOneof.Header: return HeaderMember;
+                case TesteeOneof.Detail: return DetailMember;
+                default: return null;
+            }
+        }
+
+        /// <summary>WebSocketParams: role = 1, max_message = 2 (above long.MaxValue: long.MaxValue).</summary>
+        static WebSocketParams ReadParams(ProtoReader r)
+        {
+            var p = new WebSocketParams();
+            while (!r.AtEnd)
+            {
+                int g, w; r.ReadTag(out g, out w);
+                if (g == 1) { ProtoReader.Expect(w, 0, g); p.Client = (int)r.ReadVarint() == RoleClient; }
+                else if (g == 2) { ProtoReader.Expect(w, 0, g); ulong v = r.ReadVarint(); p.MaxMessage = v > long.MaxValue ? long.MaxValue : (long)v; }
+                else r.Skip(w);
+            }
+            return p;
+        }
+
+        /// <summary>The server role is written as ROLE_UNSPECIFIED (0), the client role as CLIENT.</summary>
+        static void WriteParams(WebSocketParams p, ProtoWriter w)
+        {
+            w.Enum(1, p.Client ? RoleClient : 0);
+            w.UInt64(2, (ulong)p.MaxMessage);
+        }
+
+        /// <summary>WebSocketHeader: fin 1, rsv 2, opcode 3, masked 4, mask_key 5.</summary>
+        static WebSocketHeader ReadHeader(ProtoReader r)
+        {
+            var h = new WebSocketHeader();
+            while (!r.AtEnd)
+            {
+                int g, w; r.ReadTag(out g, out w);
+                switch (g)
+                {
+                    case 1: ProtoReader.Expect(w, 0, g); h.Fin = r.ReadVarint() != 0; break;
+                    case 2: ProtoReader.Expect(w, 0, g); h.Rsv = (uint)r.ReadVarint(); break;
+                    case 3: ProtoReader.Expect(w, 0, g); h.Opcode = (uint)r.ReadVarint(); break;
+                    case 4: ProtoReader.Expect(w, 0, g); h.Masked = r.ReadVarint() != 0; break;
+                    case 5: ProtoReader.Expect(w, 2, g); h.MaskKey = r.ReadBytes(); break;
+                    default: r.Skip(w); break;
+                }
+            }
+            return h;
+        }
+
+        static void WriteHeader(WebSocketHeader h, ProtoWriter w)
+        {
+            w.Bool(1, h.Fin); w.UInt32(2, h.Rsv); w.UInt32(3, h.Opcode); w.Bool(4, h.Masked); w.Bytes(5, h.MaskKey);
+        }
+
+        /// <summary>WebSocketErrorDetail: close_code = 1.</summary>
+        static WebSocketCloseDetail ReadDetail(ProtoReader r)
+        {
+            uint code = 0;
+            while (!r.AtEnd)
+            {
+                int g, w; r.ReadTag(out g, out w);
+                if (g == 1) { ProtoReader.Expect(w, 0, g); code = (uint)r.ReadVarint(); } else r.Skip(w);
+            }
+            return new WebSocketCloseDetail(code);
+        }
+
+        static void WriteDetail(WebSocketCloseDetail d, ProtoWriter w) { w.UInt32(1, d.Code); }
     }
 }

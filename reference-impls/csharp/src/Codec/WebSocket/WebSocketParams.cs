@@ -1,0 +1,14 @@
+using System;
+
+namespace Frameproof.Codec
+{
+    /// <summary>The websocket codec's parameters: codec JSON <c>{"websocket": {"role": "server"|"client",
+    /// "max_message": N}}</c>, testee <c>WebSocketParams</c> (spec/websocket.md).</summary>
+    public sealed class WebSocketParams
+    {
+        /// <summary>Client role: receives unmasked frames, sends masked ones (default: server).</summary>
+        public bool Client;
+        /// <summary>Largest message after reassembly; 0 = the spec default.</summary>
+        public long MaxMessage;
+    }
+}
