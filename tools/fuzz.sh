@@ -10,7 +10,7 @@
 #     reports/fuzz/rust/corpus (grows from run to run), crashes in reports/fuzz/rust/artifacts.
 #  3. cpp: the same for the C++ decoders (ASan + UBSan + LeakSanitizer): decode_fuzz (standard,
 #     length-field; reports/fuzz/cpp) and wire_fuzz (rpc, websocket, a layout of its own;
-#     reports/fuzz/cpp-wire, seeds from reference-impls/cpp/fuzz/wire_seeds.py), N seconds each.
+#     reports/fuzz/cpp-wire, the same seeds), N seconds each.
 # Seed corpora come from the test vectors. --build builds the reference testees first.
 # FUZZ_MAX_LEN (default 8192): libFuzzer's -max_len, also the cut of the seed inputs.
 # Exit status 1 if anything was found (the reproducers and the commands to turn a libFuzzer
@@ -92,7 +92,7 @@ libfuzz() {  # name binary [seed dir]
 if want rust || want cpp; then
   rm -rf "$out/seeds"
   # FUZZ_MAX_LEN=80000 lets whole 64 KiB extended frames in (slower executions)
-  $py -m frameproof.cli fuzz-corpus "$out/seeds" --max-len $(( ${FUZZ_MAX_LEN:-8192} - 2 )) >/dev/null
+  $py -m frameproof.cli fuzz-corpus "$out/seeds" --max-len $(( ${FUZZ_MAX_LEN:-8192} - 3 )) >/dev/null
 fi
 if want rust; then
   if command -v cargo >/dev/null; then
@@ -110,13 +110,8 @@ if want cpp; then
     if bin=$(bash reference-impls/cpp/fuzz/build.sh); then
       bin=$(echo "$bin" | tail -1)
       libfuzz cpp "$bin"
-      rm -rf "$out/wire-seeds"
-      mkdir -p "$out/wire-seeds"
-      if $py reference-impls/cpp/fuzz/wire_seeds.py "$out/wire-seeds" >/dev/null; then
-        libfuzz cpp-wire "$(dirname "$bin")/wire_fuzz" "$out/wire-seeds"
-      else
-        echo "cpp-wire: seed corpus (wire_seeds.py) FAILED"; found=1
-      fi
+      # the same seeds: every target reads the same input layout and ignores other protocols' inputs
+      libfuzz cpp-wire "$(dirname "$bin")/wire_fuzz"
     else
       echo "cpp: fuzz target build FAILED (clang++ with libFuzzer: apt-get install clang-14 libfuzzer-14-dev)"; found=1
     fi

@@ -22,6 +22,9 @@ mkdir -p reports
 skips=reports/skipped.txt  # every skip of every step: "<test> <tab> <reason>"
 : >"$skips"
 declare -A built
+times=()  # "step seconds", printed before the last line: where CI's time goes
+mark=$SECONDS
+took() { times+=("$1 $((SECONDS - mark)) s"); mark=$SECONDS; }
 echo "== 1. build every bundled implementation"
 for dir in reference-impls/*/ tools/third-party/*/; do
   [ -f "$dir/impl.json" ] || continue
@@ -33,6 +36,7 @@ for dir in reference-impls/*/ tools/third-party/*/; do
   fi
   rm -f "$log"
 done
+took builds
 echo "== 2. suite tests (pytest)"
 .venv/bin/python -m pytest conformance/tests -q -n 2 -p no:cacheprovider --junitxml=reports/suite-tests.xml
 rc=$?
@@ -58,6 +62,7 @@ PY
 )
 [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
 add "$p" "$f"
+took "suite tests"
 for dir in reference-impls/*/; do
   [ -f "$dir/impl.json" ] || continue
   name=$(basename "$dir")
@@ -75,6 +80,7 @@ for dir in reference-impls/*/; do
   [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
   add "$p" "$f"
   rm -f "$log"
+  took "$name tests"
 done
 echo "== 4. the main job's every path at small scale (frameproof matrix --scale small)"
 ./frameproof matrix --no-build --profile smoke --scale small --out reports/ci-matrix
@@ -92,8 +98,11 @@ PY
 )
 [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
 add "$p" "$f"
+took "matrix (small)"
 echo "== skipped tests (allowed only where .ci/allowed-skips names them)"
 read -r allowed unlisted < <(.venv/bin/python tools/check_skips.py .ci/allowed-skips "$skips")
 failed=$((failed + unlisted))
+printf -v steps '%s, ' "${times[@]}"
+echo "== time by step: ${steps%, } (total $SECONDS s)"
 echo "$passed passed, $failed failed, $((allowed + unlisted)) skipped"
 [ "$failed" -eq 0 ]

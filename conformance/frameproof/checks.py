@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from .oracle import DecodeResult, Error, Frame, MatchResult
+from .oracle import DecodeResult, Error, MatchResult
 
 
 class CheckFailure(AssertionError):

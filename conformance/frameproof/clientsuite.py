@@ -18,7 +18,6 @@ import shlex
 import socket
 import subprocess
 import tempfile
-import threading
 import time
 from dataclasses import dataclass
 from typing import Callable, List, Optional

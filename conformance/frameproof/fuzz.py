@@ -13,8 +13,7 @@ a failure found at example k is found again at example k with the same seed and 
 ``keep_going``: after a disagreement, drop the testees that disagreed and go on with the rest
 (one minimized reproducer per failing testee).
 
-The coverage-guided side (libFuzzer targets of the native decoders) shares this module's input
-layout: ``corpus_entry`` writes a seed corpus from the vectors (see conformance/FUZZING.md).
+The coverage-guided side (libFuzzer targets of the native decoders): ``fuzz_corpus``.
 """
 from __future__ import annotations
 
@@ -549,83 +548,3 @@ def reduce_finding(f: Finding, testees: Dict[str, Testee], supported: Dict[str, 
     except TimeoutError:
         pass
     return best
-
-
-# ---------------------------------------------------------------- coverage-guided input layout
-
-# Shared with reference-impls/rust/fuzz/fuzz_targets/decode.rs and reference-impls/cpp/fuzz/:
-# config byte = limit index << 5 | protocol bits << 1 | corpus_id (bit 0); the protocol's
-# corpus_config gives its 4 bits (length-field: the profile index).
-LIMITS = [0, 16, 64, 100, 1024, 65535, 70000, 1]
-
-
-def corpus_entry(codec: Codec, data: bytes, chunking: int = 0) -> Optional[bytes]:
-    """The libFuzzer input for ``codec`` and ``data`` (None if the table has no such codec)."""
-    bits = codec.spec.corpus_config(codec)
-    if codec.max_payload not in LIMITS or bits is None or codec.spec.corpus_id is None:
-        return None
-    cfg = LIMITS.index(codec.max_payload) << 5 | bits << 1 | codec.spec.corpus_id
-    return bytes([cfg, chunking & 0xFF]) + data
-
-
-def decode_corpus_input(entry: bytes):
-    """Inverse of ``corpus_entry``: (codec, data, chunks) exactly as the native targets split it."""
-    cfg, ctl, data = entry[0], entry[1], entry[2:]
-    bits, limit = (cfg >> 1) & 15, LIMITS[cfg >> 5]
-    # Protocols share a corpus_id and tell themselves apart by their config bits: the one whose codec
-    # for these bits maps back to them, else (as the native targets do) the first with the id.
-    protos = [p for p in registry.all_protocols() if p.corpus_id == cfg & 1]
-    codec = next((c for c in (p.corpus_codec(bits, limit) for p in protos) if c.spec.corpus_config(c) == bits),
-                 None) or protos[0].corpus_codec(bits, limit)
-    return codec, data, native_chunks(data, ctl)
-
-
-def native_chunks(data: bytes, ctl: int) -> List[bytes]:
-    if ctl == 0 or not data:
-        return [data]
-    maxc = ctl % 16 + 1
-    state = ctl
-    out, pos = [], 0
-    while pos < len(data):
-        state = (state * 1103515245 + 12345) & 0xFFFFFFFF
-        n = min(1 + (state >> 16) % maxc, len(data) - pos)
-        out.append(data[pos:pos + n])
-        pos += n
-    return out
-
-
-def write_corpus(out_dir: Path, max_len: int = 4096, verdicts: Sequence[str] = ("y", "n", "i")) -> int:
-    """Seed corpus from every decode vector (truncated to ``max_len`` bytes: a truncated stream is
-    still an interesting input), each once whole and once in small chunks. Returns the count.
-    ``verdicts``: only vectors of these kinds (("y",): valid streams only)."""
-    from .vectors import load
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    n = 0
-    for proto in registry.names():
-        for v in load(proto):
-            if v.kind != "decode" or v.verdict not in verdicts:
-                continue
-            for ctl in (0, 0x35):
-                e = corpus_entry(v.codec, v.data[:max_len], ctl)
-                if e is None:
-                    continue
-                (out_dir / f"{proto}-{v.id}-{ctl:02x}").write_bytes(e)
-                n += 1
-    return n
-
-
-def finding_from_input(entry: bytes, found_by: str, testees: Sequence[str] = ()) -> Finding:
-    """A libFuzzer input (crash/leak/invariant artifact) as a Finding, so that it is written as a
-    vector like a differential disagreement. ``testees``, if given, are run on it: their
-    non-conforming answers are recorded (an empty list if they all conform)."""
-    codec, data, chunks = decode_corpus_input(entry)
-    ts = {c: Testee(c) for c in testees}
-    try:
-        supported = {c: t.capabilities()[0] for c, t in ts.items()}
-        expected, bad = compare(ts, codec, data, chunks, supported)
-    finally:
-        for t in ts.values():
-            t.stop()
-    bad.insert(0, Answer(found_by, None, f"{found_by} failed on this input"))
-    return Finding(codec, data, chunks, expected, bad, 0, None)

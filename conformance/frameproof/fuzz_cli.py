@@ -77,14 +77,14 @@ def cmd_fuzz(args):
 
 
 def cmd_corpus(args):
-    from .fuzz import write_corpus
+    from .fuzz_corpus import write_corpus
     n = write_corpus(Path(args.dir), args.max_len)
     print(f"{n} seed inputs in {args.dir}")
     return 0
 
 
 def cmd_vector(args):
-    from .fuzz import finding_from_input
+    from .fuzz_corpus import finding_from_input
     for path in args.input:
         entry = Path(path).read_bytes()
         if len(entry) < 2:

@@ -212,8 +212,7 @@ def machine() -> str:
             f"{platform.machine()}, Python {platform.python_version()}")
 
 
-def run_matrix(names=None, build=True, profile="ci", out_dir=None, readme=False, scale="full",
-               extra_impls=()) -> int:
+def run_matrix(names=None, build=True, profile="ci", out_dir=None, readme=False, scale="full") -> int:
     impls = load_impls(names)
     sc = SCALES[scale]
     out_dir = Path(out_dir or ROOT / "reports")
@@ -226,7 +225,10 @@ def run_matrix(names=None, build=True, profile="ci", out_dir=None, readme=False,
 
     def cell(name, group, label, argv):
         print(f"[{name}] {GROUP_TITLES[group]}: {label} …", flush=True)
-        results[name][group][label] = _phase(f"{name} {label}", log, lambda: _cell(*_fp(argv, log)))
+        start = time.monotonic()
+        c = results[name][group][label] = _phase(f"{name} {label}", log, lambda: _cell(*_fp(argv, log)))
+        c["seconds"] = round(time.monotonic() - start, 1)  # where a run's time goes (matrix.json)
+        print(f"  {c['text']} ({c['seconds']:.0f} s)", flush=True)
 
     for impl in impls:
         name = impl["name"]
@@ -296,7 +298,9 @@ def run_matrix(names=None, build=True, profile="ci", out_dir=None, readme=False,
             for s in servers:
                 print(f"[interop] {c['name']} load client → {s['name']} server, {proto} …", flush=True)
                 key = f"{proto}:{c['name']}->{s['name']}"
+                start = time.monotonic()
                 inter[key] = _phase(f"interop {key}", log, lambda: interop(c, s, proto, log, conns, reqs))
+                inter[key]["seconds"] = round(time.monotonic() - start, 1)
     doc = {"generated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "duration_s": round(time.time() - t0, 1),
            "profile": profile, "scale": scale, "machine": machine(), "implementations": [i["name"] for i in impls],
            "protocols": list(registry.names()),
@@ -312,6 +316,8 @@ def run_matrix(names=None, build=True, profile="ci", out_dir=None, readme=False,
         update_readme(readme_section(doc, md))
         print("README.md matrix section updated")
     cells = list(_all_cells(doc))
+    slow = sorted(((v.get("seconds") or 0, k) for k, v in cells), reverse=True)[:8]
+    print("slowest cells: " + ", ".join(f"{k} {t:.0f} s" for t, k in slow))
     bad = [k for k, v in cells if not v["ok"]]
     print(f"matrix: {len(cells) - len(bad)} passed, {len(bad)} failed ({doc['duration_s']:.0f} s)")
     if bad:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import os
 import time
 from pathlib import Path
 

@@ -95,7 +95,7 @@ def _encoder(args, side):
 
 
 async def batches(args, k, count, stats, index0, deadline, side, reader, writer, dec, rest):
-    """--mode batched (the seeds' 批量 echo): write a batch of --batch N requests at once, await all
+    """--mode batched (NewLife X's batched echo benchmark): write a batch of --batch N requests at once, await all
     N replies (each verified), then the next batch; the last batch may be smaller. A batch whose
     replies do not all arrive within --timeout-ms ends the connection (reported as an error)."""
     encode = _encoder(args, side)
@@ -321,7 +321,7 @@ def main(argv=None):
     ap.add_argument("--mode", choices=["per-packet", "pipelined", "batched", "receive", "stream"], default="per-packet")
     ap.add_argument("--window", type=int, default=None)
     ap.add_argument("--batch", type=int, default=None,
-                    help="batched mode: requests per batch (default: the protocol's seed batch)")
+                    help="batched mode: requests per batch (default: the protocol's default batch)")
     ap.add_argument("--variant", default=None, help="the protocol's request variant (default: its first)")
     ap.add_argument("--frames-per-stream", type=int, default=16)
     ap.add_argument("--timeout-ms", type=int, default=2000)
@@ -342,9 +342,9 @@ def main(argv=None):
     if args.mode == "batched":
         if args.window is not None:
             ap.error("--window: batched mode takes --batch N")
-        # the seeds' batch (NewLife: 255 concurrent requests standard, 128 length-field): the
-        # protocol's seed_batch, or its seed_window where it declares none
-        args.batch = args.batch or proto.seed_batch or proto.seed_window
+        # the protocol's default batch (NewLife X's benchmark: 255 concurrent requests standard, 128 length-field): the
+        # protocol's default_batch, or its pipeline_window where it declares none
+        args.batch = args.batch or proto.default_batch or proto.pipeline_window
         bound = proto.load_side(args.codec_obj, args.variant).bound
         if not 1 <= args.batch <= bound:
             ap.error(f"--batch {args.batch}: 1..{bound} for {proto.name} (requests that may be pending at once)")

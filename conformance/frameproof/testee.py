@@ -56,7 +56,6 @@ class Testee:
         self.hello: Optional[pb.HelloResponse] = None
         self.hello_error: Optional[TesteeFailure] = None
         self.restarts = 0
-        self.calls = 0
 
     # -- process management
     def _start(self):
@@ -175,7 +174,6 @@ class Testee:
 
     def call(self, req: pb.TesteeRequest) -> pb.TesteeResponse:
         self.ensure_started()
-        self.calls += 1
         resp = self._roundtrip(req)
         if isinstance(resp, pb.TesteeDiscoveryResponse):
             return resp

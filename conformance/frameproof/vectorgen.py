@@ -5,7 +5,6 @@ helpers refuse to record a vector on which the Kaitai-based oracle disagrees."""
 from __future__ import annotations
 
 import runpy
-import sys
 
 from . import oracle, protocols
 from .oracle import Error, Frame

@@ -231,8 +231,8 @@ def test_batched_mode_waits_for_the_whole_batch(mode, refills_early):
 def test_batched_scenario_passes_the_seed_batch():
     sys.path.insert(0, str(ROOT / "tools" / "bench"))
     from fpbench import core
-    assert core.seed_batch("standard") == 255 and core.seed_batch("length-field") == 128  # seed 000
-    s = core.Scenario("length-field", "batched", 32, 4, core.seed_batch("length-field"), "concurrency")
+    assert core.default_batch("standard") == 255 and core.default_batch("length-field") == 128  # seed 000
+    s = core.Scenario("length-field", "batched", 32, 4, core.default_batch("length-field"), "concurrency")
     a = core.client_args(s, "127.0.0.1:1", 0.1, "/tmp/x.json")
     assert a[a.index("--mode") + 1] == "batched" and a[a.index("--batch") + 1] == "128" and "--window" not in a
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from frameproof import fuzz, oracle
+from frameproof import fuzz, fuzz_corpus, oracle
 from frameproof.checks import check_decode
 from frameproof import protocols as registry
 from frameproof.protocols import names as protocol_names
@@ -182,14 +182,14 @@ def _run_gen_line(gen, line: str) -> dict:
 # ------------------------------------------------------------------ coverage-guided
 
 def test_seed_corpus_layout_round_trips(tmp_path):
-    n = fuzz.write_corpus(tmp_path)
+    n = fuzz_corpus.write_corpus(tmp_path)
     assert n > 200
     vecs = {(p, v.id): v for p in protocol_names() for v in load(p) if v.kind == "decode"}
     for f in tmp_path.iterdir():
         proto = next(p for p in protocol_names() if f.name.startswith(p + "-"))
         rest = f.name[len(proto) + 1:]
         vid, ctl = rest.rsplit("-", 1)
-        codec, data, chunks = fuzz.decode_corpus_input(f.read_bytes())
+        codec, data, chunks = fuzz_corpus.decode_corpus_input(f.read_bytes())
         v = vecs[(proto, vid)]
         assert codec == v.codec and data == v.data[:4096]
         assert b"".join(chunks) == data
@@ -226,7 +226,7 @@ def _found_by_mutation(log: str) -> int:
 @pytest.fixture(scope="module")
 def seed_corpus(tmp_path_factory):
     d = tmp_path_factory.mktemp("seeds")
-    fuzz.write_corpus(d)
+    fuzz_corpus.write_corpus(d)
     return d
 
 
@@ -236,8 +236,8 @@ def tiny_seeds(tmp_path_factory):
     with the full vector corpus, 4 of the 6 are hit while the seeds load (n_over_limit_by_one,
     y_split_in_length_field_* in chunks ...), which would show nothing about the search itself."""
     d = tmp_path_factory.mktemp("tiny-seeds")
-    (d / "standard").write_bytes(fuzz.corpus_entry(registry.get("standard").codec(), bytes.fromhex("010104004f70656e")))
-    (d / "length-field").write_bytes(fuzz.corpus_entry(registry.get("length-field").codec(), bytes.fromhex("0300616263")))
+    (d / "standard").write_bytes(fuzz_corpus.corpus_entry(registry.get("standard").codec(), bytes.fromhex("010104004f70656e")))
+    (d / "length-field").write_bytes(fuzz_corpus.corpus_entry(registry.get("length-field").codec(), bytes.fromhex("0300616263")))
     return d
 
 
@@ -429,7 +429,7 @@ def test_rust_target_finds_planted_bug(bug, rust_targets, tiny_seeds, tmp_path):
     ok = subprocess.run([str(rust_targets[0]), str(art)], capture_output=True, text=True, timeout=60)
     assert ok.returncode == 0, ok.stderr[-2000:]
     # and it becomes a vector file: oracle expectation, the correct Python testee passes it
-    f = fuzz.finding_from_input(art.read_bytes(), f"decode_planted ({bug})", [PYTESTEE])
+    f = fuzz_corpus.finding_from_input(art.read_bytes(), f"decode_planted ({bug})", [PYTESTEE])
     assert [a.testee for a in f.answers] == [f"decode_planted ({bug})"]
     v = _vector(f.write(tmp_path / "vec"))
     assert v.kind == "decode" and (v.splits or []) == f.splits
@@ -453,32 +453,25 @@ def test_cpp_target_finds_planted_bug(bug, cpp_targets, tiny_seeds, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def wire_seeds(tmp_path_factory):
-    """wire_fuzz's seed corpus from the rpc and websocket decode vectors (its own input layout)."""
-    d = tmp_path_factory.mktemp("wire-seeds")
-    p = subprocess.run([sys.executable, str(ROOT / "reference-impls/cpp/fuzz/wire_seeds.py"), str(d)],
-                       capture_output=True, text=True, timeout=120, cwd=ROOT)
-    assert p.returncode == 0 and any(d.iterdir()), p.stderr[-2000:]
-    return d
-
-
-@pytest.fixture(scope="module")
 def tiny_wire_seeds(tmp_path_factory):
-    """Two short valid frames in wire_fuzz's layout (byte 0: bit 0 protocol, bits 2-4 the limit index
-    into kLimits of wire_fuzz.cpp; byte 1: no chunking): a masked websocket binary frame of 4 bytes, an rpc REQUEST of
-    frameproof.Echo/echo with a 4-byte payload; the planted limit bugs must be found by the search."""
+    """Two short valid frames (the targets' input layout, conformance/FUZZING.md: byte 0 the protocol,
+    byte 1 the limit's index << 5 | the protocol's bits, byte 2 no chunking): a masked websocket binary frame
+    of 4 bytes under a 16-byte frame limit, an rpc REQUEST of frameproof.Echo/echo with a body of exactly
+    the 64-byte limit; the planted limit bugs must be found by the search."""
     d = tmp_path_factory.mktemp("tiny-wire-seeds")
-    (d / "websocket").write_bytes(bytes([1 << 2 | 1, 0]) + bytes.fromhex("8284" "01020304") + bytes([0x70 ^ 1, 0x71 ^ 2, 0x72 ^ 3, 0x73 ^ 4]))
+    ws = registry.get("websocket")
+    (d / "websocket").write_bytes(bytes([ws.corpus_id, 1 << 5, 0]) + bytes.fromhex("8284" "01020304")
+                                  + bytes([0x70 ^ 1, 0x71 ^ 2, 0x72 ^ 3, 0x73 ^ 4]))
     # a body of exactly the limit (64): the length byte one mutation away from the limit + 1
     body = (15).to_bytes(2, "big") + b"frameproof.Echo" + (4).to_bytes(2, "big") + b"echo" + b"p" * 41
     hdr = b"GRPC" + bytes([1, 1, 4, 0]) + (0).to_bytes(4, "big") + len(body).to_bytes(4, "big")
     assert len(body) == 64
-    (d / "rpc").write_bytes(bytes([2 << 2 | 0, 0]) + hdr + body)  # limit index 2 = 64 bytes
+    (d / "rpc").write_bytes(bytes([registry.get("rpc").corpus_id, 2 << 5, 0]) + hdr + body)  # limit index 2: 64
     return d
 
 
-def test_cpp_wire_target_clean_on_real_codec(cpp_targets, wire_seeds, tmp_path):
-    found, took, art, log = _run_libfuzzer(cpp_targets[0].parent / "wire_fuzz", wire_seeds, tmp_path, 8)
+def test_cpp_wire_target_clean_on_real_codec(cpp_targets, seed_corpus, tmp_path):
+    found, took, art, log = _run_libfuzzer(cpp_targets[0].parent / "wire_fuzz", seed_corpus, tmp_path, 8)
     assert not found, f"the C++ rpc/websocket decoders fail wire_fuzz (artifact {art}):\n{log[-3000:]}"
     assert "Done" in log
 

@@ -78,3 +78,148 @@ def test_no_protocol_branch_in_shared_code(path):
         if _BRANCH.search(code) and "e.g." not in code:
             hits.append(f"{i}: {line.strip()}")
     assert not hits, f"{path.name} names a protocol outside frameproof/protocols/:\n" + "\n".join(hits)
+
+
+# ------------------------------------------------------------------ the reference implementations
+# The same rule in the three languages: outside a protocol's own files (a path part named after it:
+# rust codec/src/rpc/, cpp websocket.cpp, csharp Codec/WebSocket/, Standard.cs ...) and the one registry
+# of each language, the programs name no protocol: no name literal ("rpc"), no variant or type of one
+# protocol (Protocol::Rpc, fp::WebSocket, RpcProtocol.Module). Comments and test code (Rust
+# #[cfg(test)] modules, tests/ folders) may name them.
+IMPL_SOURCES = {
+    "rust": ("rs", [IMPL_DIR / "rust" / d / "src" for d in ("codec", "net", "testee", "discovery", "baselines")]
+             + [IMPL_DIR / "rust" / "fuzz" / "fuzz_targets"]),
+    "cpp": (("cpp", "hpp", "h"), [IMPL_DIR / "cpp" / d for d in ("src", "include", "fuzz", "bench")]),
+    "csharp": ("cs", [IMPL_DIR / "csharp" / "src"]),
+}
+_NAMES = {"standard": ("standard", "Standard"), "length-field": ("length-field", "LengthField", "length_field"),
+          "rpc": ("rpc", "Rpc"), "websocket": ("websocket", "WebSocket", "Websocket", "Ws")}
+# A name literal, or a protocol's own type/variant used from outside (Protocol::Rpc, fp::WebSocket,
+# WebSocketProtocol.Module, LengthFieldParams): the type-like spellings only where a type starts.
+_IMPL_BRANCH = {proto: re.compile(r'"%s"|\b(?:%s)(?:Protocol|Codec|Params|Session|Header|Frame)?\b(?!\s*\()'
+                                  % (re.escape(names[0]), "|".join(re.escape(n) for n in names[1:] if n[0].isupper())))
+                for proto, names in _NAMES.items()}
+# Where a program must tell protocols apart, and why. Keyed by path (relative to reference-impls/)
+# and protocol; anything else is a branch that belongs in the protocol's own module.
+IMPL_ALLOWED = {
+    # the registries: the one line per protocol
+    ("rust/codec/src/registry.rs", "*"): "the registry (one line a protocol)",
+    ("cpp/include/frameproof/registry.hpp", "*"): "the registry (the variant of every protocol)",
+    ("csharp/src/Codec/Registry.cs", "*"): "the registry (Modules, one line a protocol)",
+    # programs of one protocol: the Autobahn testsuite's client side is websocket's alone
+    ("cpp/src/autobahn_client.cpp", "websocket"): "fp-autobahn-client speaks only websocket (Autobahn)",
+    ("rust/net/src/bin/fp-autobahn-client.rs", "websocket"): "fp-autobahn-client speaks only websocket (Autobahn)",
+    # baselines of one protocol, outside the registry on purpose (tools/bench compares against them)
+    ("rust/baselines/src/bin/fp-tokio-lf-echo.rs", "length-field"): "a length-field echo over tokio-util's "
+                                                                     "LengthDelimitedCodec, the peer baseline",
+    ("rust/baselines/src/bin/fp-alloc.rs", "standard"): "the allocation table's fixed rows (tools/bench reads them)",
+    ("rust/baselines/src/bin/fp-alloc.rs", "length-field"): "the allocation table's fixed rows (tools/bench reads them)",
+    # fuzz targets that must tell protocols apart: one input byte picks the protocol, and the target
+    # compares each protocol's frames field by field (conformance/FUZZING.md)
+    ("cpp/fuzz/wire_fuzz.cpp", "rpc"): "the wire fuzz target builds and compares rpc frames",
+    ("cpp/fuzz/wire_fuzz.cpp", "websocket"): "the wire fuzz target builds and compares websocket frames",
+}
+
+
+def _own(path: Path, proto: str) -> bool:
+    """A file belongs to a protocol when a part of its path is named after it."""
+    key = proto.replace("-", "").lower()
+    return any(part.lower().replace("_", "").replace("-", "").split(".")[0].startswith(key)
+               or (proto == "websocket" and part.startswith("Ws")) for part in path.parts)
+
+
+def _code_lines(path: Path, lang: str):
+    """(line number, code) without comments; Rust #[cfg(test)] modules left out."""
+    in_block = False
+    skip_depth = None
+    depth = 0
+    for i, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        code = line
+        if in_block:
+            if "*/" not in code:
+                continue
+            code, in_block = code.split("*/", 1)[1], False
+        while "/*" in code:
+            head, _, rest = code.partition("/*")
+            if "*/" in rest:
+                code = head + rest.split("*/", 1)[1]
+            else:
+                code, in_block = head, True
+        code = code.split("//", 1)[0]
+        if lang == "rust":
+            if skip_depth is None and line.strip() == "#[cfg(test)]":
+                skip_depth = depth
+                continue
+            opens, closes = code.count("{"), code.count("}")
+            depth += opens - closes
+            if skip_depth is not None:
+                if depth <= skip_depth and closes:
+                    skip_depth = None
+                continue
+        yield i, code
+
+
+def _impl_files():
+    for lang, (exts, dirs) in IMPL_SOURCES.items():
+        exts = (exts,) if isinstance(exts, str) else exts
+        for d in dirs:
+            for p in sorted(d.rglob("*")) if d.is_dir() else ():
+                # build outputs (C#'s bin/ and obj/, not Rust's src/bin/) and test folders are not programs
+                skip = {"build", "target", "tests"} | ({"bin", "obj"} if lang == "csharp" else set())
+                if p.suffix.lstrip(".") in exts and not skip & set(p.relative_to(IMPL_DIR).parts[1:]):
+                    yield lang, p
+
+
+IMPL_FILES = list(_impl_files())
+
+
+def _impl_hits(path: Path, lang: str):
+    rel = path.relative_to(IMPL_DIR).as_posix()
+    hits = []
+    for proto, rx in _IMPL_BRANCH.items():
+        if _own(path.relative_to(IMPL_DIR), proto) or (rel, "*") in IMPL_ALLOWED or (rel, proto) in IMPL_ALLOWED:
+            continue
+        for i, code in _code_lines(path, lang):
+            if rx.search(code):
+                hits.append(f"{rel}:{i} names {proto}: {code.strip()}")
+    return hits
+
+
+@pytest.mark.parametrize("lang", sorted(IMPL_SOURCES))
+def test_no_protocol_branch_in_the_programs(lang):
+    files = [p for lg, p in IMPL_FILES if lg == lang]
+    assert files, f"{lang}: no source found under {IMPL_SOURCES[lang][1]}"
+    hits = [h for p in files for h in _impl_hits(p, lang)]
+    assert not hits, (f"{lang}: a program names a protocol outside that protocol's own files (move the code into "
+                      "the protocol's module, or add it to IMPL_ALLOWED with the reason):\n" + "\n".join(hits))
+
+
+def test_the_layout_check_bites(tmp_path):
+    """A planted branch on a protocol name in a shared program is found in every language."""
+    planted = {"rust": 'if cfg.protocol == "rpc" { return; }\nlet x = Protocol::WebSocket;\n',
+               "cpp": 'if (name == "length-field") return;\nauto p = fp::Rpc{};\n',
+               "csharp": 'if (spec.Protocol == "websocket") return;\nvar m = StandardProtocol.Module;\n'}
+    ext = {"rust": "rs", "cpp": "cpp", "csharp": "cs"}
+    for lang, text in planted.items():
+        p = IMPL_DIR / f"{lang}-layout-probe.{ext[lang]}"
+        fake = tmp_path / p.relative_to(ROOT)
+        fake.parent.mkdir(parents=True, exist_ok=True)
+        fake.write_text("// a comment naming \"rpc\" is fine\n" + text)
+        rel_hits = []
+        for proto, rx in _IMPL_BRANCH.items():
+            rel_hits += [proto for _, code in _code_lines(fake, lang) if rx.search(code)]
+        assert len(rel_hits) == 2, (lang, rel_hits)
+
+
+@pytest.mark.parametrize("entry", sorted(IMPL_ALLOWED), ids=lambda e: f"{e[0]}:{e[1]}")
+def test_every_allowance_is_needed(entry):
+    """An allow-list entry names a file that exists and still names that protocol: a stale entry
+    would let a later branch in the same file pass unseen."""
+    rel, proto = entry
+    path = IMPL_DIR / rel
+    assert path.is_file(), f"IMPL_ALLOWED names {rel}, which does not exist"
+    lang = next(lg for lg, (exts, _) in IMPL_SOURCES.items()
+                if path.suffix.lstrip(".") in ((exts,) if isinstance(exts, str) else exts))
+    protos = list(_IMPL_BRANCH) if proto == "*" else [proto]
+    found = [p for p in protos if any(_IMPL_BRANCH[p].search(code) for _, code in _code_lines(path, lang))]
+    assert found, f"IMPL_ALLOWED[{entry}] is not needed any more ({IMPL_ALLOWED[entry]}): remove it"

@@ -158,21 +158,9 @@ def _check_report(report: Path, xfail: Path, out: str):
     return doc
 
 
-@pytest.mark.parametrize("name", WEBSOCKET_WRAPPERS)
-def test_websocket_wrapper_passes_net_suite_with_its_xfail_file(name, tmp_path):
-    impl = _build(name)
-    assert impl["protocols"] == ["websocket"]
-    server = " ".join(shlex.quote(a) for a in _cmd(name, impl["server"])) + " --protocol websocket --listen 127.0.0.1:0"
-    xfail = THIRD_PARTY / name / impl["xfail_net"]["websocket"]
-    report = tmp_path / "net.json"
-    p = subprocess.run([sys.executable, "-m", "frameproof.cli", "net", "--protocol", "websocket", "--server-cmd", server,
-                        "--name", name, "--xfail", str(xfail), "--json", str(report)],
-                       cwd=ROOT, capture_output=True, text=True, timeout=900)
-    out = p.stdout[-4000:] + p.stderr[-2000:]
-    assert p.returncode == 0, out
-    doc = _check_report(report, xfail, out)
-    assert doc["totals"]["passed"] > 0, out
-    assert {r for r, v in doc["requirements"].items() if v.get("passed")} >= {"WS-HS-2", "WS-ECHO-1", "WS-STR-1"}, out
+# Each wrapper's network suite with its expected-failure file (every entry matched, none stale, nothing
+# failing unexpectedly) is a cell of the matrix, which tools/test.sh runs in its step 4 at small scale:
+# running it here too only cost CI a minute.
 
 
 @pytest.mark.parametrize("name", WITH_TESTEE)

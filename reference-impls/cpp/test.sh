@@ -4,8 +4,9 @@
 #   2. the sanitizer build (build-asan/, -fsanitize=address,undefined): the same unit tests, plus
 #      fp-testee smoke checks over stdin/stdout (hello v1 and v2, a split decode, a truncated
 #      stream, a serve);
-#   3. tests/net_test.py (python3, standard library): fp-server and fp-load end to end on
-#      127.0.0.1, for the release and the sanitizer binaries.
+#   3. the pytest tests in tests/ (the repo's venv, ../../.venv: the suite's reference codecs build
+#      and read the frames): fp-server and fp-load end to end on 127.0.0.1, once for the release and
+#      once for the sanitizer binaries; each skipped test on a line "SKIPPED <test>: <reason>".
 # Heavy steps take the shared build lock. The last line is exactly "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")"
@@ -122,29 +123,57 @@ if [ "$asan_ok" = 1 ]; then
   rm -f /tmp/fp-cpp-testee.$$.err
 fi
 
-# --- 3. fp-server / fp-load end to end ---------------------------------------------------------
-run_net() {
-  local dir=$1 label=$2 out line
-  out=$(timeout 600 python3 tests/net_test.py "$dir" 2>&1)
-  echo "$out" | grep -v '^PASS' | tail -40
-  line=$(echo "$out" | grep -E '^NET: [0-9]+ passed, [0-9]+ failed$' | tail -1)
-  if [ -z "$line" ]; then
-    ko "$label net tests" "no summary"
+# --- 3. fp-server / fp-load end to end (pytest) -------------------------------------------------
+# Counts from pytest's JUnit XML: passed and failed (failures + errors) join the totals; a run in
+# which nothing ran (or pytest failed without a failing test) is a failure.
+run_pytest() {
+  local py=../../.venv/bin/python out xml counts p f
+  local dirs=()
+  [ -x build/fp-server ] && dirs+=(--binaries release)
+  [ "$asan_ok" = 1 ] && dirs+=(--binaries asan)
+  if [ ! -x "$py" ]; then
+    ko "net tests (pytest)" "no venv at ../../.venv (tools/bootstrap.sh makes it)"
     return
   fi
-  local p f
-  p=$(echo "$line" | sed -E 's/NET: ([0-9]+) passed, ([0-9]+) failed/\1/')
-  f=$(echo "$line" | sed -E 's/NET: ([0-9]+) passed, ([0-9]+) failed/\2/')
+  if [ "${#dirs[@]}" -eq 0 ]; then
+    ko "net tests (pytest)" "neither build/ nor build-asan/ has the programs"
+    return
+  fi
+  xml=$(mktemp --suffix=.xml)
+  out=$(timeout 1200 "$py" -m pytest tests/ -q -p no:cacheprovider "${dirs[@]}" --junitxml="$xml" 2>&1)
+  local rc=$?
+  echo "$out" | grep -v -E '^[.sxXFE]+ *(\[ *[0-9]+%\])?$' | tail -60  # not the progress lines
+  counts=$("$py" - "$xml" <<'PY'
+import sys
+import xml.etree.ElementTree as ET
+try:
+    root = ET.parse(sys.argv[1]).getroot()
+    suite = root if root.tag == "testsuite" else root.find("testsuite")
+    total, failures, errors, skipped = (int(suite.get(k, 0)) for k in ("tests", "failures", "errors", "skipped"))
+    for tc in suite.iter("testcase"):
+        el = tc.find("skipped")
+        if el is not None:
+            name = tc.get("classname", "").replace(".", "/") + ".py::" + tc.get("name", "")
+            reason = (el.get("message") or "").replace("\n", " ")
+            print(f"SKIPPED {name}: {reason}", file=sys.stderr)
+    print(total - failures - errors - skipped, failures + errors)
+except Exception as e:  # no report: pytest did not get as far as running tests
+    print(f"cannot read the pytest report: {e}", file=sys.stderr)
+    print(0, 0)
+PY
+  )
+  rm -f "$xml"
+  read -r p f <<<"$counts"
+  if [ "$((p + f))" -eq 0 ]; then
+    ko "net tests (pytest)" "nothing ran (exit status $rc)"
+    return
+  fi
+  [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
   passed=$((passed + p))
   failed=$((failed + f))
-  echo "$label: $p passed, $f failed (net)"
+  echo "net: $p passed, $f failed (pytest: ${dirs[*]})"
 }
-if command -v python3 >/dev/null 2>&1; then
-  [ -x build/fp-server ] && run_net build release
-  [ "$asan_ok" = 1 ] && run_net build-asan asan
-else
-  ko "net tests" "python3 not found"
-fi
+run_pytest
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

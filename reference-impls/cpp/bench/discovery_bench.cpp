@@ -24,8 +24,11 @@ namespace d = fp::discovery;
 
 namespace {
 
-constexpr double kSeedOpsPerS = 5432424.0;
-constexpr const char* kSeedWhere = "seed 002 B3: 100 coroutine workers, 2 IO schedulers, private registries, Apple M4";
+// upstream's published B3 figure (github.com/gzj-creator/galay-rpc, docs/05 at commit 4003c9b, since
+// stripped of figures), printed and reported beside ours under "upstream", and under "seed", its
+// earlier key, for readers of reports written before (the same in all three implementations)
+constexpr double kUpstreamB3OpsPerS = 5432424.0;
+constexpr const char* kUpstreamB3Where = "galay-rpc B3 (benchmark/B3-ServiceDiscoveryBench.cpp, docs/05 at 4003c9b): 100 coroutine workers, 2 IO schedulers, private registries, Apple M4";
 constexpr const char* kUsage =
     "usage: fp-discovery-bench [--threads N] [--seconds S] [--mode private|shared|hot|both|all] [--json FILE]\n";
 
@@ -114,10 +117,10 @@ int main(int argc, char** argv) {
   std::vector<Outcome> out;
   for (const auto& m : modes) {
     const Outcome o = run(m, threads, seconds);
-    std::printf("%-8s %u threads, %.1f s: %llu ops (%llu rounds), %llu errors, %.0f ops/s = %.2fx the seed's %.0f ops/s (%s)\n",
+    std::printf("%-8s %u threads, %.1f s: %llu ops (%llu rounds), %llu errors, %.0f ops/s = %.2fx upstream's %.0f ops/s (%s)\n",
                 o.mode.c_str(), o.threads, o.seconds, static_cast<unsigned long long>(o.ops),
                 static_cast<unsigned long long>(o.ops / 3), static_cast<unsigned long long>(o.errors), o.ops_per_s(),
-                o.ops_per_s() / kSeedOpsPerS, kSeedOpsPerS, kSeedWhere);
+                o.ops_per_s() / kUpstreamB3OpsPerS, kUpstreamB3OpsPerS, kUpstreamB3Where);
     out.push_back(o);
   }
   if (!json.empty()) {
@@ -135,7 +138,8 @@ int main(int argc, char** argv) {
                    o.mode.c_str(), o.threads, static_cast<unsigned long long>(o.ops),
                    static_cast<unsigned long long>(o.errors), o.seconds, o.ops_per_s(), i + 1 < out.size() ? "," : "");
     }
-    std::fprintf(f, "  ],\n  \"seed\": {\"ops_per_s\": %.1f, \"where\": \"%s\"}\n}\n", kSeedOpsPerS, kSeedWhere);
+    std::fprintf(f, "  ],\n  \"upstream\": {\"ops_per_s\": %.1f, \"where\": \"%s\"},\n  \"seed\": {\"ops_per_s\": %.1f, \"where\": \"%s\"}\n}\n",
+               kUpstreamB3OpsPerS, kUpstreamB3Where, kUpstreamB3OpsPerS, kUpstreamB3Where);
     std::fclose(f);
   }
   for (const auto& o : out)

@@ -53,7 +53,7 @@ constexpr const char* kUsage =
     "       fp-microbench --list\n"
     "  cases: <protocol>/<decode|encode>/<32|1024|65536>/<1|16>, websocket/mask/1024/1,\n"
     "         websocket/utf8/67/1, websocket/utf8/71/1 (tools/bench/microbench.md)\n";
-constexpr std::uint8_t kSeedKey[4] = {0x12, 0x34, 0x56, 0x78};
+constexpr std::uint8_t kMaskingKey[4] = {0x12, 0x34, 0x56, 0x78};  // the masked cases' key (tools/bench/microbench.md)
 const char* kUtf8Ascii = "Hello World! This is a test message for UTF-8 validation benchmark.";
 const char* kUtf8Mixed = "Hello \xe4\xb8\x96\xe7\x95\x8c! \xe8\xbf\x99\xe6\x98\xaf\xe4\xb8\x80\xe4\xb8\xaa\xe7\x94\xa8\xe4\xba\x8e UTF-8 "
                          "\xe9\xaa\x8c\xe8\xaf\x81\xe7\x9a\x84\xe6\xb5\x8b\xe8\xaf\x95\xe6\xb6\x88\xe6\x81\xaf, mixed ok.";
@@ -106,16 +106,16 @@ Prepared prepare_codec(const P& proto, const Case& c) {
     else h = client.next(fp::SendKind::Request);
     if (!h) throw std::runtime_error("the client matcher refused a request");
     client.begin(fp::SendKind::Request, i, 0);
-    if constexpr (requires { h->key; }) {  // a masking protocol: the seed's key
+    if constexpr (requires { h->key; }) {  // a masking protocol: the fixed key
       h->masked = true;
       h->key_len = 4;
-      std::copy_n(kSeedKey, 4, h->key.begin());
+      std::copy_n(kMaskingKey, 4, h->key.begin());
     }
     const std::size_t at = read->size();
     read->resize(at + client_proto.header_bound(*h) + c.payload);
     const std::size_t hl = client_proto.write_header(read->data() + at, *h, c.payload);
     payload_for(i, read->data() + at + hl, c.payload);
-    if constexpr (requires { h->key; }) fp::ws::mask(read->data() + at + hl, c.payload, kSeedKey);
+    if constexpr (requires { h->key; }) fp::ws::mask(read->data() + at + hl, c.payload, kMaskingKey);
     read->resize(at + hl + c.payload);
     if (i == 0) first_len = read->size();
   }
@@ -194,7 +194,7 @@ Prepared prepare(const Case& c) {
     auto buf = std::make_shared<fp::Bytes>(c.payload);
     for (std::size_t i = 0; i < c.payload; ++i) (*buf)[i] = static_cast<std::uint8_t>(i);
     return {[buf]() -> std::uint64_t {
-              fp::ws::mask(buf->data(), buf->size(), kSeedKey);
+              fp::ws::mask(buf->data(), buf->size(), kMaskingKey);
               return buf->back();
             },
             c.payload};

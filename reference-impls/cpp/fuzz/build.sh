@@ -2,9 +2,9 @@
 # Builds the libFuzzer targets of the C++ reference codec, self-contained (no CMake): clang++ with
 # -fsanitize=fuzzer,address,undefined (+ libstdc++ bounds assertions) over the codec sources
 # (src/codec.cpp and the protocol modules src/standard.cpp, src/length_field.cpp, src/rpc.cpp,
-# src/websocket.cpp): decode_fuzz (standard, length-field: the input layout shared with the Rust
-# target and frameproof.fuzz) and, unless SOURCES is a file, wire_fuzz (rpc, websocket: a layout of
-# its own, wire_fuzz.cpp; seeds from wire_seeds.py).
+# src/websocket.cpp): decode_fuzz (standard, length-field) and, unless SOURCES is a file, wire_fuzz
+# (rpc, websocket), both with the input layout of the Rust target and frameproof.fuzz
+# (conformance/FUZZING.md; seeds: ./frameproof fuzz-corpus DIR).
 #   build.sh [OUT_DIR] [SOURCES]   defaults: fuzz/build, the sources of this directory.
 #     SOURCES a directory: a copy of this implementation (its include/ and src/) to build from,
 #       e.g. with a planted bug in any of the files above (conformance/tests/test_fuzz.py);

@@ -1,10 +1,12 @@
 // libFuzzer target for the C++ reference decoder (src/codec.cpp with the protocol modules
 // src/standard.cpp, src/length_field.cpp), both protocols.
 //
-// Input layout (shared with reference-impls/rust/fuzz and frameproof.fuzz.corpus_entry):
-//   byte 0: configuration. bit 0: protocol (0 standard, 1 length-field); bits 1-4: length-field
-//           profile (kProfiles); bits 5-7: max payload (kLimits).
-//   byte 1: chunking. 0: the stream is fed in one chunk; otherwise chunk sizes come from a small
+// Input layout (conformance/FUZZING.md; shared with wire_fuzz.cpp, reference-impls/rust/fuzz and
+// frameproof.fuzz_corpus.corpus_entry):
+//   byte 0: the protocol: 0 standard, 1 length-field (2 and 3 are wire_fuzz.cpp's; others ignored).
+//   byte 1: configuration. bits 5-7: max payload (kLimits); length-field: bits 0-3 the profile
+//           (kProfiles).
+//   byte 2: chunking. 0: the stream is fed in one chunk; otherwise chunk sizes come from a small
 //           LCG seeded with this byte, each in 1..=(byte % 16) + 1; the chunked decoder also gets a
 //           small read chunk (16 + byte) so that its buffer compacts and grows often.
 //   rest:   the byte stream.
@@ -105,11 +107,13 @@ std::string err_str(const std::optional<fp::ProtocolError>& e) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* input, std::size_t size) {
-  if (size < 2) return 0;
-  const std::uint8_t cfgb = input[0], ctl = input[1];
-  const fp::ByteView data{input + 2, size - 2};
-  const bool std_ = (cfgb & 1) == 0;
-  const auto* profile = kProfiles[(cfgb >> 1) & 15];
+  // byte 0: the protocol (0 standard, 1 length-field; the others are wire_fuzz.cpp's); byte 1: the
+  // configuration (bits 5-7 the limit, bits 0-3 the length-field profile); byte 2: the chunking
+  if (size < 3 || input[0] > 1) return 0;
+  const std::uint8_t cfgb = input[1], ctl = input[2];
+  const fp::ByteView data{input + 3, size - 3};
+  const bool std_ = input[0] == 0;
+  const auto* profile = kProfiles[cfgb & 15];
   const auto offset = static_cast<std::uint32_t>(profile[0]);
   const std::int32_t lf_size = profile[1];
   // the protocol under test, and the same one without a maximum to re-encode with

@@ -1,12 +1,12 @@
 // libFuzzer target for the C++ rpc and websocket decoders (src/rpc.cpp, src/websocket.cpp with
-// src/codec.cpp). A target of its own (docs/adding-a-protocol.md §5): decode_fuzz.cpp keeps the
-// input layout it shares with the Rust target and frameproof.fuzz.corpus_entry.
+// src/codec.cpp). A target of its own (docs/adding-a-protocol.md §5) with the input layout of
+// decode_fuzz.cpp, the Rust target and frameproof.fuzz_corpus.corpus_entry.
 //
-// Input layout:
-//   byte 0: configuration. bit 0: protocol (0 rpc, 1 websocket); bit 1: websocket role (0 server,
-//           1 client); bits 2-4: the frame/body limit (kLimits); bits 5-7: the websocket message
-//           limit (kLimits).
-//   byte 1: chunking, as in decode_fuzz.cpp (0: one chunk; else LCG chunk sizes 1..(byte % 16) + 1
+// Input layout (conformance/FUZZING.md, the same for every native target):
+//   byte 0: the protocol: 2 rpc, 3 websocket (0 and 1 are decode_fuzz.cpp's; other values: ignored).
+//   byte 1: configuration. bits 5-7: the frame/body limit (kLimits); websocket: bit 0 the role (0
+//           server, 1 client), bits 1-3 the message limit (kLimits).
+//   byte 2: chunking, as in decode_fuzz.cpp (0: one chunk; else LCG chunk sizes 1..(byte % 16) + 1
 //           and a small read chunk of 16 + byte, so that the buffer compacts and grows often).
 //   rest:   the byte stream (websocket: after the opening handshake).
 //
@@ -121,7 +121,7 @@ void check_end(fp::ByteView data, const Outcome& o, std::size_t pos, const char*
 }
 
 void fuzz_rpc(std::uint8_t cfgb, std::uint8_t ctl, fp::ByteView data) {
-  const fp::Rpc proto(kLimits[(cfgb >> 2) & 7]);
+  const fp::Rpc proto(kLimits[cfgb >> 5]);
   const Outcome whole = run(proto, 64 * 1024, {data});
   check_same(whole, run(proto, 16 + ctl, chunks(data, ctl)));
   const fp::Rpc wide(0xFFFFFFFFu);
@@ -147,9 +147,9 @@ void fuzz_rpc(std::uint8_t cfgb, std::uint8_t ctl, fp::ByteView data) {
 }
 
 void fuzz_websocket(std::uint8_t cfgb, std::uint8_t ctl, fp::ByteView data) {
-  const bool client = cfgb & 2;
-  const std::uint64_t max_message = kLimits[cfgb >> 5];
-  const fp::WebSocket proto(fp::Limits{kLimits[(cfgb >> 2) & 7]}, client, max_message);
+  const bool client = cfgb & 1;
+  const std::uint64_t max_message = kLimits[(cfgb >> 1) & 7];
+  const fp::WebSocket proto(fp::Limits{kLimits[cfgb >> 5]}, client, max_message);
   const Outcome whole = run(proto, 64 * 1024, {data});
   check_same(whole, run(proto, 16 + ctl, chunks(data, ctl)));
   const fp::WebSocket wide(fp::Limits{1ull << 62}, client, 1ull << 62);
@@ -191,9 +191,9 @@ void fuzz_websocket(std::uint8_t cfgb, std::uint8_t ctl, fp::ByteView data) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* input, std::size_t size) {
-  if (size < 2) return 0;
-  const fp::ByteView data{input + 2, size - 2};
-  if (input[0] & 1) fuzz_websocket(input[0], input[1], data);
-  else fuzz_rpc(input[0], input[1], data);
+  if (size < 3) return 0;
+  const fp::ByteView data{input + 3, size - 3};
+  if (input[0] == 2) fuzz_rpc(input[1], input[2], data);
+  else if (input[0] == 3) fuzz_websocket(input[1], input[2], data);
   return 0;
 }

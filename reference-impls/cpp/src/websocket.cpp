@@ -1,7 +1,5 @@
 #include "frameproof/websocket.hpp"
 
-#include <openssl/evp.h>
-#include <openssl/sha.h>
 #include <sys/random.h>
 
 #include <algorithm>
@@ -112,22 +110,6 @@ bool utf8_valid(ByteView b) {
   return u.feed(b.data(), b.size()) == Utf8::kOk && u.complete();
 }
 
-std::string base64(ByteView b) {
-  std::string out(4 * ((b.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), b.data(), static_cast<int>(b.size()));
-  out.resize(static_cast<std::size_t>(n));
-  return out;
-}
-
-std::string accept_key(std::string_view key) {
-  static constexpr std::string_view kGuid = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
-  std::string s(key);
-  s += kGuid;
-  unsigned char digest[SHA_DIGEST_LENGTH];
-  SHA1(reinterpret_cast<const unsigned char*>(s.data()), s.size(), digest);
-  return base64(ByteView(digest, sizeof digest));
-}
-
 void random_bytes(std::uint8_t* out, std::size_t n) {
   while (n > 0) {
     const ssize_t r = getrandom(out, n, 0);
@@ -138,6 +120,12 @@ void random_bytes(std::uint8_t* out, std::size_t n) {
     out += r;
     n -= static_cast<std::size_t>(r);
   }
+}
+
+std::string ascii_lower(std::string_view s) {
+  std::string o(s);
+  for (char& c : o) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return o;
 }
 
 }  // namespace ws
@@ -161,74 +149,6 @@ std::string str(ByteView v) { return {reinterpret_cast<const char*>(v.data()), v
 bool json_bool(const nlohmann::ordered_json& j, const char* key) {
   auto it = j.find(key);
   return it != j.end() && it->is_boolean() && it->get<bool>();
-}
-
-std::string lower(std::string_view s) {
-  std::string o(s);
-  for (char& c : o) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return o;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-std::vector<std::string_view> split(std::string_view s, std::string_view sep) {
-  std::vector<std::string_view> out;
-  while (true) {
-    const auto at = s.find(sep);
-    out.push_back(s.substr(0, at));
-    if (at == std::string_view::npos) return out;
-    s.remove_prefix(at + sep.size());
-  }
-}
-
-// Header name (lowercase) -> value; repeated headers joined with ", ". nullopt: a line without ':'.
-std::optional<std::vector<std::pair<std::string, std::string>>> parse_headers(const std::vector<std::string_view>& lines) {
-  std::vector<std::pair<std::string, std::string>> h;
-  for (std::size_t i = 1; i < lines.size(); ++i) {
-    const auto colon = lines[i].find(':');
-    if (colon == std::string_view::npos) return std::nullopt;
-    std::string name = lower(trim(lines[i].substr(0, colon)));
-    const std::string_view value = trim(lines[i].substr(colon + 1));
-    auto it = std::find_if(h.begin(), h.end(), [&](const auto& p) { return p.first == name; });
-    if (it == h.end()) h.emplace_back(std::move(name), std::string(value));
-    else it->second += ", " + std::string(value);
-  }
-  return h;
-}
-
-const std::string* header_value(const std::vector<std::pair<std::string, std::string>>& h, std::string_view name) {
-  for (const auto& [k, v] : h)
-    if (k == name) return &v;
-  return nullptr;
-}
-
-// The comma-separated tokens of a header, trimmed (lowercase when `fold`).
-std::vector<std::string> tokens(const std::string* v, bool fold) {
-  std::vector<std::string> out;
-  if (!v) return out;
-  for (auto t : split(*v, ",")) out.push_back(fold ? lower(trim(t)) : std::string(trim(t)));
-  return out;
-}
-
-bool has(const std::vector<std::string>& v, std::string_view x) { return std::find(v.begin(), v.end(), x) != v.end(); }
-
-// A Sec-WebSocket-Key: base64 of exactly 16 bytes (22 characters and "==").
-bool key_valid(std::string_view k) {
-  if (k.size() != 24 || k.substr(22) != "==") return false;
-  for (std::size_t i = 0; i < 22; ++i) {
-    const char c = k[i];
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '+' && c != '/') return false;
-  }
-  return true;
-}
-
-std::string status(int code, std::string_view reason, std::string_view extra = "") {
-  return "HTTP/1.1 " + std::to_string(code) + " " + std::string(reason) + "\r\n" + std::string(extra) +
-         "Content-Length: 0\r\nConnection: close\r\n\r\n";
 }
 
 }  // namespace
@@ -366,7 +286,7 @@ WebSocket WebSocket::configure(Limits limits, JsonParams& params) {
   std::uint64_t max_message = 0;
   if (auto p = params.take_object("websocket")) {
     if (auto role = p->take_string("role")) {
-      const std::string r = lower(*role);  // "server"/"client" (JSON), SERVER/CLIENT/ROLE_UNSPECIFIED (protobuf)
+      const std::string r = ascii_lower(*role);  // "server"/"client" (JSON), SERVER/CLIENT/ROLE_UNSPECIFIED (protobuf)
       if (r == "client") client = true;
       else if (r != "server" && r != "role_unspecified")
         throw CodecError("codec.websocket.role: expected \"server\" or \"client\", got \"" + *role + "\"");
@@ -565,75 +485,6 @@ std::size_t WsSession::header(std::uint8_t opcode, std::size_t len) {
   return WebSocket().write_header(hdr_.data(), h, len);
 }
 
-WsSession::HandshakeResult WsSession::answer_handshake() {
-  const std::string_view buf(reinterpret_cast<const char*>(hs_.data()), hs_len_);
-  const auto end = buf.find("\r\n\r\n");
-  auto refuse = [&](int code, std::string_view reason, const char* req, std::string_view extra = "") {
-    error_ = ProtocolError{req, 0, "opening handshake refused: " + std::to_string(code)};
-    return HandshakeResult{status(code, reason, extra), false};
-  };
-  if (end == std::string_view::npos) {
-    if (hs_len_ > kMaxHandshake) return refuse(431, "Request Header Fields Too Large", "WS-HS-1");
-    return {};
-  }
-  if (end > kMaxHandshake) return refuse(431, "Request Header Fields Too Large", "WS-HS-1");
-  const std::vector<std::string_view> lines = split(buf.substr(0, end), "\r\n");
-  const std::vector<std::string_view> request = split(lines[0], " ");
-  const auto headers = parse_headers(lines);
-  if (!headers) return refuse(400, "Bad Request", "WS-HS-1");
-  const auto& h = *headers;
-  const std::string* key = header_value(h, "sec-websocket-key");
-  if (request.size() != 3 || request[0] != "GET" || request[2] != "HTTP/1.1" || !header_value(h, "host") ||
-      !has(tokens(header_value(h, "upgrade"), true), "websocket") ||
-      !has(tokens(header_value(h, "connection"), true), "upgrade") || !key || !key_valid(*key))
-    return refuse(400, "Bad Request", "WS-HS-1");
-  const std::string* version = header_value(h, "sec-websocket-version");
-  if (!version || *version != "13")
-    return refuse(426, "Upgrade Required", "WS-HS-3", "Sec-WebSocket-Version: 13\r\n");  // WS-HS-3
-  std::string reply = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: " +
-                      accept_key(*key) + "\r\n";
-  if (has(tokens(header_value(h, "sec-websocket-protocol"), false), kSubprotocol))  // WS-HS-4
-    reply += "Sec-WebSocket-Protocol: " + std::string(kSubprotocol) + "\r\n";
-  reply += "\r\n";  // WS-HS-5: no Sec-WebSocket-Extensions
-  // frames sent right behind the request go to the decoder
-  ByteView rest(hs_.data() + end + 4, hs_len_ - end - 4);
-  while (!rest.empty()) {
-    auto space = dec_.prepare();
-    const std::size_t n = std::min(space.size(), rest.size());
-    std::copy_n(rest.data(), n, space.data());
-    dec_.commit(n);
-    rest = rest.subspan(n);
-  }
-  Bytes().swap(hs_);
-  hs_len_ = 0;
-  return {std::move(reply), true};
-}
-
-// ---------------------------------------------------------------------------------------------
-// The client side of the opening handshake
-
-WsClientOpening WsClientOpening::make(std::string_view host, std::string_view path) {
-  std::uint8_t nonce[16];
-  random_bytes(nonce, sizeof nonce);
-  WsClientOpening o;
-  o.key = base64(ByteView(nonce, sizeof nonce));
-  o.request = "GET " + std::string(path) + " HTTP/1.1\r\nHost: " + std::string(host) +
-              "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: " + o.key +
-              "\r\nSec-WebSocket-Version: 13\r\n\r\n";
-  return o;
-}
-
-std::string WsClientOpening::check(std::string_view head) const {
-  const auto end = head.find("\r\n\r\n");
-  const std::vector<std::string_view> lines = split(head.substr(0, end), "\r\n");
-  if (lines[0].rfind("HTTP/1.1 101", 0) != 0) return "handshake answered \"" + std::string(lines[0]) + "\", not 101";
-  const auto headers = parse_headers(lines);
-  if (!headers) return "handshake answer has a malformed header line";
-  const std::string* accept = header_value(*headers, "sec-websocket-accept");
-  if (!accept || *accept != accept_key(key)) return "handshake answer has a wrong Sec-WebSocket-Accept";
-  if (!has(tokens(header_value(*headers, "upgrade"), true), "websocket")) return "handshake answer lacks Upgrade: websocket";
-  if (!has(tokens(header_value(*headers, "connection"), true), "upgrade")) return "handshake answer lacks Connection: Upgrade";
-  return {};
-}
+// (WsSession::answer_handshake, the opening handshake: websocket_handshake.cpp)
 
 }  // namespace fp

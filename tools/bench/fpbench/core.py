@@ -13,7 +13,6 @@ import shlex
 import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -31,21 +30,21 @@ SCHEMA = "frameproof-bench/1"
 
 # The largest payload of the payload sweep. Every protocol-specific fact the benchmark uses (the
 # codec that carries a payload size, the seeds' windows and figures, extra baselines) comes from the
-# protocol packages (frameproof.protocols: Protocol.bench_codec, seed_window, seed_figures,
-# seed_recv_claim, bench_baselines).
+# protocol packages (frameproof.protocols: Protocol.bench_codec, pipeline_window, upstream_figures,
+# upstream_recv_claim, bench_baselines).
 KIB64 = 65536
 
 
-def seed_batch(protocol: str) -> int:
-    """The batch of the batched (seed-shaped) echo: ``Protocol.seed_batch`` where the protocol
+def default_batch(protocol: str) -> int:
+    """The batch of the batched (seed-shaped) echo: ``Protocol.default_batch`` where the protocol
     declares it, else the seeds' batch recorded in tools/bench/seeds.json (NewLife: 255 standard,
     128 length-field), else the protocol's seed window."""
     p = registry.get(protocol)
-    own = getattr(p, "seed_batch", None)
+    own = getattr(p, "default_batch", None)
     if own:
         return own
     seeds = json.loads((Path(__file__).resolve().parents[1] / "seeds.json").read_text(encoding="utf-8"))
-    return seeds["batched"]["batch"].get(protocol) or p.seed_window
+    return seeds["batched"]["batch"].get(protocol) or p.pipeline_window
 
 
 def probe_modes(c: "Program") -> "Program":
@@ -61,9 +60,9 @@ def probe_modes(c: "Program") -> "Program":
     return c
 
 
-def seed_windows() -> Dict[str, int]:
+def pipeline_windows() -> Dict[str, int]:
     """The pipelined window per registered protocol (the seeds' windows for batched echo)."""
-    return {p: registry.get(p).seed_window for p in registry.names()}
+    return {p: registry.get(p).pipeline_window for p in registry.names()}
 
 
 def codec_argv(codec) -> List[str]:
@@ -585,125 +584,3 @@ def run_matrix(scenarios: List[Scenario], servers: List[Program], clients: List[
         # the per-run ratios' median with its 95 % interval (the repeat check compares these too)
         r["ratio_runs"] = summary(pairs, digits=4) if pairs and r["server"] != "raw" else None
     return rows
-
-
-# ---------------------------------------------------------------------------------------------
-# Allocations
-
-
-def seed_allocations() -> List[dict]:
-    """NewLife X, BenchmarkDotNet "Allocated" per op, seed 000 (after the second optimisation
-    round): each protocol's figures (Protocol.seed_figures["allocations"]), then raw receive."""
-    out = [{"protocol": p.name, "mode": m, "concurrency": c, "bytes_per_op": b}
-           for p in registry.all_protocols() for m, c, b in p.seed_figures.get("allocations", [])]
-    return out + [{"protocol": "raw receive (no codec)", "mode": "per-packet", "concurrency": 64, "bytes_per_op": 0}]
-
-
-def _build_malloc_counter() -> Optional[str]:
-    src = ROOT / "tools" / "bench" / "malloc_count.c"
-    out = Path(tempfile.gettempdir()) / f"fpbench-malloc-count-{os.getpid()}.so"
-    r = subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", str(out), str(src)], capture_output=True, text=True)
-    return str(out) if r.returncode == 0 else None
-
-
-def server_allocations(servers: List[Program], quick: bool) -> dict:
-    """Heap allocations per echoed frame inside each native server process under real load:
-    LD_PRELOAD=malloc_count.so counts malloc-family calls (Rust's System allocator and C++'s
-    operator new end there); a SIGUSR2 snapshot is taken after a warm-up run and after each
-    measured run, so start-up is excluded; connection set-up is not (16 new connections per run),
-    which is why allocations per connection are reported too."""
-    so = _build_malloc_counter()
-    out = {"method": "LD_PRELOAD malloc/calloc/realloc/memalign counter (tools/bench/malloc_count.c), snapshots on "
-                     "SIGUSR2 around each measured run; per frame = allocations / frames echoed in the run; "
-                     "each run opens 16 new connections", "rows": []}
-    if not so:
-        out["error"] = "gcc could not build malloc_count.so"
-        return out
-    load = Program("rust", [str(RUST_BIN / "fp-load")])
-    dur = 0.3 if quick else 1.0
-    try:
-        for srv in servers:
-            if srv.argv[0] == "mono" or srv.argv[0].endswith("mono"):
-                continue  # managed heap: see fp-bench bytes/op instead
-            for proto in srv.protocols:
-                fd, snap = tempfile.mkstemp(suffix=".txt", prefix="fpbench-malloc-")
-                os.close(fd)
-                env = dict(os.environ, LD_PRELOAD=so, FPB_MALLOC_OUT=snap)
-                try:
-                    codec = registry.get(proto).bench_codec(32)
-                    rs = start_server(srv.cmd(codec_argv(codec) + ["--listen", "127.0.0.1:0"]), cwd=str(ROOT), env=env)
-                except RuntimeError as e:
-                    out["rows"].append({"server": srv.name, "protocol": proto, "error": str(e)[:200]})
-                    continue
-                pid = rs.proc.pid
-
-                def snapshot():
-                    before = len(Path(snap).read_text().splitlines())
-                    os.kill(pid, 12)  # SIGUSR2
-                    for _ in range(100):
-                        lines = Path(snap).read_text().splitlines()
-                        if len(lines) > before:
-                            a, b = lines[-1].split()
-                            return int(a), int(b)
-                        time.sleep(0.01)
-                    return None
-                try:
-                    warm = Scenario(proto, "pipelined", 32, 16, registry.get(proto).seed_window, "alloc")
-                    run_client_once(load, warm, rs.addr, 0.2)
-                    prev = snapshot()
-                    for s in (Scenario(proto, "per-packet", 32, 16, 1, "alloc"),
-                              Scenario(proto, "pipelined", 32, 16, registry.get(proto).seed_window, "alloc")):
-                        r = run_client_once(load, s, rs.addr, dur)
-                        cur = snapshot()
-                        frames = r.get("replies_verified") or 0
-                        row = {"server": srv.name, "protocol": proto, "mode": s.mode, "connections": 16,
-                               "window": s.window, "frames": frames, "ok": bool(r.get("ok")) and bool(prev and cur)}
-                        if prev and cur and frames:
-                            da, db = cur[0] - prev[0], cur[1] - prev[1]
-                            row.update({"allocs": da, "bytes": db, "allocs_per_frame": round(da / frames, 5),
-                                        "bytes_per_frame": round(db / frames, 2), "allocs_per_connection": round(da / 16, 1),
-                                        "bytes_per_connection": round(db / 16)})
-                        out["rows"].append(row)
-                        log(f"  {srv.name:9} {proto:12} {s.mode:10} {row.get('allocs_per_frame')} allocs/frame, "
-                            f"{row.get('allocs_per_connection')} allocs/connection")
-                        prev = cur
-                finally:
-                    rs.stop()
-                    os.unlink(snap)
-    finally:
-        os.unlink(so)
-    return out
-
-
-def allocations(benches: Dict[str, List[str]], quick: bool, servers: Optional[List[Program]] = None) -> dict:
-    out = {"seeds_newlife": {"source": "seed 000, BenchmarkDotNet Allocated column (per echo round trip, client+server in one process)",
-                             "results": seed_allocations()}}
-    exe = RUST_BIN / "fp-alloc"
-    if exe.exists():
-        fd, j = tempfile.mkstemp(suffix=".json")
-        os.close(fd)
-        try:
-            subprocess.run([str(exe), "--ops", "20000" if quick else "200000", "--json", j], capture_output=True,
-                           timeout=120, check=True)
-            out["rust"] = json.loads(Path(j).read_text())
-        except (subprocess.SubprocessError, ValueError) as e:
-            out["rust"] = {"error": str(e)}
-        finally:
-            os.unlink(j)
-    for name, argv in benches.items():
-        fd, j = tempfile.mkstemp(suffix=".json")
-        os.close(fd)
-        try:
-            subprocess.run(argv + (["--quick"] if quick else []) + ["--json", j], capture_output=True, timeout=300,
-                           check=True, cwd=str(IMPL_DIR / name))
-            out[name] = json.loads(Path(j).read_text())
-        except (subprocess.SubprocessError, ValueError, OSError) as e:
-            out[name] = {"error": str(e)[:300]}
-        finally:
-            os.unlink(j)
-    if servers:
-        out["servers_under_load"] = server_allocations(servers, quick)
-    cpp = IMPL_DIR / "cpp"
-    if not (cpp / "impl.json").exists():
-        out["cpp"] = {"error": "the C++ implementation has not landed yet; no operator-new counts"}
-    return out

@@ -53,7 +53,7 @@ def managed(p: Program) -> bool:
 
 def scenarios(proto: str) -> List[Scenario]:
     """Per-packet C=1 and pipelined C=4 with the protocol's seed window, 32 B."""
-    w = registry.get(proto).seed_window
+    w = registry.get(proto).pipeline_window
     return [Scenario(proto, "per-packet", 32, 1, 1, "instructions"),
             Scenario(proto, "pipelined", 32, 4, w, "instructions")]
 

@@ -12,7 +12,6 @@ frames decoded; frames / reads is the figure (documented in tools/bench/README.m
 from __future__ import annotations
 
 import os
-import shlex
 import signal
 import subprocess
 import time
@@ -137,10 +136,10 @@ def run(servers: List[Program], clients: List[Program], duration: float, quick: 
     blast, load = cl.get("rust-blast"), cl.get("rust")
     conns = 8 if quick else 16
     scen = []
-    # The protocol(s) whose frames the seeds' claim counts (Protocol.seed_recv_claim).
-    for proto in [p for p in registry.all_protocols() if p.seed_recv_claim]:
+    # The protocol(s) whose frames the seeds' claim counts (Protocol.upstream_recv_claim).
+    for proto in [p for p in registry.all_protocols() if p.upstream_recv_claim]:
         # the protocol's name in the label only when there is more than one such protocol
-        tag = f"{proto.name}: " if sum(1 for p in registry.all_protocols() if p.seed_recv_claim) > 1 else ""
+        tag = f"{proto.name}: " if sum(1 for p in registry.all_protocols() if p.upstream_recv_claim) > 1 else ""
         if blast and proto.name in blast.protocols:
             scen.append((f"{tag}receive, one write per frame, Nagle on (seeds' 逐包发送)", blast,
                          Scenario(proto.name, "receive", 32, conns, 1, "receive-blast")))
@@ -148,8 +147,8 @@ def run(servers: List[Program], clients: List[Program], duration: float, quick: 
             scen.append((f"{tag}receive, 12 frames per write (the claim's ~12 per recv)", blast,
                          Scenario(proto.name, "receive", 32, conns, 12, "receive-blast")))
         if load and proto.name in load.protocols:
-            scen.append((f"{tag}pipelined echo, window {proto.seed_window}", load,
-                         Scenario(proto.name, "pipelined", 32, conns, proto.seed_window, "netns")))
+            scen.append((f"{tag}pipelined echo, window {proto.pipeline_window}", load,
+                         Scenario(proto.name, "pipelined", 32, conns, proto.pipeline_window, "netns")))
             if not quick:
                 scen.append((f"{tag}per-packet echo", load, Scenario(proto.name, "per-packet", 32, conns, 1, "netns")))
 
@@ -202,7 +201,7 @@ def run(servers: List[Program], clients: List[Program], duration: float, quick: 
         out["skipped"] = why
         log(f"  namespaces skipped: {why}")
         return out
-    links = [("none", "")] + ([("delay", "0.2ms"), ("delay", "1ms")] if True else []) + [("rate", "1gbit")]
+    links = [("none", ""), ("delay", "0.2ms"), ("delay", "1ms"), ("rate", "1gbit")]
     if quick:
         links = [("none", ""), ("delay", "0.2ms"), ("rate", "1gbit")]
     with Net(2) as net:

@@ -31,9 +31,9 @@ def protocols_of(doc: dict) -> List[str]:
 
 
 def seed_peaks(protocols: List[str]) -> list:
-    """The seeds' published peaks (Protocol.seed_figures["peaks"]): (protocol, mode, msg/s, where)."""
+    """The seeds' published peaks (Protocol.upstream_figures["peaks"]): (protocol, mode, msg/s, where)."""
     return [(p, m, v, at) for p in protocols if p in registry.names()
-            for m, v, at in registry.get(p).seed_figures.get("peaks", [])]
+            for m, v, at in registry.get(p).upstream_figures.get("peaks", [])]
 
 
 def fmt(v, unit=""):

@@ -12,7 +12,7 @@ from pathlib import Path
 from frameproof import protocols as registry
 from frameproof.paths import ROOT
 
-from . import core, instructions, netns, quiet, report, soak, stats, study
+from . import allocations, core, instructions, netns, quiet, report, soak, study
 from .core import Scenario, log
 
 FULL_CONC = [1, 4, 16, 64, 256, 1024]
@@ -260,12 +260,12 @@ def main(args) -> int:
     payloads = [32, 1024] if smoke else [32, 1024, core.KIB64]
     scenarios, cross = [], []
     for p in _protocols(args):
-        w = registry.get(p).seed_window
+        w = registry.get(p).pipeline_window
         for c in conc:
             scenarios.append(Scenario(p, "per-packet", 32, c, 1, "concurrency"))
             scenarios.append(Scenario(p, "pipelined", 32, c, w, "concurrency"))
             # the seeds' batched echo (a batch of N, await all N), beside the sliding window
-            scenarios.append(Scenario(p, "batched", 32, c, core.seed_batch(p), "concurrency"))
+            scenarios.append(Scenario(p, "batched", 32, c, core.default_batch(p), "concurrency"))
         pc = 4
         for size in payloads[1:]:
             scenarios.append(Scenario(p, "per-packet", size, pc, 1, "payload"))
@@ -321,7 +321,7 @@ def main(args) -> int:
     al = {}
     if not args.no_alloc:
         log("== allocations")
-        al = core.allocations(benches, quick, servers)
+        al = allocations.allocations(benches, quick, servers)
     ins = None
     if not (args.no_instructions or smoke):
         n = args.instructions_messages or (5000 if quick else 20000)
@@ -342,8 +342,8 @@ def main(args) -> int:
         "machine": machine, "quiet": q,
         "settings": {"quick": quick, "smoke": smoke, "runs": runs, "duration_s": duration, "concurrency": conc,
                      "concurrency_not_run": [c for c in FULL_CONC if c not in conc], "payloads": payloads,
-                     "primary_client": primary.name, "windows": core.seed_windows(),
-                     "batches": {p: core.seed_batch(p) for p in _protocols(args)},
+                     "primary_client": primary.name, "windows": core.pipeline_windows(),
+                     "batches": {p: core.default_batch(p) for p in _protocols(args)},
                      "pin": {"name": args.pin, "server": core.PIN["server"], "client": core.PIN["client"]},
                      "warmup": "one unrecorded run of min(0.2 s, --duration) per server and configuration",
                      "order": "interleaved: run k visits every server of the scenario, order rotated with k",

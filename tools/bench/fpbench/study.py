@@ -97,7 +97,7 @@ def _analyse(block_runs: List[Dict[str, list]], runs_list, primary: str, base: s
 def run(servers: List[Program], client: Program, protocol: Optional[str] = None, durations=(0.3, 1.0, 3.0),
         runs=(5, 11), base_duration=1.0, pins=None, scenarios=None, warmup=0.2, base_pin="unpinned") -> dict:
     protocol = protocol or registry.names()[0]
-    w = registry.get(protocol).seed_window
+    w = registry.get(protocol).pipeline_window
     scen = scenarios or [Scenario(protocol, "per-packet", 32, 1, 1, "method-study"),
                          Scenario(protocol, "pipelined", 32, 16, w, "method-study")]
     arms = [a for a in plan(durations, runs, base_duration, base_pin) if not pins or a["pin"] in pins]

@@ -28,7 +28,7 @@ class LengthField(Protocol):
     truncation_requirement = "LF-STR-3"
     reference = reference
     strategies = LengthFieldStrategies()
-    corpus_id = 1
+    corpus_id = 1  # byte 0 of the native fuzz targets' input; its bits 0-3: the profile (CORPUS_PROFILES)
     mutants = {
         "lf-big-endian-default": "LF-FMT-2",
         "lf-split-length-throws": "LF-STR-1",
@@ -41,11 +41,11 @@ class LengthField(Protocol):
     # -- benchmarks: the seeds' window (DefaultMatchQueue capacity) and figures (seed 000 /
     # research/newlife.md 5.4: NewLife X on an i9-10900K, 20 threads, Windows, loopback); the
     # tokio-util LengthDelimitedCodec echo as a baseline (reference-impls/rust/baselines)
-    seed_window = 256
-    #: the seed-shaped batched echo (fp-load --mode batched) is checked by net --client in the matrix too
+    pipeline_window = 256
+    #: the batched echo of upstream's shape (fp-load --mode batched) is checked by net --client in the matrix too
     load_client_profiles = (("batched", "--mode batched --batch 16 --requests 4000"),)
-    seed_batch = 128  # seed 000: the length-field batched echo awaits 128 concurrent requests
-    seed_figures = {
+    default_batch = 128  # NewLife X's length-field batched echo awaits 128 concurrent requests
+    upstream_figures = {
         "peaks": [("per-packet", 273298, "C=256"), ("pipelined", 455373, "C=256, window 256")],
         "allocations": [("per-packet", 64, 1040), ("batched", 64, 849), ("batched", 1024, 803)],
     }
@@ -166,7 +166,7 @@ class LengthField(Protocol):
         return CORPUS_PROFILES.index(prof) if prof in CORPUS_PROFILES else None
 
     def corpus_codec(self, bits, limit):
-        o, s = CORPUS_PROFILES[bits]
+        o, s = CORPUS_PROFILES[bits & 15]
         return LengthFieldCodec("length-field", limit, o, s)
 
     def gen_vectors_codec(self, codec):

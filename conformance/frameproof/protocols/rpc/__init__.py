@@ -101,12 +101,11 @@ STREAM_CASES = [
 
 class Rpc(Protocol):
     name = "rpc"
-    #: the native decode targets' config byte (reference-impls/rust/fuzz decode.rs, reference-impls/cpp/fuzz
-    #: decode_fuzz.cpp): bit 0 clear, bits 1-4 = 1, the limit is the maximum body
-    corpus_id = 0
+    #: byte 0 of the native fuzz targets' input (conformance/FUZZING.md); their limit is rpc's maximum body
+    corpus_id = 2
 
     def corpus_config(self, codec):
-        return 1
+        return 0
     spec_name = "rpc"
     schema = "rpc"
     codec_type = RpcCodec
@@ -353,7 +352,7 @@ class Rpc(Protocol):
         return K.MAGIC + bytes([1, kind, pick & 7, 0]) + pick.to_bytes(4, "big") + n.to_bytes(4, "big")
 
     def corpus_codec(self, bits, limit):
-        return RpcCodec("rpc", limit)
+        return RpcCodec("rpc", limit)  # rpc has no configuration bits
 
     def gen_vectors_codec(self, codec):
         return f"Codec('rpc', {codec.max_payload})"

@@ -24,7 +24,7 @@ class Standard(Protocol):
     truncation_requirement = "STD-STR-3"
     reference = reference
     strategies = StandardStrategies()
-    corpus_id = 0
+    corpus_id = 0  # byte 0 of the native fuzz targets' input (conformance/FUZZING.md)
     mutants = {
         "wrong-byte-order": "STD-HDR-1",
         "off-by-one-length": "STD-HDR-1",
@@ -49,14 +49,14 @@ class Standard(Protocol):
     }
     # -- benchmarks: NewLife SlidingWindowEcho's window (the sequence is one byte), and the seeds'
     # figures (seed 000 / research/newlife.md 5.4: NewLife X on an i9-10900K, 20 threads, Windows, loopback)
-    seed_window = 255
-    #: the seed-shaped batched echo (fp-load --mode batched) is checked by net --client in the matrix too
+    pipeline_window = 255
+    #: the batched echo of upstream's shape (fp-load --mode batched) is checked by net --client in the matrix too
     load_client_profiles = (("batched", "--mode batched --batch 16 --requests 4000"),)
-    seed_figures = {
+    upstream_figures = {
         "peaks": [("per-packet", 260213, "C=256"), ("pipelined", 420008, "C=1024, window 255")],
         "allocations": [("per-packet", 64, 1216), ("batched", 64, 955), ("batched", 1024, 906)],
     }
-    seed_recv_claim = True
+    upstream_recv_claim = True
 
     # -- configuration
     def codec_from_json(self, d):
@@ -172,7 +172,7 @@ class Standard(Protocol):
         return bytes([pick, pick]) + n.to_bytes(2, "little")
 
     def corpus_config(self, codec):
-        return 0
+        return 0  # standard has no configuration bits
 
     def gen_vectors_codec(self, codec):
         return f"Codec('standard', {codec.max_payload})"

@@ -343,20 +343,19 @@ class WebSocket(Protocol):
         return self.oversize_header(codec, n & (2 ** 64 - 1)) if n < 2 ** 63 else \
             bytes([0x82, 0xFF]) + n.to_bytes(8, "big") + b"\x00" * 4
 
-    #: the native decode targets' config byte (reference-impls/rust/fuzz decode.rs, reference-impls/cpp/fuzz
-    #: decode_fuzz.cpp): bit 0 clear, bits 1-4 = 2 (server role) or 3 (client role), the limit bounding
-    #: frames and messages alike
-    corpus_id = 0
-    CORPUS_ROLES = {"server": 2, "client": 3}
+    #: byte 0 of the native fuzz targets' input (conformance/FUZZING.md); the limit bounds frames, and
+    #: websocket's configuration bits are bit 0 the role (1 client), bits 1-3 the message limit's index
+    corpus_id = 3
 
     def corpus_config(self, codec):
-        if codec.max_message != codec.max_payload:
-            return None  # the native targets bound messages by the frame limit
-        return self.CORPUS_ROLES.get(codec.role)
+        from ...fuzz_corpus import LIMITS
+        if codec.max_message not in LIMITS or codec.role not in ("server", "client"):
+            return None
+        return (codec.role == "client") | LIMITS.index(codec.max_message) << 1
 
     def corpus_codec(self, bits, limit):
-        role = next((r for r, b in self.CORPUS_ROLES.items() if b == bits), "server")
-        return WsCodec("websocket", limit, role, limit)
+        from ...fuzz_corpus import LIMITS
+        return WsCodec("websocket", limit, "client" if bits & 1 else "server", LIMITS[(bits >> 1) & 7])
 
     def gen_vectors_codec(self, codec):
         return f"Codec('websocket', {codec.max_payload}, {codec.role!r}, {codec.max_message})"

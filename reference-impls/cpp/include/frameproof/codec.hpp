@@ -41,6 +41,7 @@
 //                              the frame's views pointing into the JSON; throws Unsupported
 //   std::size_t header_bound(const FrameType& header) const;    bytes write_header may write
 //   static std::vector<std::string_view> variants();   fp-load --variant names (first: default)
+//   static constexpr std::size_t kDefaultBatch;        fp-load --mode batched: the default --batch
 #pragma once
 
 #include <algorithm>

@@ -56,8 +56,9 @@ class LengthField {
   using DecoderType = Decoder<LengthField>;
   static constexpr bool kSendsFrames = false;
   static constexpr bool kStreams = false;
-  // fp-load --mode batched: the default --batch (seed 000: the length-field batched echo awaits 128 concurrent requests)
-  static constexpr std::size_t kSeedBatch = 128;
+  // fp-load --mode batched: the default --batch, the batch of NewLife X's batched echo benchmark (it awaits
+  // 128 concurrent requests)
+  static constexpr std::size_t kDefaultBatch = 128;
   static bool has_endpoint(std::string_view endpoint) { return endpoint.empty(); }
   static std::vector<std::string_view> variants() { return {"default"}; }
 

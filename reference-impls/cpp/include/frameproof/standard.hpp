@@ -60,8 +60,9 @@ class Standard {
   using DecoderType = Decoder<Standard>;
   static constexpr bool kSendsFrames = false;
   static constexpr bool kStreams = false;
-  // fp-load --mode batched: the default --batch (seed 000: 255 concurrent SendMessageAsync, WhenAll, next round)
-  static constexpr std::size_t kSeedBatch = 255;
+  // fp-load --mode batched: the default --batch, the batch of NewLife X's batched echo benchmark (255
+  // concurrent SendMessageAsync, WhenAll, next round)
+  static constexpr std::size_t kDefaultBatch = 255;
   static bool has_endpoint(std::string_view endpoint) { return endpoint.empty(); }
   static std::vector<std::string_view> variants() { return {"default"}; }
 

@@ -79,6 +79,8 @@ std::string accept_key(std::string_view key);
 std::string base64(ByteView b);
 // Fills `out` with bytes from the system's entropy source (masking keys, handshake nonces).
 void random_bytes(std::uint8_t* out, std::size_t n);
+// ASCII lowercase (HTTP header names and tokens, the codec JSON's role).
+std::string ascii_lower(std::string_view s);
 }  // namespace ws
 
 // One websocket frame. `key`/`key_len`: the masking key as given (key_len 5 = more than 4 bytes,
@@ -423,8 +425,9 @@ class WebSocket {
   static constexpr std::string_view kName = "websocket";
   static constexpr bool kSendsFrames = true;
   static constexpr bool kStreams = false;
-  // fp-load --mode batched: the default --batch (no seed figure: the pipelined seed window (Protocol.seed_window))
-  static constexpr std::size_t kSeedBatch = 256;
+  // fp-load --mode batched: the default --batch (no published batched benchmark to follow: the benchmark's
+  // pipelined window, 256)
+  static constexpr std::size_t kDefaultBatch = 256;
   using FrameType = WsFrame;
   using DecoderType = WsDecoder;
   using Client = WsFifoMatcher;

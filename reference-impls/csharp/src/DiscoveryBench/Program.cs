@@ -18,9 +18,11 @@ namespace Frameproof.DiscoveryBench
     /// </summary>
     public static class Program
     {
-        /// <summary>B3 as galay-rpc's benchmark report gives it (../shared/seeds/002_8698e1f756fa336d.txt).</summary>
+        /// <summary>B3 as galay-rpc's performance report gave it (github.com/gzj-creator/galay-rpc,
+        /// docs/05 at commit 4003c9b, since stripped of figures; the benchmark was
+        /// benchmark/B3-ServiceDiscoveryBench.cpp, today b3_discovery.cpp).</summary>
         const double UpstreamOpsPerS = 5432424.0;
-        const string UpstreamWhere = "galay-rpc B3: 100 coroutine workers, 2 IO schedulers, private registries, Apple M4";
+        const string UpstreamWhere = "galay-rpc B3 (benchmark/B3-ServiceDiscoveryBench.cpp, docs/05 at 4003c9b): 100 coroutine workers, 2 IO schedulers, private registries, Apple M4";
         const string Usage = "usage: fp-discovery-bench [--threads N] [--seconds S] [--mode private|shared|hot|both|all] [--json FILE]";
 
         sealed class Outcome { public string Mode; public int Threads; public long Ops, Errors; public double Seconds; }
@@ -84,8 +86,8 @@ namespace Frameproof.DiscoveryBench
                         "    {{\"mode\": \"{0}\", \"threads\": {1}, \"ops\": {2}, \"errors\": {3}, \"duration_s\": {4:F6}, \"ops_per_s\": {5}}}",
                         o.Mode, o.Threads, o.Ops, o.Errors, o.Seconds, (o.Ops / o.Seconds).ToString("F1", CultureInfo.InvariantCulture)));
                 }
-                // "upstream": the figure compared with; "seed": the same object, under the key the
-                // Rust fp-discovery-bench writes, for readers of that key.
+                // "upstream": the figure compared with; "seed": the same object under its earlier key,
+                // kept for readers of reports written before (all three implementations write both).
                 string upstream = string.Format(CultureInfo.InvariantCulture, "{{\"ops_per_s\": {0:F1}, \"where\": \"{1}\"}}", UpstreamOpsPerS, UpstreamWhere);
                 sb.Append("\n  ],\n  \"upstream\": ").Append(upstream).Append(",\n  \"seed\": ").Append(upstream).Append("\n}\n");
                 try { File.WriteAllText(json, sb.ToString()); }

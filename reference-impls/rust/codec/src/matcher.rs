@@ -151,12 +151,13 @@ impl<T> SequenceMatcher<T> {
         Ok(seq)
     }
 
-    /// Processes one received frame (`STD-MATCH-1`, `-2`, `-5`, `-6`).
-    pub fn receive(&mut self, flag: u8, sequence: u8) -> Received<T> {
+    /// Processes one received frame: `reply` when its flag has the reply bit, and its sequence
+    /// number (`STD-MATCH-1`, `-2`, `-5`, `-6`).
+    pub fn receive(&mut self, reply: bool, sequence: u8) -> Received<T> {
         if self.failed {
             return Received::Ignored;
         }
-        if flag & crate::standard::FLAG_REPLY == 0 {
+        if !reply {
             return Received::PeerRequest;
         }
         match self.slots[sequence as usize].take() {
@@ -456,7 +457,7 @@ mod tests {
         for i in 0..300u32 {
             let s = m.send_request(0, i, ok).unwrap();
             seqs.push(s);
-            assert_eq!(m.receive(0x81, s), Received::Reply(i));
+            assert_eq!(m.receive(true, s), Received::Reply(i));
         }
         assert_eq!(&seqs[..3], &[1, 2, 3]);
         assert_eq!(seqs[254], 255);
@@ -475,12 +476,12 @@ mod tests {
         assert_eq!(m.send_request(0, 999, ok), Err(SendError::SequenceBusy(1)));
         assert_eq!(m.next_sequence(), 1);
         // Reply to seq 1 frees it.
-        assert_eq!(m.receive(0x81, 1), Received::Reply(0));
+        assert_eq!(m.receive(true, 1), Received::Reply(0));
         assert_eq!(m.send_request(0, 1000, ok), Ok(1));
         // A one-way message takes a busy number anyway and is never pending.
         assert_eq!(m.send_one_way(ok), Ok(2));
         assert_eq!(m.pending(), 256);
-        assert_eq!(m.receive(0x81, 2), Received::Reply(1));
+        assert_eq!(m.receive(true, 2), Received::Reply(1));
     }
 
     #[test]
@@ -498,11 +499,11 @@ mod tests {
         for i in 0..3u32 {
             m.send_request(0, i, ok).unwrap();
         }
-        assert_eq!(m.receive(0x01, 2), Received::PeerRequest);
-        assert_eq!(m.receive(0xC1, 3), Received::Reply(2)); // error reply completes too
-        assert_eq!(m.receive(0x81, 1), Received::Reply(0));
-        assert_eq!(m.receive(0x81, 1), Received::Unmatched);
-        assert_eq!(m.receive(0x81, 77), Received::Unmatched);
+        assert_eq!(m.receive(false, 2), Received::PeerRequest);
+        assert_eq!(m.receive(true, 3), Received::Reply(2)); // an error reply (0xC1) completes too
+        assert_eq!(m.receive(true, 1), Received::Reply(0));
+        assert_eq!(m.receive(true, 1), Received::Unmatched);
+        assert_eq!(m.receive(true, 77), Received::Unmatched);
         assert_eq!(m.pending(), 1);
     }
 
@@ -514,14 +515,14 @@ mod tests {
         assert_eq!(m.next_deadline(), Some(100));
         assert!(m.expire(99).is_empty());
         assert_eq!(m.expire(100), vec!['a']);
-        assert_eq!(m.receive(0x81, 1), Received::Unmatched);
+        assert_eq!(m.receive(true, 1), Received::Unmatched);
         assert_eq!(m.expire(1000), vec!['b']);
         assert_eq!(m.pending(), 0);
         // Wrap the counter so that the oldest request has the highest sequence number.
         let mut m = SequenceMatcher::new(10);
         for i in 0..254u32 {
             let s = m.send_request(0, i, ok).unwrap();
-            m.receive(0x81, s);
+            m.receive(true, s);
         }
         m.send_request(0, 1000, ok).unwrap(); // seq 255
         m.send_request(0, 1001, ok).unwrap(); // seq 0
@@ -536,7 +537,7 @@ mod tests {
         m.send_request(0, 2u32, ok).unwrap();
         assert_eq!(m.fail(), vec![1, 2]);
         assert_eq!(m.send_request(0, 3, ok), Err(SendError::ConnectionFailed));
-        assert_eq!(m.receive(0x81, 1), Received::Ignored);
+        assert_eq!(m.receive(true, 1), Received::Ignored);
         assert!(m.is_failed());
     }
 

@@ -302,7 +302,7 @@ proptest! {
                 next += 1;
             } else {
                 let want = match model.remove(&seq) { Some(i) => Received::Reply(i), None => Received::Unmatched };
-                prop_assert_eq!(m.receive(0x81, seq), want);
+                prop_assert_eq!(m.receive(true, seq), want);
             }
             prop_assert_eq!(m.pending(), model.len());
         }

@@ -1,12 +1,12 @@
 //! libFuzzer target for the streaming decoders of every protocol.
 //!
-//! Input layout (shared with the C++ target and written by `frameproof.fuzz.corpus_entry`):
-//!   byte 0: configuration. bit 0: protocol (0 standard, 1 length-field); bits 1-4: length-field
-//!           profile (PROFILES); bits 5-7: max payload (LIMITS). With bit 0 clear, bits 1-4 (no
-//!           profile for standard; `corpus_entry` writes 0 there) pick the protocols added later:
-//!           1 rpc (the limit is its max body), 2 websocket server role, 3 websocket client role
-//!           (the limit bounds frames and messages); any other value is standard.
-//!   byte 1: chunking. 0: the stream is fed in one chunk; otherwise chunk sizes come from a small
+//! Input layout (conformance/FUZZING.md; the same in the C++ targets and written by
+//! `frameproof.fuzz_corpus.corpus_entry`):
+//!   byte 0: the protocol: 0 standard, 1 length-field, 2 rpc, 3 websocket; other values: ignored.
+//!   byte 1: configuration. bits 5-7: the frame limit (LIMITS; rpc: its max body); the protocol's
+//!           own bits: length-field bits 0-3 the profile (PROFILES); websocket bit 0 the role (0
+//!           server, 1 client) and bits 1-3 the message limit (LIMITS).
+//!   byte 2: chunking. 0: the stream is fed in one chunk; otherwise chunk sizes come from a small
 //!           LCG seeded with this byte, each in 1..=(byte % 16) + 1.
 //!   rest:   the byte stream.
 //!
@@ -157,12 +157,13 @@ fn fuzz_rpc(max: u64, data: &[u8], parts: &[&[u8]]) {
     check_error(&whole.1, pos, data.len(), "RPC-");
 }
 
-fn fuzz_websocket(role: Role, max: u64, data: &[u8], parts: &[&[u8]]) {
-    let dec = || WsDecoder::new(role, max, max);
+fn fuzz_websocket(role: Role, max: u64, max_message: u64, data: &[u8], parts: &[&[u8]]) {
+    let dec = || WsDecoder::new(role, max, max_message);
     let whole = run(dec(), &[data]);
     same(&whole, &run(dec(), parts), parts.len());
     same(&whole, &run_buffer_mut(dec(), parts), parts.len());
     let limit = if max == 0 { websocket::DEFAULT_MAX_FRAME } else { max };
+    let message_limit = if max_message == 0 { websocket::DEFAULT_MAX_MESSAGE } else { max_message };
     let mut pos = 0;
     let mut message: Vec<u8> = Vec::new();
     let mut text = false;
@@ -180,7 +181,7 @@ fn fuzz_websocket(role: Role, max: u64, data: &[u8], parts: &[&[u8]]) {
             websocket::CONT => message.extend_from_slice(&f.payload),
             _ => continue,
         }
-        assert!(message.len() as u64 <= limit, "message of {} bytes above the maximum", message.len());
+        assert!(message.len() as u64 <= message_limit, "message of {} bytes above the maximum", message.len());
         if f.fin && text {
             assert!(std::str::from_utf8(&message).is_ok(), "a text message that is not UTF-8 was delivered");
         }
@@ -194,21 +195,23 @@ fn fuzz_websocket(role: Role, max: u64, data: &[u8], parts: &[&[u8]]) {
 }
 
 fuzz_target!(|input: &[u8]| {
-    if input.len() < 2 {
+    if input.len() < 3 {
         return;
     }
-    let (cfg, ctl, data) = (input[0], input[1], &input[2..]);
+    let (proto, cfg, ctl, data) = (input[0], input[1], input[2], &input[3..]);
     let max = LIMITS[(cfg >> 5) as usize];
     let parts = chunks(data, ctl);
-    if cfg & 1 == 0 {
-        match (cfg >> 1) & 15 {
-            1 => fuzz_rpc(max, data, &parts),
-            2 => fuzz_websocket(Role::Server, max, data, &parts),
-            3 => fuzz_websocket(Role::Client, max, data, &parts),
-            _ => fuzz_standard(max, data, &parts),
+    match proto {
+        0 => fuzz_standard(max, data, &parts),
+        1 => {
+            let (offset, size) = PROFILES[(cfg & 15) as usize];
+            fuzz_length_field(offset, size, max, data, &parts)
         }
-    } else {
-        let (offset, size) = PROFILES[((cfg >> 1) & 15) as usize];
-        fuzz_length_field(offset, size, max, data, &parts);
+        2 => fuzz_rpc(max, data, &parts),
+        3 => {
+            let role = if cfg & 1 == 1 { Role::Client } else { Role::Server };
+            fuzz_websocket(role, max, LIMITS[((cfg >> 1) & 7) as usize], data, &parts)
+        }
+        _ => {}
     }
 });

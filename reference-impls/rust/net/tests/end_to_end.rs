@@ -728,7 +728,7 @@ fn batched_mode_awaits_each_batch() {
     assert_eq!(num(&json, "replies_verified"), 95.0);
     assert_eq!(num(&json, "window"), 10.0);
     assert!(json.contains("\"mode\": \"batched\""), "{json}");
-    // the default batch is the protocol's seed batch
+    // the default batch is the protocol's (`Protocol::DEFAULT_BATCH`)
     let (code, json) = load(
         &srv.addr,
         &[

@@ -7,8 +7,8 @@
 //! encoder appends it to the client's write buffer; the server decoder decodes it and appends
 //! the reply; the client decoder decodes the reply, the matcher completes it and the payload is
 //! verified. Buffers are reused across ops as the programs reuse them. `per-packet`: one request
-//! in flight; `batched`: a window of requests written, then all replies read (255 for standard,
-//! 256 for length-field, the seeds' windows).
+//! in flight; `batched`: a window of requests written, then all replies read (the protocol's
+//! in-flight bound: 255 for standard, 256 for length-field).
 //!
 //! ```text
 //! fp-alloc [--ops N] [--json FILE]

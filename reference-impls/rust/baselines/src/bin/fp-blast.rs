@@ -1,4 +1,4 @@
-//! fp-blast: the seeds' pure-receive client (纯接收, "逐包 Send(32B)"): one `write()` per frame
+//! fp-blast: the benchmarks' pure-receive client (纯接收, "逐包 Send(32B)"): one `write()` per frame
 //! (or `--batch K` frames per write), Nagle on unless `--nodelay`, no replies expected. Used by
 //! tools/bench for the pure-receive and packets-per-recv measurements; it follows the fp-load
 //! contract for `--mode receive` (options, JSON report) and is validated like the other clients.

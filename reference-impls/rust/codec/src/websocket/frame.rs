@@ -12,9 +12,10 @@ pub const PONG: u8 = 0xA;
 /// Default frame limit (`limits.max_payload`, WS-LIM-1): 10 MiB.
 pub const DEFAULT_MAX_FRAME: u64 = 10 * 1024 * 1024;
 /// Default message limit (`websocket.max_message`, WS-LIM-2): 100 MiB.
-/// The masking key of the micro-benchmarks (the seed's, tools/bench/microbench.md).
-pub const BENCH_KEY: [u8; 4] = [0x12, 0x34, 0x56, 0x78];
 pub const DEFAULT_MAX_MESSAGE: u64 = 100 * 1024 * 1024;
+/// The masking key of the micro-benchmarks (tools/bench/microbench.md): fixed, so that every
+/// implementation masks the same bytes.
+pub const BENCH_KEY: [u8; 4] = [0x12, 0x34, 0x56, 0x78];
 /// RFC 6455 §1.3.
 pub const GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 /// The conformance echo service's subprotocol (WS-HS-4).

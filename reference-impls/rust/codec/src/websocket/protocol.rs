@@ -86,7 +86,7 @@ impl Protocol for WebSocket {
         encode(out, f, self.max_frame)
     }
 
-    /// Masked binary FIN frames with the seed's key `12 34 56 78`.
+    /// Masked binary FIN frames with the micro-benchmarks' key ([`BENCH_KEY`], `12 34 56 78`).
     fn bench_requests(
         &self,
         count: usize,
@@ -110,7 +110,7 @@ impl Protocol for WebSocket {
         true
     }
 
-    /// The seed's masking benchmark and the text validation of WS-UTF8-* (tools/bench/microbench.md).
+    /// Masking 1024 bytes, and the text validation of WS-UTF8-* (tools/bench/microbench.md).
     const BENCH_EXTRA: &'static [(&'static str, usize)] =
         &[("mask", 1024), ("utf8", 67), ("utf8", 71)];
 

@@ -1,0 +1,36 @@
+"""The LoadClient adapter: the load clients (fp-load, the Python load client, ``net --client``) and
+the checking server that counts and checks what they send."""
+from __future__ import annotations
+
+from typing import Tuple
+
+
+class LoadClient:
+    #: the checking server of `frameproof net --client` (and the Python load client) handle it
+    load_client_checks: bool = True
+    #: the values of the load clients' ``--variant`` (reference-impls/README.md); the first is the default
+    load_variants: Tuple[str, ...] = ("default",)
+    #: the load clients have ``--mode stream`` for this protocol
+    load_streams: bool = False
+    #: extra load-client runs the matrix checks with ``net --client`` beside the default one:
+    #: (label, fp-load arguments replacing the default mode/window/requests)
+    load_client_profiles: Tuple[Tuple[str, str], ...] = ()
+
+    #: frames a load client sends on each connection besides its requests (a close frame): a server
+    #: counting every frame it receives counts them too (reference-impls/README.md, counters)
+    load_goodbye_frames: int = 0
+
+    def load_side(self, codec, variant: str):
+        """The protocol side of one Python load-client connection (frameproof.loadside.LoadSide)."""
+        from ...loadside import LoadSide
+        return LoadSide(self, codec, variant)
+
+    def counted(self, frame) -> bool:
+        """True for a frame the checking server counts as a request (from the client) or a reply
+        (to it); False for protocol traffic around them (stream set-up, close frames). Default: all."""
+        return True
+
+    def client_request_check(self):
+        """A fresh per-connection checker the checking server calls as ``check(frame) -> str|None``
+        (the HAR-CLI-1 violation, if any) on every request a load client sends."""
+        return lambda frame: None
