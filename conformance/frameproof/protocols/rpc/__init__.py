@@ -132,6 +132,7 @@ class Rpc(Protocol):
         "rpc-data-before-init-ignored": "RPC-STREAM-5",
         "rpc-unknown-method-opens": "RPC-STREAM-6",
         "rpc-second-init-reopens": "RPC-STREAM-7",
+        "rpc-id-31-bits": "RPC-HDR-7",
     }
     mutants.update(discovery.MUTANTS)  # the service registry's (spec/discovery.md)
     #: specs of the layers rpc carries: service discovery (DISC-*), checked through the testee's
@@ -141,6 +142,7 @@ class Rpc(Protocol):
         "rpc-code-0-for-unknown": "RPC-ECHO-2",
         "rpc-keep-open-on-non-request": "RPC-ECHO-4",
         "rpc-drop-init-ack": "RPC-STREAM-1",
+        "rpc-id-31-bits": "RPC-HDR-7",
     }
 
     # -- configuration
@@ -248,9 +250,9 @@ class Rpc(Protocol):
                        "100,000 frames through one decoder in chunks of 1 B to 16 KiB", P.long_stream(self.name)),
             P.Property("prop_serve_agrees_with_model", self.name,
                        ["RPC-ECHO-1", "RPC-ECHO-2", "RPC-ECHO-3", "RPC-ECHO-4", "RPC-ECHO-5", "RPC-MODE-1",
-                        "RPC-STREAM-8"], "serve",
-                       "Both echo endpoints, fed valid and mutated streams in any split, write and close as the "
-                       "model says", serving(S)),
+                        "RPC-STREAM-8", "RPC-HDR-7", "RPC-STREAM-2"], "serve",
+                       "Both echo endpoints, fed valid and mutated streams in any split, with ids over the whole "
+                       "u32 range, write and close as the model says", serving(S)),
             P.Property("serve_unary_scripted", self.name,
                        ["RPC-ECHO-1", "RPC-ECHO-2", "RPC-ECHO-4", "RPC-ECHO-5", "RPC-MODE-1", "RPC-MODE-2"], "serve",
                        "Fixed unary sessions (four modes, unknown names, non-requests, half-close), whole, as "

@@ -33,6 +33,24 @@ def exchange(t, frames, expected, ctx, quiet=0.3):
         c.close()
 
 
+# Ids a server copies, over the whole u32 range: its edges (K.ID_EDGES) and a fixed sample between
+# (RPC-HDR-7: carried verbatim)
+ID_EDGES = K.ID_EDGES
+ID_SAMPLE = (0x00010000, 0x01000000, 0x12345678, 0x9E3779B9, 0xC0000000, 0xDEADBEEF, 0xFF000000, 0xFFFF0000)
+
+
+def c_ids_whole_range(t):
+    reqs = [K.request(rid, b"id-%08x" % rid, flags=rid % 8) for rid in ID_EDGES + ID_SAMPLE]
+    roundtrip(t, reqs, "unary requests with ids over the whole u32 range, each answered with its own id: ")
+
+
+def c_stream_ids_whole_range(t):
+    for sid in ID_EDGES:
+        exchange(t, [K.init(sid), K.stream(K.DATA, sid, b"sid-%08x" % sid), K.stream(K.END, sid)],
+                 [K.stream(K.INIT_ACK, sid), K.stream(K.DATA, sid, b"sid-%08x" % sid), K.stream(K.END, sid)],
+                 f"a stream with id {sid:#010x}: ")
+
+
 def c_modes(t):
     reqs = [K.request(i, b"mode-%d" % fl, flags=fl) for i, fl in enumerate((0, 4, 1, 5, 2, 6, 3, 7))]
     roundtrip(t, reqs, "one response per request in every call mode, flags mode|END_STREAM: ")
@@ -134,6 +152,10 @@ def cases() -> List[NetCase]:
         N.generic("fifo_order", ["RPC-ECHO-3"]),
         NetCase("call_modes", ["RPC-MODE-1", "RPC-MODE-2", "RPC-ECHO-1"],
                 "Each of the four call modes, with and without END_STREAM: one response, flags mode|END", c_modes),
+        NetCase("ids_whole_range", ["RPC-HDR-7", "RPC-ECHO-1"], "Requests with ids over the whole u32 range (0, "
+                "2^31 - 1, 2^31, 2^32 - 1, a sample between) are answered with their own ids", c_ids_whole_range),
+        NetCase("stream_ids_whole_range", ["RPC-HDR-7", "RPC-STREAM-2"], "Streams with ids at the edges of the u32 "
+                "range: ACK, DATA and END carry the stream's id", c_stream_ids_whole_range),
         NetCase("unknown_service_and_method", ["RPC-ECHO-2"],
                 "Unknown service: code 2; unknown method: code 3; the connection stays open", c_unknown_names),
         NetCase("stream_echo", ["RPC-STREAM-1", "RPC-STREAM-2", "RPC-STREAM-3", "RPC-ECHO-7"],

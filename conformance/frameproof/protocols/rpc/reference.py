@@ -117,11 +117,18 @@ def encode(codec, frame, limit=None):
     return encode_rpc(h, frame.payload, codec.max_payload if limit is None else limit)
 
 
-def _resp(req: RpcHeader, code: int, payload: bytes) -> Frame:
+def _id(rid: int, fault: str) -> int:
+    """The id a reply carries: the request's, verbatim (RPC-HDR-7); the server fault
+    ``rpc-id-31-bits`` (and the mutant of that name) keeps 31 bits of it, as a server holding ids in a
+    signed int might."""
+    return rid & 0x7FFFFFFF if "rpc-id-31-bits" in (fault, R.MUTANT) else rid
+
+
+def _resp(req: RpcHeader, code: int, payload: bytes, fault: str = "") -> Frame:
     flags = req.flags & 0x03
     if R.MUTANT != "rpc-response-without-end":
         flags |= 0x04
-    return Frame(0, 0, payload, RpcHeader(0x02, flags, req.id, error_code=code))
+    return Frame(0, 0, payload, RpcHeader(0x02, flags, _id(req.id, fault), error_code=code))
 
 
 def unary_endpoint(fault=""):
@@ -134,10 +141,10 @@ def unary_endpoint(fault=""):
                 return None
             raise CodecError("RPC-ECHO-4", 0, "not a REQUEST")
         if h.service == _SERVICE and h.method == _METHOD or fault == "rpc-code-0-for-unknown":
-            return _resp(h, 0, f.payload)
+            return _resp(h, 0, f.payload, fault)
         if h.service != _SERVICE and R.MUTANT != "rpc-unknown-service-code-3":
-            return _resp(h, 2, b"")
-        return _resp(h, 3, b"")
+            return _resp(h, 2, b"", fault)
+        return _resp(h, 3, b"", fault)
     return reply
 
 
@@ -146,7 +153,7 @@ def stream_endpoint(fault=""):
     st = {"sid": None}
 
     def ctl(kind, sid):
-        return Frame(0, 0, b"", RpcHeader(kind, 0, sid))
+        return Frame(0, 0, b"", RpcHeader(kind, 0, _id(sid, fault)))
 
     def reply(f):
         h = f.header
@@ -162,7 +169,7 @@ def stream_endpoint(fault=""):
                 return None
             return ctl(0x11, h.id)
         if h.type == 0x12:
-            return Frame(0, 0, f.payload, RpcHeader(0x12, 0, h.id if m == "rpc-data-echo-own-id" else sid))
+            return Frame(0, 0, f.payload, RpcHeader(0x12, 0, _id(h.id if m == "rpc-data-echo-own-id" else sid, fault)))
         if h.type == 0x10 and m == "rpc-second-init-reopens":
             st["sid"] = h.id
             return ctl(0x11, h.id)

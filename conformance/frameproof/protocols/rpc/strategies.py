@@ -112,6 +112,11 @@ def _invalid_streams(draw, S):
     return codec, prefix + enc[:cut], frames, Error("RPC-STR-3", off)
 
 
+def _ids():
+    """An id a peer sends (RPC-HDR-7: copied verbatim): small, an edge of the u32 range, or any."""
+    return st.one_of(st.integers(0, 9), st.sampled_from(K.ID_EDGES), st.integers(0, 2 ** 32 - 1))
+
+
 @st.composite
 def _match_scripts(draw):
     """Random client sessions: plain and framed calls, responses in any order (some error codes,
@@ -128,7 +133,7 @@ def _match_scripts(draw):
             outstanding.append(rid)
             rid += 1
         elif op == "frame":
-            f = K.request(draw(st.integers(0, 99)), draw(st.binary(max_size=8)), draw(names()), draw(names()),
+            f = K.request(draw(_ids()), draw(st.binary(max_size=8)), draw(names()), draw(names()),
                           draw(st.sampled_from([0, 1, 2, 3, 4, 5, 6, 7])))
             events.append(("send_frame", f))
             outstanding.append(rid)
@@ -141,7 +146,7 @@ def _match_scripts(draw):
             for piece in chunk(data, draw(st.lists(st.integers(1, max(1, len(data) - 1)), max_size=2))):
                 events.append(("receive", piece))
         elif op == "stray":
-            events.append(("receive", oracle.encode(codec, K.response(draw(st.integers(0, 40)), b"s"))))
+            events.append(("receive", oracle.encode(codec, K.response(draw(_ids()), b"s"))))
         elif op == "other":
             events.append(("receive", oracle.encode(codec, K.stream(K.DATA, draw(st.integers(0, 5)), b"d"))))
         elif op == "advance":
@@ -151,8 +156,9 @@ def _match_scripts(draw):
 
 @st.composite
 def _client_frames(draw, endpoint):
-    """Frames a client might send to ``endpoint``: mostly the endpoint's own, some foreign."""
-    rid = draw(st.integers(0, 9))
+    """Frames a client might send to ``endpoint``: mostly the endpoint's own, some foreign; ids over
+    the whole u32 range (small ones often, so that a stream's frames share its id; the edges; any)."""
+    rid = draw(_ids())
     if endpoint == "stream":
         kind = draw(st.sampled_from([K.INIT, K.INIT, K.DATA, K.DATA, K.DATA, K.END, K.CANCEL, K.INIT_ACK,
                                      K.REQUEST, K.HEARTBEAT]))
