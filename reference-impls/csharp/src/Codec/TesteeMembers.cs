@@ -63,5 +63,17 @@ namespace Frameproof.Codec
         /// null if it has none there. The testee's messages find members through the
         /// <see cref="Registry"/>, by field number when reading and by object when writing.</summary>
         public virtual TesteeMember OneofMember(TesteeOneof oneof) { return null; }
+
+        /// <summary>The member of <paramref name="oneof"/> among a protocol's three (any may be null).</summary>
+        protected static TesteeMember Pick(TesteeOneof oneof, TesteeMember parameters, TesteeMember header, TesteeMember detail)
+        {
+            switch (oneof)
+            {
+                case TesteeOneof.Params: return parameters;
+                case TesteeOneof.Header: return header;
+                case TesteeOneof.Detail: return detail;
+                default: return null;
+            }
+        }
     }
 }

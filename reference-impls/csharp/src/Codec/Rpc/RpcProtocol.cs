@@ -41,13 +41,7 @@ namespace Frameproof.Codec
 
         public override TesteeMember OneofMember(TesteeOneof oneof)
         {
-            switch (oneof)
-            {
-                case TesteeOneof.Params: return ParamsMember;
-                case TesteeOneof.Header: return HeaderMember;
-                case TesteeOneof.Detail: return DetailMember;
-                default: return null;
-            }
+            return Pick(oneof, ParamsMember, HeaderMember, DetailMember);
         }
 
         /// <summary>RpcParams: max_body = 1 (above long.MaxValue: long.MaxValue).</summary>

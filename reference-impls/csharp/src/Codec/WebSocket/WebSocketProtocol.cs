@@ -52,13 +52,7 @@ namespace Frameproof.Codec
 
         public override TesteeMember OneofMember(TesteeOneof oneof)
         {
-            switch (oneof)
-            {
-                case TesteeOneof.Params: return ParamsMember;
-                case TesteeOneof.Header: return HeaderMember;
-                case TesteeOneof.Detail: return DetailMember;
-                default: return null;
-            }
+            return Pick(oneof, ParamsMember, HeaderMember, DetailMember);
         }
 
         /// <summary>WebSocketParams: role = 1, max_message = 2 (above long.MaxValue: long.MaxValue).</summary>
