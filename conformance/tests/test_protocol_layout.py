@@ -85,7 +85,7 @@ def test_no_protocol_branch_in_shared_code(path):
 # rust codec/src/rpc/, cpp websocket.cpp, csharp Codec/WebSocket/, Standard.cs ...) and the one registry
 # of each language, the programs name no protocol: no name literal ("rpc"), no variant or type of one
 # protocol (Protocol::Rpc, fp::WebSocket, RpcProtocol.Module). Comments and test code (Rust
-# #[cfg(test)] modules, tests/ folders) may name them.
+# #[cfg(test)] modules inline or in a tests.rs, tests/ folders) may name them.
 IMPL_SOURCES = {
     "rust": ("rs", [IMPL_DIR / "rust" / d / "src" for d in ("codec", "net", "testee", "discovery", "baselines")]
              + [IMPL_DIR / "rust" / "fuzz" / "fuzz_targets"]),
@@ -166,7 +166,8 @@ def _impl_files():
             for p in sorted(d.rglob("*")) if d.is_dir() else ():
                 # build outputs (C#'s bin/ and obj/, not Rust's src/bin/) and test folders are not programs
                 skip = {"build", "target", "tests"} | ({"bin", "obj"} if lang == "csharp" else set())
-                if p.suffix.lstrip(".") in exts and not skip & set(p.relative_to(IMPL_DIR).parts[1:]):
+                test_module = lang == "rust" and p.name == "tests.rs"  # `#[cfg(test)] mod tests;`
+                if p.suffix.lstrip(".") in exts and not test_module and not skip & set(p.relative_to(IMPL_DIR).parts[1:]):
                     yield lang, p
 
 

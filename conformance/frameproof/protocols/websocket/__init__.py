@@ -108,6 +108,8 @@ class WebSocket(Protocol):
         "ws-version-400": "WS-HS-3",
         "ws-echoes-subprotocol-list": "WS-HS-4",
         "ws-no-close-frame-on-error": "WS-ERR-1",
+        "ws-header-names-case-sensitive": "WS-HS-6",
+        "ws-last-header-wins": "WS-HS-6",
     }
 
     # -- configuration

@@ -151,6 +151,62 @@ def c_extensions_declined(t):
         c.close()
 
 
+def _opens(t, data: bytes, key: str, pieces: List[bytes], ctx: str):
+    """``data`` (split into ``pieces``, each its own TCP segment) must open the connection: 101, the
+    accept value of ``key``, no extension; then a message is echoed on it."""
+    c = _raw(t)
+    try:
+        for i, piece in enumerate(pieces):
+            c.send(piece)
+            if i < len(pieces) - 1:
+                time.sleep(0.002)  # one segment each (the client sets TCP_NODELAY)
+        status, hdrs = read_head(c)
+        if status != 101 or hdrs.get("sec-websocket-accept") != accept_for(key):
+            raise CheckFailure(f"{ctx}:\n  expected 101 with Sec-WebSocket-Accept {accept_for(key)}\n  actual   {status}"
+                               f" {hdrs}\n  request ({len(pieces)} segments): {data.decode('latin-1')!r}")
+        if "sec-websocket-extensions" in hdrs:
+            raise CheckFailure(f"{ctx}: expected no Sec-WebSocket-Extensions (WS-HS-5), actual "
+                               f"{hdrs['sec-websocket-extensions']!r}")
+        N.roundtrip(t, [frame(TEXT, b"opened", True, key_for(4))], conn=c, ctx=f"{ctx}, then a message: ")
+    finally:
+        c.close()
+
+
+def _split(data: bytes, cuts) -> List[bytes]:
+    cuts = sorted(set(c for c in cuts if 0 < c < len(data)))
+    return [data[a:b] for a, b in zip([0] + cuts, cuts + [len(data)])]
+
+
+GRAMMAR_EXAMPLES = 150  # each a connection: about 1.5 s on loopback
+
+
+def c_handshake_grammar(t):
+    """Legal spellings of a valid request (handshake_grammar.opening_requests), each split at up to
+    three drawn offsets; Hypothesis shrinks a refused one to its smallest spelling."""
+    from hypothesis import HealthCheck, given, settings, strategies as st
+    from .handshake_grammar import opening_requests
+
+    @settings(max_examples=GRAMMAR_EXAMPLES, derandomize=True, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(opening_requests(), st.lists(st.integers(1, 400), max_size=3))
+    def prop(req, cuts):
+        data, key = req
+        _opens(t, data, key, _split(data, cuts), "a legal spelling of a valid opening request")
+    prop()
+
+
+def c_browser_requests(t):
+    from .handshake_grammar import browser_requests
+    reqs = browser_requests()
+    if not reqs:
+        raise CheckFailure("no browser request found in conformance/vectors/websocket/opening")
+    for name, data, key in reqs:
+        _opens(t, data, key, [data], f"the opening request of {name}")
+        # and split after every header line
+        cuts = [i + 2 for i in range(len(data)) if data[i:i + 2] == b"\r\n"]
+        _opens(t, data, key, _split(data, cuts), f"the opening request of {name}, one segment a line")
+
+
 def c_hostile_handshakes(t):
     N.watched(t, lambda: _hostile_handshakes(t), "hostile handshakes")
 
@@ -319,6 +375,11 @@ def cases() -> List[NetCase]:
     return [
         NetCase("handshake_rfc_example", ["WS-HS-2", "WS-HS-5"],
                 "The RFC 6455 example key gets its Sec-WebSocket-Accept; frames follow", c_accept_rfc_example),
+        NetCase("handshake_grammar", ["WS-HS-6", "WS-HS-1", "WS-HS-2"], "Valid opening requests in every legal "
+                "spelling (header case, whitespace, order, extra and repeated headers, token lists, any split) are "
+                "accepted", c_handshake_grammar),
+        NetCase("browser_opening_requests", ["WS-HS-6", "WS-HS-2", "WS-HS-5"], "The opening requests of Chromium, "
+                "Firefox and Safari, whole and one segment a line, are accepted", c_browser_requests),
         NetCase("handshake_bad_requests_400", ["WS-HS-1"], "Malformed upgrade requests get a 4xx and no upgrade",
                 c_bad_requests),
         NetCase("handshake_version_426", ["WS-HS-3"], "Sec-WebSocket-Version 8 gets 426 with Sec-WebSocket-Version: 13",

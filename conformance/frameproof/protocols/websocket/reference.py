@@ -382,8 +382,15 @@ class ServerOpening:
             if ":" not in ln:
                 return self._status(400, "Bad Request")
             k, v = ln.split(":", 1)
-            k = k.strip().lower()
-            hdrs[k] = (hdrs[k] + ", " + v.strip()) if k in hdrs else v.strip()
+            if self.fault == "ws-header-names-case-sensitive":  # planted: knows one spelling of each name
+                k = {"Host": "host", "Upgrade": "upgrade", "Connection": "connection", "Sec-WebSocket-Key":
+                     "sec-websocket-key", "Sec-WebSocket-Version": "sec-websocket-version"}.get(k, k)
+            else:
+                k = k.strip().lower()
+            if self.fault == "ws-last-header-wins":  # planted: a repeated header replaces the earlier one
+                hdrs[k] = v.strip()
+            else:
+                hdrs[k] = (hdrs[k] + ", " + v.strip()) if k in hdrs else v.strip()
         tokens = lambda k: [t.strip().lower() for t in hdrs.get(k, "").split(",")]
         bad = len(parts) != 3 or parts[0] != "GET" or parts[2] != "HTTP/1.1" or "host" not in hdrs \
             or "websocket" not in tokens("upgrade") or "upgrade" not in tokens("connection")

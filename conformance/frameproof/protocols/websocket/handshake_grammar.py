@@ -1,0 +1,83 @@
+"""The opening request as a grammar (WS-HS-6): every legal spelling of a valid opening request, drawn
+by Hypothesis, and the browsers' own requests (conformance/vectors/websocket/opening/).
+
+What may vary in a valid request, and whose rule it is:
+- header names in any case (RFC 7230 §3.2: field names are case-insensitive);
+- optional whitespace, spaces or tabs, after the colon and after the value (RFC 7230 §3.2, OWS);
+- headers in any order, and headers the server does not know (RFC 7230 §3.2.2, §3.2.1);
+- `Upgrade: websocket` and the `Upgrade` token of `Connection` in any case (RFC 6455 §4.2.1 items 3-4:
+  ASCII case-insensitive); `Connection` a token list, `Upgrade` anywhere in it, with `,` and OWS
+  between tokens (RFC 7230 §6.1, §7), and that list spread over repeated `Connection` headers
+  (RFC 7230 §3.2.2: a recipient may combine them into one list);
+- the request target (any path and query, RFC 6455 §4.1 /resource name/) and the `Host` value (with a
+  port or not, a name or an address);
+- the key: any 16 bytes (RFC 6455 §4.1 item 7), so the accept value is computed, not recalled;
+- the request split anywhere across TCP segments (RFC 7230 §3: a byte stream)."""
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import List, Tuple
+
+from hypothesis import strategies as st
+
+from ...paths import ROOT
+
+OPENING_DIR = ROOT / "conformance" / "vectors" / "websocket" / "opening"
+
+OWS = st.sampled_from(["", "", " ", "  ", "\t", " \t "])
+TARGETS = ("/", "/ws", "/chat?room=1", "/a/b/c.json?x=%20y&z", "/?")
+HOSTS = ("127.0.0.1", "127.0.0.1:8080", "localhost", "localhost:80", "[::1]:9000", "example.com")
+EXTRA_HEADERS = (("User-Agent", "Mozilla/5.0 (X11; Linux x86_64) frameproof"), ("Origin", "http://127.0.0.1"),
+                 ("Pragma", "no-cache"), ("Cache-Control", "no-cache"), ("Accept", "*/*"),
+                 ("Accept-Encoding", "gzip, deflate, br, zstd"), ("Accept-Language", "en-US,en;q=0.9"),
+                 ("Sec-Fetch-Mode", "websocket"), ("Sec-WebSocket-Extensions", "permessage-deflate; client_max_window_bits"),
+                 ("X-Frameproof", "a: value, with: colons"), ("Cookie", "a=b; c=d"))
+CONNECTION_OTHERS = ("keep-alive", "Keep-Alive", "TE", "x-token")
+
+
+def _any_case(draw, text: str) -> str:
+    flips = draw(st.lists(st.booleans(), min_size=len(text), max_size=len(text)))
+    return "".join(c.upper() if f else c.lower() for c, f in zip(text, flips))
+
+
+def _token_list(draw, tokens: List[str]) -> str:
+    seps = [draw(st.sampled_from([",", ", ", " ,", " , ", ",\t"])) for _ in tokens[1:]]
+    out = tokens[0]
+    for sep, tok in zip(seps, tokens[1:]):
+        out += sep + tok
+    return out
+
+
+@st.composite
+def opening_requests(draw) -> Tuple[bytes, str]:
+    """(a valid opening request in one legal spelling, its key)."""
+    key = base64.b64encode(draw(st.binary(min_size=16, max_size=16))).decode()
+    tokens = [_any_case(draw, "upgrade")] + list(draw(st.lists(st.sampled_from(CONNECTION_OTHERS), max_size=2,
+                                                                unique=True)))
+    tokens = draw(st.permutations(tokens))
+    if len(tokens) > 1 and draw(st.booleans()):  # the list spread over two Connection headers
+        cut = draw(st.integers(1, len(tokens) - 1))
+        connection = [_token_list(draw, tokens[:cut]), _token_list(draw, tokens[cut:])]
+    else:
+        connection = [_token_list(draw, tokens)]
+    headers = [("Host", draw(st.sampled_from(HOSTS))), ("Upgrade", _any_case(draw, "websocket")),
+               ("Sec-WebSocket-Key", key), ("Sec-WebSocket-Version", "13")]
+    headers += [("Connection", v) for v in connection]
+    headers += draw(st.lists(st.sampled_from(EXTRA_HEADERS), max_size=5, unique=True))
+    headers = draw(st.permutations(headers))
+    lines = [f"GET {draw(st.sampled_from(TARGETS))} HTTP/1.1"]
+    for name, value in headers:
+        lines.append(f"{_any_case(draw, name)}:{draw(OWS)}{value}{draw(OWS)}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"), key
+
+
+def browser_requests() -> List[Tuple[str, bytes, str]]:
+    """(file name, request bytes, key) of every browser request in conformance/vectors/websocket/opening."""
+    out = []
+    for p in sorted(Path(OPENING_DIR).glob("*.http")):
+        data = p.read_bytes()
+        key = next(ln.split(b":", 1)[1].strip().decode() for ln in data.split(b"\r\n")
+                   if ln.lower().startswith(b"sec-websocket-key:"))
+        out.append((p.name, data, key))
+    return out
