@@ -6,7 +6,9 @@
 #     Kaitai oracle, network suite vs broken servers/clients, the main job's report reading);
 #  3. each reference implementation's unit tests (reference-impls/*/test.sh);
 #  4. the main job's every path at small scale: `frameproof matrix --scale small` (the stress group,
-#     Autobahn as server and client, load clients, interop, third-party columns).
+#     Autobahn as server and client, load clients, interop, third-party columns);
+#  5. the fixed mutation sample (tools/mutation.sh sample): mutants of the Rust and Python reference
+#     codecs that frameproof must catch.
 # A skipped test fails the run unless .ci/allowed-skips names it with a reason.
 # Ends with one line "N passed, N failed, N skipped"; exit 0 only if nothing failed.
 set -uo pipefail
@@ -99,6 +101,14 @@ PY
 [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
 add "$p" "$f"
 took "matrix (small)"
+echo "== 5. the fixed mutation sample (tools/mutation/ci-sample.toml): frameproof must catch every mutant"
+log=$(mktemp)
+bash tools/mutation.sh sample 2>&1 | tee "$log" | grep -E '^(caught|MISSED|mutation:)'
+read -r p f <<<"$(last_counts "$log")"
+[ -z "${p:-}" ] && { p=0; f=1; }
+add "$p" "$f"
+rm -f "$log"
+took "mutation sample"
 echo "== skipped tests (allowed only where .ci/allowed-skips names them)"
 read -r allowed unlisted < <(.venv/bin/python tools/check_skips.py .ci/allowed-skips "$skips")
 failed=$((failed + unlisted))

@@ -30,7 +30,7 @@ def tests() -> List[dict]:
         for sc in stress.SCENARIOS:
             out.append({"name": stress.scenario_name(protocol, sc), "suite": "stress", "protocol": protocol,
                         "requirements": stress.scenario_requirements(protocol, sc), "description": sc.description})
-        for case in clientsuite.all_cases():
+        for case in clientsuite.all_cases(protocol):
             out.append({"name": f"{protocol}/{case.requirements[0]}/client/{case.name}", "suite": "client",
                         "protocol": protocol, "requirements": case.requirements, "description": case.description})
     return out

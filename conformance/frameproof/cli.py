@@ -22,6 +22,8 @@ def _pytest_args(args, extra):
         base += ["--fp-select", s]
     for r in getattr(args, "requirement", None) or []:
         base += ["--fp-requirement", r]
+    if getattr(args, "level", None):
+        base += ["--fp-level", args.level]
     return base + extra
 
 
@@ -33,6 +35,16 @@ EPILOG = """exit status:
   5  nothing ran: no test was selected (--select, --requirement, --protocol matched nothing), or
      every selected test was skipped (`list` and `requirements` are exempt)
 """
+
+
+LEVEL_HELP = ("whose rules a failure must break to count (spec/harness.md, 'Requirement sources'): spec (the "
+              "default: every requirement) or rfc (only the RFC's MUSTs and upstream's behaviour; failures of "
+              "the spec's own decisions and of RFC SHOULDs are listed apart, as 'stricter' / 'SHOULD', and "
+              "reported as expected failures)")
+
+
+def add_level_arg(parser):
+    parser.add_argument("--level", default="spec", choices=["spec", "rfc"], help=LEVEL_HELP)
 
 
 def _status(rc: int) -> int:
@@ -122,6 +134,7 @@ def main(argv=None):
     r.add_argument("--profile", default="ci", choices=["ci", "fuzz", "smoke"],
                    help="Hypothesis profile: ci (derandomized, default), fuzz (long, random), smoke (few examples)")
     r.add_argument("--timeout", type=float, default=10.0, help="seconds per testee answer (default 10)")
+    add_level_arg(r)
     r.add_argument("-v", "--verbose", action="store_true")
     r.add_argument("-x", "--exitfirst", action="store_true")
     r.set_defaults(fn=cmd_run)

@@ -236,7 +236,12 @@ def c_nodelay(t):
         raise CheckFailure(f"{len(off)} of {len(r.nodelay)} client sockets have TCP_NODELAY off")
 
 
-def all_cases() -> List[ClientCase]:
+def all_cases(protocol: Optional[str] = None) -> List[ClientCase]:
+    """The generic cases, then ``protocol``'s own (``Protocol.client_cases``: websocket's opening handshake)."""
+    own = []
+    if protocol is not None:
+        from . import protocols
+        own = list(getattr(protocols.get(protocol), "client_cases", lambda: [])())
     return [
         ClientCase("well_formed_requests", ["HAR-CLI-1"], "Every frame the client sends is a well-formed request", c_well_formed),
         ClientCase("json_report", ["HAR-JSON-1"], "The JSON report has every contract key", c_json),
@@ -244,4 +249,4 @@ def all_cases() -> List[ClientCase]:
         ClientCase("detects_corrupted_replies", ["HAR-VERIFY-1"], "Every 97th reply is corrupted: the client counts each", c_corrupted),
         ClientCase("detects_missing_replies", ["HAR-VERIFY-2"], "Every 101st request is not answered: the client reports it", c_dropped),
         ClientCase("tcp_nodelay", ["HAR-NODELAY-1"], "The client's sockets have TCP_NODELAY set (SHOULD)", c_nodelay),
-    ]
+    ] + own

@@ -128,6 +128,11 @@ def _cell(rc, doc) -> dict:
     cell = {"ok": ok, "text": ("✓ " if ok else "✗ ") + text, "totals": t,
             "failed": sorted(r for r, v in doc["requirements"].items() if v["failed"] or v["xpassed"]),
             "requirements": doc["requirements"]}
+    # both views of the run (spec/harness.md, "Requirement sources"): the requirements broken, expected
+    # failures included, counting every requirement (spec) or only RFC MUSTs and upstream's (rfc)
+    levels = doc.get("levels") or report.level_views(doc["tests"])
+    cell["levels"] = levels
+    cell["views"] = report.views_text(levels)
     # what a reader of the matrix (a CI log) needs to act on a ✗ without the report: the first
     # unexpected result, its test and message (expected, actual, input)
     bad_tests = [x for x in doc["tests"] if x["status"] in ("failed", "xpassed")]
@@ -366,7 +371,10 @@ def render(doc) -> str:
                     cells.append("✗ build failed")
                 else:
                     c = r[group].get(lab)
-                    cells.append(c["text"] if c else "—")
+                    text = c["text"] if c else "—"
+                    if c and n in third and c.get("views"):
+                        text += f" · {c['views']}"  # a library: the spec's view and the RFC's
+                    cells.append(text)
             rows.append(f"| {title}: {lab} | {' | '.join(cells)} |")
     lines += rows
     out = "\n".join(lines) + "\n"
@@ -396,5 +404,9 @@ def render(doc) -> str:
     if third:
         out += ("\nThird-party columns wrap established libraries nobody here wrote (tools/third-party/); "
                 "their cells count expected failures (xfail) listed, with a reason each, in their expected-failure "
-                "files: the real differences between those libraries and the spec.\n")
+                "files: the real differences between those libraries and the spec. Their cells also show both views "
+                "of those differences, e.g. \"spec ✗ 3 / rfc ✓ (3 stricter)\": the requirements broken (expected "
+                "failures included) counting every requirement of the spec, and counting only the RFC's MUSTs and "
+                "upstream's behaviour, with the spec's own decisions (\"stricter\") and RFC SHOULDs apart "
+                "(spec/harness.md, \"Requirement sources\"; `frameproof run/net --level rfc`).\n")
     return out

@@ -46,6 +46,9 @@ def pytest_addoption(parser):
     g.addoption("--fp-codec", default=None, help="codec JSON of the server / client under test")
     g.addoption("--fp-client", default=None, help="load client command ({host} {port} {json})")
     g.addoption("--fp-client-sink", action="store_true")
+    g.addoption("--fp-level", default="spec", choices=list(report.LEVELS),
+                help="spec (every failure fails) or rfc (only failures of RFC MUSTs / upstream's behaviour fail; "
+                     "the spec's own decisions and RFC SHOULDs are listed apart)")
 
 
 def pytest_configure(config):
@@ -73,7 +76,7 @@ class SuiteFile(pytest.File):
             protocol = protocols[0]
             target = ClientTarget(cfg.getoption("--fp-client"), _codec(cfg, protocol), cfg.getoption("--fp-client-sink"),
                                   cfg.getoption("--fp-cwd"))
-            for case in all_cases():
+            for case in all_cases(protocol):
                 yield ClientItem.from_parent(self, name=f"{protocol}/{case.requirements[0]}/client/{case.name}",
                                              case=case, protocol=protocol, target=target)
             return
@@ -274,6 +277,9 @@ class PropertyItem(FrameproofItem):
             self.user_properties.append(("examples_skipped", sk.skipped))
         if DRAWN_EDGES:  # the length-encoding edges this property's examples covered
             self.user_properties.append(("length_edges_covered", sorted(DRAWN_EDGES)))
+        coverage = getattr(self.prop.run, "coverage", None)  # a property's own classes covered
+        if coverage is not None:
+            self.user_properties.extend(coverage().items())
 
 
 class NetItem(FrameproofItem):
@@ -407,12 +413,24 @@ def pytest_runtest_makereport(item, call):
                 broken = sorted({r for x in leaves for r in x.requirements if r in known})
         elif status == "skipped" and isinstance(rep.longrepr, tuple):
             msg = rep.longrepr[2]
+        extra = {}
+        if status == "failed":
+            verdict = spec.rfc_verdict(broken or item.requirements)
+            extra["rfc_verdict"] = verdict
+            if verdict != "failed" and item.config.getoption("--fp-level") == "rfc":
+                # not a failure at --level rfc: reported as an expected failure, listed apart
+                why = {"stricter": "stricter than the RFC / upstream (the spec's own decision)",
+                       "should": "an RFC SHOULD (a MUST in the spec)"}[verdict]
+                rep.outcome = "skipped"
+                rep.wasxfail = f"--level rfc: {why}"
+                status = "xfailed"
+                extra["level_verdict"] = verdict
         _progress(item.config)
         res[item.name] = {"name": item.name, "protocol": item.protocol, "requirements": item.requirements,
                           "broken": broken or list(item.requirements),
                           "level": item.level, "status": status, "message": msg,
                           "description": getattr(item, "description", ""), "duration": round(rep.duration, 4),
-                          **{k: v for k, v in item.user_properties}}
+                          **extra, **{k: v for k, v in item.user_properties}}
 
 
 def _implementation(config) -> dict:
@@ -447,7 +465,7 @@ def _report(config) -> dict:
                        server_name=config.getoption("--fp-net-name"),
                        testee_command=t.command if t else None, testee_restarts=t.restarts if t else 0,
                        started=st["started"], duration_s=round(time.time() - st["started"], 3),
-                       by_level=by_level, xfail_unmatched=st["xfail_unmatched"])
+                       by_level=by_level, xfail_unmatched=st["xfail_unmatched"], level=config.getoption("--fp-level"))
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
@@ -463,11 +481,17 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     tw.write_line(f"implementation: {impl['name']}{(' ' + impl['version']) if impl.get('version') else ''}{where}")
     if t and t.hello_error:
         tw.write_line(f"testee failed to start: {t.hello_error}", red=True)
+    at_rfc = doc["level"] == "rfc"
+    apart = {r: "stricter" for r in doc["levels"]["rfc"]["stricter_requirements"]}
+    apart.update({r: "SHOULD" for r in doc["levels"]["rfc"]["should_requirements"]})
     for rid, d in doc["requirements"].items():
         state = "FAIL" if d["failed"] or d["xpassed"] else ("skip" if d["passed"] == 0 and d["xfailed"] == 0 else "ok")
+        if at_rfc and state != "FAIL" and rid in apart and any(
+                rid in (r.get("broken") or r["requirements"]) for r in doc["tests"] if r.get("level_verdict")):
+            state = apart[rid]
         extra = "".join(f", {d[k]} {k}" for k in ("failed", "skipped", "xfailed", "xpassed") if d[k])
         tw.write_line(f"  {state:4} {rid:12} {d['level']:6} {d['passed']} passed{extra}",
-                      red=state == "FAIL", green=state == "ok", yellow=state == "skip")
+                      red=state == "FAIL", green=state == "ok", yellow=state not in ("FAIL", "ok"))
     failed = [r for r in doc["tests"] if r["status"] in ("failed", "xpassed")]
     if failed:
         tw.write_sep("-", f"failures ({len(failed)})")
@@ -479,6 +503,17 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                 tw.write_line(f"    {line}")
         if len(failed) > 60:
             tw.write_line(f"… and {len(failed) - 60} more (see the JSON report)")
+    for verdict, title in (("stricter", "stricter than the RFC / upstream: the spec's own decisions"),
+                           ("should", "RFC SHOULDs (MUSTs in the spec)")):
+        apart_tests = [r for r in doc["tests"] if r.get("level_verdict") == verdict]
+        if apart_tests:
+            tw.write_sep("-", f"{title}, not failures at --level rfc ({len(apart_tests)})", yellow=True)
+            for r in apart_tests[:60]:
+                tw.write_line(f"~ {r['name']}  [breaks {', '.join(r['broken'])}]", yellow=True)
+                for line in (r["message"] or "").splitlines()[:4]:
+                    tw.write_line(f"    {line}")
+            if len(apart_tests) > 60:
+                tw.write_line(f"… and {len(apart_tests) - 60} more (see the JSON report)")
     if st["xfail_unmatched"]:
         tw.write_sep("-", "expected-failure entries that match no test", red=True)
         for e in st["xfail_unmatched"]:
@@ -488,6 +523,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         if lvl in doc["by_level"]:
             d = doc["by_level"][lvl]
             tw.write_line(f"{cat[lvl]:22}: " + ", ".join(f"{d[k]} {k}" for k in report.STATUSES if d[k] or k in ("passed", "failed")))
+    tw.write_line(f"levels: {report.views_text(doc['levels'])} (verdict at --level {doc['level']})")
     tot = doc["totals"]
     tw.write_line("frameproof: " + ", ".join(f"{v} {k}" for k, v in tot.items() if v or k in ("passed", "failed", "skipped")),
                   bold=True, red=bool(tot["failed"] or tot["xpassed"]))

@@ -21,6 +21,15 @@ FAULTS = {"miscount": "HAR-COUNT-1", "no-verify": "HAR-VERIFY-1", "hangs-on-miss
           "bad-sequence": "HAR-CLI-1", "no-json-keys": "HAR-JSON-1", "nagle": "HAR-NODELAY-1"}
 
 
+def faults() -> dict:
+    """Every planted bug: the generic ones above and each protocol's own (``Protocol.load_faults``)."""
+    from . import protocols
+    out = dict(FAULTS)
+    for p in protocols.all_protocols():
+        out.update(getattr(p, "load_faults", {}))
+    return out
+
+
 class Stats:
     def __init__(self):
         self.sent = self.received = self.verified = self.errors = self.streams = 0
@@ -58,6 +67,7 @@ async def open_connection(args, side):
 
 async def connection(args, k, count, stats, index0, deadline):
     side = args.codec_obj.spec.load_side(args.codec_obj, args.variant)
+    side.fault = args.fault  # a protocol's own planted bug (its load_faults), if any
     try:
         reader, writer, rest = await open_connection(args, side)
     except (OSError, ValueError, asyncio.TimeoutError) as e:
@@ -326,7 +336,7 @@ def main(argv=None):
     ap.add_argument("--frames-per-stream", type=int, default=16)
     ap.add_argument("--timeout-ms", type=int, default=2000)
     ap.add_argument("--json")
-    ap.add_argument("--fault", choices=sorted(FAULTS), default="")
+    ap.add_argument("--fault", choices=sorted(faults()), default="")
     args = ap.parse_args(argv)
     args.codec_obj = codec_arg(args, ap)
     if not args.requests and not args.duration:

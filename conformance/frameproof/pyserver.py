@@ -7,7 +7,7 @@
 * with ``--fault``, deliberately broken servers that ``frameproof net`` must catch.
 
 Run: python -m frameproof.pyserver (--protocol NAME | --codec JSON) --listen 127.0.0.1:0 [--fault NAME]
-      [--memory-budget BYTES] [--idle-timeout-ms MS] [--frame-timeout-ms MS] [--max-output-bytes BYTES]
+      [--endpoints unary|stream|both] [--service NAME] [--method NAME] (rpc) [--memory-budget BYTES] [--idle-timeout-ms MS] [--frame-timeout-ms MS] [--max-output-bytes BYTES]
       [--write-timeout-ms MS] [--max-connections N]
 The resource limits (*-RES-*) are the spec's, with its defaults. It prints ``LISTENING host:port`` and, on SIGTERM/SIGINT, one JSON line of counters.
 """
@@ -42,6 +42,7 @@ def faults() -> dict:
     out = {}
     for p in protocols.all_protocols():
         out.update(p.server_faults)
+        out.update(getattr(p, "opt_in_server_faults", {}))
     return out
 
 
@@ -541,9 +542,23 @@ def main(argv=None):
     ap.add_argument("--listen", default="127.0.0.1:0")
     ap.add_argument("--sink", action="store_true")
     ap.add_argument("--fault", choices=sorted(faults()) + sorted(RES_FAULTS) + list(PROBES), default="")
+    rpc = ap.add_argument_group("rpc: the echo service's shape (spec/rpc.md §9a; also the codec JSON's rpc object)")
+    rpc.add_argument("--endpoints", choices=("unary", "stream", "both"),
+                     help="the endpoints served on this port: unary (like galay-rpc's RpcServer), stream (like "
+                          "its RpcStreamServer) or both, the first frame picking one (RPC-ECHO-7; the default)")
+    rpc.add_argument("--service", help="the echo handler's service name (default frameproof.Echo)")
+    rpc.add_argument("--method", help="the echo handler's method name (default echo)")
     add_limit_args(ap, "")
     args = ap.parse_args(argv)
     codec = codec_arg(args, ap)
+    shape = {k: v for k, v in (("endpoints", args.endpoints), ("service", args.service), ("method", args.method)) if v}
+    if shape:  # parameters of the protocol's codec JSON object (only rpc has them)
+        d = codec.to_json()
+        d.setdefault(codec.protocol, {}).update(shape)
+        try:
+            codec = Codec.from_json(d)
+        except (ValueError, KeyError, TypeError) as e:
+            ap.error(f"--{', --'.join(shape)}: not a parameter of {codec.protocol}'s echo service, for rpc only ({e})")
     limits = limits_from_args(args)
     largest = codec.spec.largest_unit(codec)
     if limits.memory_budget < largest:

@@ -12,6 +12,17 @@ A report is a JSON object with at least:
 - ``tests``: one object a test with ``name``, ``requirements``, ``status`` and ``message`` (expected
   and actual, for a failure), ``duration`` in seconds; a failed test may name ``broken`` requirements.
 
+Added fields (readers of the fields above need not know them):
+
+- ``level``: ``spec`` or ``rfc``, the level the run's verdict was taken at (``--level``);
+- ``levels``: both views of the run, whatever its level (see ``level_views``);
+- a test that failed (or failed as expected) has ``rfc_verdict``: how its failure counts at
+  ``--level rfc``: ``failed`` (it breaks an RFC MUST, upstream's behaviour or an unlabelled
+  requirement), ``stricter`` (only the spec's own decisions, and perhaps SHOULDs) or ``should``
+  (only RFC SHOULDs made MUSTs). At ``--level rfc`` a test whose failure is ``stricter`` or
+  ``should`` is reported ``xfailed`` with ``level_verdict`` set to that, so that it is no failure
+  for a reader of ``status`` and ``totals``.
+
 A kind adds its own fields beside these (a stress run its scenarios, Autobahn its verdicts).
 """
 from __future__ import annotations
@@ -68,6 +79,65 @@ def per_requirement(tests: Iterable[dict], levels: Optional[Dict[str, str]] = No
     return {rid: {"level": levels.get(rid, "?"), **out[rid]} for rid in sorted(out, key=_req_sort)}
 
 
+LEVELS = ("spec", "rfc")
+
+
+def _sources() -> Dict[str, str]:
+    from . import spec
+    return {rid: r.source for rid, r in spec.requirements().items()}
+
+
+def rfc_verdict(t: dict, sources: Optional[Dict[str, str]] = None) -> str:
+    """How a failed test counts at ``--level rfc`` (frameproof.spec.rfc_verdict of what it breaks)."""
+    from . import spec
+    return spec.rfc_verdict(t.get("broken") or t["requirements"], sources if sources is not None else _sources())
+
+
+def level_views(tests: Iterable[dict], sources: Optional[Dict[str, str]] = None) -> dict:
+    """Both views of a run. ``spec``: the tests that fail (``failed``) and the requirements that the
+    implementation breaks (``deviations``: from failed and expected-to-fail tests alike, since an
+    expected failure is a deviation all the same). ``rfc``: the same, counting only failures of RFC
+    MUSTs, upstream's behaviour and unlabelled requirements, with the others apart (``stricter``:
+    the spec's own decisions; ``should``: RFC SHOULDs), as test counts and requirement IDs."""
+    sources = sources if sources is not None else _sources()
+    spec_v = {"failed": 0, "deviations": []}
+    rfc_v = {"failed": 0, "stricter": 0, "should": 0, "deviations": [], "stricter_requirements": [],
+             "should_requirements": []}
+    dev, by_kind = set(), {"failed": set(), "stricter": set(), "should": set()}
+    for t in tests:
+        st = t["status"]
+        verdict = t.get("level_verdict")  # reclassified at --level rfc: a failure in the spec view
+        if st not in ("failed", "xfailed") and not verdict:
+            continue
+        broken = t.get("broken") or t["requirements"]
+        if st == "failed" or verdict:
+            spec_v["failed"] += 1
+        dev.update(broken)
+        v = verdict or t.get("rfc_verdict") or rfc_verdict(t, sources)
+        if st == "failed" or verdict:
+            rfc_v[v] += 1
+        for rid in broken:
+            src = sources.get(rid, "")
+            kind = "stricter" if src == "spec" else "should" if src == "rfc-should" else "failed"
+            by_kind[kind].add(rid)
+    spec_v["deviations"] = sorted(dev, key=_req_sort)
+    rfc_v["deviations"] = sorted(by_kind["failed"], key=_req_sort)
+    rfc_v["stricter_requirements"] = sorted(by_kind["stricter"], key=_req_sort)
+    rfc_v["should_requirements"] = sorted(by_kind["should"], key=_req_sort)
+    return {"spec": spec_v, "rfc": rfc_v}
+
+
+def views_text(levels: dict) -> str:
+    """One line for both views, e.g. ``spec ✗ 3 / rfc ✓ (2 stricter, 1 SHOULD)``: the number of
+    requirements the implementation breaks in each view (expected failures included)."""
+    s, r = levels["spec"], levels["rfc"]
+    out = f"spec {'✗ ' + str(len(s['deviations'])) if s['deviations'] else '✓'} / " \
+          f"rfc {'✗ ' + str(len(r['deviations'])) if r['deviations'] else '✓'}"
+    apart = [f"{len(r['stricter_requirements'])} stricter"] if r["stricter_requirements"] else []
+    apart += [f"{len(r['should_requirements'])} SHOULD"] if r["should_requirements"] else []
+    return out + (f" ({', '.join(apart)})" if apart else "")
+
+
 def test(name: str, requirements: List[str], status: str, message: str = "", duration: float = 0.0,
          **extra) -> dict:
     if status not in STATUSES:
@@ -82,8 +152,13 @@ def make(kind: str, implementation: dict, tests: List[dict], levels=None, **extr
         raise ValueError(f"unknown report kind {kind!r}")
     if not implementation.get("name"):
         raise ValueError("a report names its implementation")
+    sources = _sources()
+    for t in tests:
+        if t["status"] in ("failed", "xfailed") and "rfc_verdict" not in t:
+            t["rfc_verdict"] = rfc_verdict(t, sources)
     doc = {"report_version": REPORT_VERSION, "kind": kind, "implementation": implementation,
-           "totals": totals(tests), "requirements": per_requirement(tests, levels)}
+           "totals": totals(tests), "requirements": per_requirement(tests, levels),
+           "level": extra.pop("level", None) or "spec", "levels": level_views(tests, sources)}
     doc.update(extra)
     doc["tests"] = tests
     return doc

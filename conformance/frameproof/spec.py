@@ -1,7 +1,13 @@
 """Reads the requirements (ID, level, text) out of the spec documents.
 
 The spec is the source of truth: a requirement is a paragraph that starts with
-``**ID** (LEVEL):``. Nothing here is typed twice.
+``**ID** (LEVEL; source: SOURCE):``. Nothing here is typed twice.
+
+SOURCE says whose rule it is (spec/harness.md, "Requirement sources"): ``rfc`` (the RFC's MUST),
+``rfc-should`` (the RFC's SHOULD, made a MUST here), ``upstream`` (the upstream implementation's
+behaviour, kept) or ``spec`` (this spec's own decision, stricter than or different from the RFC /
+upstream; its paragraph gives the reason in a sentence starting "Spec decision:"). A requirement
+without the label parses with source ``""`` (unlabelled); the suite's own tests reject that.
 """
 import re
 from dataclasses import dataclass
@@ -9,7 +15,15 @@ from functools import lru_cache
 
 from .paths import HARNESS_SPEC, SPEC_DIR
 
-_REQ = re.compile(r"^\*\*(?P<id>[A-Z]{2,6}(?:-[A-Z0-9]{1,8})+-\d+)\*\* \((?P<level>MUST|SHOULD|MAY)\): (?P<text>.*)")
+_REQ = re.compile(r"^\*\*(?P<id>[A-Z]{2,6}(?:-[A-Z0-9]{1,8})+-\d+)\*\* \((?P<level>MUST|SHOULD|MAY)"
+                  r"(?:; source: (?P<source>[a-z-]+))?\): (?P<text>.*)")
+
+# source label -> what it means. `frameproof run/net --level rfc` counts as failures only the
+# requirements whose source is in RFC_LEVEL (and unlabelled ones); the others are listed apart.
+SOURCES = {"rfc": "the RFC's MUST", "rfc-should": "the RFC's SHOULD (a MUST here)",
+           "upstream": "upstream's behaviour", "spec": "this spec's own decision"}
+RFC_LEVEL = ("rfc", "upstream")
+REASON_MARK = "Spec decision:"
 
 
 @dataclass(frozen=True)
@@ -19,6 +33,7 @@ class Requirement:
     protocol: str
     text: str
     section: str
+    source: str = ""  # rfc | rfc-should | upstream | spec; "" when the spec gives no label
 
     @property
     def category(self) -> str:
@@ -66,7 +81,10 @@ def requirements() -> dict:
                 rid = m.group("id")
                 if rid in out:
                     raise ValueError(f"duplicate requirement ID {rid} in {path}")
-                out[rid] = Requirement(rid, m.group("level"), protocol, " ".join(text), section)
+                src = m.group("source") or ""
+                if src and src not in SOURCES:
+                    raise ValueError(f"{path}: {rid}: unknown source {src!r} (known: {', '.join(SOURCES)})")
+                out[rid] = Requirement(rid, m.group("level"), protocol, " ".join(text), section, src)
                 continue
             i += 1
     return out
@@ -80,3 +98,21 @@ def level_of(req_ids) -> str:
         if lv in levels:
             return lv
     return "MUST"
+
+
+def source_of(rid: str) -> str:
+    """The source label of a requirement ("" when unlabelled or unknown)."""
+    r = requirements().get(rid)
+    return r.source if r else ""
+
+
+def rfc_verdict(req_ids, sources=None) -> str:
+    """How a failure that breaks `req_ids` counts at ``--level rfc``: ``failed`` when any of them is
+    the RFC's MUST, upstream's behaviour, unlabelled or unknown; else ``stricter`` when any is this
+    spec's own decision; else ``should`` (only RFC SHOULDs broken)."""
+    if sources is None:
+        sources = {rid: r.source for rid, r in requirements().items()}
+    srcs = {sources.get(r, "") for r in req_ids}
+    if not srcs or srcs - {"spec", "rfc-should"}:
+        return "failed"
+    return "stricter" if "spec" in srcs else "should"

@@ -160,66 +160,27 @@ def test_batched_mode_passes_net_client(protocol):
     assert "0 failed" in p.stdout
 
 
-def _holding_server(batch, results):
-    """A length-field (2-byte LE) echo on 127.0.0.1 that, once a whole batch of requests is in,
-    answers the first only, waits 0.3 s and notes whether the client wrote anything meanwhile (a
-    sliding window refills at once; a batched client must wait for the whole batch), then answers
-    the rest. Serves one connection, at most 20 batches, then echoes until EOF."""
-    import socket
-    import threading
-    ls = socket.socket()
-    ls.bind(("127.0.0.1", 0))
-    ls.listen(1)
-    ls.settimeout(20)
-
-    def frames(buf):
-        out = []
-        while len(buf) >= 2 and len(buf) >= 2 + int.from_bytes(buf[:2], "little"):
-            n = 2 + int.from_bytes(buf[:2], "little")
-            out.append(bytes(buf[:n]))
-            del buf[:n]
-        return out
-
-    def run():
-        c, _ = ls.accept()
-        c.settimeout(10)
-        buf, pending = bytearray(), []
-        try:
-            for _ in range(20):
-                while len(pending) < batch:
-                    data = c.recv(65536)
-                    if not data:
-                        return
-                    buf += data
-                    pending += frames(buf)
-                c.sendall(pending[0])
-                c.settimeout(0.3)
-                try:
-                    early = c.recv(65536)
-                except socket.timeout:
-                    early = b""
-                c.settimeout(10)
-                results.append(bool(early) or len(pending) > batch)
-                buf += early
-                c.sendall(b"".join(pending[1:batch]))
-                pending = pending[batch:] + frames(buf)
-        finally:
-            c.close()
-            ls.close()
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    return ls.getsockname()[1], t
+def _batch_watcher(batch, results):
+    """The server fp-load's batched mode is checked against (reference-impls/cpp/tests/faulty_servers.py,
+    BatchWatcher): a length-field echo on 127.0.0.1 that, once a whole batch of requests is in,
+    answers the first only, waits 0.3 s and notes in `results` whether the client wrote anything
+    meanwhile (a sliding window refills at once; a batched client must wait for the whole batch),
+    then answers the rest. Serves one connection, at most 20 batches."""
+    sys.path.insert(0, str(ROOT / "reference-impls" / "cpp" / "tests"))
+    from faulty_servers import BatchWatcher
+    from wire import LENGTH_FIELD
+    return BatchWatcher(LENGTH_FIELD, batch, results)
 
 
 @pytest.mark.parametrize("mode,refills_early", [("batched", False), ("pipelined", True)])
 def test_batched_mode_waits_for_the_whole_batch(mode, refills_early):
     results = []
-    port, t = _holding_server(8, results)
+    srv = _batch_watcher(8, results)
     flag = "--batch" if mode == "batched" else "--window"
-    p = subprocess.run([PY, "-m", "frameproof.pyload", "--protocol", "length-field", "--connect", f"127.0.0.1:{port}",
+    p = subprocess.run([PY, "-m", "frameproof.pyload", "--protocol", "length-field", "--connect", f"127.0.0.1:{srv.port}",
                         "--requests", "40", "--mode", mode, flag, "8", "--timeout-ms", "3000"],
                        cwd=ROOT / "conformance", capture_output=True, text=True, timeout=60)
-    t.join(15)
+    srv.thread.join(15)
     assert p.returncode == 0, p.stdout + p.stderr
     assert len(results) >= 4, results
     if refills_early:  # the check bites: a sliding window writes as soon as one reply is back

@@ -117,12 +117,16 @@ class Conn:
 
 
 def request(t: NetTarget, seq: int, payload: bytes) -> Frame:
-    """The protocol's echo request carrying ``payload`` (``seq``: its id, where it has one)."""
-    return t.spec.net_request(seq, payload)
+    """The protocol's echo request carrying ``payload`` (``seq``: its id, where it has one). A protocol
+    whose echo service has names the codec sets (rpc: service, method) builds it from the target's
+    codec (``net_request_for``)."""
+    for_codec = getattr(t.spec, "net_request_for", None)
+    return for_codec(t.codec, seq, payload) if for_codec else t.spec.net_request(seq, payload)
 
 
 def expected_reply(t: NetTarget, req: Frame) -> Frame:
-    return t.spec.echo_reply(req)
+    for_codec = getattr(t.spec, "echo_reply_for", None)
+    return for_codec(t.codec, req) if for_codec else t.spec.echo_reply(req)
 
 
 def check_replies(t, reqs: List[Frame], got: List[Frame], ctx=""):

@@ -395,6 +395,19 @@ Bytes WebSocket::closing_frame() const {
   return out;
 }
 
+bool WebSocket::answer_control(const WsFrame& f, Bytes& out) const {
+  if (f.opcode == kPong) return true;  // WS-PING-2
+  if (f.opcode != kPing) return false;
+  WsFrame pong;  // WS-PING-1: the ping's payload (at most 125 bytes, WS-CTL-2, checked by the decoder)
+  pong.opcode = kPong;
+  pong.masked = client_;
+  pong.key_len = client_ ? 4 : 0;
+  if (client_) fresh_key(pong.key);
+  pong.payload = f.payload;
+  encode(pong, out);
+  return true;
+}
+
 // ---------------------------------------------------------------------------------------------
 // WsFifoMatcher
 

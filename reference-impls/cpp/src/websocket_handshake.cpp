@@ -168,16 +168,29 @@ WsClientOpening WsClientOpening::make(std::string_view host, std::string_view pa
   return o;
 }
 
+// WS-HS-7 (RFC 6455 §4.1, the client's checks 1-6): status 101 (any reason phrase, an empty one
+// too), `Upgrade: websocket` and the `upgrade` token of `Connection` (case-insensitive token lists,
+// repeated headers joined), the accept value of our key, and no extension or subprotocol: this
+// client offers none, so a Sec-WebSocket-Extensions or Sec-WebSocket-Protocol naming any is refused
+// (an empty list names none).
 std::string WsClientOpening::check(std::string_view head) const {
   const auto end = head.find("\r\n\r\n");
   const std::vector<std::string_view> lines = split(head.substr(0, end), "\r\n");
-  if (lines[0].rfind("HTTP/1.1 101", 0) != 0) return "handshake answered \"" + std::string(lines[0]) + "\", not 101";
+  const std::string_view status = lines[0];
+  if (status != "HTTP/1.1 101" && status.rfind("HTTP/1.1 101 ", 0) != 0)
+    return "handshake answered \"" + std::string(status) + "\", not 101";
   const auto headers = parse_headers(lines);
   if (!headers) return "handshake answer has a malformed header line";
   const std::string* accept = header_value(*headers, "sec-websocket-accept");
   if (!accept || *accept != accept_key(key)) return "handshake answer has a wrong Sec-WebSocket-Accept";
   if (!has(tokens(header_value(*headers, "upgrade"), true), "websocket")) return "handshake answer lacks Upgrade: websocket";
   if (!has(tokens(header_value(*headers, "connection"), true), "upgrade")) return "handshake answer lacks Connection: Upgrade";
+  const auto names_any = [&](std::string_view name) {
+    const auto t = tokens(header_value(*headers, name), false);
+    return std::any_of(t.begin(), t.end(), [](const std::string& x) { return !x.empty(); });
+  };
+  if (names_any("sec-websocket-extensions")) return "handshake answer names an extension that was not offered";
+  if (names_any("sec-websocket-protocol")) return "handshake answer names a subprotocol that was not offered";
   return {};
 }
 

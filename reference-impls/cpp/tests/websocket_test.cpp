@@ -237,6 +237,40 @@ TEST(WebSocket, OpeningHandshake) {
   EXPECT_NE(o.check(ok), "");
 }
 
+// WS-HS-7 (RFC 6455 §4.1, the client's checks 1-6): the load client's check of the server's answer
+// accepts every legal spelling and refuses a wrong status, a missing Upgrade or Connection token, a
+// missing or wrong accept, and any extension or subprotocol (it offers none).
+TEST(WebSocketHandshake, ClientChecksTheAnswer) {
+  const fp::WsClientOpening o = fp::WsClientOpening::make("127.0.0.1:1", "/");
+  const std::string accept = "Sec-WebSocket-Accept: " + fp::ws::accept_key(o.key) + "\r\n";
+  const std::string status = "HTTP/1.1 101 Switching Protocols\r\n";
+  const std::string upgrade = "Upgrade: websocket\r\n", connection = "Connection: Upgrade\r\n";
+  auto with = [&](const std::string& extra) { return status + upgrade + connection + accept + extra + "\r\n"; };
+  // accepted spellings
+  EXPECT_EQ(o.check(with("")), "");
+  EXPECT_EQ(o.check("HTTP/1.1 101\r\n" + upgrade + connection + accept + "\r\n"), "");   // no reason phrase
+  EXPECT_EQ(o.check("HTTP/1.1 101 \r\n" + upgrade + connection + accept + "\r\n"), "");  // an empty one
+  EXPECT_EQ(o.check(status + "uPgRaDe:\tWebSocket \r\nCONNECTION:keep-alive ,\tuPGRADE\r\n" + accept + "\r\n"), "");
+  EXPECT_EQ(o.check(status + upgrade + "Connection: keep-alive\r\nconnection: x-token, Upgrade\r\n" + accept +
+                    "Server: x\r\nSec-WebSocket-Version: 13\r\n\r\n"),
+            "");  // Connection spread over repeated headers, unknown headers
+  EXPECT_EQ(o.check(with("Sec-WebSocket-Extensions:\r\nSec-WebSocket-Protocol: \r\n")), "");  // empty lists name none
+  // refused
+  EXPECT_NE(o.check("HTTP/1.1 200 OK\r\n" + upgrade + connection + accept + "\r\n"), "");
+  EXPECT_NE(o.check("HTTP/1.1 1010 Switching Protocols\r\n" + upgrade + connection + accept + "\r\n"), "");
+  EXPECT_NE(o.check(status + connection + accept + "\r\n"), "");                          // no Upgrade
+  EXPECT_NE(o.check(status + "Upgrade: h2c\r\n" + connection + accept + "\r\n"), "");     // Upgrade not websocket
+  EXPECT_NE(o.check(status + upgrade + accept + "\r\n"), "");                              // no Connection
+  EXPECT_NE(o.check(status + upgrade + "Connection: keep-alive\r\n" + accept + "\r\n"), "");  // no upgrade token
+  EXPECT_NE(o.check(status + upgrade + "Connection: upgraded\r\n" + accept + "\r\n"), "");   // not the token
+  EXPECT_NE(o.check(status + upgrade + connection + "\r\n"), "");                          // no accept
+  EXPECT_NE(o.check(status + upgrade + connection + "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n"), "");
+  EXPECT_NE(o.check(with("Sec-WebSocket-Extensions: permessage-deflate\r\n")), "");
+  EXPECT_NE(o.check(with("sec-websocket-extensions: , permessage-deflate\r\n")), "");
+  EXPECT_NE(o.check(with("Sec-WebSocket-Protocol: chat\r\n")), "");
+  EXPECT_NE(o.check(with("Sec-WebSocket-Protocol:\r\nSEC-WEBSOCKET-PROTOCOL: frameproof.echo\r\n")), "");
+}
+
 // Seeded property: random messages (text of random code points or binary), each cut into random
 // fragments with pings and pongs between them, masked with random keys; fed to the echo session in
 // random splits, the output decodes (client role) to one pong per ping and one FIN frame per
@@ -303,3 +337,30 @@ TEST(WebSocketProperty, EchoOfFragmentedMessagesUnderRandomSplits) {
 }
 
 }  // namespace
+
+// fp-load (client role): a ping from the server is answered with a masked pong carrying its payload
+// (WS-PING-1), a pong is taken and not answered (WS-PING-2), any other frame is left to the caller.
+TEST(WebSocketLoad, ControlFramesFromTheServer) {
+  const fp::WebSocket client = fp::WebSocket().as_client();
+  static const std::uint8_t text[] = {'a', 'r', 'e', ' ', 'y', 'o', 'u'};
+  fp::WsFrame ping;
+  ping.opcode = fp::ws::kPing;
+  ping.payload = fp::ByteView(text, sizeof text);
+  fp::Bytes out;
+  ASSERT_TRUE(client.answer_control(ping, out));
+  ASSERT_EQ(out.size(), 2u + 4u + sizeof text);
+  EXPECT_EQ(out[0], 0x8A);                   // FIN, pong
+  EXPECT_EQ(out[1], 0x80 | sizeof text);     // masked (WS-MASK-3), length
+  for (std::size_t i = 0; i < sizeof text; ++i) EXPECT_EQ(out[6 + i] ^ out[2 + i % 4], text[i]);
+  fp::WsFrame pong;
+  pong.opcode = fp::ws::kPong;
+  pong.payload = fp::ByteView(text, 3);
+  out.clear();
+  EXPECT_TRUE(client.answer_control(pong, out));
+  EXPECT_TRUE(out.empty());
+  fp::WsFrame data;
+  EXPECT_FALSE(client.answer_control(data, out));
+  data.opcode = fp::ws::kClose;
+  EXPECT_FALSE(client.answer_control(data, out));
+  EXPECT_TRUE(out.empty());
+}

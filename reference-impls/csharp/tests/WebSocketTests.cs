@@ -246,6 +246,58 @@ namespace Frameproof.Tests
         }
 
         [Test]
+        public void CheckAnswer_ClientChecksOfTheResponse_WsHs7()
+        {
+            string key;
+            WsHandshake.Request("h", "/", out key);
+            string accept = "Sec-WebSocket-Accept: " + WsHandshake.AcceptFor(key) + "\r\n";
+            const string status = "HTTP/1.1 101 Switching Protocols\r\n", upgrade = "Upgrade: websocket\r\n", connection = "Connection: Upgrade\r\n";
+            Func<string, string> with = extra => status + upgrade + connection + accept + extra;
+            // CheckAnswer takes the head without its blank line; accepted spellings
+            Assert.IsNull(WsHandshake.CheckAnswer(with(""), key));
+            Assert.IsNull(WsHandshake.CheckAnswer("HTTP/1.1 101\r\n" + upgrade + connection + accept, key), "no reason phrase");
+            Assert.IsNull(WsHandshake.CheckAnswer("HTTP/1.1 101 \r\n" + upgrade + connection + accept, key), "an empty reason phrase");
+            Assert.IsNull(WsHandshake.CheckAnswer(status + "uPgRaDe:\tWebSocket \r\nCONNECTION:keep-alive ,\tuPGRADE\r\n" + accept, key));
+            Assert.IsNull(WsHandshake.CheckAnswer(status + upgrade + "Connection: keep-alive\r\nconnection: x-token, Upgrade\r\n" + accept
+                + "Server: x\r\nSec-WebSocket-Version: 13\r\n", key), "Connection spread over repeated headers, unknown headers");
+            Assert.IsNull(WsHandshake.CheckAnswer(with("Sec-WebSocket-Extensions:\r\nSec-WebSocket-Protocol: \r\n"), key), "empty lists name nothing");
+            // refused (RFC 6455 §4.1, checks 1-6)
+            Assert.IsNotNull(WsHandshake.CheckAnswer("HTTP/1.1 200 OK\r\n" + upgrade + connection + accept, key));
+            Assert.IsNotNull(WsHandshake.CheckAnswer(status + connection + accept, key), "no Upgrade");
+            Assert.IsNotNull(WsHandshake.CheckAnswer(status + "Upgrade: h2c\r\n" + connection + accept, key), "Upgrade: h2c");
+            Assert.IsNotNull(WsHandshake.CheckAnswer(status + upgrade + accept, key), "no Connection");
+            Assert.IsNotNull(WsHandshake.CheckAnswer(status + upgrade + "Connection: keep-alive\r\n" + accept, key), "no upgrade token");
+            Assert.IsNotNull(WsHandshake.CheckAnswer(status + upgrade + "Connection: upgraded\r\n" + accept, key), "not the token");
+            Assert.IsNotNull(WsHandshake.CheckAnswer(status + upgrade + connection, key), "no accept");
+            Assert.IsNotNull(WsHandshake.CheckAnswer(status + upgrade + connection + "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n", key), "another key's accept");
+            Assert.IsNotNull(WsHandshake.CheckAnswer(with("Sec-WebSocket-Extensions: permessage-deflate\r\n"), key), "extension not offered");
+            Assert.IsNotNull(WsHandshake.CheckAnswer(with("sec-websocket-extensions: , permessage-deflate\r\n"), key), "extension not offered");
+            Assert.IsNotNull(WsHandshake.CheckAnswer(with("Sec-WebSocket-Protocol: chat\r\n"), key), "subprotocol not offered");
+            Assert.IsNotNull(WsHandshake.CheckAnswer(with("Sec-WebSocket-Protocol:\r\nSEC-WEBSOCKET-PROTOCOL: frameproof.echo\r\n"), key), "subprotocol not offered");
+        }
+
+        [Test]
+        public void LoadChannel_UnsolicitedPongIsNoReplyNorError()
+        {
+            var codec = (WebSocketCodec)Registry.Create(CodecSpec.Named("websocket"));
+            var log = new ClientLog();
+            ClientChannel ch = codec.NewClientChannel(log, 1000, 0);
+            // the 101 and, in the same read, an unsolicited pong (WS-PING-2)
+            string req = Encoding.ASCII.GetString(ch.OpeningRequest("127.0.0.1"));
+            string key = req.Substring(req.IndexOf("Sec-WebSocket-Key: ", StringComparison.Ordinal) + 19, 24);
+            byte[] answer = Encoding.ASCII.GetBytes("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: "
+                + WsHandshake.AcceptFor(key) + "\r\n\r\n");
+            byte[] got = T.Concat(answer, T.Hex("8A026670"));
+            string error;
+            Assert.AreEqual(answer.Length, ch.AcceptOpening(got, out error), error);
+            Assert.IsTrue(ch.Feed(new ReadOnlySpan<byte>(got, answer.Length, got.Length - answer.Length)));
+            CollectionAssert.IsEmpty(log.Log, "a pong completes nothing");
+            Assert.IsFalse(ch.Error.IsSet);
+            Assert.AreEqual(0, ch.PendingCount);
+            ch.Dispose();
+        }
+
+        [Test]
         public void ClientRole_EchoIsMasked()
         {
             using (var s = new WsEchoSession(true, 0, 0, false, false))

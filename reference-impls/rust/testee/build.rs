@@ -16,8 +16,13 @@ const PER_PROTOCOL_ONEOFS: [&str; 3] = ["Codec.params", "Frame.header", "Protoco
 
 fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
-    // testee/ -> rust/ -> reference-impls/ -> repository root.
-    let schemas = manifest.join("../../../schemas");
+    // testee/ -> rust/ -> reference-impls/ -> repository root; FRAMEPROOF_SCHEMAS where the
+    // workspace is built outside the repository (cargo-mutants copies it: tools/mutation.sh).
+    println!("cargo:rerun-if-env-changed=FRAMEPROOF_SCHEMAS");
+    let schemas = match std::env::var_os("FRAMEPROOF_SCHEMAS") {
+        Some(dir) => PathBuf::from(dir),
+        None => manifest.join("../../../schemas"),
+    };
     let proto = schemas.join("testee.proto");
     println!("cargo:rerun-if-changed={}", proto.display());
     let fds = protox::compile([&proto], [&schemas]).expect("compile schemas/testee.proto");

@@ -88,7 +88,8 @@ def link_prose_ids(line: str, page: str) -> str:
 
 def gen_spec_pages(out: Path, rmap) -> list:
     pages = []
-    req_re = re.compile(r"^\*\*(?P<id>[A-Z]{2,6}(?:-[A-Z0-9]{1,8})+-\d+)\*\* \((?P<level>MUST|SHOULD|MAY)\):")
+    req_re = re.compile(r"^\*\*(?P<id>[A-Z]{2,6}(?:-[A-Z0-9]{1,8})+-\d+)\*\* \((?P<level>MUST|SHOULD|MAY)"
+                        r"(?:; source: [a-z-]+)?\):")
     for src in sorted((ROOT / "spec").glob("*.md")):
         lines = rewrite_spec_links(src.read_text(encoding="utf-8"), src).splitlines()
         outl = []
@@ -130,11 +131,14 @@ def gen_requirements_index(out: Path, rmap):
     lines = ["# All requirements", "",
              f"Every requirement of every spec ({len(reqs)} in all), read from `spec/*.md` by "
              "`frameproof.spec` — the same parser the suite uses. *Tests* counts the conformance "
-             "tests that name the requirement (`frameproof.catalog`); the spec pages list them.", "",
-             "| ID | level | spec | section | tests | requirement |", "|---|---|---|---|---:|---|"]
+             "tests that name the requirement (`frameproof.catalog`); the spec pages list them. *Source* says "
+             "whose rule it is: `rfc` (the RFC's MUST), `rfc-should` (the RFC's SHOULD, a MUST here), `upstream` "
+             "(upstream's behaviour) or `spec` (this spec's own decision, its reason in the requirement); "
+             "`frameproof run/net --level rfc` counts only `rfc` and `upstream` failures as failures.", "",
+             "| ID | level | source | spec | section | tests | requirement |", "|---|---|---|---|---|---:|---|"]
     for rid, r in reqs.items():
         text = r.text.replace("`", "")  # a shortened text must not end inside a code span
         text = text if len(text) <= 160 else text[:157].rsplit(" ", 1)[0] + " …"
-        lines.append(f"| [{rid}]({r.protocol}.md#{rid}) | {r.level} | {r.protocol} | {esc_cell(r.section)} | "
+        lines.append(f"| [{rid}]({r.protocol}.md#{rid}) | {r.level} | {r.source or '—'} | {r.protocol} | {esc_cell(r.section)} | "
                      f"{len(rmap.get(rid, []))} | {esc_cell(text)} |")
     write(out / "requirements.md", "\n".join(lines) + "\n")

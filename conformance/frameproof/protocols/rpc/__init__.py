@@ -144,6 +144,11 @@ class Rpc(Protocol):
         "rpc-drop-init-ack": "RPC-STREAM-1",
         "rpc-id-31-bits": "RPC-HDR-7",
     }
+    #: server faults only an opt-in network case catches (here unary_only_routing, which runs when the
+    #: codec names the server's unary-only method, rpc.unary_only): conformance/tests/test_rpc_endpoints.py
+    opt_in_server_faults = {
+        "rpc-ignores-mode": "RPC-ECHO-8",
+    }
 
     # -- configuration
     def codec_from_json(self, d):
@@ -151,9 +156,11 @@ class Rpc(Protocol):
         if extra:
             raise ValueError(f"unknown codec key(s) for rpc: {', '.join(sorted(extra))} (the limit is rpc.max_body)")
         p = d.get("rpc") or {}
-        if set(p) - {"max_body"}:
-            raise ValueError(f"unknown rpc parameter(s): {', '.join(sorted(set(p) - {'max_body'}))}")
-        return RpcCodec("rpc", int(p.get("max_body", 0)))
+        known = {"max_body", *oracle.ENDPOINT_KEYS}
+        if set(p) - known:
+            raise ValueError(f"unknown rpc parameter(s): {', '.join(sorted(set(p) - known))} "
+                             f"(known: {', '.join(sorted(known))})")
+        return RpcCodec("rpc", int(p.get("max_body", 0)), **oracle.codec_params(p))
 
     def codec_from_pb(self, msg):
         return RpcCodec("rpc", msg.rpc.max_body if msg.HasField("rpc") else 0)
@@ -214,11 +221,15 @@ class Rpc(Protocol):
     def echo_reply(self, frame):
         return oracle.echo_reply(frame)
 
+    def echo_reply_for(self, codec, frame):
+        """The reply of the echo service whose handler's names the codec gives (spec §9a)."""
+        return oracle.echo_reply(frame, codec)
+
     def server_session(self, codec, endpoint=""):
         return reference.RpcSession(codec, endpoint)
 
     def echo_replier(self, codec, fault=""):
-        return reference.net_replier(fault)
+        return reference.net_replier(fault, codec)
 
     # -- suites
     def properties(self):
@@ -287,6 +298,10 @@ class Rpc(Protocol):
 
     def net_request(self, seq, payload):
         return K.request(seq, payload)
+
+    def net_request_for(self, codec, seq, payload):
+        """The echo call to the handler the codec names (spec §9a: the server under test's names)."""
+        return K.request(seq, payload, getattr(codec, "service", K.ECHO_SERVICE), getattr(codec, "method", K.ECHO_METHOD))
 
     def oversize_header(self, codec, n):
         return K.MAGIC + bytes([1, K.REQUEST, K.END_STREAM, 0]) + (9).to_bytes(4, "big") + (n & 0xFFFFFFFF).to_bytes(4, "big")

@@ -30,7 +30,11 @@ MUTANTS = {
     "disc-unwatch-all": "DISC-WATCH-5",              # upstream: unwatch silences every watcher of the service
     "disc-weight-zero-picked": "DISC-SEL-1",         # round-robin picks drained instances
     "disc-round-robin-skips": "DISC-SEL-2",          # skips the first instance after each wrap
+    "disc-rr-resets-on-change": "DISC-SEL-2",        # round-robin's counter restarts at 0 when the list changes
+    "disc-rr-counts-not-found": "DISC-SEL-1",        # a NOT_FOUND pick still advances round-robin's counter
     "disc-weight-ignored": "DISC-SEL-3",             # weighted round-robin with every weight 1
+    "disc-wrr-resets-on-change": "DISC-SEL-3",       # weighted round-robin forgets every current weight when the list changes
+    "disc-wrr-keeps-ineligible": "DISC-SEL-3",       # a drained or deregistered instance keeps its current weight
     "disc-random-skips-last": "DISC-SEL-4",          # random never picks the last instance
     "disc-seed-ignored": "DISC-SEL-5",               # random selectors seeded from the OS
     "disc-unlocked": "DISC-THREAD-1",                # no lock: read-modify-write races lose updates
@@ -245,6 +249,7 @@ class Selector:
         self._lock = threading.Lock()
         self._counter = 0
         self._current: Dict[str, int] = {}
+        self._last = None  # the eligible list of the last pick (for the mutants that notice a change)
 
     def select(self) -> Tuple[int, Optional[Endpoint]]:
         code, lst = self.registry.discover(self.service)
@@ -252,8 +257,17 @@ class Selector:
             return code, None
         eligible = lst if _m("disc-weight-zero-picked") and self.kind == "round-robin" else [e for e in lst if e.weight > 0]
         if not eligible:
+            if _m("disc-rr-counts-not-found"):
+                with self._lock:
+                    self._counter += 1
             return NOT_FOUND, None
         with self._lock:
+            if self._last is not None and eligible != self._last:
+                if _m("disc-rr-resets-on-change"):
+                    self._counter = 0
+                if _m("disc-wrr-resets-on-change"):
+                    self._current.clear()
+            self._last = eligible
             return OK, getattr(self, "_" + self.kind.replace("-", "_"))(eligible)
 
     def _round_robin(self, el):
@@ -268,7 +282,7 @@ class Selector:
     def _weighted_round_robin(self, el):
         weight = (lambda e: 1) if _m("disc-weight-ignored") else (lambda e: e.weight)
         ids = {e.instance_id for e in el}
-        for k in [k for k in self._current if k not in ids]:
+        for k in [k for k in self._current if k not in ids and not _m("disc-wrr-keeps-ineligible")]:
             del self._current[k]
         total, best = 0, None
         for e in el:

@@ -83,6 +83,14 @@ SELECTOR_SCRIPTS = [
      [SEL(0, A, "round-robin", 1), SEL(1, A, "weighted-round-robin", 1), SEL(2, A, "random", 1, 7),
       SEL(3, A, "weighted-random", 1, 7), REG(ep(A, "a", weight=0)), SEL(0, A, "round-robin", 2), SEL(3, A, "weighted-random", 1),
       REG(ep(A, "b")), REG(ep(A, "c")), SEL(0, A, "round-robin", 3), SEL(2, A, "random", 20), SEL(3, A, "weighted-random", 20)]),
+    ("round-robin's counter survives a NOT_FOUND pick unchanged",
+     [REG(ep(A, x)) for x in ("a", "b", "c")] + [SEL(0, A, "round-robin", 1)] +
+     [REG(ep(A, x, weight=0)) for x in ("a", "b", "c")] + [SEL(0, A, "round-robin", 1)] +
+     [REG(ep(A, x, weight=1)) for x in ("a", "b", "c")] + [SEL(0, A, "round-robin", 3)]),
+    ("smooth weighted round-robin: an instance drained or deregistered between picks starts again from 0",
+     [REG(ep(A, "a", weight=1)), REG(ep(A, "b", weight=3)), SEL(0, A, "weighted-round-robin", 1), REG(ep(A, "b", weight=0)),
+      SEL(0, A, "weighted-round-robin", 1), REG(ep(A, "b", weight=3)), SEL(0, A, "weighted-round-robin", 4),
+      DEREG(A, "b"), SEL(0, A, "weighted-round-robin", 1), REG(ep(A, "b", weight=3)), SEL(0, A, "weighted-round-robin", 4)]),
     ("unknown selector names are INVALID_ARGUMENT", [REG(ep(A, "a")), SEL(0, A, "least-connections", 1),
                                                      SEL(0, A, "Round-Robin", 1), SEL(0, A, "round-robin", 2)]),
 ]

@@ -26,6 +26,8 @@ DEFAULT_MAX_BODY = 16 * 1024 * 1024
 # the conformance echo service (spec/rpc.md §9)
 ECHO_SERVICE = b"frameproof.Echo"
 ECHO_METHOD = b"echo"
+# the method the echo service registers for the UNARY call mode only (RPC-ECHO-8)
+UNARY_ONLY_METHOD = b"unary_only"
 CODE_OK, CODE_SERVICE_NOT_FOUND, CODE_METHOD_NOT_FOUND = 0, 2, 3
 
 

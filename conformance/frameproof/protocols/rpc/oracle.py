@@ -3,6 +3,7 @@ the limit applied from the header alone; encoding, the id-matching client model 
 endpoints' state machines (unary, stream) from the spec text."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
 import kaitaistruct
@@ -13,7 +14,8 @@ from ...oracle import Codec, DecodeResult, Error, Frame, walk
 from ..base import ServeResult
 from .frames import (CANCEL, CODE_METHOD_NOT_FOUND, CODE_OK, CODE_SERVICE_NOT_FOUND, CONTROL_TYPES, DATA,
                      DEFAULT_MAX_BODY, ECHO_METHOD, ECHO_SERVICE, END, END_STREAM, HEADER_LEN, INIT, INIT_ACK,
-                     MAGIC, NAMED_TYPES, REQUEST, RESPONSE, TYPE_NAMES, VERSION, RpcHeader, frame)
+                     MAGIC, NAMED_TYPES, REQUEST, RESPONSE, TYPE_NAMES, UNARY_ONLY_METHOD, VERSION, RpcHeader,
+                     frame)
 
 try:
     from ..._generated.rpc_frame import RpcFrame
@@ -27,10 +29,25 @@ BODY_CLASS = {REQUEST: "RPC-BODY-1", RESPONSE: "RPC-BODY-2", INIT: "RPC-BODY-3"}
 _BY_PATH = {"/types/header/seq/0": "RPC-HDR-2", "/types/header/seq/1": "RPC-HDR-3",
             "/types/header/seq/2": "RPC-HDR-4", "/types/header/seq/6": "RPC-BODY-5"}
 HUGE = 2 ** 32 - 1
+ENDPOINT_NAMES = ("unary", "stream")
 
 
+@dataclass(frozen=True)
 class RpcCodec(Codec):
-    """One parameter: the maximum body (``max_payload`` holds it; JSON ``"rpc": {"max_body": N}``)."""
+    """The maximum body (``max_payload`` holds it; JSON ``"rpc": {"max_body": N}``), and what the echo
+    server under test offers (spec/rpc.md §9a; the network suite's parameters, never sent to a testee):
+    its ``endpoints`` (``unary``, ``stream`` or both; both on one port unless ``stream_address`` names
+    the stream endpoint's own), the service and method of its echo handler (``stream_service`` and
+    ``stream_method`` where the stream endpoint's differ) and a method registered for UNARY only
+    (``unary_only``, RPC-ECHO-8; unset: not tested)."""
+    service: bytes = ECHO_SERVICE
+    method: bytes = ECHO_METHOD
+    endpoints: Tuple[str, ...] = ENDPOINT_NAMES
+    stream_address: str = ""
+    stream_service: Optional[bytes] = None
+    stream_method: Optional[bytes] = None
+    unary_only: Optional[bytes] = None
+
     DEFAULT_MAX = DEFAULT_MAX_BODY
     CAPACITY = 2 ** 32 - 1
 
@@ -38,11 +55,62 @@ class RpcCodec(Codec):
     def max_body(self) -> int:
         return self.max_payload
 
-    def to_json(self) -> dict:
-        d = {"protocol": self.protocol}
+    @property
+    def stream_names(self) -> Tuple[bytes, bytes]:
+        """(service, method) of the stream endpoint's echo handler."""
+        return (self.service if self.stream_service is None else self.stream_service,
+                self.method if self.stream_method is None else self.stream_method)
+
+    def offers(self, endpoint: str) -> bool:
+        return endpoint in self.endpoints
+
+    def params_json(self) -> dict:
+        p = {}
         if self.max_payload:
-            d["rpc"] = {"max_body": self.max_payload}
-        return d
+            p["max_body"] = self.max_payload
+        for key in ("service", "method", "stream_service", "stream_method", "unary_only"):
+            v = getattr(self, key)
+            if v is not None and v != getattr(RpcCodec, key):
+                p[key] = v.decode("utf-8", "surrogateescape")
+        if tuple(self.endpoints) != ENDPOINT_NAMES:
+            p["endpoints"] = list(self.endpoints)
+        if self.stream_address:
+            p["stream_address"] = self.stream_address
+        return {"rpc": p} if p else {}
+
+    def to_json(self) -> dict:
+        return {"protocol": self.protocol, **self.params_json()}
+
+
+#: the codec JSON's rpc parameters (besides max_body) and the endpoints an echo server may offer
+ENDPOINT_KEYS = ("service", "method", "endpoints", "stream_address", "stream_service", "stream_method", "unary_only")
+
+
+def codec_params(p: dict) -> dict:
+    """RpcCodec keyword arguments from the codec JSON's ``rpc`` object (its keys other than max_body);
+    ValueError for a bad value."""
+    kw = {}
+    for key in ("service", "method", "stream_service", "stream_method", "unary_only"):
+        if key in p:
+            if not isinstance(p[key], str):
+                raise ValueError(f"rpc.{key} must be a string (the name's UTF-8 bytes), not {p[key]!r}")
+            kw[key] = p[key].encode("utf-8", "surrogateescape")
+    if "endpoints" in p:
+        eps = p["endpoints"]
+        eps = list(ENDPOINT_NAMES) if eps == "both" else [eps] if isinstance(eps, str) else eps
+        if not isinstance(eps, list) or not eps or any(e not in ENDPOINT_NAMES for e in eps) or len(set(eps)) != len(eps):
+            raise ValueError(f"rpc.endpoints must list 'unary', 'stream' or both (or be one of them, or 'both'), "
+                             f"not {p['endpoints']!r}")
+        kw["endpoints"] = tuple(e for e in ENDPOINT_NAMES if e in eps)
+    if "stream_address" in p:
+        addr = p["stream_address"]
+        host, _, port = str(addr).rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError(f"rpc.stream_address must be HOST:PORT, not {addr!r}")
+        kw["stream_address"] = str(addr)
+    if kw.get("stream_address") and "stream" not in kw.get("endpoints", ENDPOINT_NAMES):
+        raise ValueError("rpc.stream_address names the stream endpoint's port, but rpc.endpoints has no 'stream'")
+    return kw
 
 
 def header_classes(codec: Codec, h: bytes) -> List[str]:
@@ -180,28 +248,34 @@ class Close(Exception):
 
 
 class UnaryEndpoint:
+    def __init__(self, codec: Optional[Codec] = None):
+        self.service = getattr(codec, "service", ECHO_SERVICE)
+        self.method = getattr(codec, "method", ECHO_METHOD)
+
     def on_frame(self, f: Frame) -> Optional[Frame]:
         h = f.header
         if h.type != REQUEST:
             raise Close()
-        if h.service != ECHO_SERVICE:
+        if h.service != self.service:
             code = CODE_SERVICE_NOT_FOUND
-        elif h.method != ECHO_METHOD:
-            code = CODE_METHOD_NOT_FOUND
-        else:
+        elif h.method == self.method or h.method == UNARY_ONLY_METHOD and h.flags & 3 == 0:  # RPC-ECHO-8
             code = CODE_OK
+        else:
+            code = CODE_METHOD_NOT_FOUND
         return frame(RpcHeader(RESPONSE, (h.flags & 3) | END_STREAM, h.id, error_code=code),
                      f.payload if code == CODE_OK else b"")
 
 
 class StreamEndpoint:
-    def __init__(self):
+    def __init__(self, codec: Optional[Codec] = None):
         self.open: Optional[int] = None  # the id of the open stream; None: waiting
+        names = getattr(codec, "stream_names", None)
+        self.names = names or (ECHO_SERVICE, ECHO_METHOD)
 
     def on_frame(self, f: Frame) -> Optional[Frame]:
         h = f.header
         if self.open is None:
-            if h.type == INIT and h.service == ECHO_SERVICE and h.method == ECHO_METHOD:
+            if h.type == INIT and (h.service, h.method) == self.names:
                 self.open = h.id
                 return _control(INIT_ACK, h.id)  # RPC-STREAM-1
             return _control(CANCEL, h.id)  # RPC-STREAM-5, RPC-STREAM-6
@@ -219,10 +293,11 @@ class StreamEndpoint:
 ENDPOINTS = {"": UnaryEndpoint, "unary": UnaryEndpoint, "stream": StreamEndpoint}
 
 
-def echo_reply(f: Frame) -> Optional[Frame]:
-    """The unary endpoint's answer to one frame (None for a frame it closes on)."""
+def echo_reply(f: Frame, codec: Optional[Codec] = None) -> Optional[Frame]:
+    """The unary endpoint's answer to one frame (None for a frame it closes on); the echo handler's
+    names are the codec's (spec §9a), frameproof.Echo/echo without one."""
     try:
-        return UnaryEndpoint().on_frame(f)
+        return UnaryEndpoint(codec).on_frame(f)
     except Close:
         return None
 
@@ -230,7 +305,7 @@ def echo_reply(f: Frame) -> Optional[Frame]:
 def serve(codec: Codec, endpoint: str, chunks: List[bytes], half_close: bool) -> ServeResult:
     if endpoint not in ENDPOINTS:
         raise ValueError(f"rpc has no endpoint {endpoint!r} (known: unary, stream)")
-    ep = ENDPOINTS[endpoint]()
+    ep = ENDPOINTS[endpoint](codec)
     wide = codec.with_limit(HUGE)
     out = ServeResult()
     data = b""

@@ -13,6 +13,7 @@ _EMPTY_BODY = {0x11, 0x13, 0x14}
 _WITH_NAMES = {0x01: "RPC-BODY-1", 0x10: "RPC-BODY-3"}
 _MAX_DEFAULT = 16 << 20
 _SERVICE, _METHOD = b"frameproof.Echo", b"echo"
+_UNARY_ONLY = b"unary_only"  # registered for call mode 0 only (RPC-ECHO-8)
 
 
 def _u16(b, i, little=False):
@@ -131,25 +132,28 @@ def _resp(req: RpcHeader, code: int, payload: bytes, fault: str = "") -> Frame:
     return Frame(0, 0, payload, RpcHeader(0x02, flags, _id(req.id, fault), error_code=code))
 
 
-def unary_endpoint(fault=""):
+def unary_endpoint(fault="", service=_SERVICE, method=_METHOD):
     """One connection of the unary echo endpoint: frame -> reply (or None); raises CodecError
-    (RPC-ECHO-4) for a frame it closes the connection on."""
+    (RPC-ECHO-4) for a frame it closes the connection on. The handler is ``service``/``method`` in
+    every call mode, and ``service``/unary_only in mode 0 (RPC-ECHO-8)."""
     def reply(f):
         h = f.header
         if h.type != 0x01:
             if R.MUTANT == "rpc-keeps-non-request" or fault == "rpc-keep-open-on-non-request":
                 return None
             raise CodecError("RPC-ECHO-4", 0, "not a REQUEST")
-        if h.service == _SERVICE and h.method == _METHOD or fault == "rpc-code-0-for-unknown":
+        routed = h.method == method or h.method == _UNARY_ONLY and (h.flags & 3 == 0 or fault == "rpc-ignores-mode")
+        if h.service == service and routed or fault == "rpc-code-0-for-unknown":
             return _resp(h, 0, f.payload, fault)
-        if h.service != _SERVICE and R.MUTANT != "rpc-unknown-service-code-3":
+        if h.service != service and R.MUTANT != "rpc-unknown-service-code-3":
             return _resp(h, 2, b"", fault)
         return _resp(h, 3, b"", fault)
     return reply
 
 
-def stream_endpoint(fault=""):
-    """One connection of the stream echo endpoint (one stream at a time)."""
+def stream_endpoint(fault="", service=_SERVICE, method=_METHOD):
+    """One connection of the stream echo endpoint (one stream at a time), its handler
+    ``service``/``method``."""
     st = {"sid": None}
 
     def ctl(kind, sid):
@@ -162,7 +166,7 @@ def stream_endpoint(fault=""):
         if sid is None:
             if h.type != 0x10:
                 return None if m == "rpc-data-before-init-ignored" else ctl(0x14, h.id)
-            if (h.service, h.method) != (_SERVICE, _METHOD) and m != "rpc-unknown-method-opens":
+            if (h.service, h.method) != (service, method) and m != "rpc-unknown-method-opens":
                 return ctl(0x14, h.id)
             st["sid"] = h.id
             if m == "rpc-no-init-ack" or fault == "rpc-drop-init-ack":
@@ -190,13 +194,24 @@ def endpoint(name, fault=""):
     raise ValueError(f"rpc has no endpoint {name!r}")
 
 
-def net_replier(fault=""):
-    """The network echo server's connection (RPC-ECHO-7): the first frame's type picks the endpoint."""
+def net_replier(fault="", codec=None):
+    """The network echo server's connection. With both endpoints on one port (the default,
+    RPC-ECHO-7) the first frame's type picks the endpoint; a server offering one endpoint
+    (``codec.endpoints``, as galay-rpc's RpcServer and RpcStreamServer each do) serves every
+    connection with it. The handlers' names are the codec's (frameproof.Echo/echo by default)."""
+    eps = tuple(getattr(codec, "endpoints", ("unary", "stream")))
+    service, method = getattr(codec, "service", _SERVICE), getattr(codec, "method", _METHOD)
+    s_service, s_method = getattr(codec, "stream_names", (service, method))
     chosen = []
+
+    def pick(f):
+        if eps == ("unary",) or eps != ("stream",) and not 0x10 <= f.header.type <= 0x14:
+            return unary_endpoint(fault, service, method)
+        return stream_endpoint(fault, s_service, s_method)
 
     def reply(f):
         if not chosen:
-            chosen.append(stream_endpoint(fault) if 0x10 <= f.header.type <= 0x14 else unary_endpoint(fault))
+            chosen.append(pick(f))
         return chosen[0](f)
     return reply
 

@@ -110,7 +110,10 @@ class WebSocket(Protocol):
         "ws-no-close-frame-on-error": "WS-ERR-1",
         "ws-header-names-case-sensitive": "WS-HS-6",
         "ws-last-header-wins": "WS-HS-6",
+        "ws-close-rejects-4xxx": "WS-CLOSE-2",
     }
+    #: planted bugs of the Python load client (frameproof.pyload --fault), caught by client_cases
+    load_faults = load.FAULTS
 
     # -- configuration
     def codec_from_json(self, d):
@@ -219,6 +222,11 @@ class WebSocket(Protocol):
 
     def load_side(self, codec, variant):
         return load.WsLoadSide(self, codec, variant)
+
+    def client_cases(self):
+        """`frameproof net --client`: the client side of the opening handshake (WS-HS-7)."""
+        from . import client_opening
+        return client_opening.client_cases()
 
     def counted(self, f):
         return f.header is not None and f.header.opcode in (TEXT, BINARY)

@@ -63,23 +63,33 @@ def _fmt_addr(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
+def _driver_cmd(driver: str, exe: Path, mode: str, outdir: Path, cases: List[str], exclude: List[str],
+                spec: dict, addr: str) -> List[str]:
+    """The command line of ``driver`` in ``mode`` (fuzzingclient or fuzzingserver) with its reports in
+    ``outdir``: wstest reads its spec file ``outdir/<mode>.json``, written here (``spec``, the mode's
+    own keys, and the report directory and cases); kosoku takes the cases as -i/-x globs and ``addr``
+    (the server's address, or the one to listen on)."""
+    if driver == "wstest":
+        spec = dict(spec, outdir=str(outdir), cases=cases)
+        spec.update({"exclude-cases": exclude, "exclude-agent-cases": {}})
+        sf = outdir / f"{mode}.json"
+        sf.write_text(json.dumps(spec, indent=1))
+        return [str(exe), "-m", mode, "-s", str(sf)]
+    cmd = [str(exe), "-m", mode, "-o", str(outdir)]
+    for c in cases:
+        cmd += ["-i", c]
+    for c in exclude:
+        cmd += ["-x", c]
+    return cmd + [addr]
+
+
 def drive_server(driver: str, exe: Path, host: str, port: int, agent: str, cases: List[str], exclude: List[str],
                  outdir: Path, timeout: float) -> Path:
     """Runs ``driver`` in fuzzingclient mode against ws://host:port; returns its report directory."""
     outdir.mkdir(parents=True, exist_ok=True)
-    if driver == "wstest":
-        spec = {"outdir": str(outdir), "servers": [{"agent": agent, "url": f"ws://{_fmt_addr(host, port)}"}],
-                "cases": cases, "exclude-cases": exclude, "exclude-agent-cases": {}}
-        sf = outdir / "fuzzingclient.json"
-        sf.write_text(json.dumps(spec, indent=1))
-        _run([str(exe), "-m", "fuzzingclient", "-s", str(sf)], outdir / "wstest.log", timeout, outdir)
-    else:
-        cmd = [str(exe), "-m", "fuzzingclient", "-o", str(outdir)]
-        for c in cases:
-            cmd += ["-i", c]
-        for c in exclude:
-            cmd += ["-x", c]
-        _run(cmd + [_fmt_addr(host, port)], outdir / "kosoku.log", timeout, outdir)  # exit 1 on failures: read the index
+    spec = {"servers": [{"agent": agent, "url": f"ws://{_fmt_addr(host, port)}"}]}
+    cmd = _driver_cmd(driver, exe, "fuzzingclient", outdir, cases, exclude, spec, _fmt_addr(host, port))
+    _run(cmd, outdir / f"{driver}.log", timeout, outdir)  # kosoku exits 1 on failures: the caller reads the index
     return outdir
 
 
@@ -89,19 +99,8 @@ def drive_client(driver: str, exe: Path, client_cmd: str, agent: str, cases: Lis
     report directory, the client's exit status and the tail of its output."""
     outdir.mkdir(parents=True, exist_ok=True)
     port = _free_port()
-    if driver == "wstest":
-        spec = {"url": f"ws://127.0.0.1:{port}", "outdir": str(outdir), "cases": cases, "exclude-cases": exclude,
-                "exclude-agent-cases": {}}
-        sf = outdir / "fuzzingserver.json"
-        sf.write_text(json.dumps(spec, indent=1))
-        cmd = [str(exe), "-m", "fuzzingserver", "-s", str(sf)]
-    else:
-        cmd = [str(exe), "-m", "fuzzingserver", "-o", str(outdir)]
-        for c in cases:
-            cmd += ["-i", c]
-        for c in exclude:
-            cmd += ["-x", c]
-        cmd.append(f"127.0.0.1:{port}")
+    cmd = _driver_cmd(driver, exe, "fuzzingserver", outdir, cases, exclude, {"url": f"ws://127.0.0.1:{port}"},
+                      f"127.0.0.1:{port}")
     lf = open(outdir / f"{driver}.log", "wb")
     srv = subprocess.Popen(cmd, stdout=lf, stderr=subprocess.STDOUT, cwd=str(outdir), start_new_session=True)
     try:

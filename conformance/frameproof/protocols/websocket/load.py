@@ -12,9 +12,14 @@ from .frames import BINARY, CLOSE, TEXT, frame
 from .reference import accept_for
 
 VARIANTS = ("binary", "text")
+#: planted bugs of the Python load client (`python -m frameproof.pyload --fault NAME`): name -> requirement
+FAULTS = {"ws-client-header-case": "WS-HS-7",  # compares header names case-sensitively
+          "ws-client-exact-connection": "WS-HS-7"}  # takes `Connection: Upgrade` only, not a token list
 
 
 class WsLoadSide(LoadSide):
+    fault = ""  # one of FAULTS (set by frameproof.pyload --fault)
+
     def __init__(self, proto, codec, variant):
         self.proto = proto
         self.ref = proto.reference
@@ -31,6 +36,7 @@ class WsLoadSide(LoadSide):
                 f"Sec-WebSocket-Key: {self.key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode()
 
     def opened(self, data):
+        """The client's checks of the 101 (RFC 6455 §4.1 items 1-6, WS-HS-7): any legal spelling."""
         self.head += data
         end = self.head.find(b"\r\n\r\n")
         if end < 0:
@@ -38,13 +44,32 @@ class WsLoadSide(LoadSide):
                 raise ValueError("the handshake answer has no end within 16 KiB")
             return None
         lines = self.head[:end].decode("latin-1").split("\r\n")
-        hdrs = {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:])}
-        status = lines[0].split(" ")
-        if len(status) < 2 or status[1] != "101":
-            raise ValueError(f"handshake answered {lines[0]!r}, expected status 101 (WS-HS-2)")
-        if hdrs.get("sec-websocket-accept") != accept_for(self.key):
-            raise ValueError(f"Sec-WebSocket-Accept {hdrs.get('sec-websocket-accept')!r}, expected "
-                             f"{accept_for(self.key)!r} (WS-HS-2)")
+        status = lines[0].split(" ", 2)
+        if len(status) < 2 or not status[0].startswith("HTTP/1.") or status[1] != "101":
+            raise ValueError(f"handshake answered {lines[0]!r}, expected status 101 (WS-HS-7)")
+        hdrs = {}
+        for ln in lines[1:]:
+            k, sep, v = ln.partition(":")
+            if not sep:
+                raise ValueError(f"handshake answer: not a header line {ln!r}")
+            k = k.strip() if self.fault == "ws-client-header-case" else k.strip().lower()
+            hdrs[k] = f"{hdrs[k]}, {v.strip()}" if k in hdrs else v.strip()  # repeated: one list
+        names = (("Upgrade", "Connection", "Sec-WebSocket-Accept", "Sec-WebSocket-Extensions", "Sec-WebSocket-Protocol")
+                 if self.fault == "ws-client-header-case" else  # planted: knows one spelling of each name
+                 ("upgrade", "connection", "sec-websocket-accept", "sec-websocket-extensions", "sec-websocket-protocol"))
+        upgrade, connection, accept, ext, sub = (hdrs.get(n) for n in names)
+        tokens = lambda v: [t.strip().lower() for t in (v or "").split(",")]
+        if "websocket" not in tokens(upgrade):
+            raise ValueError(f"handshake answer: Upgrade {upgrade!r}, expected websocket (WS-HS-7)")
+        if self.fault == "ws-client-exact-connection":
+            if connection != "Upgrade":  # planted: one spelling of the Connection header
+                raise ValueError(f"handshake answer: Connection {connection!r}, expected 'Upgrade' (WS-HS-7)")
+        elif "upgrade" not in tokens(connection):
+            raise ValueError(f"handshake answer: Connection {connection!r} has no Upgrade token (WS-HS-7)")
+        if accept != accept_for(self.key):
+            raise ValueError(f"Sec-WebSocket-Accept {accept!r}, expected {accept_for(self.key)!r} (WS-HS-7)")
+        if ext is not None or sub is not None:
+            raise ValueError(f"handshake answer names an extension or subprotocol not offered: {ext or sub!r} (WS-HS-7)")
         return self.head[end + 4:]
 
     def payload(self, index, size):

@@ -228,13 +228,28 @@ def _hostile_handshakes(t):
             c.close()
 
 
+def _read_closing(c, n: int, code: int, ctx: str) -> list:
+    """The next ``n`` frames, the last of them the close frame of a failed connection. A server that
+    closes the connection instead of sending that close frame did fail the connection (what the input
+    breaks is honoured); the failure is narrowed to the missing close frame, WS-ERR-1 (an RFC SHOULD)."""
+    got = c.read_frames(n - 1) if n > 1 else []
+    try:
+        return got + c.read_frames(1)
+    except CheckFailure as e:
+        if getattr(c, "eof", False) or isinstance(e.__context__, ConnectionResetError):
+            raise CheckFailure(f"{ctx}:\n  expected a close frame with code {code}, then the server closes\n"
+                               f"  actual   the server closed the connection without a close frame",
+                               ["WS-ERR-1"]) from e
+        raise
+
+
 def _close_expect(t, data: bytes, code: int, ctx: str, before=()):
     """``data`` fails the connection with close ``code``; a healthy connection alongside, RSS watched."""
     def body():
         c = Conn(t)
         try:
             c.send(b"".join(c.frame(f) for f in before) + data)
-            got = c.read_frames(len(before) + 1)
+            got = _read_closing(c, len(before) + 1, code, ctx)
             N.check_replies(t, list(before), got[:len(before)], ctx + ": ")
             last = got[-1]
             if last.header.opcode != CLOSE or last.payload[:2] != code.to_bytes(2, "big"):
@@ -331,7 +346,7 @@ def _message_over_limit(t):
             c.send(c.frame(_quiet))
         except (BrokenPipeError, ConnectionResetError):
             pass
-        got = c.read_frames(1)
+        got = _read_closing(c, 1, 1009, "a message beyond the message limit")
         if got[0].header.opcode != CLOSE or got[0].payload[:2] != (1009).to_bytes(2, "big"):
             raise CheckFailure(f"a message beyond the message limit:\n  expected a close frame with code 1009\n"
                                f"  actual   {got[0].short()}")
@@ -356,13 +371,72 @@ def _bad_close_code(t):
     c = Conn(t)
     try:
         c.send(c.frame(frame(CLOSE, (1005).to_bytes(2, "big"), True, key_for(1))))
-        got = c.read_frames(1)
+        got = _read_closing(c, 1, 1002, "a close frame with code 1005")
         if got[0].header.opcode != CLOSE or got[0].payload[:2] != (1002).to_bytes(2, "big"):
             raise CheckFailure(f"a close frame with code 1005:\n  expected a close frame with code 1002\n"
                                f"  actual   {got[0].short()}")
         c.expect_closed(what=" after a close frame with code 1005")
     finally:
         c.close()
+
+
+#: the classes of close codes (WS-CLOSE-2): (first, last, valid, label)
+CLOSE_CLASSES = ((0, 999, False, "0-999, unused"), (1000, 1003, True, "1000-1003"),
+                 (1004, 1006, False, "1004-1006, reserved or never sent"), (1007, 1011, True, "1007-1011"),
+                 (1012, 1014, True, "1012-1014, IANA registry"), (1015, 1015, False, "1015, never sent"),
+                 (1016, 2999, False, "1016-2999, reserved"), (3000, 4999, True, "3000-4999, registered and private"),
+                 (5000, 65535, False, "5000 and above, undefined"))
+CLOSE_EDGES = (0, 999, 1000, 1003, 1004, 1005, 1006, 1007, 1011, 1012, 1014, 1015, 1016, 2999, 3000, 3999, 4000, 4999,
+               5000, 65535)
+CLOSE_DRAWS = 27  # codes drawn over the classes (derandomized), besides the edges
+
+
+def close_class(code: int):
+    return next(c for c in CLOSE_CLASSES if c[0] <= code <= c[1])
+
+
+def _close_code_answer(t, code: int):
+    """A close frame with ``code`` (and a reason): a valid code is echoed (WS-CLOSE-5), any other fails
+    the connection with 1002 (WS-CLOSE-2, WS-ERR-1); then the server closes."""
+    _lo, _hi, valid, label = close_class(code)
+    want = code if valid else 1002
+    ctx = f"a close frame with code {code} ({label}: {'valid' if valid else 'invalid'})"
+    c = Conn(t)
+    try:
+        c.send(c.frame(frame(CLOSE, code.to_bytes(2, "big") + b"why", True, key_for(code))))
+        try:
+            got = c.read_frames(1)[0]
+        except CheckFailure as e:
+            if getattr(c, "eof", False) or isinstance(e.__context__, ConnectionResetError):
+                raise CheckFailure(f"{ctx}:\n  expected a close frame with code {want}\n  actual   the server closed "
+                                   f"without a close frame", ["WS-CLOSE-5" if valid else "WS-ERR-1"]) from e
+            raise
+        actual = int.from_bytes(got.payload[:2], "big") if got.header.opcode == CLOSE and len(got.payload) >= 2 else None
+        if actual != want:
+            if (valid and actual == 1002) or (not valid and actual == code):
+                reqs = ["WS-CLOSE-2"]  # a valid code refused, or an invalid one taken
+            else:
+                reqs = ["WS-CLOSE-5"] if valid else ["WS-ERR-1"]
+            raise CheckFailure(f"{ctx}:\n  expected a close frame with code {want}{' (the echo)' if valid else ''}\n"
+                               f"  actual   {got.short()}", reqs)
+        c.expect_closed(what=f" after {ctx}")
+    finally:
+        c.close()
+
+
+def c_close_code_classes(t):
+    """Every class of close codes with its edges, then codes drawn over the classes by Hypothesis
+    (derandomized; a wrong answer shrinks to the smallest code of its class that gets it)."""
+    from hypothesis import HealthCheck, given, settings, strategies as st
+    for code in CLOSE_EDGES:
+        _close_code_answer(t, code)
+
+    @settings(max_examples=CLOSE_DRAWS, derandomize=True, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(st.sampled_from(CLOSE_CLASSES).flatmap(lambda c: st.integers(c[0], c[1])))
+    def prop(code):
+        _close_code_answer(t, code)
+    prop()
 
 
 def c_bytes(f):
@@ -423,5 +497,8 @@ def cases() -> List[NetCase]:
                 "close 1002", c_continuation_first, hostile=True),
         NetCase("close_code_1005_1002", ["WS-CLOSE-2", "WS-ERR-1"], "A close frame carrying code 1005: close 1002",
                 c_bad_close_code, hostile=True),
+        NetCase("close_code_classes", ["WS-CLOSE-2", "WS-CLOSE-5", "WS-ERR-1"], "Close codes of every class and its "
+                "edges (0, 999, 1000, 1011, 1012, 1014, 1015, 1016, 2999, 3000, 4999, 5000, 65535, ...) and drawn over "
+                "the classes: a valid code echoed, any other failed with 1002", c_close_code_classes),
         *N.hostile_cases(ROLES),
     ]

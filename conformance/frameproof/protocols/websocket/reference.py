@@ -264,6 +264,8 @@ class Echo:
             return None
         if h.opcode == CLOSE:
             code = f.payload[:2]
+            if self.fault == "ws-close-rejects-4xxx" and len(code) == 2 and 4000 <= struct.unpack(">H", code)[0] <= 4999:
+                raise CodecError("WS-CLOSE-2", 0, "planted: a private-use close code (4000-4999) refused")
             if R.MUTANT == "ws-close-reply-1000" and code:
                 code = struct.pack(">H", 1000)
             raise Goodbye(0, _server(CLOSE, code))

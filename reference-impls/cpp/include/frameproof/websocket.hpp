@@ -486,6 +486,10 @@ class WebSocket {
   // frame is the server's close.
   [[nodiscard]] Bytes closing_frame() const;
   static bool is_close(const WsFrame& f) { return f.opcode == ws::kClose; }
+  // fp-load: a ping or pong from the server, which is no reply: a ping is answered with a pong
+  // carrying its payload, appended to `out` (masked with a fresh key in the client role,
+  // WS-PING-1), a pong is accepted and not answered (WS-PING-2). Returns false for any other frame.
+  bool answer_control(const WsFrame& f, Bytes& out) const;
 
  private:
   Limits limits_;

@@ -200,6 +200,11 @@ class Requests : public Connection<P> {
   }
 
   void on_frame(const FrameT& f, std::uint64_t now) {
+    // websocket: a ping is answered with a pong (WS-PING-1), a pong ignored (WS-PING-2); neither
+    // is a reply nor an error
+    if constexpr (requires { proto_.answer_control(f, out_); }) {
+      if (proto_.answer_control(f, out_)) return;
+    }
     ++res_.received;
     const fp::Match m = client_.complete(f);
     switch (m.kind) {

@@ -264,7 +264,7 @@ namespace Frameproof.Bench
             });
         }
 
-        /// <summary>The allocation classes of Catga's benchmark report (../shared/seeds/003: struct vs
+        /// <summary>The allocation classes of Catga's benchmark report (github Cricle/Catga, 2025-10-05: struct vs
         /// string message ids, ValueTask vs Task.FromResult, ArrayPool vs new arrays) on this
         /// implementation's own hot paths: the correlation id of a pending request (registered under
         /// its id, found and removed when the reply comes), the completion handed to the caller, the

@@ -59,6 +59,20 @@ namespace Frameproof.Codec
         {
             return maxPayload <= 0 ? DefaultMaxPayload : maxPayload;
         }
+
+        /// <summary>An encoder's check of a payload against the maximum (*-LIM-2; 0 means the spec
+        /// default): false, with an error under <paramref name="requirement"/>, if it is above it.</summary>
+        public static bool CheckPayload(long payloadLength, long maxPayload, string requirement, out ProtocolError error)
+        {
+            long max = Effective(maxPayload);
+            if (payloadLength > max)
+            {
+                error = new ProtocolError(requirement, 0, "payload of " + payloadLength + " bytes exceeds the maximum " + max);
+                return false;
+            }
+            error = default(ProtocolError);
+            return true;
+        }
     }
 
     /// <summary>Receives decoded frames. The payload span is valid only during the call.

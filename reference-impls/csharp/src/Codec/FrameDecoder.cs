@@ -1,11 +1,24 @@
 using System;
 using System.Buffers;
+using System.Runtime.CompilerServices;
 using System.Runtime.InteropServices;
 
 namespace Frameproof.Codec
 {
     /// <summary>Result of parsing a frame header (after any ignored prefix bytes).</summary>
     public enum HeaderStatus { NeedMore, Complete, Error }
+
+    /// <summary>What <see cref="FrameDecoder.ParseHeader"/> read from a header: its length and the
+    /// frame's payload length, flag and sequence (Complete), or the requirement it breaks and why (Error).</summary>
+    public struct FrameHeader
+    {
+        public int HeaderLength;
+        public int PayloadLength;
+        public byte Flag;
+        public byte Sequence;
+        public string Requirement;
+        public string Message;
+    }
 
     /// <summary>
     /// Streaming frame decoder of the protocols whose frames are (flag, sequence, payload) behind a
@@ -55,23 +68,21 @@ namespace Frameproof.Codec
         protected abstract string TruncatedRequirement { get; }
 
         /// <summary>Parses a header from <paramref name="h"/>, which starts right after the ignored prefix.
-        /// Must return NeedMore only while h is too short; on Error fill requirement/message.</summary>
-        protected abstract HeaderStatus ParseHeader(ReadOnlySpan<byte> h, out int headerLength, out int payloadLength,
-            out byte flag, out byte sequence, out string requirement, out string message);
+        /// Must return NeedMore only while h is too short; on Error fill the header's Requirement and
+        /// Message.</summary>
+        protected abstract HeaderStatus ParseHeader(ReadOnlySpan<byte> h, out FrameHeader header);
 
         /// <summary>The common end of <see cref="ParseHeader"/>: the declared payload length against the
         /// limit, decided at header time (*-LIM-1, before any payload byte is buffered).</summary>
-        protected static HeaderStatus Declared(long length, long limit, string limitRequirement, out int payloadLength,
-            out string requirement, out string message)
+        protected static HeaderStatus Declared(long length, long limit, string limitRequirement, ref FrameHeader header)
         {
-            payloadLength = 0; requirement = null; message = null;
             if (length > limit)
             {
-                requirement = limitRequirement;
-                message = "declared payload " + length + " exceeds the maximum " + limit;
+                header.Requirement = limitRequirement;
+                header.Message = "declared payload " + length + " exceeds the maximum " + limit;
                 return HeaderStatus.Error;
             }
-            payloadLength = (int)length;
+            header.PayloadLength = (int)length;
             return HeaderStatus.Complete;
         }
 
@@ -130,19 +141,27 @@ namespace Frameproof.Codec
                 // method's locals, which costs a chunk of whole frames more than decoding them.
                 if (!_inPayload && _hdrCount == 0 && _skipped == 0)
                 {
-                    int frames;
-                    byte* q = WholeFrames(p, end, handler, out frames);
-                    if (q != p)
-                    {
-                        FramesDelivered += frames;
-                        _pos += q - p;
-                        _frameStart = _pos;
-                        if (q == end || _failed) return !_failed;
-                        p = q;
-                    }
+                    p = TakeWholeFrames(p, end, handler);
+                    if (p == end || _failed) return !_failed;
                 }
                 return FeedAny(p, end, handler, false);
             }
+        }
+
+        /// <summary><see cref="WholeFrames"/> from <paramref name="p"/>, the first byte of a frame, with
+        /// the frames it delivered and the bytes it took counted; returns where it stopped.</summary>
+        [MethodImpl(MethodImplOptions.AggressiveInlining)]
+        unsafe byte* TakeWholeFrames(byte* p, byte* end, IFrameHandler handler)
+        {
+            int frames;
+            byte* q = WholeFrames(p, end, handler, out frames);
+            if (q != p)
+            {
+                FramesDelivered += frames;
+                _pos += q - p;
+                _frameStart = _pos;
+            }
+            return q;
         }
 
         /// <summary>The general decoding loop over the pinned bytes [p, end); <paramref name="atFrameStart"/>:
@@ -154,13 +173,9 @@ namespace Frameproof.Codec
                 if (atFrameStart)
                 {
                     atFrameStart = false;
-                    int frames;
-                    byte* q = WholeFrames(p, end, handler, out frames);
+                    byte* q = TakeWholeFrames(p, end, handler);
                     if (q != p)
                     {
-                        FramesDelivered += frames;
-                        _pos += q - p;
-                        _frameStart = _pos;
                         p = q;
                         continue;
                     }
@@ -196,20 +211,21 @@ namespace Frameproof.Codec
                     continue;
                 }
 
-                int hl, pl; byte flag, seq; string req, msg;
+                FrameHeader fh;
                 HeaderStatus st;
                 if (_hdrCount == 0)
                 {
                     // The header starts in this chunk: decided on the bytes there (often the whole frame).
-                    st = ParseHeader(new ReadOnlySpan<byte>(p, (int)(end - p)), out hl, out pl, out flag, out seq, out req, out msg);
+                    st = ParseHeader(new ReadOnlySpan<byte>(p, (int)(end - p)), out fh);
                     if (st == HeaderStatus.Complete)
                     {
-                        p += hl;
-                        _pos += hl;
+                        p += fh.HeaderLength;
+                        _pos += fh.HeaderLength;
+                        int pl = fh.PayloadLength;
                         if (end - p >= pl)
                         {
                             FramesDelivered++;
-                            handler.OnFrame(flag, seq, new ReadOnlySpan<byte>(p, pl));
+                            handler.OnFrame(fh.Flag, fh.Sequence, new ReadOnlySpan<byte>(p, pl));
                             p += pl;
                             _pos += pl;
                             StartFrame();
@@ -217,13 +233,13 @@ namespace Frameproof.Codec
                         }
                         else
                         {
-                            BeginPayload(flag, seq, pl);
+                            BeginPayload(fh.Flag, fh.Sequence, pl);
                         }
                         continue;
                     }
                     if (st == HeaderStatus.Error)
                     {
-                        Fail(req, msg);
+                        Fail(fh.Requirement, fh.Message);
                         return false;
                     }
                 }
@@ -231,25 +247,25 @@ namespace Frameproof.Codec
                 // MaxHeaderLength bytes).
                 _hdr[_hdrCount++] = *p++;
                 _pos++;
-                st = ParseHeader(new ReadOnlySpan<byte>(_hdr, 0, _hdrCount), out hl, out pl, out flag, out seq, out req, out msg);
+                st = ParseHeader(new ReadOnlySpan<byte>(_hdr, 0, _hdrCount), out fh);
                 if (st == HeaderStatus.Error)
                 {
-                    Fail(req, msg);
+                    Fail(fh.Requirement, fh.Message);
                     return false;
                 }
                 if (st == HeaderStatus.Complete)
                 {
                     _hdrCount = 0;
-                    if (pl == 0)
+                    if (fh.PayloadLength == 0)
                     {
                         FramesDelivered++;
-                        handler.OnFrame(flag, seq, ReadOnlySpan<byte>.Empty);
+                        handler.OnFrame(fh.Flag, fh.Sequence, ReadOnlySpan<byte>.Empty);
                         StartFrame();
                         atFrameStart = true;
                     }
                     else
                     {
-                        BeginPayload(flag, seq, pl);
+                        BeginPayload(fh.Flag, fh.Sequence, fh.PayloadLength);
                     }
                 }
                 else if (_hdrCount == _hdr.Length)

@@ -138,34 +138,33 @@ namespace Frameproof.Codec
             return p;
         }
 
-        protected override HeaderStatus ParseHeader(ReadOnlySpan<byte> h, out int headerLength, out int payloadLength,
-            out byte flag, out byte sequence, out string requirement, out string message)
+        protected override HeaderStatus ParseHeader(ReadOnlySpan<byte> h, out FrameHeader header)
         {
-            headerLength = 0; payloadLength = 0; flag = 0; sequence = 0; requirement = null; message = null;
+            header = default(FrameHeader);
             long len;
             switch (_size)
             {
                 case 1:
                     if (h.Length < 1) return HeaderStatus.NeedMore;
-                    len = h[0]; headerLength = 1;
+                    len = h[0]; header.HeaderLength = 1;
                     break;
                 case 2:
                     if (h.Length < 2) return HeaderStatus.NeedMore;
-                    len = BinaryPrimitives.ReadUInt16LittleEndian(h); headerLength = 2;
+                    len = BinaryPrimitives.ReadUInt16LittleEndian(h); header.HeaderLength = 2;
                     break;
                 case -2:
                     if (h.Length < 2) return HeaderStatus.NeedMore;
-                    len = BinaryPrimitives.ReadUInt16BigEndian(h); headerLength = 2;
+                    len = BinaryPrimitives.ReadUInt16BigEndian(h); header.HeaderLength = 2;
                     break;
                 case 4:
                 case -4:
                     if (h.Length < 4) return HeaderStatus.NeedMore;
                     len = _size == 4 ? BinaryPrimitives.ReadUInt32LittleEndian(h) : BinaryPrimitives.ReadUInt32BigEndian(h);
-                    headerLength = 4;
+                    header.HeaderLength = 4;
                     if (len >= 0x80000000L)
                     {
-                        requirement = "LF-LEN-3";
-                        message = "length " + len + " has bit 31 set";
+                        header.Requirement = "LF-LEN-3";
+                        header.Message = "length " + len + " has bit 31 set";
                         return HeaderStatus.Error;
                     }
                     break;
@@ -182,23 +181,23 @@ namespace Frameproof.Codec
                             if ((b & 0x80) == 0) break;
                             if (i == 5)
                             {
-                                requirement = "LF-LEN-2";
-                                message = "varint longer than 5 bytes";
+                                header.Requirement = "LF-LEN-2";
+                                header.Message = "varint longer than 5 bytes";
                                 return HeaderStatus.Error;
                             }
                         }
                         if (v > int.MaxValue)
                         {
-                            requirement = "LF-LEN-2";
-                            message = "varint value " + v + " exceeds 2^31-1";
+                            header.Requirement = "LF-LEN-2";
+                            header.Message = "varint value " + v + " exceeds 2^31-1";
                             return HeaderStatus.Error;
                         }
                         len = (long)v;
-                        headerLength = i;
+                        header.HeaderLength = i;
                         break;
                     }
             }
-            return Declared(len, _limit, "LF-LIM-1", out payloadLength, out requirement, out message);
+            return Declared(len, _limit, "LF-LIM-1", ref header);
         }
     }
 
@@ -219,14 +218,7 @@ namespace Frameproof.Codec
                 error = new ProtocolError("LF-LEN-1", 0, "payload of " + payloadLength + " bytes does not fit a size-" + profile.Size + " length field");
                 return false;
             }
-            long max = Limits.Effective(maxPayload);
-            if (payloadLength > max)
-            {
-                error = new ProtocolError("LF-LIM-2", 0, "payload of " + payloadLength + " bytes exceeds the maximum " + max);
-                return false;
-            }
-            error = default(ProtocolError);
-            return true;
+            return Limits.CheckPayload(payloadLength, maxPayload, "LF-LIM-2", out error);
         }
 
         public static long EncodedLength(LengthFieldProfile profile, int payloadLength)

@@ -51,6 +51,19 @@ namespace Frameproof.Codec
             return (int)(z >> 1) ^ -(int)(z & 1);
         }
 
+        /// <summary>The rest of a message whose one field is field 1, a uint32 varint (0 if absent, the
+        /// last one if repeated); other fields are skipped.</summary>
+        public uint ReadField1UInt32()
+        {
+            uint value = 0;
+            while (!AtEnd)
+            {
+                int g, w; ReadTag(out g, out w);
+                if (g == 1) { Expect(w, 0, g); value = (uint)ReadVarint(); } else Skip(w);
+            }
+            return value;
+        }
+
         /// <summary>Returns (field number, wire type).</summary>
         public void ReadTag(out int field, out int wireType)
         {

@@ -57,17 +57,16 @@ namespace Frameproof.Codec
             return p;
         }
 
-        protected override HeaderStatus ParseHeader(ReadOnlySpan<byte> h, out int headerLength, out int payloadLength,
-            out byte flag, out byte sequence, out string requirement, out string message)
+        protected override HeaderStatus ParseHeader(ReadOnlySpan<byte> h, out FrameHeader header)
         {
-            headerLength = 0; payloadLength = 0; flag = 0; sequence = 0; requirement = null; message = null;
+            header = default(FrameHeader);
             if (h.Length < 4) return HeaderStatus.NeedMore;
-            flag = h[0];
-            sequence = h[1];
+            header.Flag = h[0];
+            header.Sequence = h[1];
             long len = BinaryPrimitives.ReadUInt16LittleEndian(h.Slice(2));
             if (len != 0xFFFF)
             {
-                headerLength = 4;
+                header.HeaderLength = 4;
             }
             else
             {
@@ -75,21 +74,21 @@ namespace Frameproof.Codec
                 // whole 8-byte header is read before anything is decided.
                 if (h.Length < 8) return HeaderStatus.NeedMore;
                 len = BinaryPrimitives.ReadUInt32LittleEndian(h.Slice(4));
-                headerLength = 8;
+                header.HeaderLength = 8;
                 if (len >= 0x80000000L)
                 {
-                    requirement = "STD-LEN-4";
-                    message = "extended length " + len + " has bit 31 set";
+                    header.Requirement = "STD-LEN-4";
+                    header.Message = "extended length " + len + " has bit 31 set";
                     return HeaderStatus.Error;
                 }
                 if (len < 0xFFFF)
                 {
-                    requirement = "STD-LEN-3";
-                    message = "non-canonical extended length " + len + " (below 65535)";
+                    header.Requirement = "STD-LEN-3";
+                    header.Message = "non-canonical extended length " + len + " (below 65535)";
                     return HeaderStatus.Error;
                 }
             }
-            return Declared(len, MaxPayload, "STD-LIM-1", out payloadLength, out requirement, out message);
+            return Declared(len, MaxPayload, "STD-LIM-1", ref header);
         }
     }
 
@@ -110,14 +109,7 @@ namespace Frameproof.Codec
                 error = new ProtocolError("STD-LEN-4", 0, "payload of " + payloadLength + " bytes needs bit 31 of the extended length");
                 return false;
             }
-            long max = Limits.Effective(maxPayload);
-            if (payloadLength > max)
-            {
-                error = new ProtocolError("STD-LIM-2", 0, "payload of " + payloadLength + " bytes exceeds the maximum " + max);
-                return false;
-            }
-            error = default(ProtocolError);
-            return true;
+            return Limits.CheckPayload(payloadLength, maxPayload, "STD-LIM-2", out error);
         }
 
         /// <summary>Writes the frame into dest (which must hold EncodedLength bytes, else ArgumentException);

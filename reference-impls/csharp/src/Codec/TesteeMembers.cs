@@ -57,23 +57,49 @@ namespace Frameproof.Codec
         public override void Write(object value, ProtoWriter w) { _write((T)value, w); }
     }
 
+    /// <summary>A protocol's members of all three oneofs under one field number (its line in each):
+    /// params, header and error detail, each a message of the protocol's own type.</summary>
+    public sealed class TesteeLine
+    {
+        readonly TesteeMember _params, _header, _detail;
+
+        TesteeLine(TesteeMember parameters, TesteeMember header, TesteeMember detail)
+        {
+            _params = parameters;
+            _header = header;
+            _detail = detail;
+        }
+
+        /// <summary>The three members at field <paramref name="field"/>, each read and written by the
+        /// given pair of methods.</summary>
+        public static TesteeLine Of<TParams, THeader, TDetail>(int field,
+            TesteeMember<TParams>.Reader readParams, TesteeMember<TParams>.Writer writeParams,
+            TesteeMember<THeader>.Reader readHeader, TesteeMember<THeader>.Writer writeHeader,
+            TesteeMember<TDetail>.Reader readDetail, TesteeMember<TDetail>.Writer writeDetail)
+        {
+            return new TesteeLine(new TesteeMember<TParams>(field, readParams, writeParams),
+                new TesteeMember<THeader>(field, readHeader, writeHeader),
+                new TesteeMember<TDetail>(field, readDetail, writeDetail));
+        }
+
+        /// <summary>The member of <paramref name="oneof"/>.</summary>
+        public TesteeMember Member(TesteeOneof oneof)
+        {
+            switch (oneof)
+            {
+                case TesteeOneof.Params: return _params;
+                case TesteeOneof.Header: return _header;
+                case TesteeOneof.Detail: return _detail;
+                default: return null;
+            }
+        }
+    }
+
     public abstract partial class ProtocolModule
     {
         /// <summary>This protocol's member of a testee oneof (its line in schemas/testee.proto), or
         /// null if it has none there. The testee's messages find members through the
         /// <see cref="Registry"/>, by field number when reading and by object when writing.</summary>
         public virtual TesteeMember OneofMember(TesteeOneof oneof) { return null; }
-
-        /// <summary>The member of <paramref name="oneof"/> among a protocol's three (any may be null).</summary>
-        protected static TesteeMember Pick(TesteeOneof oneof, TesteeMember parameters, TesteeMember header, TesteeMember detail)
-        {
-            switch (oneof)
-            {
-                case TesteeOneof.Params: return parameters;
-                case TesteeOneof.Header: return header;
-                case TesteeOneof.Detail: return detail;
-                default: return null;
-            }
-        }
     }
 }

@@ -13,7 +13,7 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use serde_json::Map;
 
 use crate::config::{CodecConfig, ConfigError};
-use crate::matcher::{Expired, FifoMatcher, Received, SendError};
+use crate::matcher::{FifoMatcher, Received, RequestMatcher, SendError};
 use crate::protocol::{
     put_payload, ClientMatcher, Echo, EchoSession, FrameFields, HeaderStep, HeaderWalker, Protocol,
     WalkState,

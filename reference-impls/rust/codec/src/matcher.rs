@@ -100,14 +100,6 @@ impl<T> SequenceMatcher<T> {
         self.last.wrapping_add(1)
     }
 
-    pub fn pending(&self) -> usize {
-        self.pending
-    }
-
-    pub fn is_failed(&self) -> bool {
-        self.failed
-    }
-
     /// Sends a request: allocates the next sequence number, refusing (`STD-SEQ-3`) when it is
     /// still pending; then calls `write(seq)` (which encodes the frame) and only if that
     /// succeeds advances the counter and makes the request pending until `now + timeout`.
@@ -194,12 +186,24 @@ impl<T> SequenceMatcher<T> {
         }
         self.take_where(|p| p.deadline <= now)
     }
+}
 
-    /// Fails the connection: returns every pending request, oldest first. Later sends are
-    /// refused and later frames ignored.
-    pub fn fail(&mut self) -> Vec<T> {
+impl<T> RequestMatcher<T> for SequenceMatcher<T> {
+    fn expire_pending(&mut self, now: u64) -> Expired<T> {
+        Expired::only_timed_out(self.expire(now))
+    }
+
+    fn fail(&mut self) -> Vec<T> {
         self.failed = true;
         self.take_where(|_| true)
+    }
+
+    fn pending(&self) -> usize {
+        self.pending
+    }
+
+    fn is_failed(&self) -> bool {
+        self.failed
     }
 }
 
@@ -229,8 +233,41 @@ impl<T> Expired<T> {
         }
     }
 
+    /// Requests that timed out, and nothing failed with them.
+    pub fn only_timed_out(timed_out: Vec<T>) -> Self {
+        Expired {
+            timed_out,
+            failed: Vec::new(),
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.timed_out.is_empty() && self.failed.is_empty()
+    }
+}
+
+/// What every matcher keeps for a client connection, whichever way it matches: the pending
+/// requests and whether the connection has failed. `ClientMatcher`'s `expire`, `fail`,
+/// `pending` and `is_failed` are these of its matcher.
+pub trait RequestMatcher<T> {
+    /// Completes the requests whose deadline is `<= now`, and whatever fails with them.
+    fn expire_pending(&mut self, now: u64) -> Expired<T>;
+
+    /// Fails the connection: returns every pending request, oldest first. Later sends are
+    /// refused and later frames ignored.
+    fn fail(&mut self) -> Vec<T>;
+
+    fn pending(&self) -> usize;
+
+    fn is_failed(&self) -> bool;
+
+    /// Sends a message that is never pending: refused on a failed connection, otherwise
+    /// written by `write()`.
+    fn send_unpending<E>(&self, write: impl FnOnce() -> Result<(), E>) -> Result<(), SendError<E>> {
+        if self.is_failed() {
+            return Err(SendError::ConnectionFailed);
+        }
+        write().map_err(SendError::Encode)
     }
 }
 
@@ -243,14 +280,6 @@ impl<T> FifoMatcher<T> {
             timeout,
             failed: false,
         }
-    }
-
-    pub fn pending(&self) -> usize {
-        self.queue.len()
-    }
-
-    pub fn is_failed(&self) -> bool {
-        self.failed
     }
 
     /// Sends a request: refused at the pending bound or on a failed connection; otherwise
@@ -308,11 +337,24 @@ impl<T> FifoMatcher<T> {
         self.failed = true;
         out
     }
+}
 
-    /// Fails the connection: returns every pending request, oldest first.
-    pub fn fail(&mut self) -> Vec<T> {
+impl<T> RequestMatcher<T> for FifoMatcher<T> {
+    fn expire_pending(&mut self, now: u64) -> Expired<T> {
+        self.expire(now)
+    }
+
+    fn fail(&mut self) -> Vec<T> {
         self.failed = true;
         self.queue.drain(..).map(|p| p.tag).collect()
+    }
+
+    fn pending(&self) -> usize {
+        self.queue.len()
+    }
+
+    fn is_failed(&self) -> bool {
+        self.failed
     }
 }
 
@@ -339,14 +381,6 @@ impl<T> IdMatcher<T> {
             timeout,
             failed: false,
         }
-    }
-
-    pub fn pending(&self) -> usize {
-        self.by_id.len()
-    }
-
-    pub fn is_failed(&self) -> bool {
-        self.failed
     }
 
     pub fn is_pending(&self, id: u32) -> bool {
@@ -426,9 +460,14 @@ impl<T> IdMatcher<T> {
         }
         out
     }
+}
 
-    /// Fails the connection: every pending request, oldest first.
-    pub fn fail(&mut self) -> Vec<T> {
+impl<T> RequestMatcher<T> for IdMatcher<T> {
+    fn expire_pending(&mut self, now: u64) -> Expired<T> {
+        Expired::only_timed_out(self.expire(now))
+    }
+
+    fn fail(&mut self) -> Vec<T> {
         self.failed = true;
         let mut out = Vec::new();
         for (serial, id) in self.order.drain(..) {
@@ -437,6 +476,14 @@ impl<T> IdMatcher<T> {
             }
         }
         out
+    }
+
+    fn pending(&self) -> usize {
+        self.by_id.len()
+    }
+
+    fn is_failed(&self) -> bool {
+        self.failed
     }
 }
 

@@ -12,7 +12,7 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use serde_json::{Map, Value};
 
 use crate::config::{CodecConfig, ConfigError};
-use crate::matcher::{Expired, Received, SendError, SequenceMatcher};
+use crate::matcher::{Received, SendError, SequenceMatcher};
 use crate::protocol::{
     put_payload, ClientMatcher, Echo, EchoSession, FrameFields, HeaderStep, HeaderWalker, Protocol,
     WalkState,

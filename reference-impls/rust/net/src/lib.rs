@@ -100,6 +100,22 @@ pub fn online_cpus() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get())
 }
 
+/// The options with a value of fp-load's command line that fp-blast takes too (it follows
+/// fp-load's contract for `--mode receive`).
+pub const LOAD_CLIENT_OPTIONS: &[&str] = &[
+    "codec",
+    "protocol",
+    "connect",
+    "connections",
+    "requests",
+    "duration",
+    "payload",
+    "mode",
+    "window",
+    "timeout-ms",
+    "json",
+];
+
 /// A program's command line conventions (reference-impls/README.md, "Common rules"): a usage
 /// error prints `usage error: ...` and the usage to stderr and exits 2; `--help` prints the
 /// usage to stdout and exits 0.

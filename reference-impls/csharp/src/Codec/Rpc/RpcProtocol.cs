@@ -33,16 +33,10 @@ namespace Frameproof.Codec
 
         /// <summary>rpc's line in each oneof of schemas/testee.proto: field 4 (RpcParams, RpcHeader,
         /// RpcErrorDetail).</summary>
-        const int OneofField = 4;
+        static readonly TesteeLine Line = TesteeLine.Of<RpcParams, RpcHeader, RpcErrorDetail>(4,
+            ReadParams, WriteParams, ReadHeader, WriteHeader, ReadDetail, WriteDetail);
 
-        static readonly TesteeMember ParamsMember = new TesteeMember<RpcParams>(OneofField, ReadParams, WriteParams);
-        static readonly TesteeMember HeaderMember = new TesteeMember<RpcHeader>(OneofField, ReadHeader, WriteHeader);
-        static readonly TesteeMember DetailMember = new TesteeMember<RpcErrorDetail>(OneofField, ReadDetail, WriteDetail);
-
-        public override TesteeMember OneofMember(TesteeOneof oneof)
-        {
-            return Pick(oneof, ParamsMember, HeaderMember, DetailMember);
-        }
+        public override TesteeMember OneofMember(TesteeOneof oneof) { return Line.Member(oneof); }
 
         /// <summary>RpcParams: max_body = 1 (above long.MaxValue: long.MaxValue).</summary>
         static RpcParams ReadParams(ProtoReader r)
@@ -90,16 +84,7 @@ namespace Frameproof.Codec
         }
 
         /// <summary>RpcErrorDetail: error_code = 1.</summary>
-        static RpcErrorDetail ReadDetail(ProtoReader r)
-        {
-            uint code = 0;
-            while (!r.AtEnd)
-            {
-                int g, w; r.ReadTag(out g, out w);
-                if (g == 1) { ProtoReader.Expect(w, 0, g); code = (uint)r.ReadVarint(); } else r.Skip(w);
-            }
-            return new RpcErrorDetail(code);
-        }
+        static RpcErrorDetail ReadDetail(ProtoReader r) { return new RpcErrorDetail(r.ReadField1UInt32()); }
 
         static void WriteDetail(RpcErrorDetail d, ProtoWriter w) { w.UInt32(1, d.ErrorCode); }
     }

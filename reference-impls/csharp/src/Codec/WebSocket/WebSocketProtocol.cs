@@ -41,19 +41,13 @@ namespace Frameproof.Codec
 
         /// <summary>websocket's line in each oneof of schemas/testee.proto: field 5 (WebSocketParams,
         /// WebSocketHeader, WebSocketErrorDetail).</summary>
-        const int OneofField = 5;
+        static readonly TesteeLine Line = TesteeLine.Of<WebSocketParams, WebSocketHeader, WebSocketCloseDetail>(5,
+            ReadParams, WriteParams, ReadHeader, WriteHeader, ReadDetail, WriteDetail);
+
+        public override TesteeMember OneofMember(TesteeOneof oneof) { return Line.Member(oneof); }
 
         /// <summary>WebSocketParams.Role: ROLE_UNSPECIFIED 0 and SERVER 1 are the server role.</summary>
         const int RoleClient = 2;
-
-        static readonly TesteeMember ParamsMember = new TesteeMember<WebSocketParams>(OneofField, ReadParams, WriteParams);
-        static readonly TesteeMember HeaderMember = new TesteeMember<WebSocketHeader>(OneofField, ReadHeader, WriteHeader);
-        static readonly TesteeMember DetailMember = new TesteeMember<WebSocketCloseDetail>(OneofField, ReadDetail, WriteDetail);
-
-        public override TesteeMember OneofMember(TesteeOneof oneof)
-        {
-            return Pick(oneof, ParamsMember, HeaderMember, DetailMember);
-        }
 
         /// <summary>WebSocketParams: role = 1, max_message = 2 (above long.MaxValue: long.MaxValue).</summary>
         static WebSocketParams ReadParams(ProtoReader r)
@@ -102,16 +96,7 @@ namespace Frameproof.Codec
         }
 
         /// <summary>WebSocketErrorDetail: close_code = 1.</summary>
-        static WebSocketCloseDetail ReadDetail(ProtoReader r)
-        {
-            uint code = 0;
-            while (!r.AtEnd)
-            {
-                int g, w; r.ReadTag(out g, out w);
-                if (g == 1) { ProtoReader.Expect(w, 0, g); code = (uint)r.ReadVarint(); } else r.Skip(w);
-            }
-            return new WebSocketCloseDetail(code);
-        }
+        static WebSocketCloseDetail ReadDetail(ProtoReader r) { return new WebSocketCloseDetail(r.ReadField1UInt32()); }
 
         static void WriteDetail(WebSocketCloseDetail d, ProtoWriter w) { w.UInt32(1, d.Code); }
     }

@@ -119,18 +119,32 @@ namespace Frameproof.Codec
                 + key + "\r\nSec-WebSocket-Version: 13\r\n\r\n";
         }
 
-        /// <summary>Checks a server's answer head: 101, Upgrade, Connection, Sec-WebSocket-Accept for
-        /// <paramref name="key"/>. Returns null if it is right, else what is wrong.</summary>
+        /// <summary>True if header <paramref name="name"/> is present and names anything: a non-empty
+        /// element of its comma-separated list (an empty list names nothing).</summary>
+        static bool NamesAny(Dictionary<string, string> h, string name)
+        {
+            string v;
+            if (!h.TryGetValue(name, out v)) return false;
+            foreach (string t in v.Split(','))
+                if (t.Trim().Length > 0) return true;
+            return false;
+        }
+
+        /// <summary>Checks a server's answer head (WS-HS-7, RFC 6455 §4.1, the client's checks 1-6):
+        /// status 101, <c>Upgrade: websocket</c>, the <c>upgrade</c> token of <c>Connection</c>,
+        /// Sec-WebSocket-Accept for <paramref name="key"/>, and no extension or subprotocol (our
+        /// clients offer none). Returns null if it is right, else what is wrong.</summary>
         public static string CheckAnswer(string head, string key)
         {
             string first;
             Dictionary<string, string> h;
             if (!Parse(head, out first, out h)) return "malformed answer head";
             string[] parts = first.Split(' ');
-            if (parts.Length < 2 || parts[1] != "101") return "status line '" + first + "' (expected 101)";
+            if (parts.Length < 2 || parts[0] != "HTTP/1.1" || parts[1] != "101") return "status line '" + first + "' (expected 101)";
             if (!HasToken(h, "upgrade", "websocket")) return "no 'Upgrade: websocket'";
             if (!HasToken(h, "connection", "upgrade")) return "no 'Connection: Upgrade'";
-            if (h.ContainsKey("sec-websocket-extensions")) return "the server named an extension nobody offered (WS-HS-5)";
+            if (NamesAny(h, "sec-websocket-extensions")) return "the server named an extension that was not offered (WS-HS-7)";
+            if (NamesAny(h, "sec-websocket-protocol")) return "the server named a subprotocol that was not offered (WS-HS-7)";
             string accept;
             if (!h.TryGetValue("sec-websocket-accept", out accept) || accept != AcceptFor(key))
                 return "Sec-WebSocket-Accept '" + accept + "', expected '" + AcceptFor(key) + "'";

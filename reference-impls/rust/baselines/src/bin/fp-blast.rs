@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use fp_net::{fill_payload, json_f64, Cli, Options};
+use fp_net::{fill_payload, json_f64, Cli, Options, LOAD_CLIENT_OPTIONS};
 use frameproof_codec::config::CodecConfig;
 use frameproof_codec::protocol::{open_blocking, ClientMatcher, Protocol};
 use frameproof_codec::registry::{self, Visitor};
@@ -36,23 +36,7 @@ const CLI: Cli = Cli {
 };
 
 fn main() {
-    let o = CLI.parse(
-        &[
-            "codec",
-            "protocol",
-            "connect",
-            "connections",
-            "requests",
-            "duration",
-            "payload",
-            "mode",
-            "window",
-            "batch",
-            "timeout-ms",
-            "json",
-        ],
-        &["nodelay"],
-    );
+    let o = CLI.parse(&[LOAD_CLIENT_OPTIONS, &["batch"]].concat(), &["nodelay"]);
     let codec = CLI.or_die(o.codec());
     let code = CLI.or_die(
         registry::with_protocol(

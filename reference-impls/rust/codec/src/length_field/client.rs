@@ -28,6 +28,7 @@ impl LengthField {
 
 impl<T> ClientMatcher<T> for LengthFieldClient<T> {
     type Frame = Bytes;
+    type Matcher = FifoMatcher<T>;
 
     fn send_request(
         &mut self,
@@ -47,29 +48,19 @@ impl<T> ClientMatcher<T> for LengthFieldClient<T> {
         out: &mut BytesMut,
         fill: impl FnOnce(&mut [u8]),
     ) -> Result<(), SendError<ProtocolError>> {
-        if self.m.is_failed() {
-            return Err(SendError::ConnectionFailed);
-        }
-        self.proto.write(out, len, fill).map_err(SendError::Encode)
+        let p = self.proto;
+        self.m.send_unpending(|| p.write(out, len, fill))
     }
 
     fn receive(&mut self, _frame: &Bytes) -> Received<T> {
         self.m.receive()
     }
 
-    fn expire(&mut self, now: u64) -> Expired<T> {
-        self.m.expire(now)
+    fn matcher(&self) -> &FifoMatcher<T> {
+        &self.m
     }
 
-    fn fail(&mut self) -> Vec<T> {
-        self.m.fail()
-    }
-
-    fn pending(&self) -> usize {
-        self.m.pending()
-    }
-
-    fn is_failed(&self) -> bool {
-        self.m.is_failed()
+    fn matcher_mut(&mut self) -> &mut FifoMatcher<T> {
+        &mut self.m
     }
 }

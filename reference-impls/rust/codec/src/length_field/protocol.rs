@@ -74,12 +74,7 @@ impl Protocol for LengthField {
     }
 
     fn session(&self, endpoint: &str, sink: bool) -> Result<Self::Session, ConfigError> {
-        match endpoint {
-            "" => Ok(EchoSession::new(*self, sink)),
-            other => Err(ConfigError::Unsupported(format!(
-                "length-field has no endpoint {other:?}"
-            ))),
-        }
+        EchoSession::of_endpoint(self, endpoint, sink)
     }
 
     fn client<T: Send + 'static>(&self, timeout: u64) -> LengthFieldClient<T> {

@@ -11,6 +11,13 @@ use super::*;
 /// changes nothing.
 pub trait ClientMatcher<T> {
     type Frame;
+    /// The matcher of the connection's pending requests, which `expire`, `fail`, `pending` and
+    /// `is_failed` answer for.
+    type Matcher: RequestMatcher<T>;
+
+    fn matcher(&self) -> &Self::Matcher;
+
+    fn matcher_mut(&mut self) -> &mut Self::Matcher;
 
     /// Sends a request: pending until `now + timeout` or its reply.
     fn send_request(
@@ -60,15 +67,23 @@ pub trait ClientMatcher<T> {
 
     /// Completes the requests whose deadline is `<= now`, and whatever the protocol fails
     /// with them.
-    fn expire(&mut self, now: u64) -> Expired<T>;
+    fn expire(&mut self, now: u64) -> Expired<T> {
+        self.matcher_mut().expire_pending(now)
+    }
 
     /// Fails the connection: every pending request, oldest first. Later sends are refused,
     /// later frames ignored.
-    fn fail(&mut self) -> Vec<T>;
+    fn fail(&mut self) -> Vec<T> {
+        self.matcher_mut().fail()
+    }
 
-    fn pending(&self) -> usize;
+    fn pending(&self) -> usize {
+        self.matcher().pending()
+    }
 
-    fn is_failed(&self) -> bool;
+    fn is_failed(&self) -> bool {
+        self.matcher().is_failed()
+    }
 }
 
 /// A client's opening handshake (websocket): the request it writes, then the check of the

@@ -20,7 +20,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::{Map, Value};
 
 use crate::config::{CodecConfig, ConfigError};
-use crate::matcher::{Expired, Received, SendError};
+use crate::matcher::{Expired, Received, RequestMatcher, SendError};
 use crate::{FrameDecoder, ProtocolError};
 
 mod client;

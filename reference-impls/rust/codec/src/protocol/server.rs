@@ -16,23 +16,87 @@ pub struct Served {
     pub error: Option<ProtocolError>,
 }
 
+/// A server session's decoder (with the receive buffer) and whether the session has closed.
+#[derive(Debug)]
+pub struct Decoding<D> {
+    pub(crate) dec: D,
+    pub(crate) closed: bool,
+}
+
+impl<D: FrameDecoder> Decoding<D> {
+    pub(crate) fn new(dec: D) -> Self {
+        Decoding { dec, closed: false }
+    }
+
+    /// Appends received bytes to the decoder, unless the session has closed.
+    pub(crate) fn extend(&mut self, data: &[u8]) {
+        if !self.closed {
+            self.dec.extend(data);
+        }
+    }
+
+    /// Closes the session, with the error `e` if the input broke a requirement.
+    pub(crate) fn close(&mut self, s: &mut Served, e: Option<ProtocolError>) {
+        self.closed = true;
+        s.closed = true;
+        s.error = e;
+    }
+}
+
 /// The server side of one connection: bytes in, bytes out, closed or not, and the classified
 /// error. The network server is a loop around it (read into [`ServerSession::buffer_mut`],
 /// [`ServerSession::process`], write what it appended); the testee's `serve` drives it offline.
+/// A session provides its [`Decoding`] and [`ServerSession::process_open`]; the rest defaults
+/// to their bookkeeping.
 pub trait ServerSession {
+    type Decoder: FrameDecoder;
+
+    /// The session's decoder and whether it has closed.
+    fn io(&self) -> &Decoding<Self::Decoder>;
+
+    fn io_mut(&mut self) -> &mut Decoding<Self::Decoder>;
+
+    /// [`ServerSession::process`] on a session that is open: handles everything complete in
+    /// the buffer, appends the replies to `out`, counts in `s`, and closes with
+    /// [`Decoding::close`] where the input ends the session.
+    fn process_open(&mut self, out: &mut BytesMut, s: &mut Served);
+
     /// The receive buffer, to read socket data straight into it.
-    fn buffer_mut(&mut self) -> &mut BytesMut;
+    fn buffer_mut(&mut self) -> &mut BytesMut {
+        self.io_mut().dec.buffer_mut()
+    }
 
     /// Appends received bytes (ignored once the session is closed).
-    fn extend(&mut self, data: &[u8]);
+    fn extend(&mut self, data: &[u8]) {
+        self.io_mut().extend(data);
+    }
 
     /// Handles everything complete in the buffer; appends the replies to `out`.
-    fn process(&mut self, out: &mut BytesMut) -> Served;
+    fn process(&mut self, out: &mut BytesMut) -> Served {
+        let mut s = Served {
+            closed: self.io().closed,
+            ..Served::default()
+        };
+        if !s.closed {
+            self.process_open(out, &mut s);
+        }
+        s
+    }
 
-    /// The peer's EOF: handles what is left, appends the last replies and closes.
-    fn finish(&mut self, out: &mut BytesMut) -> Served;
+    /// The peer's EOF: handles what is left, appends the last replies and closes, with the
+    /// decoder's error if a frame is left unfinished.
+    fn finish(&mut self, out: &mut BytesMut) -> Served {
+        let mut s = self.process(out);
+        if !s.closed {
+            let e = self.io_mut().dec.finish().err();
+            self.io_mut().close(&mut s, e);
+        }
+        s
+    }
 
-    fn is_closed(&self) -> bool;
+    fn is_closed(&self) -> bool {
+        self.io().closed
+    }
 
     /// Bytes held for what is unfinished (a partial handshake, frame or message), for the
     /// server's memory budget (`*-RES-1`). Default: the receive buffer's length.
@@ -74,44 +138,40 @@ pub trait Echo: Protocol {
 #[derive(Debug)]
 pub struct EchoSession<P: Echo> {
     proto: P,
-    dec: P::Decoder,
+    io: Decoding<P::Decoder>,
     sink: bool,
-    closed: bool,
 }
 
 impl<P: Echo> EchoSession<P> {
     pub fn new(proto: P, sink: bool) -> Self {
         EchoSession {
-            dec: proto.decoder(),
+            io: Decoding::new(proto.decoder()),
             proto,
             sink,
-            closed: false,
+        }
+    }
+
+    /// The session of `endpoint` (an echo protocol has only the default one, `""`).
+    pub fn of_endpoint(proto: &P, endpoint: &str, sink: bool) -> Result<Self, ConfigError> {
+        match endpoint {
+            "" => Ok(EchoSession::new(proto.clone(), sink)),
+            other => Err(ConfigError::Unsupported(format!(
+                "{} has no endpoint {other:?}",
+                P::NAME
+            ))),
         }
     }
 }
 
 impl<P: Echo> ServerSession for EchoSession<P> {
-    fn buffer_mut(&mut self) -> &mut BytesMut {
-        self.dec.buffer_mut()
-    }
+    type Decoder = P::Decoder;
 
-    fn extend(&mut self, data: &[u8]) {
-        if !self.closed {
-            self.dec.extend(data);
-        }
-    }
-
-    fn process(&mut self, out: &mut BytesMut) -> Served {
-        let mut s = Served::default();
-        if self.closed {
-            s.closed = true;
-            return s;
-        }
+    fn process_open(&mut self, out: &mut BytesMut, s: &mut Served) {
         loop {
-            let (frames, bytes) = self.proto.reply_in_place(&mut self.dec, out, self.sink);
+            let (frames, bytes) = self.proto.reply_in_place(&mut self.io.dec, out, self.sink);
             s.frames += frames;
             s.bytes += bytes;
-            match self.dec.decode() {
+            match self.io.dec.decode() {
                 Ok(Some(f)) => {
                     s.frames += 1;
                     s.bytes += P::payload(&f).len() as u64;
@@ -119,28 +179,17 @@ impl<P: Echo> ServerSession for EchoSession<P> {
                         self.proto.reply(&f, out);
                     }
                 }
-                Ok(None) => return s,
-                Err(e) => {
-                    self.closed = true;
-                    s.closed = true;
-                    s.error = Some(e);
-                    return s;
-                }
+                Ok(None) => return,
+                Err(e) => return self.io.close(s, Some(e)),
             }
         }
     }
 
-    fn finish(&mut self, out: &mut BytesMut) -> Served {
-        let mut s = self.process(out);
-        if !s.closed {
-            s.error = self.dec.finish().err();
-            s.closed = true;
-            self.closed = true;
-        }
-        s
+    fn io(&self) -> &Decoding<P::Decoder> {
+        &self.io
     }
 
-    fn is_closed(&self) -> bool {
-        self.closed
+    fn io_mut(&mut self) -> &mut Decoding<P::Decoder> {
+        &mut self.io
     }
 }

@@ -34,6 +34,7 @@ impl<T> RpcClient<T> {
 
 impl<T> ClientMatcher<T> for RpcClient<T> {
     type Frame = RpcFrame;
+    type Matcher = IdMatcher<T>;
 
     /// A call to the echo service with the protocol's call mode (`--variant`) and END_STREAM
     /// (the testee's plain call: UNARY, flags 0x04).
@@ -92,13 +93,10 @@ impl<T> ClientMatcher<T> for RpcClient<T> {
         out: &mut BytesMut,
         fill: impl FnOnce(&mut [u8]),
     ) -> Result<(), SendError<ProtocolError>> {
-        if self.m.is_failed() {
-            return Err(SendError::ConnectionFailed);
-        }
         let p = self.proto;
         let id = self.next_id;
-        p.write_echo_call(out, id, p.mode | END_STREAM, len, fill)
-            .map_err(SendError::Encode)?;
+        self.m
+            .send_unpending(|| p.write_echo_call(out, id, p.mode | END_STREAM, len, fill))?;
         self.next_id = id.wrapping_add(1);
         Ok(())
     }
@@ -114,22 +112,11 @@ impl<T> ClientMatcher<T> for RpcClient<T> {
         self.m.receive(f.id)
     }
 
-    fn expire(&mut self, now: u64) -> Expired<T> {
-        Expired {
-            timed_out: self.m.expire(now),
-            failed: Vec::new(),
-        }
+    fn matcher(&self) -> &IdMatcher<T> {
+        &self.m
     }
 
-    fn fail(&mut self) -> Vec<T> {
-        self.m.fail()
-    }
-
-    fn pending(&self) -> usize {
-        self.m.pending()
-    }
-
-    fn is_failed(&self) -> bool {
-        self.m.is_failed()
+    fn matcher_mut(&mut self) -> &mut IdMatcher<T> {
+        &mut self.m
     }
 }

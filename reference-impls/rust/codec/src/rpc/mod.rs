@@ -11,10 +11,10 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use serde_json::{Map, Value};
 
 use crate::config::{CodecConfig, ConfigError};
-use crate::matcher::{Expired, IdMatcher, Received, SendError};
+use crate::matcher::{IdMatcher, Received, RequestMatcher, SendError};
 use crate::protocol::{
-    put_payload, ClientMatcher, FrameFields, Protocol, ReplyRewriter, Rewrite, RewriteState,
-    Served, ServerSession, StreamOps, StreamReply,
+    put_payload, ClientMatcher, Decoding, FrameFields, Protocol, ReplyRewriter, Rewrite,
+    RewriteState, Served, ServerSession, StreamOps, StreamReply,
 };
 use crate::{FrameDecoder, ProtocolError, Violation};
 

@@ -112,10 +112,9 @@ impl ReplyRewriter for RpcRewriter {
 /// server) the one the first frame picks.
 #[derive(Debug)]
 pub struct RpcSession {
-    dec: RpcDecoder,
+    io: Decoding<RpcDecoder>,
     ep: Endpoint,
     sink: bool,
-    closed: bool,
 }
 
 /// Writes a control frame of the stream endpoint (flags 0, empty body).
@@ -126,10 +125,9 @@ pub(super) fn put_control(out: &mut BytesMut, kind: u8, id: u32) {
 impl RpcSession {
     pub(super) fn new(p: &Rpc, ep: Endpoint, sink: bool) -> Self {
         RpcSession {
-            dec: p.decoder(),
+            io: Decoding::new(p.decoder()),
             ep,
             sink,
-            closed: false,
         }
     }
 
@@ -197,29 +195,17 @@ impl RpcSession {
 }
 
 impl ServerSession for RpcSession {
-    fn buffer_mut(&mut self) -> &mut BytesMut {
-        self.dec.buffer_mut()
-    }
+    type Decoder = RpcDecoder;
 
-    fn extend(&mut self, data: &[u8]) {
-        if !self.closed {
-            self.dec.extend(data);
-        }
-    }
-
-    fn process(&mut self, out: &mut BytesMut) -> Served {
-        let mut s = Served::default();
-        if self.closed {
-            s.closed = true;
-            return s;
-        }
+    fn process_open(&mut self, out: &mut BytesMut, s: &mut Served) {
         loop {
             if matches!(self.ep, Endpoint::Unary | Endpoint::Auto) {
                 // Whole REQUEST frames where they lie (the same replies as `unary`), then the
                 // next frame through decode.
                 let sink = self.sink;
                 let (frames, bytes) =
-                    self.dec
+                    self.io
+                        .dec
                         .drain_requests(|flags, id, service, method, payload| {
                             if !sink {
                                 Self::unary_reply(flags, id, service, method, payload, out)
@@ -231,16 +217,11 @@ impl ServerSession for RpcSession {
                 s.frames += frames;
                 s.bytes += bytes;
             }
-            let at = self.dec.position();
-            let f = match self.dec.decode() {
+            let at = self.io.dec.position();
+            let f = match self.io.dec.decode() {
                 Ok(Some(f)) => f,
-                Ok(None) => return s,
-                Err(e) => {
-                    self.closed = true;
-                    s.closed = true;
-                    s.error = Some(e);
-                    return s;
-                }
+                Ok(None) => return,
+                Err(e) => return self.io.close(s, Some(e)),
             };
             s.frames += 1;
             s.bytes += f.payload.len() as u64;
@@ -257,14 +238,12 @@ impl ServerSession for RpcSession {
             match self.ep {
                 Endpoint::Unary if f.kind == REQUEST as u32 => Self::unary(&f, out),
                 Endpoint::Unary | Endpoint::Auto => {
-                    self.closed = true;
-                    s.closed = true;
-                    s.error = Some(ProtocolError::new(
+                    let e = ProtocolError::new(
                         Violation::RpcEcho4,
                         at,
                         format!("type 0x{:02X} on the unary endpoint", f.kind),
-                    ));
-                    return s;
+                    );
+                    return self.io.close(s, Some(e));
                 }
                 Endpoint::Stream { open } => {
                     self.ep = Endpoint::Stream {
@@ -275,17 +254,11 @@ impl ServerSession for RpcSession {
         }
     }
 
-    fn finish(&mut self, out: &mut BytesMut) -> Served {
-        let mut s = self.process(out);
-        if !s.closed {
-            s.error = self.dec.finish().err();
-            s.closed = true;
-            self.closed = true;
-        }
-        s
+    fn io(&self) -> &Decoding<RpcDecoder> {
+        &self.io
     }
 
-    fn is_closed(&self) -> bool {
-        self.closed
+    fn io_mut(&mut self) -> &mut Decoding<RpcDecoder> {
+        &mut self.io
     }
 }

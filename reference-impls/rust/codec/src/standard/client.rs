@@ -46,6 +46,7 @@ impl<T> StandardClient<T> {
 
 impl<T> ClientMatcher<T> for StandardClient<T> {
     type Frame = StdFrame;
+    type Matcher = SequenceMatcher<T>;
 
     fn send_request(
         &mut self,
@@ -84,22 +85,11 @@ impl<T> ClientMatcher<T> for StandardClient<T> {
         self.m.receive(f.is_reply(), f.sequence)
     }
 
-    fn expire(&mut self, now: u64) -> Expired<T> {
-        Expired {
-            timed_out: self.m.expire(now),
-            failed: Vec::new(),
-        }
+    fn matcher(&self) -> &SequenceMatcher<T> {
+        &self.m
     }
 
-    fn fail(&mut self) -> Vec<T> {
-        self.m.fail()
-    }
-
-    fn pending(&self) -> usize {
-        self.m.pending()
-    }
-
-    fn is_failed(&self) -> bool {
-        self.m.is_failed()
+    fn matcher_mut(&mut self) -> &mut SequenceMatcher<T> {
+        &mut self.m
     }
 }

@@ -53,12 +53,7 @@ impl Protocol for Standard {
     }
 
     fn session(&self, endpoint: &str, sink: bool) -> Result<Self::Session, ConfigError> {
-        match endpoint {
-            "" => Ok(EchoSession::new(*self, sink)),
-            other => Err(ConfigError::Unsupported(format!(
-                "standard has no endpoint {other:?}"
-            ))),
-        }
+        EchoSession::of_endpoint(self, endpoint, sink)
     }
 
     fn client<T: Send + 'static>(&self, timeout: u64) -> StandardClient<T> {

@@ -91,6 +91,7 @@ impl crate::protocol::Opening for ClientOpening {
                 resp.reason.unwrap_or("")
             ));
         }
+        check_upgrade_headers(resp.headers)?;
         let accept = resp
             .headers
             .iter()
@@ -106,6 +107,33 @@ impl crate::protocol::Opening for ClientOpening {
     }
 }
 
+/// The checks of a 101 answer besides its accept key (WS-HS-7, RFC 6455 §4.1 points 2, 3, 5, 6):
+/// `Upgrade: websocket` and an `upgrade` token in `Connection` (names and values in any case,
+/// `Connection` a token list, possibly over repeated headers), and neither an extension nor a
+/// subprotocol, since this client asks for none.
+fn check_upgrade_headers(headers: &[httparse::Header<'_>]) -> Result<(), String> {
+    let values = |name: &'static str| {
+        headers
+            .iter()
+            .filter(move |h| h.name.eq_ignore_ascii_case(name))
+            .map(|h| String::from_utf8_lossy(h.value).trim().to_string())
+    };
+    if !values("upgrade").any(|v| v.eq_ignore_ascii_case("websocket")) {
+        return Err("handshake answer without 'Upgrade: websocket'".into());
+    }
+    let upgrade_token = values("connection")
+        .any(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("upgrade")));
+    if !upgrade_token {
+        return Err("handshake answer without an 'upgrade' token in Connection".into());
+    }
+    for name in ["sec-websocket-extensions", "sec-websocket-protocol"] {
+        if let Some(v) = values(name).find(|v| !v.is_empty()) {
+            return Err(format!("handshake answer with {name} {v:?}, which was not asked for"));
+        }
+    }
+    Ok(())
+}
+
 /// The client side of a websocket connection for a load client: each request a masked FIN
 /// message with a fresh key (WS-MASK-3/4), echoes matched FIFO (WS-ECHO-1).
 #[derive(Debug)]
@@ -117,6 +145,7 @@ pub struct WsClient<T> {
 
 impl<T> ClientMatcher<T> for WsClient<T> {
     type Frame = WsFrame;
+    type Matcher = FifoMatcher<T>;
 
     fn send_request(
         &mut self,
@@ -141,13 +170,13 @@ impl<T> ClientMatcher<T> for WsClient<T> {
         out: &mut BytesMut,
         fill: impl FnOnce(&mut [u8]),
     ) -> Result<(), SendError<ProtocolError>> {
-        if self.m.is_failed() {
-            return Err(SendError::ConnectionFailed);
-        }
-        self.proto.check_request(len).map_err(SendError::Encode)?;
-        let key = self.keys.key();
-        put_masked_frame(out, self.proto.opcode, key, len, fill);
-        Ok(())
+        let p = self.proto;
+        let keys = &mut self.keys;
+        self.m.send_unpending(|| {
+            p.check_request(len)?;
+            put_masked_frame(out, p.opcode, keys.key(), len, fill);
+            Ok(())
+        })
     }
 
     /// Data frames complete the oldest request; control frames complete nothing.
@@ -155,25 +184,20 @@ impl<T> ClientMatcher<T> for WsClient<T> {
         if self.m.is_failed() {
             return Received::Ignored;
         }
+        if f.opcode == u32::from(PONG) {
+            return Received::Ignored; // unsolicited: accepted, not answered (WS-PING-2)
+        }
         if f.opcode >= 8 {
             return Received::PeerRequest;
         }
         self.m.receive()
     }
 
-    fn expire(&mut self, now: u64) -> Expired<T> {
-        self.m.expire(now)
+    fn matcher(&self) -> &FifoMatcher<T> {
+        &self.m
     }
 
-    fn fail(&mut self) -> Vec<T> {
-        self.m.fail()
-    }
-
-    fn pending(&self) -> usize {
-        self.m.pending()
-    }
-
-    fn is_failed(&self) -> bool {
-        self.m.is_failed()
+    fn matcher_mut(&mut self) -> &mut FifoMatcher<T> {
+        &mut self.m
     }
 }

@@ -19,9 +19,9 @@ use serde_json::{Map, Value};
 use sha1::{Digest, Sha1};
 
 use crate::config::{CodecConfig, ConfigError};
-use crate::matcher::{Expired, FifoMatcher, Received, SendError};
+use crate::matcher::{FifoMatcher, Received, RequestMatcher, SendError};
 use crate::protocol::{
-    ClientMatcher, FrameFields, Protocol, ReplyRewriter, Rewrite, RewriteState, Served,
+    ClientMatcher, Decoding, FrameFields, Protocol, ReplyRewriter, Rewrite, RewriteState, Served,
     ServerSession,
 };
 use crate::{FrameDecoder, ProtocolError, Violation};

@@ -11,9 +11,8 @@ use super::*;
 /// the close frame of its class (WS-ERR-1), and closes. `sink` answers only pings and the close.
 #[derive(Debug)]
 pub struct WsSession {
-    dec: WsDecoder,
+    io: Decoding<WsDecoder>,
     sink: bool,
-    closed: bool,
     /// The opening handshake is still to be read.
     opening: bool,
     /// The fragments of a message being reassembled, and its opcode.
@@ -26,9 +25,8 @@ pub struct WsSession {
 impl WsSession {
     pub(super) fn new(p: &WebSocket, sink: bool, opening: bool) -> Self {
         WsSession {
-            dec: p.decoder(),
+            io: Decoding::new(p.decoder()),
             sink,
-            closed: false,
             opening,
             parts: BytesMut::new(),
             opcode: BINARY,
@@ -56,27 +54,21 @@ impl WsSession {
         }
     }
 
-    fn close_with(&mut self, s: &mut Served, e: Option<ProtocolError>) {
-        self.closed = true;
-        s.closed = true;
-        s.error = e;
-    }
-
     /// Reads the opening handshake from the buffer; false while it is incomplete.
     fn open(&mut self, out: &mut BytesMut, s: &mut Served) -> bool {
-        let buf = self.dec.buffer_mut();
+        let buf = self.io.dec.buffer_mut();
         let (reply, used) = match handshake_reply(buf) {
             None => return false,
             Some(r) => r,
         };
         out.extend_from_slice(&reply.bytes);
         if reply.ok {
-            self.dec.skip(used);
+            self.io.dec.skip(used);
             self.opening = false;
             true
         } else {
             let v = reply.violation;
-            self.close_with(s, Some(ProtocolError::new(v, 0, reply.why)));
+            self.io.close(s, Some(ProtocolError::new(v, 0, reply.why)));
             false
         }
     }
@@ -88,7 +80,7 @@ impl WsSession {
             PONG => {}
             CLOSE => {
                 self.put(out, CLOSE, &f.payload[..f.payload.len().min(2)]);
-                self.close_with(s, None);
+                self.io.close(s, None);
             }
             _ if self.sink => {}
             _ if op != CONT && f.fin => self.put(out, op, &f.payload),
@@ -109,35 +101,27 @@ impl WsSession {
 }
 
 impl ServerSession for WsSession {
-    fn buffer_mut(&mut self) -> &mut BytesMut {
-        self.dec.buffer_mut()
-    }
+    type Decoder = WsDecoder;
 
+    /// The handshake's bytes go to the buffer as they are; the frames' through the decoder.
     fn extend(&mut self, data: &[u8]) {
-        if !self.closed {
-            if self.opening {
-                self.dec.buffer_mut().extend_from_slice(data);
-            } else {
-                self.dec.extend(data);
-            }
+        if self.opening && !self.io.closed {
+            self.io.dec.buffer_mut().extend_from_slice(data);
+        } else {
+            self.io.extend(data);
         }
     }
 
-    fn process(&mut self, out: &mut BytesMut) -> Served {
-        let mut s = Served::default();
-        if self.closed {
-            s.closed = true;
-            return s;
-        }
-        if self.opening && !self.open(out, &mut s) {
-            return s;
+    fn process_open(&mut self, out: &mut BytesMut, s: &mut Served) {
+        if self.opening && !self.open(out, s) {
+            return;
         }
         loop {
             if self.keys.is_none() {
                 // Whole data messages where they lie (the same echo as on_frame's), then the next
                 // frame through decode (one completing a partial frame, a control frame, an error).
                 let sink = self.sink;
-                let (frames, bytes) = self.dec.drain_complete(|op, payload| {
+                let (frames, bytes) = self.io.dec.drain_complete(|op, payload| {
                     if !sink {
                         put_server_frame(out, op, payload)
                     }
@@ -145,51 +129,55 @@ impl ServerSession for WsSession {
                 s.frames += frames;
                 s.bytes += bytes;
             }
-            match self.dec.decode() {
+            match self.io.dec.decode() {
                 Ok(Some(f)) => {
                     s.frames += 1;
                     s.bytes += f.payload.len() as u64;
-                    self.on_frame(f, out, &mut s);
-                    if self.closed {
-                        return s;
+                    self.on_frame(f, out, s);
+                    if self.io.closed {
+                        return;
                     }
                 }
-                Ok(None) => return s,
+                Ok(None) => return,
                 Err(e) => {
                     if let Some(code) = close_code(e.violation) {
                         self.put(out, CLOSE, &code.to_be_bytes());
                     }
-                    self.close_with(&mut s, Some(e));
-                    return s;
+                    return self.io.close(s, Some(e));
                 }
             }
         }
     }
 
-    /// WS-ECHO-3: at EOF nothing more is written; a partial frame is WS-STR-3.
+    /// WS-ECHO-3: at EOF nothing more is written; a partial frame is WS-STR-3 (an unfinished
+    /// handshake closes without an error).
     fn finish(&mut self, out: &mut BytesMut) -> Served {
         let mut s = self.process(out);
         if !s.closed {
             let e = if self.opening {
                 None
             } else {
-                self.dec.finish().err()
+                self.io.dec.finish().err()
             };
-            self.close_with(&mut s, e);
+            self.io.close(&mut s, e);
         }
         s
     }
 
-    fn is_closed(&self) -> bool {
-        self.closed
-    }
-
     /// The partial frame or handshake in the buffer and the fragments of an unfinished message.
     fn held(&mut self) -> usize {
-        self.dec.buffer_mut().len() + self.parts.len()
+        self.io.dec.buffer_mut().len() + self.parts.len()
     }
 
     fn awaiting_opening(&self) -> bool {
-        self.opening && !self.closed
+        self.opening && !self.io.closed
+    }
+
+    fn io(&self) -> &Decoding<WsDecoder> {
+        &self.io
+    }
+
+    fn io_mut(&mut self) -> &mut Decoding<WsDecoder> {
+        &mut self.io
     }
 }

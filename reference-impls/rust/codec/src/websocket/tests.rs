@@ -223,3 +223,35 @@ Sec-WebSocket-Protocol: chat, frameproof.echo\r\n\r\n\x01";
     assert_eq!(c.response(&r.bytes), Ok(Some(r.bytes.len())));
     assert!(c.response(b"HTTP/1.1 400 Bad Request\r\n\r\n").is_err());
 }
+
+/// The client's checks of the 101 answer (WS-HS-7): every legal spelling accepted, the answers
+/// RFC 6455 §4.1 says a client fails refused.
+#[test]
+fn client_opening_answer() {
+    use crate::protocol::Opening;
+    let o = client_opening("127.0.0.1:1");
+    let request = String::from_utf8(o.request().to_vec()).unwrap();
+    let key = request.split("Sec-WebSocket-Key: ").nth(1).unwrap().split("\r\n").next().unwrap();
+    let accept = accept_for(key);
+    let answer = |head: &str| {
+        let text = format!("HTTP/1.1 101 Switching Protocols\r\n{head}Sec-WebSocket-Accept: {accept}\r\n\r\n");
+        o.response(text.as_bytes())
+    };
+    for ok in [
+        "Upgrade: websocket\r\nConnection: Upgrade\r\n",
+        "upgrade:WebSocket \r\nCONNECTION: keep-alive, upgrade\r\n",
+        "Connection: keep-alive\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nServer: x\r\n",
+        "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Extensions: \r\n",
+    ] {
+        assert!(matches!(answer(ok), Ok(Some(_))), "refused {ok:?}: {:?}", answer(ok));
+    }
+    for bad in [
+        "Connection: Upgrade\r\n",
+        "Upgrade: h2c\r\nConnection: Upgrade\r\n",
+        "Upgrade: websocket\r\nConnection: keep-alive\r\n",
+        "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Extensions: permessage-deflate\r\n",
+        "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Protocol: chat\r\n",
+    ] {
+        assert!(answer(bad).is_err(), "accepted {bad:?}");
+    }
+}

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use fp_net::Cli;
+use fp_net::{Cli, LOAD_CLIENT_OPTIONS};
 use frameproof_codec::config::CodecConfig;
 use frameproof_codec::protocol::Protocol;
 
@@ -59,25 +59,12 @@ pub struct Config {
 
 /// Parses and checks the flags that do not depend on the protocol; an error is a usage error.
 pub fn parse_config() -> Result<Config, String> {
-    let o = CLI.parse(
-        &[
-            "codec",
-            "protocol",
-            "connect",
-            "connections",
-            "requests",
-            "duration",
-            "payload",
-            "mode",
-            "window",
-            "timeout-ms",
-            "json",
-            "variant",
-            "frames-per-stream",
-            "batch",
-        ],
-        &[],
-    );
+    let with_value = [
+        LOAD_CLIENT_OPTIONS,
+        &["variant", "frames-per-stream", "batch"],
+    ]
+    .concat();
+    let o = CLI.parse(&with_value, &[]);
     let codec = o.codec()?;
     let addr = o.required("connect")?.to_string();
     let connections: usize = o.num("connections", 1)?;

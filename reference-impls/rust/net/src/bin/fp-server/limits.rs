@@ -107,6 +107,21 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// The state of a server with `limits` that has no connection yet.
+    pub fn new(limits: Limits) -> Shared {
+        Shared {
+            limits,
+            open: AtomicUsize::new(0),
+            total: AtomicUsize::new(0),
+            holders: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(0),
+            closed: Notify::new(),
+            budget_closes: AtomicU64::new(0),
+            timeout_closes: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
+        }
+    }
+
     /// Publishes a connection's holding; over the budget, closes the largest holders above
     /// the floor until the sum fits (RES-1, RES-2).
     pub fn hold(&self, h: &Holder, now: usize) {
@@ -201,20 +216,10 @@ mod tests {
     }
 
     fn shared(budget: usize) -> Arc<Shared> {
-        Arc::new(Shared {
-            limits: Limits {
-                memory_budget: budget,
-                ..limits(&[]).unwrap()
-            },
-            open: AtomicUsize::new(0),
-            total: AtomicUsize::new(0),
-            holders: Mutex::new(HashMap::new()),
-            next_id: AtomicU64::new(0),
-            closed: Notify::new(),
-            budget_closes: AtomicU64::new(0),
-            timeout_closes: AtomicU64::new(0),
-            refused: AtomicU64::new(0),
-        })
+        Arc::new(Shared::new(Limits {
+            memory_budget: budget,
+            ..limits(&[]).unwrap()
+        }))
     }
 
     #[test]

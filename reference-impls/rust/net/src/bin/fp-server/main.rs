@@ -30,15 +30,13 @@
 //! memory budget and the connection slots), `connection` (one connection's task: reads, the
 //! session, writes, its timeouts).
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
 use std::time::Duration;
 
 use fp_net::{print_line, Cli, Server};
 use frameproof_codec::protocol::Protocol;
 use frameproof_codec::registry::Visitor;
-use tokio::sync::Notify;
 use tokio::task::JoinSet;
 
 mod connection;
@@ -132,17 +130,7 @@ async fn serve<P: Protocol>(proto: P, cfg: Config) -> i32 {
         cfg.listen
     );
     let counters = Arc::new(Counters::default());
-    let shared = Arc::new(Shared {
-        limits: cfg.limits,
-        open: AtomicUsize::new(0),
-        total: AtomicUsize::new(0),
-        holders: Mutex::new(HashMap::new()),
-        next_id: AtomicU64::new(0),
-        closed: Notify::new(),
-        budget_closes: AtomicU64::new(0),
-        timeout_closes: AtomicU64::new(0),
-        refused: AtomicU64::new(0),
-    });
+    let shared = Arc::new(Shared::new(cfg.limits));
     let mut tasks = JoinSet::new();
     let mut accept_errors = 0u64;
     loop {

@@ -1,0 +1,458 @@
+"""Mutation testing of the reference implementations with frameproof as the test.
+
+A mutant is a small change to a protocol module (an operator swapped, a function body replaced by a
+constant ...); it is *caught* when frameproof's suites fail against the implementation built from it,
+*missed* when they pass. The mutants come from the well-kept tools of each language, which also do
+the bookkeeping (sharding, resuming, timeouts):
+
+- Rust: cargo-mutants over reference-impls/rust/codec/src/<protocol>/ (the protocol modules), the
+  test being reference-impls/rust/testee/tests/frameproof_suite.rs: `frameproof run` against the
+  mutated fp-testee (and, with --net, `frameproof net` against the mutated fp-server).
+- Python: cosmic-ray over conformance/frameproof/protocols/<protocol>/reference.py, the test being
+  `frameproof run` against `python -m frameproof.pytestee` importing the mutated copy (the suite
+  itself imports the unmutated one, so a mutant cannot change both the test and the tested).
+
+Commands (tools/mutation.sh passes its arguments here):
+  run --lang rust|python [--protocol P ...] [--shard K/N] [--net] [--profile smoke]
+      the whole run, resumable: rerun the same command to go on where it stopped
+  sample          the fixed sample of tools/mutation/ci-sample.toml: every mutant must be caught
+  report [--out results/mutation-DATE]
+      score per protocol and per module from what the runs left in .mutation/, survivors with
+      their triage from tools/mutation/triage.toml
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+WORK = ROOT / ".mutation"
+RUST = ROOT / "reference-impls/rust"
+VENV = ROOT / ".venv/bin"
+HERE = Path(__file__).resolve().parent
+PROTOCOLS = {"standard": "standard", "length-field": "length_field", "rpc": "rpc", "websocket": "websocket"}
+
+
+def sh(cmd: list[str], **kw) -> int:
+    print("+ " + " ".join(cmd), flush=True)
+    return subprocess.call(cmd, **kw)
+
+
+# ---- Rust: cargo-mutants -------------------------------------------------------------------------
+
+def rust_args(proto: str, net: bool) -> list[str]:
+    mod = PROTOCOLS[proto]
+    return ["cargo", "mutants", "--test-package", "fp-testee"] + (["--test-package", "fp-net"] if net else []) + [
+        "--file", f"codec/src/{mod}/**", "--file", f"codec/src/{mod}.rs", "--exclude", f"codec/src/{mod}/tests.rs",
+        "--cargo-test-arg=--test", "--cargo-test-arg=frameproof_suite",
+        "--timeout", "240", "--build-timeout", "900", "--no-shuffle", "--jobs", "1", "--baseline", "skip"]
+
+
+def rust_env(protos: list[str], net: bool, profile: str) -> dict:
+    env = dict(os.environ, FRAMEPROOF_BIN=str(VENV / "frameproof"), FRAMEPROOF_PROTOCOLS=",".join(protos),
+               FRAMEPROOF_PROFILE=profile, FRAMEPROOF_SCHEMAS=str(ROOT / "schemas"))
+    if net:
+        env["FRAMEPROOF_NET"] = "1"
+    return env
+
+
+def rust_baseline(protos: list[str], net: bool, profile: str) -> bool:
+    """frameproof passes on the unmutated workspace. cargo-mutants' own baseline tests the mutated
+    package (the codec crate), not --test-package, so it is skipped and done here instead."""
+    pkgs = ["-p", "fp-testee"] + (["-p", "fp-net"] if net else [])
+    ok = sh(["cargo", "test", *pkgs, "--test", "frameproof_suite"], cwd=RUST, env=rust_env(protos, net, profile)) == 0
+    if not ok:
+        print(f"baseline: frameproof fails on the unmutated Rust code ({', '.join(protos)}): no mutant tested")
+    return ok
+
+
+def run_rust(protos: list[str], shard: str | None, net: bool, profile: str) -> int:
+    rc = 0
+    for proto in protos:
+        if not rust_baseline([proto], net, profile):
+            return 1
+        out = WORK / "rust" / proto / (f"shard-{shard.replace('/', '-of-')}" if shard else "all")
+        out.mkdir(parents=True, exist_ok=True)
+        args = rust_args(proto, net) + ["-o", str(out)] + (["--shard", shard] if shard else [])
+        if (out / "mutants.out" / "outcomes.json").exists():
+            args.append("--iterate")  # resume: only what is not caught yet (or never ran)
+        r = sh(args, cwd=RUST, env=rust_env([proto], net, profile))
+        rc = rc or (r if r not in (0, 2, 3) else 0)  # 2: missed mutants, 3: timeouts: results, not errors
+    return rc
+
+
+def rust_outcomes(out: Path) -> dict[str, str]:
+    """name (without line:col) -> caught | missed | timeout | unviable, of one cargo-mutants output."""
+    res = {}
+    for kind in ("caught", "missed", "timeout", "unviable"):
+        f = out / "mutants.out" / f"{kind}.txt"
+        if f.exists():
+            for line in f.read_text().splitlines():
+                if line.strip():
+                    res[strip_pos(line.strip())] = kind
+    return res
+
+
+def strip_pos(name: str) -> str:
+    """'codec/src/x.rs:12:9: replace ...' -> 'codec/src/x.rs: replace ...' (lines move; names stay)."""
+    return re.sub(r"^([^:]+):\d+:\d+:", r"\1:", name)
+
+
+# ---- Python: cosmic-ray --------------------------------------------------------------------------
+
+def py_tree() -> Path:
+    """The copy cosmic-ray mutates in place (never the working tree)."""
+    tree = WORK / "python" / "tree"
+    src = ROOT / "conformance/frameproof"
+    dst = tree / "conformance/frameproof"
+    if dst.exists():
+        shutil.rmtree(dst)
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return tree
+
+
+def py_test_command(tree: Path, proto: str, net: bool, profile: str) -> str:
+    mutated = f"env PYTHONPATH={tree / 'conformance'} {VENV / 'python'}"
+    cmd = (f"{VENV / 'frameproof'} run --protocol {proto} --profile {profile} -x --timeout 5 "
+           f"--testee '{mutated} -m frameproof.pytestee'")
+    if net:
+        cmd += (f" && {VENV / 'frameproof'} net --protocol {proto} "
+                f"--server-cmd '{mutated} -m frameproof.pyserver --protocol {proto} --listen 127.0.0.1:0'")
+    return cmd
+
+
+def py_session(tree: Path, proto: str, net: bool, profile: str) -> tuple[Path, Path]:
+    d = WORK / "python" / proto
+    d.mkdir(parents=True, exist_ok=True)
+    module = f"conformance/frameproof/protocols/{PROTOCOLS[proto]}/reference.py"
+    cfg = d / "cosmic-ray.toml"
+    cfg.write_text(
+        "[cosmic-ray]\n"
+        f"module-path = \"{module}\"\n"
+        "timeout = 120.0\n"
+        "excluded-modules = []\n"
+        f"test-command = {json.dumps(py_test_command(tree, proto, net, profile))}\n"
+        "[cosmic-ray.distributor]\nname = \"local\"\n")
+    session = d / "session.sqlite"
+    stamp = d / "source.sha"
+    digest = subprocess.run(["sha256sum", str(ROOT / module)], capture_output=True, text=True).stdout.split()[0]
+    if not session.exists() or not stamp.exists() or stamp.read_text() != digest:
+        session.unlink(missing_ok=True)  # the module changed: its old mutants are gone
+        subprocess.check_call([str(VENV / "cosmic-ray"), "init", str(cfg), str(session)], cwd=tree)
+        stamp.write_text(digest)
+    return cfg, session
+
+
+def run_python(protos: list[str], net: bool, profile: str) -> int:
+    tree = py_tree()
+    rc = 0
+    for proto in protos:
+        cfg, session = py_session(tree, proto, net, profile)
+        # the baseline: the unmutated copy must pass, or every mutant would count as caught
+        if sh(["bash", "-c", py_test_command(tree, proto, net, profile)], cwd=tree,
+              stdout=subprocess.DEVNULL) != 0:
+            print(f"baseline: frameproof fails on the unmutated Python {proto}: no mutant tested", flush=True)
+            return 1
+        # exec does only the work items without a result: rerunning resumes
+        rc = rc or sh([str(VENV / "cosmic-ray"), "exec", str(cfg), str(session)], cwd=tree)
+    return rc
+
+
+PLANTED_NAMES = {"M", "m", "mutant", "MUTANT", "fault"}
+UNPLANTED = ""  # the switch's value when no bug is planted (frameproof.reference.MUTANT)
+
+
+def _switch(node) -> bool:
+    """`M == "name"` (or !=, in, ...): a comparison of the --mutant / --fault switch with names."""
+    import ast
+    if not isinstance(node, ast.Compare) or len(node.ops) != 1:
+        return False
+    sides = [node.left, *node.comparators]
+    return any(isinstance(n, ast.Name) and n.id in PLANTED_NAMES or
+               isinstance(n, ast.Attribute) and n.attr in PLANTED_NAMES for n in sides) and \
+        any(isinstance(n, (ast.Constant, ast.Tuple)) for n in sides)
+
+
+def planted_analysis(module: Path) -> tuple[list[tuple], dict]:
+    """Where a mutant cannot change the implementation as it runs with no bug planted:
+    - spans that run only when a bug is planted: the body of `if M == "name":`, the first branch
+      of `x if M == "name" else y`, a function named after a planted bug (allocate_declared,
+      whose docstring names the fault "allocate-declared");
+    - per line, the switch comparisons on it (operator name, constants): a comparison operator
+      swapped there is equivalent when both operators give the same answer for UNPLANTED.
+    Returns (spans as (row, col, end_row, end_col), {row: [(op, constant), ...]})."""
+    import ast
+    tree = ast.parse(module.read_text())
+    names = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    spans: list[tuple] = []
+    switches: dict[int, list] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and _switch(node.test) and isinstance(node.test.ops[0], (ast.Eq, ast.In)):
+            for b in node.body:
+                spans.append((b.lineno, 0, b.end_lineno or b.lineno, 10 ** 6))
+        if isinstance(node, ast.IfExp) and _switch(node.test) and isinstance(node.test.ops[0], ast.Eq):
+            b = node.body
+            spans.append((b.lineno, b.col_offset, b.end_lineno or b.lineno, b.end_col_offset or 10 ** 6))
+        if isinstance(node, ast.FunctionDef) and any(
+                n == node.name.replace("_", "-") or f'"{node.name.replace("_", "-")}"' in n for n in names):
+            spans.append((node.lineno, 0, node.end_lineno or node.lineno, 10 ** 6))
+        if _switch(node):
+            const = next(n for n in [node.left, *node.comparators] if isinstance(n, (ast.Constant, ast.Tuple)))
+            if isinstance(const, ast.Constant):
+                switches.setdefault(node.lineno, []).append((type(node.ops[0]).__name__, const.value))
+    return spans, switches
+
+
+_OPS = {"Eq": lambda a, b: a == b, "NotEq": lambda a, b: a != b, "Lt": lambda a, b: a < b,
+        "LtE": lambda a, b: a <= b, "Gt": lambda a, b: a > b, "GtE": lambda a, b: a >= b,
+        "Is": lambda a, b: a is b, "IsNot": lambda a, b: a is not b}
+
+
+def equivalent_unplanted(op_name: str, row: int, col: int, analysis) -> bool:
+    spans, switches = analysis
+    if any((r0, c0) <= (row, col) <= (r1, c1) for r0, c0, r1, c1 in spans):
+        return True
+    m = re.fullmatch(r"core/ReplaceComparisonOperator_(\w+?)_(\w+)", op_name)
+    if not m or m.group(1) not in _OPS or m.group(2) not in _OPS:
+        return False
+    line = switches.get(row, [])
+    # the swapped operator must be one of a switch's on this line, and give the same answer there
+    hits = [c for op, c in line if op == m.group(1)]
+    try:
+        return bool(hits) and all(_OPS[m.group(1)](UNPLANTED, c) == _OPS[m.group(2)](UNPLANTED, c) for c in hits)
+    except TypeError:
+        return False
+
+
+def py_outcomes(session: Path) -> list[dict]:
+    """Every mutant of a cosmic-ray session: module, function, operator, line text, outcome."""
+    out = []
+    db = sqlite3.connect(str(session))
+    rows = db.execute("SELECT m.module_path, m.operator_name, m.occurrence, m.start_pos_row, m.start_pos_col, "
+                      "m.definition_name, "
+                      "r.worker_outcome, r.test_outcome FROM mutation_specs m "
+                      "LEFT JOIN work_results r ON r.job_id = m.job_id").fetchall()
+    planted: dict[str, tuple] = {}
+    for module, op, occ, row, col, fn, worker, test in rows:
+        worker, test = (worker or "").lower() or None, (test or "").lower()
+        lines = (ROOT / module).read_text().splitlines()
+        if module not in planted:
+            planted[module] = planted_analysis(ROOT / module)
+        text = lines[row - 1].strip() if 0 < row <= len(lines) else ""
+        if worker is None:
+            kind = "untested"
+        elif worker == "timeout":
+            kind = "timeout"
+        elif worker in ("exception", "abnormal") or test == "incompetent":
+            kind = "unviable"
+        else:
+            kind = {"killed": "caught", "survived": "missed"}.get(test, "unviable")
+        out.append({"module": module, "function": fn or "", "operator": op, "occurrence": occ, "line": row,
+                    "text": text, "outcome": kind, "planted_only": equivalent_unplanted(op, row, col, planted[module]),
+                    "name": f"{module}: {op} in {fn or '<module>'}: {text}"})
+    return out
+
+
+# ---- the fixed sample (CI) -----------------------------------------------------------------------
+
+def sample(args) -> int:
+    spec = tomllib.loads((HERE / "ci-sample.toml").read_text())
+    results = []  # (lang, name, caught?, why)
+    # Python: cosmic-ray applies one mutation in the copy and runs the test command; the copy is restored
+    tree = py_tree()
+    passing: dict[str, bool] = {}
+    for m in spec["python"] if args.lang in (None, "python") else ():
+        proto = m["protocol"]
+        if proto not in passing:  # the baseline: unmutated, frameproof passes (else nothing is shown)
+            passing[proto] = subprocess.call(["bash", "-c", py_test_command(tree, proto, False, "smoke")],
+                                             cwd=tree, stdout=subprocess.DEVNULL) == 0
+        if not passing[proto]:
+            results.append(("python", f"{proto} baseline", False, "frameproof fails on the unmutated copy"))
+            continue
+        module = f"conformance/frameproof/protocols/{PROTOCOLS[proto]}/reference.py"
+        # the occurrence that lands on the named line text inside the named function
+        cfg, session = py_session(tree, proto, False, "smoke")
+        cands = [o for o in py_outcomes(session) if o["operator"] == m["operator"]
+                 and o["function"] == m["function"] and o["text"] == m["text"]]
+        if "nth" in m:  # the operator stands more than once on the line: the nth, left to right
+            cands = sorted(cands, key=lambda o: o["occurrence"])[m["nth"]:m["nth"] + 1]
+        name = f"python {proto}: {m['operator']} in {m['function']}: {m['text']}"
+        if len(cands) != 1:
+            results.append(("python", name, False, f"the sample names {len(cands)} mutants, not 1: pick again "
+                                                    "(tools/mutation/ci-sample.toml)"))
+            continue
+        c = cands[0]
+        t0 = time.monotonic()
+        p = subprocess.run([str(VENV / "cosmic-ray"), "mutate-and-test", module, c["operator"], str(c["occurrence"]),
+                            py_test_command(tree, proto, False, "smoke")],
+                           cwd=tree, capture_output=True, text=True, timeout=600)
+        shutil.copyfile(ROOT / module, tree / module)  # mutate-and-test restores it too; be sure
+        outcome = ""
+        try:
+            outcome = json.loads(p.stdout.strip().splitlines()[-1]).get("test_outcome", "")
+        except (ValueError, IndexError, AttributeError):
+            pass
+        results.append(("python", name, outcome == "killed",
+                        f"{outcome or 'no result: ' + p.stderr[-300:]} in {time.monotonic() - t0:.0f} s"))
+    # Rust: one cargo-mutants run over the sample's names (its baseline checks the unmutated tree passes)
+    pats = spec["rust"] if args.lang in (None, "rust") else []
+    out = WORK / "rust-sample"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    select = []
+    for m in pats:
+        select += ["--file", m["file"], "--re", m["re"]]
+    listed = subprocess.run(["cargo", "mutants", "--list"] + select, cwd=RUST, capture_output=True,
+                            text=True).stdout.split("\n")
+    listed = [x for x in listed if x.strip()]
+    for m in pats:
+        hits = [x for x in listed if x.startswith(m["file"]) and re.search(m["re"], x)]
+        if len(hits) != 1:
+            results.append(("rust", m["re"], False, f"the sample names {len(hits)} mutants, not 1: pick again"))
+    ok = pats and len(listed) == len(pats) and all(r[2] or r[0] != "rust" for r in results)
+    if ok and not rust_baseline(list(PROTOCOLS), False, "smoke"):
+        results.append(("rust", "baseline", False, "frameproof fails on the unmutated Rust code"))
+        ok = False
+    if ok:
+        t0 = time.monotonic()
+        sh(["cargo", "mutants", "--test-package", "fp-testee", "--cargo-test-arg=--test",
+            "--cargo-test-arg=frameproof_suite", "--timeout", "240", "--build-timeout", "900", "--no-shuffle",
+            "--jobs", "1", "--baseline", "skip", "-o", str(out)] + select,
+           cwd=RUST, env=rust_env(list(PROTOCOLS), False, "smoke"))
+        got = rust_outcomes(out)
+        for x in listed:
+            kind = got.get(strip_pos(x), "not run")
+            results.append(("rust", x, kind in ("caught", "timeout"), f"{kind} (whole run {time.monotonic() - t0:.0f} s)"))
+    caught = sum(1 for r in results if r[2])
+    for lang, name, ok, why in results:
+        print(f"{'caught' if ok else 'MISSED'}  {lang}  {name}  [{why}]")
+    print(f"mutation: {caught} passed, {len(results) - caught} failed")
+    return 0 if results and caught == len(results) else 1
+
+
+# ---- the report ----------------------------------------------------------------------------------
+
+def load_triage() -> list[dict]:
+    f = HERE / "triage.toml"
+    return tomllib.loads(f.read_text()).get("survivor", []) if f.exists() else []
+
+
+def triage_of(name: str, triage: list[dict]) -> dict | None:
+    for t in triage:
+        if t["match"] in name:
+            return t
+    return None
+
+
+def collect() -> dict:
+    res: dict = {"rust": {}, "python": {}}
+    for proto in PROTOCOLS:
+        merged: dict[str, str] = {}
+        for out in sorted((WORK / "rust" / proto).glob("*")) if (WORK / "rust" / proto).exists() else ():
+            merged.update(rust_outcomes(out))
+        if merged:
+            res["rust"][proto] = [{"name": n, "module": n.split(":")[0], "outcome": k} for n, k in sorted(merged.items())]
+        s = WORK / "python" / proto / "session.sqlite"
+        if s.exists():
+            res["python"][proto] = py_outcomes(s)
+    return res
+
+
+def score(ms: list[dict], triage: list[dict]) -> dict:
+    c = {k: 0 for k in ("caught", "missed", "timeout", "unviable", "untested", "equivalent")}
+    for m in ms:
+        k = m["outcome"]
+        if k == "missed":
+            t = triage_of(m["name"], triage)
+            if t is None and m.get("planted_only"):
+                t = {"verdict": "equivalent", "why": "no effect unless a deliberate bug is planted (--mutant/--fault): "
+                                                     "code that runs only then, or the switch's own test answering "
+                                                     "the same"}
+            m["triage"] = t
+            if t and t.get("verdict") == "equivalent":
+                k = "equivalent"
+        c[k] += 1
+    tested = c["caught"] + c["timeout"] + c["missed"]
+    c["score"] = round(100.0 * (c["caught"] + c["timeout"]) / tested, 1) if tested else None
+    return c
+
+
+def report(args) -> int:
+    triage = load_triage()
+    res = collect()
+    lines = ["# Mutation testing with frameproof as the test", "",
+             "Made by `bash tools/mutation.sh report` from the runs in `.mutation/` "
+             "(see tools/mutation/run.py for how mutants are made and judged).",
+             "Score = (caught + timed out) / (caught + timed out + missed), equivalent mutants left out; "
+             "unviable mutants (they do not build or import) do not count.", ""]
+    data = {"generated": time.strftime("%Y-%m-%d"), "languages": {}}
+    for lang in ("rust", "python"):
+        if not res[lang]:
+            continue
+        lines += [f"## {lang}", "", "| protocol | mutants | tested | caught | timeout | missed | equivalent | "
+                  "unviable | untested | score |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        data["languages"][lang] = {}
+        for proto, ms in res[lang].items():
+            c = score(ms, triage)
+            tested = c["caught"] + c["timeout"] + c["missed"]
+            lines.append(f"| {proto} | {len(ms)} | {tested} | {c['caught']} | {c['timeout']} | {c['missed']} | "
+                         f"{c['equivalent']} | {c['unviable']} | {c['untested']} | "
+                         f"{'' if c['score'] is None else str(c['score']) + ' %'} |")
+            by_module: dict[str, dict] = {}
+            for m in ms:
+                key = m["module"] + (f" {m['function']}" if lang == "python" else "")
+                by_module.setdefault(key, []).append(m)
+            data["languages"][lang][proto] = {
+                "totals": c,
+                "by_module": {k: score(v, triage) for k, v in sorted(by_module.items())},
+                "survivors": [{"name": m["name"], "triage": m.get("triage")} for m in ms
+                              if m["outcome"] == "missed"]}
+        lines.append("")
+        for proto, d in data["languages"][lang].items():
+            if d["survivors"]:
+                lines += [f"### {lang} {proto}: survivors", ""]
+                for s in d["survivors"]:
+                    t = s["triage"]
+                    lines.append(f"- `{s['name']}`: " + (f"**{t['verdict']}**: {t['why']}" if t else "**not triaged**"))
+                lines.append("")
+    out = Path(args.out or ROOT / "results" / f"mutation-{data['generated']}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(data, indent=1) + "\n")
+    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    print(f"wrote {out}.md and {out}.json")
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="tools/mutation.sh", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--lang", choices=("rust", "python"), required=True)
+    r.add_argument("--protocol", action="append", choices=list(PROTOCOLS))
+    r.add_argument("--shard", help="K/N: the K-th of N shards (Rust; cargo-mutants --shard)")
+    r.add_argument("--net", action="store_true", help="the network suite too, for the mutants the codec suite misses")
+    r.add_argument("--profile", default="smoke", choices=("smoke", "ci", "fuzz"))
+    smp = sub.add_parser("sample")
+    smp.add_argument("--lang", choices=("rust", "python"), help="only this language's part")
+    rep = sub.add_parser("report")
+    rep.add_argument("--out")
+    a = ap.parse_args(argv)
+    if a.cmd == "run":
+        protos = a.protocol or list(PROTOCOLS)
+        return run_rust(protos, a.shard, a.net, a.profile) if a.lang == "rust" else run_python(protos, a.net, a.profile)
+    return sample(a) if a.cmd == "sample" else report(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
