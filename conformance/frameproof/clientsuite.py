@@ -121,6 +121,13 @@ def run_client(t: ClientTarget, corrupt_every=0, drop_every=0) -> ClientRun:
         time.sleep(0.2)  # let the server account for the last bytes
     finally:
         th.close()
+    text, report = client_results(out, jpath)
+    return ClientRun(p.returncode, report, srv.stats, text[-3000:], nodelay)
+
+
+def client_results(out, jpath: str):
+    """(the client's output, its JSON report: None when it wrote none, {"__invalid__": why} when it does
+    not parse); the report file is removed."""
     out.seek(0)
     text = out.read().decode("utf-8", "replace")
     report = None
@@ -130,7 +137,7 @@ def run_client(t: ClientTarget, corrupt_every=0, drop_every=0) -> ClientRun:
         except ValueError as e:
             report = {"__invalid__": str(e)}
         os.unlink(jpath)
-    return ClientRun(p.returncode, report, srv.stats, text[-3000:], nodelay)
+    return text, report
 
 
 def _need_report(r: ClientRun) -> dict:

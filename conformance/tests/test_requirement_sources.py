@@ -29,9 +29,8 @@ def test_every_requirement_of_every_spec_has_a_source_label():
 
 
 def test_the_spec_gives_its_reason_for_each_decision():
-    # rpc.md's paragraphs are another helper's to word; its labels are checked above
     for r in spec.requirements().values():
-        if r.source in ("spec", "rfc-should") and r.protocol != "rpc":
+        if r.source in ("spec", "rfc-should"):
             assert spec.REASON_MARK in r.text, f"{r.id} ({r.source}) gives no reason"
         if r.protocol == "websocket":
             assert r.source != "upstream", f"{r.id}: websocket's sources are the RFC or the spec"

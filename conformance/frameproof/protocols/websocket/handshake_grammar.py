@@ -49,18 +49,22 @@ def _token_list(draw, tokens: List[str]) -> str:
     return out
 
 
+def connection_values(draw, upgrade: str) -> List[str]:
+    """The values of the Connection header(s): the ``upgrade`` token (as spelled) among up to two
+    others, in any order, as a token list or spread over two headers (RFC 7230 §3.2.2, §6.1)."""
+    tokens = [upgrade] + list(draw(st.lists(st.sampled_from(CONNECTION_OTHERS), max_size=2, unique=True)))
+    tokens = draw(st.permutations(tokens))
+    if len(tokens) > 1 and draw(st.booleans()):  # the list spread over two Connection headers
+        cut = draw(st.integers(1, len(tokens) - 1))
+        return [_token_list(draw, tokens[:cut]), _token_list(draw, tokens[cut:])]
+    return [_token_list(draw, tokens)]
+
+
 @st.composite
 def opening_requests(draw) -> Tuple[bytes, str]:
     """(a valid opening request in one legal spelling, its key)."""
     key = base64.b64encode(draw(st.binary(min_size=16, max_size=16))).decode()
-    tokens = [_any_case(draw, "upgrade")] + list(draw(st.lists(st.sampled_from(CONNECTION_OTHERS), max_size=2,
-                                                                unique=True)))
-    tokens = draw(st.permutations(tokens))
-    if len(tokens) > 1 and draw(st.booleans()):  # the list spread over two Connection headers
-        cut = draw(st.integers(1, len(tokens) - 1))
-        connection = [_token_list(draw, tokens[:cut]), _token_list(draw, tokens[cut:])]
-    else:
-        connection = [_token_list(draw, tokens)]
+    connection = connection_values(draw, _any_case(draw, "upgrade"))
     headers = [("Host", draw(st.sampled_from(HOSTS))), ("Upgrade", _any_case(draw, "websocket")),
                ("Sec-WebSocket-Key", key), ("Sec-WebSocket-Version", "13")]
     headers += [("Connection", v) for v in connection]
