@@ -207,6 +207,34 @@ else the suites judge is the library's own output.
 """
 
 
+def _two_views(res, names) -> list:
+    """Every library judged twice over all its reports (report.py ``levels``): by this spec, and by the
+    RFC alone (``--level rfc``), the spec's own decisions and the RFC's SHOULDs listed apart."""
+    out = ["", "## Two views: this spec, and the RFC alone", "",
+           "The requirements each library breaks in any suite (expected failures included), judged by this "
+           "spec (`--level spec`, the default) and by the RFC's and upstream's MUSTs alone (`--level rfc`), "
+           "where the spec's own decisions (\"stricter than the RFC\") and the RFC's SHOULDs are listed apart "
+           "and fail nothing (spec/harness.md, \"Requirement sources\").", "",
+           "| implementation | breaks, this spec | breaks, RFC alone | stricter than the RFC | RFC SHOULDs |",
+           "|---|---|---|---|---|"]
+    for n in names:
+        lv = [d["levels"] for _, d in res.get(n, {}).values() if isinstance(d, dict) and isinstance(d.get("levels"), dict)]
+        if not lv:
+            continue
+
+        def union(view, key):
+            got = sorted({r for x in lv for r in x.get(view, {}).get(key, [])}, key=_id_order)
+            return ", ".join(got) or "none"
+        out.append(f"| {n} | {union('spec', 'deviations')} | {union('rfc', 'deviations')} | "
+                   f"{union('rfc', 'stricter_requirements')} | {union('rfc', 'should_requirements')} |")
+    return out
+
+
+def _id_order(rid: str):
+    head, _, num = rid.rpartition("-")
+    return (head, int(num) if num.isdigit() else 0)
+
+
 def render(reports: Path) -> str:
     impls = {i["name"]: i for i in wrappers()}
     res = load_reports(reports)
@@ -234,6 +262,7 @@ def render(reports: Path) -> str:
     for k in suites:
         lines.append(f"| {titles[k]} | " + " | ".join(_totals_cell(res[n][k][1]) if k in res.get(n, {}) else "—"
                                                        for n in names) + " |")
+    lines += _two_views(res, names)
     for proto in registry.names():
         ids = [r for r, v in reqs.items() if v.protocol == proto]
         cols = [n for n in names if any(p == proto for p, _ in res.get(n, {}))]

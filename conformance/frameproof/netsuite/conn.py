@@ -17,13 +17,15 @@ from .target import NetTarget, READ_TIMEOUT
 class Conn:
     """A client connection that decodes replies with the oracle's framing."""
 
-    def __init__(self, t: NetTarget, nodelay=True, handshake=True):
+    def __init__(self, t: NetTarget, nodelay=True, handshake=True, rcvbuf: Optional[int] = None):
         self.t = t
         fam = socket.AF_INET6 if ":" in t.host else socket.AF_INET
         self.s = socket.socket(fam, socket.SOCK_STREAM)
         self.s.settimeout(READ_TIMEOUT)
         if nodelay:
             self.s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if rcvbuf:  # before connect: the window scale is chosen at the handshake from this size
+            self.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
         try:
             self.s.connect((t.host, t.port))
         except OSError as e:
