@@ -89,6 +89,14 @@ def test_short_run_writes_well_formed_results(tmp_path):
     assert all(r["ratio_runs"]["ci_low"] <= r["ratio_to_raw"] <= r["ratio_runs"]["ci_high"] for r in rust)
     assert f"{rc_['ratio_overlapping']} of {rc_['ratio_compared']} rows overlap" in md
     assert "Quiet-machine check" in md
+    # CPU per message (issue 28): both sides for every good row, the client's from getrusage (µs resolution,
+    # never zero for a run that sent anything), the server's from /proc ticks (10 ms: may be 0 at 0.1 s)
+    good = [r for r in doc["results"] if r["ok"]]
+    assert all(r["cpu_ns_per_msg"]["client"]["total"] > 0 and r["cpu_ns_per_msg"]["server"]["total"] >= 0
+               for r in good), [r["cpu_ns_per_msg"] for r in good]
+    assert all(abs(r["cpu_ns_per_msg"]["client"]["user"] + r["cpu_ns_per_msg"]["client"]["sys"]
+                   - r["cpu_ns_per_msg"]["client"]["total"]) < 1 for r in good)
+    assert "## CPU per message (ns), server and load client" in md
     pngs = [tmp_path / p for p in doc["outputs"]["charts"]]
     assert pngs and all(p.exists() and p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
     for p in pngs:
@@ -440,3 +448,31 @@ def test_microbench_counts_instructions_of_a_native_program(tmp_path):
         # a 2-byte header and a 32-byte copy: tens of instructions per frame, not the program's start-up
         assert r["instructions_per_frame"] is not None and 5 < r["instructions_per_frame"] < 200, r
     assert "| length-field/encode/32/16 | c |" in (tmp_path / "m.md").read_text()
+
+
+def test_cpu_window_reads_a_busy_process_and_divides_by_verified_replies():
+    """fpbench/cpu.py: /proc/<pid>/stat of a process that spins for 0.3 s shows about 0.3 s of user
+    time; the client side is getrusage of the children reaped in the window; per message divides by
+    the verified replies (receive mode: the requests sent)."""
+    sys.path.insert(0, str(ROOT / "tools" / "bench"))
+    from fpbench import cpu
+    spin = subprocess.Popen([sys.executable, "-c", "import time\nt=time.process_time()\n"
+                             "while time.process_time()-t<0.3: pass\ntime.sleep(5)"])
+    try:
+        w = cpu.Window(spin.pid)
+        subprocess.run([sys.executable, "-c", "import time\nt=time.process_time()\nwhile time.process_time()-t<0.2: pass"])
+        time.sleep(0.4)
+        used = w.close()
+    finally:
+        spin.kill()
+        spin.wait()
+    assert 0.15 <= used["server_user_s"] + used["server_sys_s"] <= 0.6, used
+    assert 0.15 <= used["client_user_s"] + used["client_sys_s"] <= 0.6, used
+    run = {"ok": True, "replies_verified": 1000, "cpu": {"server_user_s": 0.002, "server_sys_s": 0.001,
+                                                         "client_user_s": 0.005, "client_sys_s": 0.0}}
+    per = cpu.per_message(run)
+    assert per["server"] == {"user": 2000.0, "sys": 1000.0, "total": 3000.0} and per["client"]["total"] == 5000.0
+    row = cpu.row_summary([run, {**run, "cpu": {**run["cpu"], "server_user_s": 0.004}}, {"ok": False}])
+    assert row["server"]["total"] == 4000.0 and row["heavier"] == "client"
+    assert cpu.per_message({"ok": True, "requests_sent": 10, "cpu": {"client_user_s": 1e-6, "client_sys_s": 0}}) \
+        == {"client": {"user": 100.0, "sys": 0.0, "total": 100.0}}

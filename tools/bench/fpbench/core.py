@@ -23,6 +23,7 @@ from frameproof import protocols as registry
 from frameproof.matrix import codec_args
 from frameproof.paths import IMPL_DIR, ROOT
 from frameproof.servers import start_server
+from . import cpu
 from .stats import summary
 
 RUST_BIN = IMPL_DIR / "rust" / "target" / "release"
@@ -341,26 +342,28 @@ def set_pin(name: str, cpu: int = 0) -> None:
 
 
 def run_client_once(c: Program, s: Scenario, addr: str, duration: float, wrap: Optional[List[str]] = None,
-                    connections: Optional[int] = None) -> dict:
+                    connections: Optional[int] = None, server_pid: Optional[int] = None) -> dict:
     fd, jpath = tempfile.mkstemp(suffix=".json", prefix="fpbench-")
     os.close(fd)
     os.unlink(jpath)
     argv = (wrap if wrap is not None else PIN["client"] or []) + c.argv + client_args(s, addr, duration, jpath, connections,
                                                window_in_receive=c.name == "rust-blast")
     t0 = time.monotonic()
+    window = cpu.Window(server_pid)  # the server's and the client's CPU over the client's life (fpbench/cpu.py)
     try:
         p = subprocess.run(argv, capture_output=True, text=True, timeout=duration + 60, cwd=str(ROOT / "conformance"))
         rc, out = p.returncode, (p.stdout + p.stderr)[-1500:]
     except subprocess.TimeoutExpired:
         rc, out = -9, "timed out"
     wall = time.monotonic() - t0
+    used = window.close()
     rep = None
     try:
         rep = json.loads(Path(jpath).read_text())
         os.unlink(jpath)
     except (OSError, ValueError):
         pass
-    r = {"rc": rc, "wall_s": round(wall, 3)}
+    r = {"rc": rc, "wall_s": round(wall, 3), "cpu": used}
     if rep:
         r.update({k: rep.get(k) for k in ("connections", "requests_sent", "replies_received", "replies_verified", "errors",
                                           "duration_s", "msgs_per_s", "mb_per_s")})
@@ -540,7 +543,7 @@ def run_matrix(scenarios: List[Scenario], servers: List[Program], clients: List[
                     if not e["server"].alive():
                         res[(srv.name, c.name)].append({"ok": False, "output": "server exited"})
                         continue
-                    r = run_client_once(c, s, e["server"].addr, duration)
+                    r = run_client_once(c, s, e["server"].addr, duration, server_pid=e["server"].proc.pid)
                     sent(e, c, r)
                     res[(srv.name, c.name)].append(r)
             for srv, c in pairs:
@@ -562,7 +565,8 @@ def run_matrix(scenarios: List[Scenario], servers: List[Program], clients: List[
                 rows.append({"scenario": s.to_json(), "key": s.key, "server": srv.name, "server_kind": srv.kind,
                              "client": c.name, "ok": ok, "loadavg_1m": round(os.getloadavg()[0], 2),
                              "msgs_per_s": st, "mb_per_s": mb["median"],
-                             "latency_p50_us": p50["median"], "latency_p99_us": p99["median"], "runs": rr})
+                             "latency_p50_us": p50["median"], "latency_p99_us": p99["median"],
+                             "cpu_ns_per_msg": cpu.row_summary(rr), "runs": rr})
                 log(f"  [{i:3}/{total}] {s.key:42} {srv.name:9} <- {c.name:10} "
                     + (f"{st['median']:>12,.0f} msg/s ±{st['spread_pct']}%" if st["median"] else "FAILED")
                     + ("" if ok else "  (some runs failed)"))

@@ -58,6 +58,49 @@ def _cell(r) -> str:
     return s
 
 
+def _label(sc: dict) -> str:
+    label = f"{sc['mode']} {sc['payload']} B, C={sc['connections']}" + (
+        "" if sc["mode"] == "per-packet" else f", N={sc['window']}" if sc["mode"] == "batched" else f", W={sc['window']}")
+    return label + "".join(f" {a}" for a in sc.get("args", []))
+
+
+def cpu_section(rows: List[dict], servers: List[str], doc: dict) -> List[str]:
+    """The headline: CPU per verified message, server and load client (fpbench/cpu.py), and the
+    server's as a multiple of raw's (same scenario, same client)."""
+    if not any(r.get("cpu_ns_per_msg") for r in rows):
+        return []
+    L = ["", "## CPU per message (ns), server and load client", "",
+         "Cells: the server's CPU time per verified message (user + system, every thread, from /proc/<pid>/stat "
+         "over the client's run), then `·` the load client's (getrusage), medians of the runs; in parentheses the "
+         "server's as a multiple of `raw`'s. Whichever side spends more per message limited the run; unlike msg/s, "
+         "these figures do not depend on how the two shared the CPUs.", ""]
+    for proto in protocols_of(doc):
+        sv = [s for s in servers if any(r["server"] == s and r["scenario"]["protocol"] == proto
+                                        and r.get("cpu_ns_per_msg") for r in rows)]
+        if not sv:
+            continue
+        L += [f"### {proto}", "", "| scenario | client | " + " | ".join(sv) + " |", "|---|---|" + "---|" * len(sv)]
+        keys = []
+        for r in rows:
+            if r["scenario"]["protocol"] == proto and (r["key"], r["client"]) not in keys:
+                keys.append((r["key"], r["client"]))
+        for k, cl in keys:
+            by = {r["server"]: r.get("cpu_ns_per_msg") or {} for r in rows if r["key"] == k and r["client"] == cl}
+            raw = (by.get("raw") or {}).get("server", {}).get("total")
+            cells = []
+            for s in sv:
+                c = by.get(s) or {}
+                srv, cli = (c.get("server") or {}).get("total"), (c.get("client") or {}).get("total")
+                cell = f"{fmt(srv)} · {fmt(cli)}" if srv is not None else "–"
+                if srv is not None and raw and s != "raw":
+                    cell += f" ({srv / raw:.2f}×)"
+                cells.append(cell)
+            sc = next(r["scenario"] for r in rows if r["key"] == k)
+            L.append(f"| {_label(sc)} | {cl} | " + " | ".join(cells) + " |")
+        L.append("")
+    return L
+
+
 def markdown(doc: dict, charts: List[str]) -> str:
     m = doc["machine"]
     cal = m.get("calibration", {})
@@ -103,6 +146,7 @@ def markdown(doc: dict, charts: List[str]) -> str:
                  f"| {(c.get('client') or {}).get('requests_sent')} / {(c.get('checker') or {}).get('frames')} |")
     rows = doc["results"]
     servers = [s["name"] for s in doc["servers"]]
+    L += cpu_section(rows, servers, doc)
     L += ["", "## Throughput (msg/s) and fraction of the raw-echo ceiling", "",
           "Cells: median msg/s ± spread, and in parentheses the server's fraction of `raw` (the no-codec echo, "
           "same scenario, same load client). `raw` = fp-raw-echo (read → turn each request header into its reply's "
@@ -119,9 +163,7 @@ def markdown(doc: dict, charts: List[str]) -> str:
                 keys.append((r["key"], r["client"]))
         for k, cl in keys:
             sc = next(r["scenario"] for r in rows if r["key"] == k)
-            label = f"{sc['mode']} {sc['payload']} B, C={sc['connections']}" + (
-                "" if sc["mode"] == "per-packet" else f", N={sc['window']}" if sc["mode"] == "batched" else f", W={sc['window']}")
-            label += "".join(f" {a}" for a in sc.get("args", []))
+            label = _label(sc)
             cells = [_cell(next((r for r in rows if r["key"] == k and r["client"] == cl and r["server"] == s), None)) for s in sv]
             L.append(f"| {label} | {cl} | " + " | ".join(cells) + " |")
             if sc.get("seed"):
