@@ -53,8 +53,11 @@ def test_short_run_writes_well_formed_results(tmp_path):
     needed = ["fp-server", "fp-load", "fp-raw-echo", "fp-blast", "fp-calib"]
     if not all((RUST / b).exists() for b in needed):
         pytest.skip("Rust programs not built (bash reference-impls/rust/build.sh)")
+    # the floor (tools/bench/floor, C over epoll): built here, a second with cc
+    fb = subprocess.run(["bash", str(ROOT / "tools/bench/floor/build.sh")], capture_output=True, text=True, timeout=300)
+    assert fb.returncode == 0, fb.stdout + fb.stderr
     # two protocols and the Rust fp-load only: seconds, and independent of protocols being added right now
-    rc, out = bench("--smoke", "--servers", "rust,raw", "--clients", "rust", "--protocols", "standard,length-field",
+    rc, out = bench("--smoke", "--servers", "rust,raw,floor", "--clients", "rust", "--protocols", "standard,length-field",
                     "--no-netns", "--no-alloc",
                     "--runs", "2", "--duration", "0.1", "--out", str(tmp_path), "--name", "b",
                     "--allow-noisy", "--quiet-seconds", "0.2", "--repeat-check")
@@ -65,7 +68,8 @@ def test_short_run_writes_well_formed_results(tmp_path):
     assert check_schema(doc) == []
     assert all(v["ok"] for v in doc["validation"])
     assert doc["machine"]["calibration"].get("memcpy_gb_per_s", 0) > 0
-    assert {r["server"] for r in doc["results"]} == {"rust", "raw"}
+    assert {r["server"] for r in doc["results"]} == {"rust", "raw", "floor"}
+    assert all(r["ok"] for r in doc["results"] if r["server"] == "floor"), [r for r in doc["results"] if not r["ok"]]
     # the seed-shaped batched echo runs once the client has it (the Rust fp-load has)
     batched = {"batched"} if "batched" in subprocess.run([str(RUST / "fp-load"), "--help"], capture_output=True,
                                                          text=True).stdout else set()
@@ -84,7 +88,7 @@ def test_short_run_writes_well_formed_results(tmp_path):
     assert "## Harness validation" in md and "fraction of the raw-echo ceiling" in md and "| per-packet 32 B, C=4 |" in md
     assert "## Repeat check" in md and f"{rc_['overlapping']} of {rc_['compared']} rows overlap" in md
     # and on the fraction of raw: every ok row of our server has a per-run ratio interval in both matrices
-    assert rc_["ratio_compared"] == len(rust)
+    assert rc_["ratio_compared"] == len([r for r in doc["results"] if r["ok"] and r["server"] != "raw"])
     assert all(isinstance(r["repeat"]["ratio_overlap"], bool) for r in rust)
     assert all(r["ratio_runs"]["ci_low"] <= r["ratio_to_raw"] <= r["ratio_runs"]["ci_high"] for r in rust)
     assert f"{rc_['ratio_overlapping']} of {rc_['ratio_compared']} rows overlap" in md
@@ -96,7 +100,7 @@ def test_short_run_writes_well_formed_results(tmp_path):
                for r in good), [r["cpu_ns_per_msg"] for r in good]
     assert all(abs(r["cpu_ns_per_msg"]["client"]["user"] + r["cpu_ns_per_msg"]["client"]["sys"]
                    - r["cpu_ns_per_msg"]["client"]["total"]) < 1 for r in good)
-    assert "## CPU per message (ns), server and load client" in md
+    assert "## CPU per message (ns), server and load client" in md and "× floor)" in md
     pngs = [tmp_path / p for p in doc["outputs"]["charts"]]
     assert pngs and all(p.exists() and p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
     for p in pngs:

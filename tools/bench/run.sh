@@ -14,6 +14,7 @@ if [ "${FPBENCH_NO_BUILD:-}" != 1 ]; then
   bash reference-impls/rust/build.sh >/dev/null
   [ -f reference-impls/csharp/impl.json ] && { bash reference-impls/csharp/build.sh >/dev/null || echo "run.sh: C# build failed; its programs are skipped if missing" >&2; }
   [ -f reference-impls/cpp/impl.json ] && { bash reference-impls/cpp/build.sh >/dev/null || echo "run.sh: C++ build failed" >&2; }
+  bash tools/bench/floor/build.sh >/dev/null || echo "run.sh: the floor (tools/bench/floor) did not build; its rows are skipped" >&2
 fi
 "$py" -c 'import matplotlib' 2>/dev/null || "$py" -m pip install -q matplotlib
 export FPBENCH_COMMAND="bash tools/bench/run.sh $*"

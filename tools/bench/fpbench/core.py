@@ -27,6 +27,7 @@ from . import cpu
 from .stats import summary
 
 RUST_BIN = IMPL_DIR / "rust" / "target" / "release"
+FLOOR_BIN = ROOT / "tools" / "bench" / "floor" / "build"
 SCHEMA = "frameproof-bench/1"
 
 # The largest payload of the payload sweep. Every protocol-specific fact the benchmark uses (the
@@ -164,6 +165,9 @@ def servers_and_clients(extra_clients: Dict[str, str]):
     # library; a protocol's own baselines (Protocol.bench_baselines) with that protocol only.
     servers.append(Program("raw", [str(RUST_BIN / "fp-raw-echo")], kind="baseline", stats=True,
                            protocols=tuple(rust_protocols)))
+    # The floor: one thread of C over epoll, the same header walk, nothing else (tools/bench/floor)
+    servers.append(Program("floor", [str(FLOOR_BIN / "fp-floor-epoll")], kind="baseline", stats=True,
+                           protocols=("standard", "length-field")))
     own: Dict[tuple, tuple] = {}
     for p in registry.all_protocols():
         for name, exe in p.bench_baselines.items():

@@ -72,7 +72,8 @@ def cpu_section(rows: List[dict], servers: List[str], doc: dict) -> List[str]:
     L = ["", "## CPU per message (ns), server and load client", "",
          "Cells: the server's CPU time per verified message (user + system, every thread, from /proc/<pid>/stat "
          "over the client's run), then `·` the load client's (getrusage), medians of the runs; in parentheses the "
-         "server's as a multiple of `raw`'s. Whichever side spends more per message limited the run; unlike msg/s, "
+         "server's as a multiple of the floor's (`floor`: one thread of C over epoll with raw's header walk, "
+         "tools/bench/floor) where the protocol has one, else of `raw`'s. Whichever side spends more per message limited the run; unlike msg/s, "
          "these figures do not depend on how the two shared the CPUs.", ""]
     for proto in protocols_of(doc):
         sv = [s for s in servers if any(r["server"] == s and r["scenario"]["protocol"] == proto
@@ -86,14 +87,15 @@ def cpu_section(rows: List[dict], servers: List[str], doc: dict) -> List[str]:
                 keys.append((r["key"], r["client"]))
         for k, cl in keys:
             by = {r["server"]: r.get("cpu_ns_per_msg") or {} for r in rows if r["key"] == k and r["client"] == cl}
-            raw = (by.get("raw") or {}).get("server", {}).get("total")
+            base = "floor" if (by.get("floor") or {}).get("server") else "raw"
+            raw = (by.get(base) or {}).get("server", {}).get("total")
             cells = []
             for s in sv:
                 c = by.get(s) or {}
                 srv, cli = (c.get("server") or {}).get("total"), (c.get("client") or {}).get("total")
                 cell = f"{fmt(srv)} · {fmt(cli)}" if srv is not None else "–"
-                if srv is not None and raw and s != "raw":
-                    cell += f" ({srv / raw:.2f}×)"
+                if srv is not None and raw and s != base:
+                    cell += f" ({srv / raw:.2f}× {base})"
                 cells.append(cell)
             sc = next(r["scenario"] for r in rows if r["key"] == k)
             L.append(f"| {_label(sc)} | {cl} | " + " | ".join(cells) + " |")
