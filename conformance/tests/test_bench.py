@@ -57,7 +57,7 @@ def test_short_run_writes_well_formed_results(tmp_path):
     fb = subprocess.run(["bash", str(ROOT / "tools/bench/floor/build.sh")], capture_output=True, text=True, timeout=300)
     assert fb.returncode == 0, fb.stdout + fb.stderr
     # two protocols and the Rust fp-load only: seconds, and independent of protocols being added right now
-    rc, out = bench("--smoke", "--servers", "rust,raw,floor", "--clients", "rust", "--protocols", "standard,length-field",
+    rc, out = bench("--smoke", "--servers", "rust,raw,floor,floor-uring", "--clients", "rust", "--protocols", "standard,length-field",
                     "--no-netns", "--no-alloc",
                     "--runs", "2", "--duration", "0.1", "--out", str(tmp_path), "--name", "b",
                     "--allow-noisy", "--quiet-seconds", "0.2", "--repeat-check")
@@ -68,8 +68,8 @@ def test_short_run_writes_well_formed_results(tmp_path):
     assert check_schema(doc) == []
     assert all(v["ok"] for v in doc["validation"])
     assert doc["machine"]["calibration"].get("memcpy_gb_per_s", 0) > 0
-    assert {r["server"] for r in doc["results"]} == {"rust", "raw", "floor"}
-    assert all(r["ok"] for r in doc["results"] if r["server"] == "floor"), [r for r in doc["results"] if not r["ok"]]
+    assert {r["server"] for r in doc["results"]} == {"rust", "raw", "floor", "floor-uring"}
+    assert all(r["ok"] for r in doc["results"] if r["server"].startswith("floor")), [r for r in doc["results"] if not r["ok"]]
     # the seed-shaped batched echo runs once the client has it (the Rust fp-load has)
     batched = {"batched"} if "batched" in subprocess.run([str(RUST / "fp-load"), "--help"], capture_output=True,
                                                          text=True).stdout else set()

@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
 # Builds the floor servers of the benchmark (tools/bench/floor, issue 28) into tools/bench/floor/build/.
-# Needs a C compiler and cJSON (Debian: libcjson-dev), installed here when missing and apt-get exists.
+# Needs a C compiler, cJSON and liburing (Debian: libcjson-dev, liburing-dev), installed here when missing
+# and apt-get exists. The io_uring floor is left out (with a message) where liburing is not there.
 set -euo pipefail
 cd "$(dirname "$0")"
-if ! [ -f /usr/include/cjson/cJSON.h ] && command -v apt-get >/dev/null; then
-  apt-get install -y -q libcjson-dev >/dev/null
-fi
+for pkg in libcjson-dev:/usr/include/cjson/cJSON.h liburing-dev:/usr/include/liburing.h; do
+  if ! [ -f "${pkg#*:}" ] && command -v apt-get >/dev/null; then
+    apt-get install -y -q "${pkg%%:*}" >/dev/null 2>&1 || echo "floor/build.sh: could not install ${pkg%%:*}" >&2
+  fi
+done
 mkdir -p build
 cc -O2 -g -Wall -Wextra -Werror -std=c11 -o build/fp-floor-epoll fp-floor-epoll.c -lcjson
 echo "built $(pwd)/build/fp-floor-epoll"
+if [ -f /usr/include/liburing.h ]; then
+  cc -O2 -g -Wall -Wextra -Werror -std=c11 -o build/fp-floor-uring fp-floor-uring.c -lcjson -luring
+  echo "built $(pwd)/build/fp-floor-uring"
+else
+  echo "floor/build.sh: no liburing: fp-floor-uring not built" >&2
+fi

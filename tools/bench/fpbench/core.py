@@ -168,6 +168,9 @@ def servers_and_clients(extra_clients: Dict[str, str]):
     # The floor: one thread of C over epoll, the same header walk, nothing else (tools/bench/floor)
     servers.append(Program("floor", [str(FLOOR_BIN / "fp-floor-epoll")], kind="baseline", stats=True,
                            protocols=("standard", "length-field")))
+    if (FLOOR_BIN / "fp-floor-uring").exists():  # where liburing was there to build it (floor/build.sh)
+        servers.append(Program("floor-uring", [str(FLOOR_BIN / "fp-floor-uring")], kind="baseline", stats=True,
+                               protocols=("standard", "length-field")))
     own: Dict[tuple, tuple] = {}
     for p in registry.all_protocols():
         for name, exe in p.bench_baselines.items():
