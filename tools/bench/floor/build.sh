@@ -6,7 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")"
 for pkg in libcjson-dev:/usr/include/cjson/cJSON.h liburing-dev:/usr/include/liburing.h; do
   if ! [ -f "${pkg#*:}" ] && command -v apt-get >/dev/null; then
-    apt-get install -y -q "${pkg%%:*}" >/dev/null 2>&1 || echo "floor/build.sh: could not install ${pkg%%:*}" >&2
+    { DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${pkg%%:*}" || { apt-get update -q &&
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${pkg%%:*}"; }; } >/dev/null 2>&1 ||
+      echo "floor/build.sh: could not install ${pkg%%:*}" >&2
   fi
 done
 mkdir -p build
