@@ -331,6 +331,10 @@ def run_matrix(names=None, build=True, profile="ci", out_dir=None, readme=False,
     print("slowest cells: " + ", ".join(f"{k} {t:.0f} s" for t, k in slow))
     bad = [k for k, v in cells if not v["ok"]]
     print(f"matrix: {len(cells) - len(bad)} passed, {len(bad)} failed ({doc['duration_s']:.0f} s)")
+    off_schema = report.schema_problems(doc, "matrix")  # schemas/matrix.schema.json: a bug of ours, said plainly
+    if off_schema:
+        print("matrix.json does not follow schemas/matrix.schema.json:\n  " + "\n  ".join(off_schema[:20]))
+        return 1
     if bad:
         print(f"FAILED: {', '.join(bad)}")
         return 1

@@ -24,6 +24,10 @@ Added fields (readers of the fields above need not know them):
   for a reader of ``status`` and ``totals``.
 
 A kind adds its own fields beside these (a stress run its scenarios, Autobahn its verdicts).
+
+The JSON Schema of the model, kinds included, is ``schemas/report.schema.json`` (published on the docs
+site); ``problems`` checks a report against it (jsonschema) and that its totals count its tests, and
+``write`` refuses to write a report that has any.
 """
 from __future__ import annotations
 
@@ -36,8 +40,6 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DID_NOT_START, EXIT_NOTHING_RAN = 0, 1, 2
 REPORT_VERSION = 1
 STATUSES = ("passed", "failed", "skipped", "xfailed", "xpassed")
 KINDS = ("run", "net", "client", "stress", "autobahn", "fuzz")
-REQUIRED = ("report_version", "kind", "implementation", "totals", "requirements", "tests")
-TEST_REQUIRED = ("name", "requirements", "status", "message", "duration")
 
 
 def zero() -> Dict[str, int]:
@@ -164,24 +166,29 @@ def make(kind: str, implementation: dict, tests: List[dict], levels=None, **extr
     return doc
 
 
+SCHEMA_DIR = Path(__file__).parent / "schemas"
+_validators: Dict[str, object] = {}
+
+
+def schema_problems(doc, name: str = "report") -> List[str]:
+    """Where `doc` breaks ``schemas/<name>.schema.json`` (JSON Schema 2020-12, checked by jsonschema):
+    one line per error, its JSON path first ([] when it follows the schema)."""
+    if name not in _validators:
+        # dependencies of the package, imported on first use (the CLI starts faster)
+        import jsonschema
+        from referencing import Registry, Resource
+        schemas = [json.loads(f.read_text(encoding="utf-8")) for f in sorted(SCHEMA_DIR.glob("*.schema.json"))]
+        registry = Registry().with_resources((s["$id"], Resource.from_contents(s)) for s in schemas)
+        schema = next(s for s in schemas if s["$id"].endswith(f"/{name}.schema.json"))
+        _validators[name] = jsonschema.Draft202012Validator(schema, registry=registry)
+    errs = sorted(_validators[name].iter_errors(doc), key=lambda e: list(e.absolute_path))
+    return [f"{'/'.join(str(p) for p in e.absolute_path) or '(top)'}: {e.message[:300]}" for e in errs]
+
+
 def problems(doc) -> List[str]:
-    """What makes `doc` not a report of this model ([] when it is one)."""
-    if not isinstance(doc, dict):
-        return ["not a JSON object"]
-    out = [f"no {k!r}" for k in REQUIRED if k not in doc]
-    if out:
-        return out
-    if doc["kind"] not in KINDS:
-        out.append(f"unknown kind {doc['kind']!r}")
-    if not isinstance(doc["implementation"], dict) or not doc["implementation"].get("name"):
-        out.append("implementation has no name")
-    if set(doc["totals"]) != set(STATUSES):
-        out.append(f"totals has {sorted(doc['totals'])}, not {sorted(STATUSES)}")
-    for t in doc["tests"]:
-        missing = [k for k in TEST_REQUIRED if k not in t]
-        if missing or t.get("status") not in STATUSES:
-            out.append(f"test {t.get('name')!r}: missing {missing} or status {t.get('status')!r}")
-            break
+    """What makes `doc` not a report of this model ([] when it is one): the schema's errors, then
+    whether its totals count its tests (which a schema cannot say)."""
+    out = schema_problems(doc)
     if not out and totals(doc["tests"]) != doc["totals"]:
         out.append("totals do not count the tests")
     return out

@@ -17,6 +17,9 @@ def run_frameproof(args, tmp_path, timeout=600):
     cmd = [PY, "-m", "frameproof.cli"] + args + (["--json", str(report)] if args and args[0] in ("run", "net") else [])
     p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
     doc = json.loads(report.read_text()) if report.exists() else None
+    if doc is not None:  # every report the suite's own tests produce follows its published schema
+        from frameproof.report import schema_problems
+        assert schema_problems(doc) == [], f"{' '.join(args[:1])} report off its schema: {schema_problems(doc)[:5]}"
     return p.returncode, p.stdout + p.stderr, doc
 
 

@@ -214,6 +214,9 @@ def autobahn(tmp_path, *args, timeout=600):
                         "--outdir", str(tmp_path / "reports")], cwd=ROOT, capture_output=True, text=True,
                        timeout=timeout)
     doc = json.loads(rep.read_text()) if rep.exists() else None
+    if doc is not None:  # the autobahn kind of the published report schema (schemas/report.schema.json)
+        from frameproof.report import schema_problems
+        assert schema_problems(doc) == [], schema_problems(doc)[:5]
     return p.returncode, p.stdout + p.stderr, doc, junit
 
 

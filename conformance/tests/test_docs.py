@@ -3,6 +3,7 @@ a broken anchor fails the build, every requirement is an anchor with its tests l
 built site renders in headless Chromium (screenshots under reports/docs/)."""
 import fcntl
 import os
+import json
 import re
 import shutil
 import socket
@@ -72,6 +73,10 @@ def test_site_has_every_spec_requirement_schema_and_vector(site):
         assert page.count('class="fp-hex"') >= len(V.load(proto)) // 2
     for p in ("results/matrix", "results/benchmarks", "requirements", "search"):
         assert (out / p).is_dir(), p
+    # the report JSON Schemas are published: shown on their page and downloadable as files
+    reports = (out / "schemas" / "reports" / "index.html").read_text(encoding="utf-8")
+    for f in (ROOT / "conformance" / "frameproof" / "schemas").glob("*.schema.json"):
+        assert f.name in reports and json.loads((out / "schemas" / f.name).read_text()) == json.loads(f.read_text())
     assert "STD-LIM-1" in (out / "search" / "search_index.json").read_text(encoding="utf-8")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -206,5 +207,26 @@ def gen_schemas(out: Path, compiled: Path) -> list:
             "## Source", "", f"`schemas/{proto.name}`:", "",
             "```protobuf", proto.read_text(encoding="utf-8").rstrip(), "```", ""]))
         pages.append(proto.stem)
+    index.append("| [Report JSON Schemas](reports.md) | the JSON every `frameproof` command writes (`--json`) | "
+                 "[harness.md](../harness.md) |")
+    gen_report_schemas(d)
     write(d / "index.md", "\n".join(index) + "\n")
     return pages
+
+
+def gen_report_schemas(d: Path):
+    """schemas/reports.md: the JSON Schemas of the reports (conformance/frameproof/schemas), shown and
+    copied beside the page for download; the suite validates every report it writes against them."""
+    src = ROOT / "conformance" / "frameproof" / "schemas"
+    lines = ["# Report JSON Schemas", "",
+             "Every report `frameproof run`, `net` (and `net --client`, `net --stress`), `autobahn` and `fuzz` write "
+             "with `--json` follows `report.schema.json`; `frameproof matrix` writes `matrix.json` following "
+             "`matrix.schema.json` (JSON Schema 2020-12). The CLI checks each report against its schema before "
+             "writing it, and the suite's own tests validate every report they produce, so a CI that reads these "
+             "files can rely on them. Fields a schema does not list are a kind's own additions; a reader of the "
+             "listed ones need not know them.", ""]
+    for f in sorted(src.glob("*.schema.json")):
+        shutil.copyfile(f, d / f.name)
+        lines += [f"## {f.name}", "", f"[Download]({f.name}) · source `conformance/frameproof/schemas/{f.name}`", "",
+                  "```json", f.read_text(encoding="utf-8").rstrip(), "```", ""]
+    write(d / "reports.md", "\n".join(lines))

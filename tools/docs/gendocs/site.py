@@ -67,7 +67,8 @@ def gen_config(out: Path, config: Path, spec_pages, schema_pages, vector_pages):
     extra = [{_h1(p).split(":")[0]: p.name} for p in hand_written_pages() if p.name != "index.md"]
     schema_nav = ["schemas/index.md"] + [{next(f.name for f in (ROOT / "schemas").iterdir() if f.stem == st
                                                 and f.suffix in (".ksy", ".proto")): f"schemas/{st}.md"}
-                                          for st in sorted(schema_pages, key=_protocol_first)]
+                                          for st in sorted(schema_pages, key=_protocol_first)] \
+        + [{"Report JSON Schemas": "schemas/reports.md"}]
     nav = ([{"Home": "index.md"}, {"Specification": spec_nav}] + extra
            + [{"Schemas": schema_nav},
               {"Test vectors": ["vectors/index.md"] + [{f"{p} vectors": f"vectors/{p}.md"} for p in vector_pages]},
