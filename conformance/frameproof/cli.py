@@ -152,7 +152,7 @@ def main(argv=None):
     from . import net_cli
     net_cli.add_parsers(sub)
     import importlib
-    for mod in ("fuzz_cli", "bench_cli"):  # subcommands that live in their own modules
+    for mod in ("fuzz_cli", "bench_cli", "report_cli"):  # subcommands that live in their own modules
         try:
             m = importlib.import_module(f".{mod}", __package__)
         except ModuleNotFoundError as e:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import shlex
 import subprocess
 import sys
@@ -16,7 +17,7 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from . import protocols as registry
 from . import report
@@ -90,10 +91,16 @@ def _cmd(impl, key) -> str:
     return " ".join(shlex.quote(a) for a in argv)
 
 
-def _fp(args, log) -> (int, dict):
-    """Runs the frameproof CLI in a subprocess; returns (exit status, JSON report)."""
-    fd, path = tempfile.mkstemp(suffix=".json")
-    os.close(fd)
+def _fp(args, log, keep: Optional[Path] = None) -> (int, dict):
+    """Runs the frameproof CLI in a subprocess; returns (exit status, JSON report). ``keep``: where the
+    report stays (the matrix keeps every cell's, for `frameproof report`), else it is a temporary file."""
+    if keep is not None:
+        keep.parent.mkdir(parents=True, exist_ok=True)
+        keep.unlink(missing_ok=True)
+        path = str(keep)
+    else:
+        fd, path = tempfile.mkstemp(suffix=".json")
+        os.close(fd)
     cmd = [sys.executable, "-m", "frameproof.cli"] + args + ["--json", path]
     with open(log, "a") as lf:
         lf.write("$ " + " ".join(shlex.quote(c) for c in cmd) + "\n")
@@ -103,7 +110,8 @@ def _fp(args, log) -> (int, dict):
         doc = json.loads(Path(path).read_text())
     except (OSError, ValueError):
         doc = None
-    os.unlink(path)
+    if keep is None:
+        os.unlink(path)
     return rc, doc
 
 
@@ -235,7 +243,9 @@ def run_matrix(names=None, build=True, profile="ci", out_dir=None, readme=False,
     def cell(name, group, label, argv):
         print(f"[{name}] {GROUP_TITLES[group]}: {label} …", flush=True)
         start = time.monotonic()
-        c = results[name][group][label] = _phase(f"{name} {label}", log, lambda: _cell(*_fp(argv, log)))
+        # every cell's full report stays in <out>/cells/ (frameproof report makes the HTML pages from them)
+        kept = out_dir / "cells" / (re.sub(r"[^A-Za-z0-9_-]+", "-", f"{name}--{group}--{label}").strip("-") + ".json")
+        c = results[name][group][label] = _phase(f"{name} {label}", log, lambda: _cell(*_fp(argv, log, kept)))
         c["seconds"] = round(time.monotonic() - start, 1)  # where a run's time goes (matrix.json)
         print(f"  {c['text']} ({c['seconds']:.0f} s)", flush=True)
 

@@ -343,12 +343,14 @@ def pytest_collection_modifyitems(session, config, items):
     xf = config.getoption("--fp-xfail")
     if xf:
         entries = report.read_xfail(xf)
+        reasons = report.read_xfail_reasons(xf)
         used = set()
         for item in items:
             for e in entries:
                 if fnmatch.fnmatchcase(item.name, e):
                     used.add(e)
                     item.add_marker(pytest.mark.xfail(reason=f"expected failure ({e})", strict=True))
+                    item.user_properties.append(("xfail_reason", reasons.get(e) or f"listed in {Path(xf).name}"))
                     break
         config.stash[RESULTS]["xfail_unmatched"] = [e for e in entries if e not in used]
     if config.getoption("--fp-list"):
@@ -413,6 +415,8 @@ def pytest_runtest_makereport(item, call):
                 broken = sorted({r for x in leaves for r in x.requirements if r in known})
         elif status == "skipped" and isinstance(rep.longrepr, tuple):
             msg = rep.longrepr[2]
+        elif status == "xfailed" and rep.longrepr is not None and not isinstance(rep.longrepr, tuple):
+            msg = str(rep.longreprtext)  # the failure that was expected: expected, actual, input
         extra = {}
         if status == "failed":
             verdict = spec.rfc_verdict(broken or item.requirements)

@@ -210,6 +210,21 @@ def read_xfail(path) -> List[str]:
     return out
 
 
+def read_xfail_reasons(path) -> Dict[str, str]:
+    """An expected-failures file's entries with their reasons: the comment on the entry's line, else
+    the comment lines just above it (as the files write a long reason)."""
+    out, above = {}, []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        entry, _, comment = line.partition("#")
+        entry, comment = entry.strip(), comment.strip()
+        if not entry:
+            above = above + [comment] if comment else []
+            continue
+        out[entry] = comment or " ".join(above)
+        above = []
+    return out
+
+
 def write(doc: dict, path) -> None:
     bad = problems(doc)
     if bad:
