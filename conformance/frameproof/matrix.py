@@ -333,6 +333,10 @@ def run_matrix(names=None, build=True, profile="ci", out_dir=None, readme=False,
     print()
     print(md)
     print(f"reports: {out_dir / 'matrix.json'}, {out_dir / 'matrix.md'}, log {log}")
+    # a page and badges an implementation, from every cell's report (frameproof report, report_html.py)
+    from .report_html import write_site
+    pages, _ = write_site([str(out_dir / "cells")], str(out_dir / "html"))
+    print(f"pages: {out_dir / 'html' / 'index.html'} ({len(pages)} implementations, badges beside them)")
     if readme:
         update_readme(readme_section(doc, md))
         print("README.md matrix section updated")

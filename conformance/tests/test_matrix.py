@@ -162,6 +162,10 @@ def test_missing_programs_make_failing_cells_not_a_crash(tmp_path):
     kinds = {k.split()[1] for k, _ in cells}
     assert {"codec", "net", "client", "interop"} <= kinds | {k.split()[0] for k, _ in cells}, cells
     assert "standard stress" in doc["results"]["ghost"]["net"]
+    # the pages step ran too: the ghost's page from the reports its cells left, its badge red
+    html = tmp_path / "out" / "html"
+    assert 'href="ghost.html"' in (html / "index.html").read_text() and (html / "ghost.html").exists()
+    assert "#cf222e" in (html / "ghost-standard.svg").read_text()
     assert cells and all(not c["ok"] and c["text"].startswith("✗") for _, c in cells), cells
 
 
