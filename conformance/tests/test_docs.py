@@ -2,8 +2,8 @@
 a broken anchor fails the build, every requirement is an anchor with its tests listed, and the
 built site renders in headless Chromium (screenshots under reports/docs/)."""
 import fcntl
-import os
 import json
+import os
 import re
 import shutil
 import socket
@@ -73,6 +73,10 @@ def test_site_has_every_spec_requirement_schema_and_vector(site):
         assert page.count('class="fp-hex"') >= len(V.load(proto)) // 2
     for p in ("results/matrix", "results/benchmarks", "requirements", "search"):
         assert (out / p).is_dir(), p
+    # the home page's protocol table comes from the registry: every protocol, its spec and its vectors
+    home = (out / "index.html").read_text(encoding="utf-8")
+    for proto in protocol_names():
+        assert f"<code>{proto}</code>" in home and f'href="{proto}/"' in home and f'href="vectors/{proto}/"' in home, proto
     # the report JSON Schemas are published: shown on their page and downloadable as files
     reports = (out / "schemas" / "reports" / "index.html").read_text(encoding="utf-8")
     for f in (ROOT / "conformance" / "frameproof" / "schemas").glob("*.schema.json"):
@@ -203,3 +207,18 @@ def test_site_renders_in_headless_chromium(site):
     finally:
         srv.terminate()
         srv.wait(timeout=10)
+
+
+def test_results_page_falls_back_to_the_committed_matrix(tmp_path, monkeypatch):
+    """Without a local run (no reports/), the results page shows the main job's matrix committed
+    under results/ (the newest), so the site has results on a fresh clone."""
+    sys.path.insert(0, str(ROOT / "tools" / "docs"))
+    from gendocs import result_pages
+    (tmp_path / "results").mkdir()
+    for day in ("2026-01-01", "2026-02-01"):
+        shutil.copy(sorted((ROOT / "results").glob("matrix-*.json"))[-1], tmp_path / "results" / f"matrix-{day}.json")
+    monkeypatch.setattr(result_pages, "ROOT", tmp_path)
+    assert result_pages.find_matrix(None) == tmp_path / "results" / "matrix-2026-02-01.json"
+    (tmp_path / "reports" / "x").mkdir(parents=True)
+    (tmp_path / "reports" / "x" / "matrix.json").write_text("{}")
+    assert result_pages.find_matrix(None) == tmp_path / "reports" / "x" / "matrix.json"  # a local run wins

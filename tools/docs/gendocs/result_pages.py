@@ -21,7 +21,11 @@ def find_matrix(explicit):
     if main.exists():
         return main
     cands = sorted((ROOT / "reports").glob("*/matrix.json"), key=lambda p: p.stat().st_mtime)
-    return cands[-1] if cands else None
+    if cands:
+        return cands[-1]
+    # no local run: the main job's matrix committed under results/ (newest date first)
+    committed = sorted((ROOT / "results").glob("matrix-*.json"))
+    return committed[-1] if committed else None
 
 
 def gen_matrix(out: Path, path):

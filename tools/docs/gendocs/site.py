@@ -25,6 +25,7 @@ def gen_pages(out: Path, rmap, spec_pages):
         "{{vectors}}": str(sum(nvec.values())),
         "{{tests}}": str(len(tests)),
         "{{untested}}": str(sum(1 for r in reqs if not rmap.get(r))),
+        "{{protocols_table}}": protocols_table(reqs, nvec),
     }
     for src in hand_written_pages():
         text = src.read_text(encoding="utf-8")
@@ -40,6 +41,25 @@ def gen_pages(out: Path, rmap, spec_pages):
 
 
 SPEC_TITLES = {"harness": "Load-client harness", "testee": "Testee protocol", "discovery": "rpc service discovery"}
+
+
+def protocols_table(reqs, nvec) -> str:
+    """The home page's table of protocols, from the registry: every registered protocol with its
+    spec (title from its first heading), schema, vectors and requirement count, then the specs
+    layered on a protocol (rpc's service discovery) and the load-client harness."""
+    from frameproof import protocols as registry
+    count = lambda spec_name: sum(1 for r in reqs.values() if r.protocol == spec_name)  # noqa: E731
+    rows = ["| protocol | what it is | spec | requirements | schema | vectors |", "|---|---|---|---|---|---|"]
+    for p in registry.all_protocols():
+        title = _h1(ROOT / "spec" / f"{p.spec_name}.md")
+        schema = Path(p.schema_file).name
+        rows.append(f"| `{p.name}` | {title} | [{p.spec_name}]({p.spec_name}.md) | {count(p.spec_name)} | "
+                    f"[{schema}](schemas/{Path(schema).stem}.md) | [{nvec.get(p.name, 0)}](vectors/{p.name}.md) |")
+        for layer in p.layer_specs:
+            rows.append(f"| `{p.name}` · {layer} | {_h1(ROOT / 'spec' / f'{layer}.md')} | [{layer}]({layer}.md) | "
+                        f"{count(layer)} | | |")
+    rows.append(f"| load clients | {_h1(ROOT / 'spec' / 'harness.md')} | [harness](harness.md) | {count('harness')} | | |")
+    return "\n".join(rows)
 
 
 def hand_written_pages():
