@@ -97,8 +97,10 @@ def _sockets_nodelay(pid: int, server_port: int, seen: dict):
         os.close(pidfd)
 
 
-def run_client(t: ClientTarget, corrupt_every=0, drop_every=0) -> ClientRun:
-    srv = EchoServer(t.codec, t.sink, check=True, corrupt_every=corrupt_every, drop_every=drop_every)
+def run_client(t: ClientTarget, corrupt_every=0, drop_every=0, strays=None) -> ClientRun:
+    """One run of the client against the checking server; ``strays`` (every, fn(reply) -> frames): the
+    frames the server writes before every such reply (a protocol's own client cases: rpc's)."""
+    srv = EchoServer(t.codec, t.sink, check=True, corrupt_every=corrupt_every, drop_every=drop_every, strays=strays)
     th = ServerThread(srv)
     host, port = th.addr
     fd, jpath = tempfile.mkstemp(suffix=".json", prefix="fp-client-")
@@ -244,7 +246,8 @@ def c_nodelay(t):
 
 
 def all_cases(protocol: Optional[str] = None) -> List[ClientCase]:
-    """The generic cases, then ``protocol``'s own (``Protocol.client_cases``: websocket's opening handshake)."""
+    """The generic cases, then ``protocol``'s own (``Protocol.client_cases``: websocket's opening handshake,
+    rpc's stray frames)."""
     own = []
     if protocol is not None:
         from . import protocols

@@ -66,6 +66,12 @@ class LoadSide:
         the protocol's own rule, the one the checking server counts by (Protocol.counted)."""
         return self.proto.counted(frame)
 
+    def stray(self, frame) -> bool:
+        """For a counted frame that answers no pending request (``take`` found none): True when the
+        protocol says it completes nothing and is no error, so it is neither a reply nor counted (rpc:
+        an unmatched RESPONSE, RPC-MATCH-2); False (the default) makes it an error."""
+        return False
+
     def reply_ok(self, frame, payload: bytes) -> bool:
         return frame.payload == payload and self.m.reply_ok(frame)
 

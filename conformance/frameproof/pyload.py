@@ -136,9 +136,11 @@ async def batches(args, k, count, stats, index0, deadline, side, reader, writer,
                 return
             if not side.counted(f):
                 continue
+            ent = side.take(f)
+            if not ent and side.stray(f):
+                continue  # answers nothing and is no error (rpc: an unmatched RESPONSE, RPC-MATCH-2)
             got += 1
             stats.received += 1
-            ent = side.take(f)
             if not ent:
                 stats.error(f"connection {k}: unmatched reply")
                 continue
@@ -190,8 +192,10 @@ async def requests(args, k, count, stats, index0, deadline, side, reader, writer
             for frame in frames:
                 if not side.counted(frame):
                     continue
-                stats.received += 1
                 ent = side.take(frame)
+                if not ent and side.stray(frame):
+                    continue  # answers nothing and is no error (rpc: an unmatched RESPONSE, RPC-MATCH-2)
+                stats.received += 1
                 if not ent:
                     stats.error(f"connection {k}: unmatched reply")
                     continue

@@ -56,6 +56,7 @@ class Stats:
     client_errors: int = 0  # frames that break the client-side rules (HAR-CLI-1)
     corrupted: int = 0  # replies corrupted on purpose
     dropped: int = 0  # requests not answered on purpose
+    strays: int = 0  # frames written on purpose before a reply, answering nothing (rpc: RPC-MATCH-2, -4)
     error_details: list = field(default_factory=list)
     refused: int = 0  # connections beyond --max-connections, accepted and closed at once (RES-6)
     accept_errors: int = 0  # accepts that failed for want of descriptors (RES-7)
@@ -209,6 +210,10 @@ class EchoConn(asyncio.Protocol):
                 # bit 0 only: text stays valid UTF-8, so the client sees a wrong payload, not a broken stream
                 reply = replace(reply, payload=bytes([reply.payload[0] ^ 0x01]) + reply.payload[1:])
                 st.corrupted += 1
+            if srv.strays and srv._seen % srv.strays[0] == 0:  # (every, fn(reply) -> frames written before it)
+                stray = srv.strays[1](reply)
+                st.strays += len(stray)
+                batch += [srv.ref.encode(srv.codec, f, 2 ** 31 - 1) for f in stray]
             batch.append(srv.ref.encode(srv.codec, reply, 2 ** 31 - 1))
         if srv.fault == "reverse-order":
             batch.reverse()
@@ -264,7 +269,7 @@ class EchoConn(asyncio.Protocol):
 
 class EchoServer:
     def __init__(self, codec: Codec, sink=False, fault="", check=False, corrupt_every=0, drop_every=0,
-                 limits: Optional[Limits] = None):
+                 limits: Optional[Limits] = None, strays=None):
         self.codec = codec
         self.proto = codec.spec
         self.ref = self.proto.reference
@@ -273,6 +278,7 @@ class EchoServer:
         self.check = check
         self.corrupt_every = corrupt_every
         self.drop_every = drop_every
+        self.strays = strays
         self.limits = limits or Limits()
         self.stats = Stats()
         self.conns = set()

@@ -292,7 +292,30 @@ WebSocket WebSocket::configure(Limits limits, JsonParams& params) {
         throw CodecError("codec.websocket.role: expected \"server\" or \"client\", got \"" + *role + "\"");
     }
     max_message = p->take_uint("max_message", UINT64_MAX).value_or(0);
+    auto path = p->take_string("path");
+    auto sub = p->take_string("subprotocol");
     p->finish();
+    WebSocket w(limits, client, max_message);
+    if (path || sub) {
+      auto ep = std::make_shared<WsEndpoint>();
+      if (path) {
+        if (path->empty() || (*path)[0] != '/' ||
+            !std::all_of(path->begin(), path->end(), [](char c) { return c > 0x20 && c < 0x7f; }))
+          throw CodecError("codec.websocket.path: expected a request target starting with '/', got \"" + *path + "\"");
+        ep->path = *path;
+      }
+      if (sub) {
+        const std::string_view seps = "!#$%&'*+-.^_`|~";
+        if (sub->empty() || !std::all_of(sub->begin(), sub->end(), [&](char c) {
+              return std::isalnum(static_cast<unsigned char>(c)) || seps.find(c) != std::string_view::npos;
+            }))
+          throw CodecError("codec.websocket.subprotocol: expected one token (RFC 6455 §4.1), got \"" + *sub + "\"");
+        ep->subprotocol = *sub;
+        ep->offers = true;
+      }
+      w.endpoint_ = std::move(ep);
+    }
+    return w;
   }
   return WebSocket(limits, client, max_message);
 }
@@ -470,7 +493,7 @@ std::optional<std::string> WsFifoMatcher::check_echo(const WsFrame& reply, const
 // ---------------------------------------------------------------------------------------------
 // WsSession
 
-WsSession::WsSession(const WebSocket& proto) : dec_(proto.as_server()), handshaken_(false) {}
+WsSession::WsSession(const WebSocket& proto) : dec_(proto.as_server()), handshaken_(false), ep_(proto.endpoint()) {}
 
 WsSession::WsSession(const WebSocket& proto, std::string_view) : dec_(proto.as_server()), handshaken_(true) {}
 

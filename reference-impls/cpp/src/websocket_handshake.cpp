@@ -132,13 +132,16 @@ WsSession::HandshakeResult WsSession::answer_handshake() {
       !has(tokens(header_value(h, "upgrade"), true), "websocket") ||
       !has(tokens(header_value(h, "connection"), true), "upgrade") || !key || !key_valid(*key))
     return refuse(400, "Bad Request", "WS-HS-1");
+  if (ep_ && !ep_->path.empty() && request[1] != ep_->path)  // RFC 6455 §4.2.2: no such resource
+    return refuse(404, "Not Found", "WS-HS-1");
   const std::string* version = header_value(h, "sec-websocket-version");
   if (!version || *version != "13")
     return refuse(426, "Upgrade Required", "WS-HS-3", "Sec-WebSocket-Version: 13\r\n");  // WS-HS-3
   std::string reply = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: " +
                       accept_key(*key) + "\r\n";
-  if (has(tokens(header_value(h, "sec-websocket-protocol"), false), kSubprotocol))  // WS-HS-4
-    reply += "Sec-WebSocket-Protocol: " + std::string(kSubprotocol) + "\r\n";
+  const std::string_view sub = ep_ ? std::string_view(ep_->subprotocol) : kSubprotocol;
+  if (has(tokens(header_value(h, "sec-websocket-protocol"), false), sub))  // WS-HS-4
+    reply += "Sec-WebSocket-Protocol: " + std::string(sub) + "\r\n";
   reply += "\r\n";  // WS-HS-5: no Sec-WebSocket-Extensions
   // frames sent right behind the request go to the decoder
   ByteView rest(hs_.data() + end + 4, hs_len_ - end - 4);
@@ -157,22 +160,23 @@ WsSession::HandshakeResult WsSession::answer_handshake() {
 // ---------------------------------------------------------------------------------------------
 // The client side of the opening handshake
 
-WsClientOpening WsClientOpening::make(std::string_view host, std::string_view path) {
+WsClientOpening WsClientOpening::make(std::string_view host, std::string_view path, std::string_view subprotocol) {
   std::uint8_t nonce[16];
   random_bytes(nonce, sizeof nonce);
   WsClientOpening o;
   o.key = base64(ByteView(nonce, sizeof nonce));
+  o.offered = std::string(subprotocol);
   o.request = "GET " + std::string(path) + " HTTP/1.1\r\nHost: " + std::string(host) +
               "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: " + o.key +
-              "\r\nSec-WebSocket-Version: 13\r\n\r\n";
+              "\r\nSec-WebSocket-Version: 13\r\n" +
+              (o.offered.empty() ? std::string() : "Sec-WebSocket-Protocol: " + o.offered + "\r\n") + "\r\n";
   return o;
 }
 
 // WS-HS-7 (RFC 6455 §4.1, the client's checks 1-6): status 101 (any reason phrase, an empty one
 // too), `Upgrade: websocket` and the `upgrade` token of `Connection` (case-insensitive token lists,
-// repeated headers joined), the accept value of our key, and no extension or subprotocol: this
-// client offers none, so a Sec-WebSocket-Extensions or Sec-WebSocket-Protocol naming any is refused
-// (an empty list names none).
+// repeated headers joined), the accept value of our key, no extension (this client offers none; an
+// empty list names none) and no subprotocol but the one offered (websocket.subprotocol), if any.
 std::string WsClientOpening::check(std::string_view head) const {
   const auto end = head.find("\r\n\r\n");
   const std::vector<std::string_view> lines = split(head.substr(0, end), "\r\n");
@@ -190,7 +194,9 @@ std::string WsClientOpening::check(std::string_view head) const {
     return std::any_of(t.begin(), t.end(), [](const std::string& x) { return !x.empty(); });
   };
   if (names_any("sec-websocket-extensions")) return "handshake answer names an extension that was not offered";
-  if (names_any("sec-websocket-protocol")) return "handshake answer names a subprotocol that was not offered";
+  const std::string* sub = header_value(*headers, "sec-websocket-protocol");
+  if (names_any("sec-websocket-protocol") && !(sub && !offered.empty() && *sub == offered))
+    return "handshake answer names a subprotocol that was not offered";
   return {};
 }
 

@@ -6,6 +6,7 @@
 
 #include <random>
 
+#include "frameproof/registry.hpp"
 #include "frameproof/websocket.hpp"
 #include "test_util.hpp"
 
@@ -363,4 +364,32 @@ TEST(WebSocketLoad, ControlFramesFromTheServer) {
   data.opcode = fp::ws::kClose;
   EXPECT_FALSE(client.answer_control(data, out));
   EXPECT_TRUE(out.empty());
+}
+
+// The echo service at its own path with its own subprotocol (websocket.path, websocket.subprotocol,
+// spec/websocket.md §13): another path gets 404, the configured subprotocol is selected when offered;
+// the load client asks for the path, offers the subprotocol and takes an answer selecting it only.
+TEST(WebSocketHandshake, EndpointPathAndSubprotocol) {
+  const auto any = fp::parse_codec(std::string_view(R"({"protocol": "websocket", "websocket": {"path": "/ws/echo", "subprotocol": "echo.v1"}})"));
+  const fp::WebSocket p = std::get<fp::WebSocket>(any);
+  const fp::WsClientOpening o = p.opening("127.0.0.1:1");
+  EXPECT_EQ(o.request.rfind("GET /ws/echo HTTP/1.1\r\n", 0), 0u);
+  EXPECT_NE(o.request.find("Sec-WebSocket-Protocol: echo.v1\r\n"), std::string::npos);
+  auto run = [&](const std::string& req) {
+    fp::WsSession s(p);
+    Sink sink;
+    s.feed(fp::ByteView(reinterpret_cast<const std::uint8_t*>(req.data()), req.size()), sink);
+    return std::string(sink.out.begin(), sink.out.end());
+  };
+  const std::string answer = run(o.request);
+  EXPECT_NE(answer.find("Sec-WebSocket-Protocol: echo.v1\r\n"), std::string::npos);
+  EXPECT_EQ(o.check(answer), "");
+  std::string other = answer;
+  other.replace(other.find("echo.v1"), 7, "echo.v2");
+  EXPECT_NE(o.check(other), "");
+  std::string elsewhere = o.request;
+  elsewhere.replace(4, 8, "/ws");
+  EXPECT_EQ(run(elsewhere).rfind("HTTP/1.1 404 ", 0), 0u);
+  EXPECT_THROW(fp::parse_codec(std::string_view(R"({"protocol": "websocket", "websocket": {"path": "ws"}})")), fp::CodecError);
+  EXPECT_THROW(fp::parse_codec(std::string_view(R"({"protocol": "websocket", "websocket": {"subprotocol": "a, b"}})")), fp::CodecError);
 }

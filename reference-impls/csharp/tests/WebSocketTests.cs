@@ -205,6 +205,37 @@ namespace Frameproof.Tests
 
         static string Ascii(WsEchoSession s) { string r = Encoding.ASCII.GetString(s.Output.ToArray()); s.ClearOutput(); return r; }
 
+        /// <summary>The echo service at its own path with its own subprotocol (websocket.path,
+        /// websocket.subprotocol, spec/websocket.md §13): another path gets 404, the configured
+        /// subprotocol is selected when offered; the client offers it and takes an answer selecting it only.</summary>
+        [Test]
+        public void Handshake_Endpoint_Path_And_Subprotocol()
+        {
+            var codec = (WebSocketCodec)Registry.Create(CodecJson.Parse(
+                "{\"protocol\": \"websocket\", \"websocket\": {\"path\": \"/ws/echo\", \"subprotocol\": \"echo.v1\"}}"));
+            string key;
+            string req = WsHandshake.Request("h", codec.Path, out key, codec.Subprotocol);
+            StringAssert.StartsWith("GET /ws/echo HTTP/1.1\r\n", req);
+            StringAssert.Contains("Sec-WebSocket-Protocol: echo.v1\r\n", req);
+            using (var s = (WsEchoSession)codec.NewSession(false))
+            {
+                s.Receive(Encoding.ASCII.GetBytes(req));
+                string answer = Ascii(s);
+                StringAssert.Contains("Sec-WebSocket-Protocol: echo.v1\r\n", answer, "WS-HS-4");
+                string head = answer.Substring(0, answer.IndexOf("\r\n\r\n"));
+                Assert.IsNull(WsHandshake.CheckAnswer(head, key, "echo.v1"));
+                Assert.IsNotNull(WsHandshake.CheckAnswer(head.Replace("echo.v1", "echo.v2"), key, "echo.v1"));
+                Assert.IsNotNull(WsHandshake.CheckAnswer(head, key), "not offered");
+            }
+            using (var s = (WsEchoSession)codec.NewSession(false))
+            {
+                s.Receive(Encoding.ASCII.GetBytes(req.Replace("GET /ws/echo ", "GET /ws ")));
+                StringAssert.StartsWith("HTTP/1.1 404 ", Ascii(s));
+            }
+            Assert.Throws<FormatException>(() => CodecJson.Parse("{\"protocol\": \"websocket\", \"websocket\": {\"path\": \"ws\"}}"));
+            Assert.Throws<FormatException>(() => CodecJson.Parse("{\"protocol\": \"websocket\", \"websocket\": {\"subprotocol\": \"a, b\"}}"));
+        }
+
         [Test]
         public void Handshake_Rfc_Accept_Subprotocol_Errors()
         {

@@ -318,6 +318,14 @@ class Rpc(Protocol):
     def load_side(self, codec, variant):
         return load.RpcLoadSide(self, codec, variant)
 
+    #: planted bugs of the Python load client (frameproof.pyload --fault), caught by client_cases
+    load_faults = load.FAULTS
+
+    def client_cases(self):
+        """`frameproof net --client`: stray frames on unary calls (RPC-MATCH-2, RPC-MATCH-4)."""
+        from . import client_strays
+        return client_strays.client_cases()
+
     def counted(self, f):
         return f.header is not None and f.header.type in (K.REQUEST, K.RESPONSE, K.DATA)
 

@@ -10,6 +10,9 @@ from . import frames as K
 from .frames import RpcHeader
 
 VARIANTS = ("unary", "client-stream", "server-stream", "bidi")  # call mode 0..3 (spec/rpc.md §7)
+#: planted bugs of the Python load client (frameproof.pyload --fault), caught by rpc's client cases
+FAULTS = {"rpc-client-counts-stray-response": "RPC-MATCH-2",  # an unmatched RESPONSE is a reply and an error
+          "rpc-client-counts-non-response": "RPC-MATCH-4"}  # a REQUEST or STREAM_DATA is taken for a reply
 
 
 class RpcLoadSide(LoadSide):
@@ -22,6 +25,16 @@ class RpcLoadSide(LoadSide):
             Frame(0, 0, payload, RpcHeader(K.REQUEST, self.mode | K.END_STREAM, 0, K.ECHO_SERVICE, K.ECHO_METHOD)),
             check_pending=False)
         return key, frame
+
+    # -- unary calls: only a RESPONSE can complete one (RPC-MATCH-4); one with no pending id completes
+    # nothing and is no error (RPC-MATCH-2)
+    def counted(self, frame):
+        if getattr(self, "fault", "") == "rpc-client-counts-non-response":
+            return super().counted(frame)  # the bug: every frame the server counts (REQUEST, STREAM_DATA too)
+        return frame.header.type == K.RESPONSE
+
+    def stray(self, frame):
+        return frame.header.type == K.RESPONSE and getattr(self, "fault", "") != "rpc-client-counts-stray-response"
 
     def reply_ok(self, frame, payload):
         return super().reply_ok(frame, payload) and frame.header.flags == self.mode | K.END_STREAM

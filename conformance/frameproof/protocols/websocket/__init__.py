@@ -107,6 +107,8 @@ class WebSocket(Protocol):
         "ws-masks-replies": "WS-MASK-4",
         "ws-version-400": "WS-HS-3",
         "ws-echoes-subprotocol-list": "WS-HS-4",
+        "ws-names-unoffered-subprotocol": "WS-HS-4",
+        "ws-never-selects-subprotocol": "WS-HS-8",
         "ws-no-close-frame-on-error": "WS-ERR-1",
         "ws-header-names-case-sensitive": "WS-HS-6",
         "ws-last-header-wins": "WS-HS-6",
@@ -124,12 +126,14 @@ class WebSocket(Protocol):
         if set(lim) - {"max_payload"}:
             raise ValueError(f"unknown limit(s): {sorted(set(lim) - {'max_payload'})}")
         p = d.get("websocket") or {}
-        if set(p) - {"role", "max_message"}:
-            raise ValueError(f"unknown websocket parameter(s): {sorted(set(p) - {'role', 'max_message'})}")
+        known = {"role", "max_message", *oracle.ENDPOINT_KEYS}
+        if set(p) - known:
+            raise ValueError(f"unknown websocket parameter(s): {sorted(set(p) - known)}")
         role = p.get("role", "server")
         if role not in ("server", "client"):
             raise ValueError(f"websocket role must be 'server' or 'client', not {role!r}")
-        return WsCodec("websocket", int(lim.get("max_payload", 0)), role, int(p.get("max_message", 0)))
+        return WsCodec("websocket", int(lim.get("max_payload", 0)), role, int(p.get("max_message", 0)),
+                       **oracle.codec_params(p))
 
     def codec_from_pb(self, msg):
         w = msg.websocket if msg.HasField("websocket") else None
@@ -203,7 +207,7 @@ class WebSocket(Protocol):
         return max(codec.limit, codec.message_limit)
 
     def server_opening(self, codec, fault=""):
-        return reference.ServerOpening(fault)
+        return reference.ServerOpening(fault, codec)
 
     def net_client_codec(self, codec):
         return replace(codec, role="client", max_payload=2 ** 63 - 1, max_message=2 ** 63 - 1)

@@ -39,6 +39,7 @@ from ...checks import CheckFailure
 from ...clientsuite import client_results
 from ...reference import CodecError
 from .handshake_grammar import connection_values
+from .net import offered_in
 from .reference import ServerOpening, accept_for
 
 ACCEPT = "\x00"  # the accept value's place in a head; replaced by the value of the connection's key
@@ -178,6 +179,34 @@ REFUSE = [
 ]
 
 
+def request_problem(codec, text: str) -> Optional[str]:
+    """What is wrong with a client's opening request head for the configured echo service: not valid
+    (WS-HS-1), another resource than ``websocket.path``, or ``websocket.subprotocol`` not offered."""
+    op = ServerOpening("", codec)
+    reply = op.answer(text)
+    target = text.split("\r\n", 1)[0].split(" ")
+    if not op.ok and reply.startswith(b"HTTP/1.1 404") and len(target) == 3:
+        return f"the request asks for {target[1]!r}, not the configured websocket.path {codec.path!r}: {text!r}"
+    if not op.ok:
+        return f"not a valid opening request (WS-HS-1): {text!r} (answer {reply[:12]!r})"
+    sub = getattr(codec, "subprotocol", None)
+    if sub is not None and sub not in offered_in(text):
+        return f"the request does not offer the configured websocket.subprotocol {sub!r}: {text!r}"
+    return None
+
+
+def _names_only_offered(head: str, offered: str) -> bool:
+    """Whether every extension and subprotocol the response ``head`` names was offered (so a client may
+    take the response for that reason)."""
+    named = []
+    for ln in head.split("\r\n")[1:]:
+        k, _, v = ln.partition(":")
+        if k.strip().lower() in ("sec-websocket-extensions", "sec-websocket-protocol"):
+            named += [x.strip() for x in v.split(",") if x.strip()]
+    have = [x.strip() for x in offered.split(",")]
+    return bool(named) and all(x in have for x in named)
+
+
 # -- the checking server: one thread a connection, each answered with its own response
 class _Conn:
     def __init__(self, no: int, spelling: Spelling):
@@ -244,16 +273,20 @@ class ScriptedServer:
                     return
             head, rest = buf.split(b"\r\n\r\n", 1)
             text = head.decode("latin-1")
-            op = ServerOpening()
-            reply = op.answer(text)
-            if not op.ok:
-                c.request_error = f"not a valid opening request (WS-HS-1): {text!r} (answer {reply[:12]!r})"
+            c.request_error = request_problem(self.codec, text)
+            if c.request_error:
                 return
             hdrs = {}
             for ln in text.split("\r\n")[1:]:
                 k, _, v = ln.partition(":")
                 hdrs[k.strip().lower()] = v.strip()
             c.offered = ", ".join(hdrs[k] for k in ("sec-websocket-extensions", "sec-websocket-protocol") if k in hdrs)
+            sub = getattr(self.codec, "subprotocol", None)
+            if sub is not None and not self.refuse and not c.spelling.raw and c.no % 2 == 0:
+                # every other connection selects the configured subprotocol it offered (RFC 6455 §4.1 item 6)
+                from dataclasses import replace
+                c.spelling = replace(c.spelling, headers=c.spelling.headers + (
+                    ("Sec-WebSocket-Protocol", "Sec-WebSocket-Protocol", sub, " ", ""),))
             segs = c.spelling.segments(hdrs["sec-websocket-key"])
             for i, seg in enumerate(segs):
                 sock.sendall(seg)
@@ -445,7 +478,7 @@ def c_refuses_bad_responses(t):
         bad = _request_problems(r)
         if bad:
             raise CheckFailure("the client's opening request is not valid (WS-HS-1):\n  " + "\n  ".join(bad))
-        took = [c for c in r.conns if c.answered and c.frames and not c.offered]
+        took = [c for c in r.conns if c.answered and c.frames and not _names_only_offered(head, c.offered)]
         if took:
             failures.append(f"{what}: the client sent frames on {len(took)} of {len(r.conns)} connections "
                             f"answered {Spelling(head).show()}")

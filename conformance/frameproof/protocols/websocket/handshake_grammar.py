@@ -9,15 +9,16 @@ What may vary in a valid request, and whose rule it is:
   ASCII case-insensitive); `Connection` a token list, `Upgrade` anywhere in it, with `,` and OWS
   between tokens (RFC 7230 §6.1, §7), and that list spread over repeated `Connection` headers
   (RFC 7230 §3.2.2: a recipient may combine them into one list);
-- the request target (any path and query, RFC 6455 §4.1 /resource name/) and the `Host` value (with a
-  port or not, a name or an address);
+- the request target (any path and query, RFC 6455 §4.1 /resource name/; the configured one,
+  `websocket.path`, when the codec names it) and the `Host` value (with a port or not, a name or an
+  address);
 - the key: any 16 bytes (RFC 6455 §4.1 item 7), so the accept value is computed, not recalled;
 - the request split anywhere across TCP segments (RFC 7230 §3: a byte stream)."""
 from __future__ import annotations
 
 import base64
 from pathlib import Path
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 from hypothesis import strategies as st
 
@@ -61,26 +62,43 @@ def connection_values(draw, upgrade: str) -> List[str]:
 
 
 @st.composite
-def opening_requests(draw) -> Tuple[bytes, str]:
-    """(a valid opening request in one legal spelling, its key)."""
+def opening_requests(draw, path: Optional[str] = None, subprotocol: Optional[str] = None) -> Tuple[bytes, str]:
+    """(a valid opening request in one legal spelling, its key); for the echo service at ``path`` (None:
+    any target) offering ``subprotocol`` (None: no Sec-WebSocket-Protocol header)."""
     key = base64.b64encode(draw(st.binary(min_size=16, max_size=16))).decode()
     connection = connection_values(draw, _any_case(draw, "upgrade"))
     headers = [("Host", draw(st.sampled_from(HOSTS))), ("Upgrade", _any_case(draw, "websocket")),
                ("Sec-WebSocket-Key", key), ("Sec-WebSocket-Version", "13")]
     headers += [("Connection", v) for v in connection]
+    if subprotocol is not None:
+        headers.append(("Sec-WebSocket-Protocol", subprotocol))
     headers += draw(st.lists(st.sampled_from(EXTRA_HEADERS), max_size=5, unique=True))
     headers = draw(st.permutations(headers))
-    lines = [f"GET {draw(st.sampled_from(TARGETS))} HTTP/1.1"]
+    lines = [f"GET {path if path is not None else draw(st.sampled_from(TARGETS))} HTTP/1.1"]
     for name, value in headers:
         lines.append(f"{_any_case(draw, name)}:{draw(OWS)}{value}{draw(OWS)}")
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"), key
 
 
-def browser_requests() -> List[Tuple[str, bytes, str]]:
-    """(file name, request bytes, key) of every browser request in conformance/vectors/websocket/opening."""
+def for_endpoint(data: bytes, path: Optional[str] = None, subprotocol: Optional[str] = None) -> bytes:
+    """A browser's request made for the configured echo service: its target replaced by ``path``, and
+    ``subprotocol`` offered (a Sec-WebSocket-Protocol header before the blank line, as a browser sends
+    it when the page names one, `new WebSocket(url, [subprotocol])`)."""
+    if path is not None:
+        first, rest = data.split(b"\r\n", 1)
+        method, _target, version = first.split(b" ", 2)
+        data = b" ".join((method, path.encode("latin-1"), version)) + b"\r\n" + rest
+    if subprotocol is not None:
+        data = data[:-2] + f"Sec-WebSocket-Protocol: {subprotocol}\r\n\r\n".encode("latin-1")
+    return data
+
+
+def browser_requests(path: Optional[str] = None, subprotocol: Optional[str] = None) -> List[Tuple[str, bytes, str]]:
+    """(file name, request bytes, key) of every browser request in conformance/vectors/websocket/opening,
+    for the echo service at ``path`` offering ``subprotocol`` (``for_endpoint``; None: as captured)."""
     out = []
     for p in sorted(Path(OPENING_DIR).glob("*.http")):
-        data = p.read_bytes()
+        data = for_endpoint(p.read_bytes(), path, subprotocol)
         key = next(ln.split(b":", 1)[1].strip().decode() for ln in data.split(b"\r\n")
                    if ln.lower().startswith(b"sec-websocket-key:"))
         out.append((p.name, data, key))

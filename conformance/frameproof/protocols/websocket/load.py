@@ -32,8 +32,12 @@ class WsLoadSide(LoadSide):
         self.head = b""
 
     def opening(self, host):
-        return (f"GET / HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                f"Sec-WebSocket-Key: {self.key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode()
+        """The opening request for the echo service at ``websocket.path`` (default ``/``), offering
+        ``websocket.subprotocol`` when the codec names one."""
+        path = self.codec.path if self.codec.path is not None else "/"
+        offer = f"Sec-WebSocket-Protocol: {self.codec.subprotocol}\r\n" if self.codec.subprotocol is not None else ""
+        return (f"GET {path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                f"Sec-WebSocket-Key: {self.key}\r\nSec-WebSocket-Version: 13\r\n{offer}\r\n").encode()
 
     def opened(self, data):
         """The client's checks of the 101 (RFC 6455 §4.1 items 1-6, WS-HS-7): any legal spelling."""
@@ -68,6 +72,8 @@ class WsLoadSide(LoadSide):
             raise ValueError(f"handshake answer: Connection {connection!r} has no Upgrade token (WS-HS-7)")
         if accept != accept_for(self.key):
             raise ValueError(f"Sec-WebSocket-Accept {accept!r}, expected {accept_for(self.key)!r} (WS-HS-7)")
+        if sub is not None and sub == self.codec.subprotocol:
+            sub = None  # the one subprotocol offered, selected
         if ext is not None or sub is not None:
             raise ValueError(f"handshake answer names an extension or subprotocol not offered: {ext or sub!r} (WS-HS-7)")
         return self.head[end + 4:]

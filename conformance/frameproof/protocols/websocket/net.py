@@ -10,15 +10,15 @@ from typing import List
 from ... import netsuite as N
 from ...checks import CheckFailure
 from ...netsuite import Conn, NetCase
-from .frames import BINARY, CLOSE, CONT, PING, PONG, SUBPROTOCOL, TEXT, frame, key_for
+from .frames import BINARY, CLOSE, CONT, PING, PONG, TEXT, frame, key_for
 from .reference import accept_for
 
 RFC_KEY = "dGhlIHNhbXBsZSBub25jZQ=="  # RFC 6455 §1.3
 
 
 def request_head(key=RFC_KEY, version="13", extra="", method="GET", upgrade="websocket", connection="Upgrade",
-                 host="127.0.0.1"):
-    lines = [f"{method} /ws HTTP/1.1"]
+                 host="127.0.0.1", target="/ws"):
+    lines = [f"{method} {target} HTTP/1.1"]
     if host is not None:
         lines.append(f"Host: {host}")
     if upgrade is not None:
@@ -30,6 +30,38 @@ def request_head(key=RFC_KEY, version="13", extra="", method="GET", upgrade="web
     if version is not None:
         lines.append(f"Sec-WebSocket-Version: {version}")
     return ("\r\n".join(lines) + "\r\n" + extra + "\r\n").encode()
+
+
+def offer_of(codec) -> str:
+    """The Sec-WebSocket-Protocol header every connection sends: the configured subprotocol, or none."""
+    sub = getattr(codec, "subprotocol", None)
+    return f"Sec-WebSocket-Protocol: {sub}\r\n" if sub is not None else ""
+
+
+def endpoint_head(t, **kw) -> bytes:
+    """``request_head`` for the configured echo service: its path, its subprotocol offered."""
+    kw.setdefault("extra", "")
+    kw["extra"] = offer_of(t.codec) + kw["extra"]
+    return request_head(target=t.codec.request_path, **kw)
+
+
+def offered_in(head: str) -> List[str]:
+    """The subprotocols a request head offers (every Sec-WebSocket-Protocol header, as one list)."""
+    out = []
+    for ln in head.split("\r\n")[1:]:
+        k, _, v = ln.partition(":")
+        if k.strip().lower() == "sec-websocket-protocol":
+            out += [p.strip() for p in v.split(",") if p.strip()]
+    return out
+
+
+def check_selected(hdrs: dict, offered: List[str], ctx="handshake"):
+    """WS-HS-4 (RFC 6455 §4.1 item 6): the answer names at most one subprotocol, one the client offered."""
+    got = hdrs.get("sec-websocket-protocol")
+    if got is not None and got not in offered:
+        raise CheckFailure(f"{ctx}: the server selected subprotocol {got!r}, which was not offered (offered: "
+                           f"{', '.join(offered) or 'none'}; RFC 6455 §4.1: the client fails the connection)",
+                           ["WS-HS-4"])
 
 
 def read_head(conn, timeout=N.READ_TIMEOUT):
@@ -56,16 +88,25 @@ def read_head(conn, timeout=N.READ_TIMEOUT):
     return status, hdrs
 
 
-def client_handshake(conn, key=RFC_KEY, extra=""):
-    conn.send(request_head(key, extra=extra))
+def client_handshake(conn, key=RFC_KEY, extra="", offer=None):
+    """The opening handshake of ``conn`` on the configured echo service (``websocket.path``); it offers
+    the configured subprotocol, or ``offer`` (a Sec-WebSocket-Protocol value) instead."""
+    codec = conn.codec
+    if offer is not None:
+        extra += f"Sec-WebSocket-Protocol: {offer}\r\n"
+    else:
+        extra = offer_of(codec) + extra
+    head = request_head(key, extra=extra, target=codec.request_path)
+    conn.send(head)
     status, hdrs = read_head(conn)
     if status != 101:
-        raise CheckFailure(f"handshake: expected status 101, actual {status}")
+        raise CheckFailure(f"handshake on {codec.request_path}: expected status 101, actual {status}")
     if hdrs.get("sec-websocket-accept") != accept_for(key):
         raise CheckFailure(f"handshake: expected Sec-WebSocket-Accept {accept_for(key)}, actual "
                            f"{hdrs.get('sec-websocket-accept')!r}")
     if hdrs.get("upgrade", "").lower() != "websocket" or "upgrade" not in hdrs.get("connection", "").lower():
         raise CheckFailure(f"handshake: expected Upgrade: websocket and Connection: Upgrade, actual {hdrs}")
+    check_selected(hdrs, offered_in(head.decode("latin-1")))
     return hdrs
 
 
@@ -79,8 +120,8 @@ def c_accept_rfc_example(t):
         hdrs = client_handshake(c, RFC_KEY)
         if hdrs["sec-websocket-accept"] != "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=":
             raise CheckFailure("the RFC 6455 §1.3 example accept value differs")
-        if "sec-websocket-extensions" in hdrs or "sec-websocket-protocol" in hdrs:
-            raise CheckFailure(f"expected no extension and no subprotocol, actual {hdrs}")
+        if "sec-websocket-extensions" in hdrs:
+            raise CheckFailure(f"expected no extension, actual {hdrs}")
         N.roundtrip(t, [frame(TEXT, b"after handshake", True, key_for(1))], conn=c)
     finally:
         c.close()
@@ -109,33 +150,39 @@ def _refused(t, head: bytes, want, ctx):
 def c_bad_requests(t):
     key16 = base64.b64encode(b"0123456789abcdef").decode()
     for ctx, head in [
-        ("no Sec-WebSocket-Key", request_head(key=None)),
-        ("a key of 8 bytes", request_head(key=base64.b64encode(b"12345678").decode())),
-        ("a key that is not base64", request_head(key="not base64 at all!!")),
-        ("POST", request_head(key16, method="POST")),
-        ("no Upgrade header", request_head(key16, upgrade=None)),
-        ("Connection without Upgrade", request_head(key16, connection="keep-alive")),
-        ("no Host", request_head(key16, host=None)),
+        ("no Sec-WebSocket-Key", endpoint_head(t, key=None)),
+        ("a key of 8 bytes", endpoint_head(t, key=base64.b64encode(b"12345678").decode())),
+        ("a key that is not base64", endpoint_head(t, key="not base64 at all!!")),
+        ("POST", endpoint_head(t, key=key16, method="POST")),
+        ("no Upgrade header", endpoint_head(t, key=key16, upgrade=None)),
+        ("Connection without Upgrade", endpoint_head(t, key=key16, connection="keep-alive")),
+        ("no Host", endpoint_head(t, key=key16, host=None)),
     ]:
         _refused(t, head, range(400, 500), f"a handshake with {ctx}")
     N.healthy(t, "after refused handshakes, a fresh connection: ")
 
 
 def c_version_426(t):
-    hdrs = _refused(t, request_head(version="8"), (426,), "Sec-WebSocket-Version: 8")
+    hdrs = _refused(t, endpoint_head(t, version="8"), (426,), "Sec-WebSocket-Version: 8")
     if hdrs.get("sec-websocket-version", "").replace(" ", "") not in ("13",) and "13" not in hdrs.get("sec-websocket-version", ""):
         raise CheckFailure(f"426 answer: expected Sec-WebSocket-Version: 13, actual {hdrs.get('sec-websocket-version')!r}")
 
 
 def c_subprotocol(t):
-    for offered, want in [(f"chat, {SUBPROTOCOL}, superchat", SUBPROTOCOL), ("chat, superchat", None),
-                          (SUBPROTOCOL, SUBPROTOCOL)]:
+    """The echo service's subprotocol (``websocket.subprotocol``, default frameproof.echo) offered among
+    others, alone, and not at all: selected when offered (WS-HS-8, the spec's), never one not offered
+    (WS-HS-4, the RFC's); a failure names the one it breaks."""
+    sub = t.codec.echo_subprotocol
+    for offered, want in [(f"chat, {sub}, superchat", sub), ("chat, superchat", None), (sub, sub)]:
         c = _raw(t)
         try:
-            hdrs = client_handshake(c, extra=f"Sec-WebSocket-Protocol: {offered}\r\n")
+            hdrs = client_handshake(c, offer=offered)
             got = hdrs.get("sec-websocket-protocol")
             if got != want:
-                raise CheckFailure(f"offered {offered!r}:\n  expected Sec-WebSocket-Protocol {want!r}\n  actual   {got!r}")
+                names = [x.strip() for x in (got or "").split(",")]
+                rfc = got is not None and (len(names) > 1 or names[0] not in [x.strip() for x in offered.split(",")])
+                raise CheckFailure(f"offered {offered!r}:\n  expected Sec-WebSocket-Protocol {want!r}\n  actual   {got!r}",
+                                   ["WS-HS-4"] if rfc else ["WS-HS-8"])
         finally:
             c.close()
 
@@ -167,6 +214,7 @@ def _opens(t, data: bytes, key: str, pieces: List[bytes], ctx: str):
         if "sec-websocket-extensions" in hdrs:
             raise CheckFailure(f"{ctx}: expected no Sec-WebSocket-Extensions (WS-HS-5), actual "
                                f"{hdrs['sec-websocket-extensions']!r}")
+        check_selected(hdrs, offered_in(data.decode("latin-1")), ctx)
         N.roundtrip(t, [frame(TEXT, b"opened", True, key_for(4))], conn=c, ctx=f"{ctx}, then a message: ")
     finally:
         c.close()
@@ -188,7 +236,7 @@ def c_handshake_grammar(t):
 
     @settings(max_examples=GRAMMAR_EXAMPLES, derandomize=True, deadline=None, database=None,
               suppress_health_check=list(HealthCheck))
-    @given(opening_requests(), st.lists(st.integers(1, 400), max_size=3))
+    @given(opening_requests(t.codec.path, t.codec.subprotocol), st.lists(st.integers(1, 400), max_size=3))
     def prop(req, cuts):
         data, key = req
         _opens(t, data, key, _split(data, cuts), "a legal spelling of a valid opening request")
@@ -197,7 +245,7 @@ def c_handshake_grammar(t):
 
 def c_browser_requests(t):
     from .handshake_grammar import browser_requests
-    reqs = browser_requests()
+    reqs = browser_requests(t.codec.path, t.codec.subprotocol)
     if not reqs:
         raise CheckFailure("no browser request found in conformance/vectors/websocket/opening")
     for name, data, key in reqs:
@@ -458,7 +506,7 @@ def cases() -> List[NetCase]:
                 c_bad_requests),
         NetCase("handshake_version_426", ["WS-HS-3"], "Sec-WebSocket-Version 8 gets 426 with Sec-WebSocket-Version: 13",
                 c_version_426),
-        NetCase("handshake_subprotocol_selected", ["WS-HS-4"], "At most one offered subprotocol is selected",
+        NetCase("handshake_subprotocol_selected", ["WS-HS-8", "WS-HS-4"], "The echo service's subprotocol is selected when offered, no other",
                 c_subprotocol),
         NetCase("handshake_deflate_declined", ["WS-HS-5"], "permessage-deflate offered: declined, frames uncompressed",
                 c_extensions_declined),

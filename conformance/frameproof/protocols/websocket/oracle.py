@@ -4,6 +4,7 @@ written from the spec text (reassembly state, UTF-8 fail-fast, close payload val
 encoding with the frame's own masking key; the echo endpoint's model (§13)."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import List, Optional, Tuple
 
@@ -12,7 +13,7 @@ from kaitaistruct import BytesIO, KaitaiStream
 from ...oracle import Codec, DecodeResult, Error, Frame
 from ..base import ServeResult
 from .frames import (BINARY, CAPACITY, CLOSE, CLOSE_CODE, CONT, CONTROL, DEFAULT_MAX_FRAME, DEFAULT_MAX_MESSAGE,
-                     OPCODES, PING, PONG, TEXT, WsHeader, close_code_valid, frame, xor)
+                     OPCODES, PING, PONG, SUBPROTOCOL, TEXT, WsHeader, close_code_valid, frame, xor)
 
 try:
     from ..._generated.websocket_frame import WebsocketFrame
@@ -25,9 +26,15 @@ TRUNCATED = "WS-STR-3"
 @dataclass(frozen=True)
 class WsCodec(Codec):
     """``max_payload``: the frame limit (WS-LIM-1); ``role``: "server" | "client"; ``max_message``:
-    the message limit after reassembly (WS-LIM-2), 0 = 100 MiB."""
+    the message limit after reassembly (WS-LIM-2), 0 = 100 MiB. What the echo server under test
+    offers (spec/websocket.md §13; the network suite's parameters, never sent to a testee): the
+    resource ``path`` of its echo service (None: any path, the suite asks for ``/ws``) and its
+    ``subprotocol`` (None: ``frameproof.echo``, offered only by the WS-HS-4 case; set: offered on
+    every connection)."""
     role: str = "server"
     max_message: int = 0
+    path: Optional[str] = None
+    subprotocol: Optional[str] = None
 
     DEFAULT_MAX = DEFAULT_MAX_FRAME
     CAPACITY = CAPACITY
@@ -42,12 +49,49 @@ class WsCodec(Codec):
             p["role"] = self.role
         if self.max_message:
             p["max_message"] = self.max_message
+        for key in ENDPOINT_KEYS:
+            if getattr(self, key) is not None:
+                p[key] = getattr(self, key)
         return {"websocket": p} if p else {}
+
+    @property
+    def request_path(self) -> str:
+        """The request target the suite's connections ask for."""
+        return self.path if self.path is not None else DEFAULT_PATH
+
+    @property
+    def echo_subprotocol(self) -> str:
+        """The subprotocol the echo service speaks (WS-HS-4)."""
+        return self.subprotocol if self.subprotocol is not None else SUBPROTOCOL
 
     def with_limit(self, max_payload: int) -> "WsCodec":
         # a wide limit (the network client's) widens the message limit too
         return replace(self, max_payload=max_payload, max_message=max(self.max_message, max_payload)
                        if max_payload > DEFAULT_MAX_FRAME else self.max_message)
+
+
+#: the codec JSON's websocket parameters naming the echo service (besides role and max_message)
+ENDPOINT_KEYS = ("path", "subprotocol")
+DEFAULT_PATH = "/ws"
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")  # RFC 7230 §3.2.6 token (RFC 6455 §4.1 item 10)
+_PATH = re.compile(r"/[\x21-\x7e]*\Z")  # an origin-form request target: "/", then visible ASCII
+
+
+def codec_params(p: dict) -> dict:
+    """WsCodec keyword arguments from the codec JSON's ``websocket`` object (``path``,
+    ``subprotocol``); ValueError for a bad value."""
+    kw = {}
+    if "path" in p:
+        if not isinstance(p["path"], str) or not _PATH.match(p["path"]):
+            raise ValueError(f"websocket.path must be a request target starting with '/' (visible ASCII, no "
+                             f"space), not {p['path']!r}")
+        kw["path"] = p["path"]
+    if "subprotocol" in p:
+        if not isinstance(p["subprotocol"], str) or not _TOKEN.match(p["subprotocol"]):
+            raise ValueError(f"websocket.subprotocol must be one token (RFC 6455 §4.1: no space, comma or "
+                             f"separator), not {p['subprotocol']!r}")
+        kw["subprotocol"] = p["subprotocol"]
+    return kw
 
 
 # ------------------------------------------------------------------ UTF-8 (RFC 3629 table, spec §7)

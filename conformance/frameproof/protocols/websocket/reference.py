@@ -353,12 +353,17 @@ MAX_HEAD = 8192
 
 class ServerOpening:
     """The server side of the opening handshake: ``feed(bytes) -> (reply, leftover)``;
-    ``leftover`` is None while the request head is incomplete; ``ok`` says whether frames follow."""
+    ``leftover`` is None while the request head is incomplete; ``ok`` says whether frames follow.
+    The codec's ``path`` (when set) is the only resource served (another gets 404, RFC 6455 §4.2.2
+    item 2, after the checks of WS-HS-1 and before the version's, WS-HS-3); its ``subprotocol``
+    (default ``frameproof.echo``) is selected when offered (WS-HS-8), no other (WS-HS-4)."""
 
-    def __init__(self, fault=""):
+    def __init__(self, fault="", codec=None):
         self.buf = b""
         self.fault = fault
         self.ok = False
+        self.path = getattr(codec, "path", None)
+        self.subprotocol = getattr(codec, "echo_subprotocol", SUBPROTOCOL)
 
     def feed(self, data: bytes):
         self.buf += data
@@ -403,6 +408,8 @@ class ServerOpening:
             bad = True
         if bad:
             return self._status(400, "Bad Request")
+        if self.path is not None and parts[1] != self.path:
+            return self._status(404, "Not Found")
         if hdrs.get("sec-websocket-version") != "13":
             if self.fault == "ws-version-400":
                 return self._status(400, "Bad Request")
@@ -411,8 +418,10 @@ class ServerOpening:
         offered = [p.strip() for p in hdrs.get("sec-websocket-protocol", "").split(",") if p.strip()]
         if self.fault == "ws-echoes-subprotocol-list" and offered:
             extra = f"Sec-WebSocket-Protocol: {hdrs['sec-websocket-protocol']}\r\n"
-        elif SUBPROTOCOL in offered:
-            extra = f"Sec-WebSocket-Protocol: {SUBPROTOCOL}\r\n"
+        elif self.fault == "ws-never-selects-subprotocol":  # planted: an RFC server, not the echo service
+            pass
+        elif self.subprotocol in offered or self.fault == "ws-names-unoffered-subprotocol":
+            extra = f"Sec-WebSocket-Protocol: {self.subprotocol}\r\n"  # planted: named offered or not
         self.ok = True
         return (f"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                 f"Sec-WebSocket-Accept: {accept_for(key)}\r\n{extra}\r\n").encode()

@@ -234,6 +234,9 @@ class Rpc {
   static constexpr std::string_view kName = "rpc";
   static constexpr bool kSendsFrames = true;
   static constexpr bool kStreams = true;
+  // fp-load: an unmatched RESPONSE (RPC-MATCH-2) and a frame of another type (RPC-MATCH-4) complete nothing
+  // and are neither replies nor errors of the report
+  static constexpr bool kStraysAreErrors = false;
   // fp-load --mode batched: the default --batch (no published batched benchmark to follow: the benchmark's
   // pipelined window, 256)
   static constexpr std::size_t kDefaultBatch = 256;

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -243,6 +244,15 @@ class WsFifoMatcher {
 // answered, the close handshake (WS-CLOSE-5), errors closed with their close code (WS-ERR-1).
 // Output: out.reply(header, payload, essential) (essential: the handshake answer, pongs and
 // close frames, which fp-server --sink still sends), out.frame(f) for every decoded frame.
+// The echo service a server offers (codec JSON websocket.path, websocket.subprotocol;
+// spec/websocket.md §13): an empty path serves any request target, another answers 404 for every
+// other one (RFC 6455 §4.2.2); the subprotocol is selected when offered (WS-HS-4).
+struct WsEndpoint {
+  std::string path;
+  std::string subprotocol{ws::kSubprotocol};
+  bool offers = false;  // the load client offers `subprotocol` (it was configured)
+};
+
 class WsSession {
  public:
   explicit WsSession(const WebSocket& proto);                    // network: handshake first
@@ -407,14 +417,16 @@ class WsSession {
   Bytes msg_;  // a fragmented message being reassembled (bounded by max_message, WS-LIM-2)
   bool closed_ = false;
   std::optional<ProtocolError> error_;
+  std::shared_ptr<const WsEndpoint> ep_;  // null: the default echo service
 };
 
 // The client side of the opening handshake (fp-load, fp-autobahn-client).
 struct WsClientOpening {
   std::string request;  // GET ... with a fresh Sec-WebSocket-Key
   std::string key;
-  // `host` for the Host header, `path` the request target.
-  static WsClientOpening make(std::string_view host, std::string_view path);
+  std::string offered;  // the subprotocol offered (empty: none), the only one the answer may name
+  // `host` for the Host header, `path` the request target, `subprotocol` offered unless empty.
+  static WsClientOpening make(std::string_view host, std::string_view path, std::string_view subprotocol = {});
   // The response head (up to and including the blank line): empty if it is a 101 with the right
   // Sec-WebSocket-Accept, else why not.
   [[nodiscard]] std::string check(std::string_view head) const;
@@ -439,7 +451,8 @@ class WebSocket {
   explicit WebSocket(Limits limits = {}, bool client = false, std::uint64_t max_message = 0)
       : limits_(limits), client_(client), max_message_(max_message) {}
   // The codec JSON: {"protocol": "websocket", "limits": {"max_payload": N},
-  //                  "websocket": {"role": "server"|"client", "max_message": M}}.
+  //                  "websocket": {"role": "server"|"client", "max_message": M,
+  //                                "path": "/ws/echo", "subprotocol": "echo.v1"}}.
   static WebSocket configure(Limits limits, JsonParams& params);
 
   [[nodiscard]] std::optional<ProtocolError> validate() const { return std::nullopt; }
@@ -449,8 +462,16 @@ class WebSocket {
     return std::min(max_message_ ? max_message_ : ws::kDefaultMaxMessage, ws::kCapacity);
   }
   [[nodiscard]] bool client() const { return client_; }
-  [[nodiscard]] WebSocket as_server() const { return WebSocket(limits_, false, max_message_); }
-  [[nodiscard]] WebSocket as_client() const { return WebSocket(limits_, true, max_message_); }
+  [[nodiscard]] WebSocket as_server() const { return with_endpoint(WebSocket(limits_, false, max_message_)); }
+  [[nodiscard]] WebSocket as_client() const { return with_endpoint(WebSocket(limits_, true, max_message_)); }
+  // The echo service's path and subprotocol (null: any path, frameproof.echo, nothing offered).
+  [[nodiscard]] const std::shared_ptr<const WsEndpoint>& endpoint() const { return endpoint_; }
+  // fp-load: the opening request for the configured path (default "/"), offering its subprotocol.
+  [[nodiscard]] WsClientOpening opening(std::string_view host) const {
+    if (!endpoint_) return WsClientOpening::make(host, "/");
+    return WsClientOpening::make(host, endpoint_->path.empty() ? "/" : endpoint_->path,
+                                 endpoint_->offers ? std::string_view(endpoint_->subprotocol) : std::string_view());
+  }
   [[nodiscard]] const char* truncation_requirement() const { return "WS-STR-3"; }
   static bool has_endpoint(std::string_view e) { return e.empty() || e == "echo"; }
 
@@ -495,6 +516,11 @@ class WebSocket {
   Limits limits_;
   bool client_;
   std::uint64_t max_message_;
+  std::shared_ptr<const WsEndpoint> endpoint_;
+  [[nodiscard]] WebSocket with_endpoint(WebSocket w) const {
+    w.endpoint_ = endpoint_;
+    return w;
+  }
 };
 
 }  // namespace fp

@@ -187,7 +187,7 @@ class Connection {
   // the answer head (bytes after it go to the decoder) and check it; a failure is an error.
   bool opening() {
     if constexpr (requires { typename P::ClientOpening; }) {
-      const auto o = P::ClientOpening::make(opt_.connect, "/");
+      const auto o = proto_.opening(opt_.connect);  // websocket.path, websocket.subprotocol
       if (!send_all(o.request)) return false;
       std::string head;
       const std::uint64_t deadline = now_ns() + opt_.timeout_ms * 1000000ull;

@@ -199,14 +199,25 @@ class Requests : public Connection<P> {
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
 
+  // Whether a frame that completes nothing (a reply matching no pending request, a frame that is no reply)
+  // is an error and counts as received: yes, unless the protocol says no (P::kStraysAreErrors, rpc)
+  static constexpr bool strays_are_errors() {
+    if constexpr (requires { P::kStraysAreErrors; }) {
+      return P::kStraysAreErrors;
+    } else {
+      return true;
+    }
+  }
+
   void on_frame(const FrameT& f, std::uint64_t now) {
     // websocket: a ping is answered with a pong (WS-PING-1), a pong ignored (WS-PING-2); neither
     // is a reply nor an error
     if constexpr (requires { proto_.answer_control(f, out_); }) {
       if (proto_.answer_control(f, out_)) return;
     }
-    ++res_.received;
     const fp::Match m = client_.complete(f);
+    if (m.kind != fp::Match::Kind::Reply && !strays_are_errors()) return;  // rpc: RPC-MATCH-2, RPC-MATCH-4
+    ++res_.received;
     switch (m.kind) {
       case fp::Match::Kind::Ignored:
         error("received a frame that is not a reply " + describe(f));

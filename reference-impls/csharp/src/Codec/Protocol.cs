@@ -187,6 +187,11 @@ namespace Frameproof.Codec
             return Payloads.Verify(index, length, payload);
         }
 
+        /// <summary>Whether a reply that matches no pending request is an error of the load client's
+        /// report and counts as received (default: it is). rpc: it is not; an unmatched RESPONSE completes
+        /// nothing and is not a connection error (RPC-MATCH-2), like a frame of another type (RPC-MATCH-4).</summary>
+        public virtual bool UnmatchedIsLoadError { get { return true; } }
+
         /// <summary>The stream client of <c>--mode stream</c>, or null if the protocol has no streams.</summary>
         public virtual StreamClient NewStreamClient(int variant) { return null; }
     }

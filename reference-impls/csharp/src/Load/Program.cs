@@ -383,6 +383,7 @@ namespace Frameproof.Load
 
         public void OnUnmatched(byte flag, byte sequence, ReadOnlySpan<byte> payload)
         {
+            if (!_cfg.Codec.UnmatchedIsLoadError) return; // rpc: RPC-MATCH-2
             Unmatched++;
             _shared.Error("connection " + _id + ": unmatched reply (flag 0x" + flag.ToString("X2") + ", seq " + sequence + ", " + payload.Length + " bytes)");
         }

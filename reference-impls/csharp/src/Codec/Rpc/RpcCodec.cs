@@ -104,6 +104,9 @@ namespace Frameproof.Codec
             return new RpcClientChannel(this, observer, timeoutMs, variant);
         }
 
+        /// <summary>RPC-MATCH-2: an unmatched RESPONSE is neither a reply nor an error of the load client.</summary>
+        public override bool UnmatchedIsLoadError { get { return false; } }
+
         public override StreamClient NewStreamClient(int variant) { return new RpcStreamClient(MaxBody); }
 
         // ---------------------------------------------------------------- server

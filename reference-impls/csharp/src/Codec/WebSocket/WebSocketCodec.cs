@@ -15,6 +15,8 @@ namespace Frameproof.Codec
     {
         public readonly bool Client;
         public readonly long MaxFrame, MaxMessage;
+        /// <summary>The echo service's path and subprotocol (websocket.path, websocket.subprotocol; null: not set).</summary>
+        public readonly string Path, Subprotocol;
 
         public WebSocketCodec(CodecSpec spec) : base(spec)
         {
@@ -22,6 +24,8 @@ namespace Frameproof.Codec
             Client = p != null && p.Client;
             MaxFrame = spec.MaxPayload <= 0 ? WsOpcodes.DefaultMaxFrame : spec.MaxPayload;
             MaxMessage = p == null || p.MaxMessage <= 0 ? WsOpcodes.DefaultMaxMessage : p.MaxMessage;
+            Path = p == null ? null : p.Path;
+            Subprotocol = p == null ? null : p.Subprotocol;
         }
 
         public override ITypedFrames Typed { get { return this; } }
@@ -155,7 +159,10 @@ namespace Frameproof.Codec
         // ---------------------------------------------------------------- server
 
         /// <summary>The network server's session: opening handshake, then the echo service (server role).</summary>
-        public override ServerSession NewSession(bool sink) { return new WsEchoSession(false, MaxFrame, MaxMessage, true, sink); }
+        public override ServerSession NewSession(bool sink)
+        {
+            return new WsEchoSession(false, MaxFrame, MaxMessage, true, sink) { Path = Path, Subprotocol = Subprotocol ?? WsHandshake.Subprotocol };
+        }
 
         /// <summary>serve: the echo endpoint ("" or "echo"), server role, after the handshake.</summary>
         public override ServerSession NewSession(string endpoint, bool sink)

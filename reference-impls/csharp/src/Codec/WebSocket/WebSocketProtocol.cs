@@ -9,7 +9,7 @@ using System.Text;
 namespace Frameproof.Codec
 {
     /// <summary>Registry entry of `websocket` (spec/websocket.md): parameters under
-    /// "websocket": {"role": "server"|"client", "max_message": N}; the frame limit is limits.max_payload.
+    /// "websocket": {"role": "server"|"client", "max_message": N, "path": P, "subprotocol": S}; the frame limit is limits.max_payload.
     /// Also websocket's members of the testee messages (params, header, error detail).</summary>
     public sealed class WebSocketProtocol : ProtocolModule
     {
@@ -22,7 +22,7 @@ namespace Frameproof.Codec
         public override object ParseParams(JsonValue value)
         {
             var members = value.AsObject("\"websocket\"");
-            CodecJson.CheckKeys(members, "websocket", "role", "max_message");
+            CodecJson.CheckKeys(members, "websocket", "role", "max_message", "path", "subprotocol");
             JsonValue v;
             var p = new WebSocketParams();
             if (CodecJson.TryGet(members, "role", out v))
@@ -32,6 +32,16 @@ namespace Frameproof.Codec
                 p.Client = role == "client";
             }
             if (CodecJson.TryGet(members, "max_message", out v)) p.MaxMessage = v.AsInteger("websocket.max_message", 0, long.MaxValue);
+            if (CodecJson.TryGet(members, "path", out v))
+            {
+                p.Path = v.AsString("websocket.path");
+                if (!WsHandshake.IsPath(p.Path)) throw new FormatException("websocket.path must be a request target starting with '/', got \"" + p.Path + "\"");
+            }
+            if (CodecJson.TryGet(members, "subprotocol", out v))
+            {
+                p.Subprotocol = v.AsString("websocket.subprotocol");
+                if (!WsHandshake.IsToken(p.Subprotocol)) throw new FormatException("websocket.subprotocol must be one token (RFC 6455 §4.1), got \"" + p.Subprotocol + "\"");
+            }
             return p;
         }
 

@@ -41,7 +41,7 @@ namespace Frameproof.Codec
 
         public override byte[] OpeningRequest(string host)
         {
-            return Encoding.ASCII.GetBytes(WsHandshake.Request(host, "/", out _handshakeKey));
+            return Encoding.ASCII.GetBytes(WsHandshake.Request(host, _codec.Path ?? "/", out _handshakeKey, _codec.Subprotocol));
         }
 
         public override int AcceptOpening(ReadOnlySpan<byte> received, out string error)
@@ -54,7 +54,7 @@ namespace Frameproof.Codec
                 return 0;
             }
             string head = Encoding.GetEncoding("iso-8859-1").GetString(received.Slice(0, end - 4).ToArray());
-            error = WsHandshake.CheckAnswer(head, _handshakeKey);
+            error = WsHandshake.CheckAnswer(head, _handshakeKey, _codec.Subprotocol);
             return error == null ? end : -1;
         }
 

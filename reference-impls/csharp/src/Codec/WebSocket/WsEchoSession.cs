@@ -43,6 +43,10 @@ namespace Frameproof.Codec
             if (handshake) _head = new byte[WsHandshake.MaxHead];
         }
 
+        /// <summary>The only resource served (websocket.path; null: any) and the subprotocol selected
+        /// when offered (websocket.subprotocol, WS-HS-4).</summary>
+        public string Path, Subprotocol = WsHandshake.Subprotocol;
+
         /// <summary>When set, complete data messages are collected here instead of echoed (the
         /// Autobahn client's /getCaseCount).</summary>
         public List<byte[]> Collected;
@@ -74,7 +78,7 @@ namespace Frameproof.Codec
                 string head = Encoding.GetEncoding("iso-8859-1").GetString(_head, 0, end - 4);
                 bool ok;
                 string requirement;
-                WriteAscii(WsHandshake.Answer(head, out ok, out requirement));
+                WriteAscii(WsHandshake.Answer(head, out ok, out requirement, Path, Subprotocol));
                 _head = null;
                 if (!ok)
                 {

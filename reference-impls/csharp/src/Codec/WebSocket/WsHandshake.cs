@@ -81,6 +81,14 @@ namespace Frameproof.Codec
         /// 101, frames follow; else <paramref name="requirement"/> names the requirement the request broke.</summary>
         public static string Answer(string head, out bool ok, out string requirement)
         {
+            return Answer(head, out ok, out requirement, null, Subprotocol);
+        }
+
+        /// <summary><see cref="Answer(string, out bool, out string)"/> for the echo service at
+        /// <paramref name="path"/> (null: any; another gets 404, RFC 6455 §4.2.2) that speaks
+        /// <paramref name="subprotocol"/> (websocket.path, websocket.subprotocol).</summary>
+        public static string Answer(string head, out bool ok, out string requirement, string path, string subprotocol)
+        {
             ok = false;
             requirement = "WS-HS-1";
             string first;
@@ -92,6 +100,7 @@ namespace Frameproof.Codec
             bool bad = parts.Length != 3 || parts[0] != "GET" || parts[2] != "HTTP/1.1" || !h.ContainsKey("host")
                 || !HasToken(h, "upgrade", "websocket") || !HasToken(h, "connection", "upgrade") || !IsKey(key);
             if (bad) return Status(400, "Bad Request", "");
+            if (path != null && parts[1] != path) return Status(404, "Not Found", "");
             string version;
             if (!h.TryGetValue("sec-websocket-version", out version) || version != "13")
             {
@@ -102,7 +111,7 @@ namespace Frameproof.Codec
             string offered;
             if (h.TryGetValue("sec-websocket-protocol", out offered))
                 foreach (string p in offered.Split(','))
-                    if (p.Trim() == Subprotocol) { extra = "Sec-WebSocket-Protocol: " + Subprotocol + "\r\n"; break; }
+                    if (p.Trim() == subprotocol) { extra = "Sec-WebSocket-Protocol: " + subprotocol + "\r\n"; break; }
             ok = true;
             requirement = null;
             return "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: "
@@ -110,13 +119,31 @@ namespace Frameproof.Codec
         }
 
         /// <summary>A client's opening request (WS-HS-1) with a fresh random key.</summary>
-        public static string Request(string host, string path, out string key)
+        public static string Request(string host, string path, out string key, string subprotocol = null)
         {
             var k = new byte[16];
             using (var rng = RandomNumberGenerator.Create()) rng.GetBytes(k);
             key = Convert.ToBase64String(k);
             return "GET " + path + " HTTP/1.1\r\nHost: " + host + "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: "
-                + key + "\r\nSec-WebSocket-Version: 13\r\n\r\n";
+                + key + "\r\nSec-WebSocket-Version: 13\r\n"
+                + (subprotocol == null ? "" : "Sec-WebSocket-Protocol: " + subprotocol + "\r\n") + "\r\n";
+        }
+
+        /// <summary>websocket.path: a request target, "/" then visible ASCII.</summary>
+        public static bool IsPath(string p)
+        {
+            if (string.IsNullOrEmpty(p) || p[0] != '/') return false;
+            foreach (char c in p) if (c <= ' ' || c >= 0x7f) return false;
+            return true;
+        }
+
+        /// <summary>websocket.subprotocol: an RFC 7230 token (RFC 6455 §4.1 item 10).</summary>
+        public static bool IsToken(string s)
+        {
+            if (string.IsNullOrEmpty(s)) return false;
+            foreach (char c in s)
+                if (!(c < 0x80 && char.IsLetterOrDigit(c)) && "!#$%&'*+-.^_`|~".IndexOf(c) < 0) return false;
+            return true;
         }
 
         /// <summary>True if header <paramref name="name"/> is present and names anything: a non-empty
@@ -132,9 +159,9 @@ namespace Frameproof.Codec
 
         /// <summary>Checks a server's answer head (WS-HS-7, RFC 6455 §4.1, the client's checks 1-6):
         /// status 101, <c>Upgrade: websocket</c>, the <c>upgrade</c> token of <c>Connection</c>,
-        /// Sec-WebSocket-Accept for <paramref name="key"/>, and no extension or subprotocol (our
-        /// clients offer none). Returns null if it is right, else what is wrong.</summary>
-        public static string CheckAnswer(string head, string key)
+        /// Sec-WebSocket-Accept for <paramref name="key"/>, no extension (our clients offer none) and no
+        /// subprotocol but <paramref name="offered"/> (websocket.subprotocol), if any. Returns null if it is right, else what is wrong.</summary>
+        public static string CheckAnswer(string head, string key, string offered = null)
         {
             string first;
             Dictionary<string, string> h;
@@ -144,7 +171,9 @@ namespace Frameproof.Codec
             if (!HasToken(h, "upgrade", "websocket")) return "no 'Upgrade: websocket'";
             if (!HasToken(h, "connection", "upgrade")) return "no 'Connection: Upgrade'";
             if (NamesAny(h, "sec-websocket-extensions")) return "the server named an extension that was not offered (WS-HS-7)";
-            if (NamesAny(h, "sec-websocket-protocol")) return "the server named a subprotocol that was not offered (WS-HS-7)";
+            string named;
+            if (NamesAny(h, "sec-websocket-protocol") && !(offered != null && h.TryGetValue("sec-websocket-protocol", out named) && named == offered))
+                return "the server named a subprotocol that was not offered (WS-HS-7)";
             string accept;
             if (!h.TryGetValue("sec-websocket-accept", out accept) || accept != AcceptFor(key))
                 return "Sec-WebSocket-Accept '" + accept + "', expected '" + AcceptFor(key) + "'";

@@ -154,6 +154,12 @@ pub trait Protocol: Sized + Clone + Send + Sync + 'static {
         Ok(())
     }
 
+    /// Whether a received frame that completes nothing ([`Received::Unmatched`],
+    /// [`Received::PeerRequest`]) is an error of the load client's report and counts as a received
+    /// reply. Default: it is. rpc: it is not: an unmatched RESPONSE (`RPC-MATCH-2`) and a frame of
+    /// another type (`RPC-MATCH-4`) complete nothing and are neither replies nor errors.
+    const STRAYS_ARE_ERRORS: bool = true;
+
     /// The load client's default `--batch` in `--mode batched`: how many requests a batch writes
     /// before it waits for all their replies. Default: 256, the benchmarks' pipelining window; the
     /// suite's protocol registry (conformance/frameproof/protocols) gives its load client the

@@ -219,6 +219,10 @@ impl Protocol for Rpc {
         Ok(())
     }
 
+    /// `RPC-MATCH-2`, `RPC-MATCH-4`: a RESPONSE matching no pending request, and a frame of any
+    /// other type, complete nothing and are not a connection error.
+    const STRAYS_ARE_ERRORS: bool = false;
+
     /// The call modes (`RPC-MODE-1`), in the order of their values 0..3.
     const VARIANTS: &'static [&'static str] = &["unary", "client-stream", "server-stream", "bidi"];
 

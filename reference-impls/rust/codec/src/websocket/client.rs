@@ -45,6 +45,8 @@ impl Keys {
 pub struct ClientOpening {
     request: Vec<u8>,
     accept: String,
+    /// The subprotocol offered, the only one the answer may name (RFC 6455 §4.1 point 6).
+    offered: Option<String>,
 }
 
 /// A handshake request for `host`, path `/`, with a fresh random 16-byte key.
@@ -54,17 +56,26 @@ pub fn client_opening(host: &str) -> ClientOpening {
 
 /// A handshake request for `path` on `host` with a fresh random 16-byte key.
 pub fn client_opening_to(host: &str, path: &str) -> ClientOpening {
+    client_opening_offering(host, path, None)
+}
+
+/// A handshake request for `path` on `host` offering `subprotocol` (`websocket.subprotocol`).
+pub fn client_opening_offering(host: &str, path: &str, subprotocol: Option<&str>) -> ClientOpening {
     let mut nonce = [0u8; 16];
     getrandom::fill(&mut nonce).expect("the operating system's random source");
     let key = base64::engine::general_purpose::STANDARD.encode(nonce);
+    let offer = subprotocol
+        .map(|p| format!("Sec-WebSocket-Protocol: {p}\r\n"))
+        .unwrap_or_default();
     let request = format!(
         "GET {path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n{offer}\r\n"
     )
     .into_bytes();
     ClientOpening {
         request,
         accept: accept_for(&key),
+        offered: subprotocol.map(str::to_string),
     }
 }
 
@@ -91,7 +102,7 @@ impl crate::protocol::Opening for ClientOpening {
                 resp.reason.unwrap_or("")
             ));
         }
-        check_upgrade_headers(resp.headers)?;
+        check_upgrade_headers(resp.headers, self.offered.as_deref())?;
         let accept = resp
             .headers
             .iter()
@@ -109,9 +120,12 @@ impl crate::protocol::Opening for ClientOpening {
 
 /// The checks of a 101 answer besides its accept key (WS-HS-7, RFC 6455 §4.1 points 2, 3, 5, 6):
 /// `Upgrade: websocket` and an `upgrade` token in `Connection` (names and values in any case,
-/// `Connection` a token list, possibly over repeated headers), and neither an extension nor a
-/// subprotocol, since this client asks for none.
-fn check_upgrade_headers(headers: &[httparse::Header<'_>]) -> Result<(), String> {
+/// `Connection` a token list, possibly over repeated headers), no extension (this client asks
+/// for none) and no subprotocol but the one it offered, if any.
+fn check_upgrade_headers(
+    headers: &[httparse::Header<'_>],
+    offered: Option<&str>,
+) -> Result<(), String> {
     let values = |name: &'static str| {
         headers
             .iter()
@@ -127,8 +141,14 @@ fn check_upgrade_headers(headers: &[httparse::Header<'_>]) -> Result<(), String>
         return Err("handshake answer without an 'upgrade' token in Connection".into());
     }
     for name in ["sec-websocket-extensions", "sec-websocket-protocol"] {
-        if let Some(v) = values(name).find(|v| !v.is_empty()) {
-            return Err(format!("handshake answer with {name} {v:?}, which was not asked for"));
+        let named = values(name).find(|v| !v.is_empty());
+        if name == "sec-websocket-protocol" && named.is_some() && named.as_deref() == offered {
+            continue; // the one subprotocol offered, selected
+        }
+        if let Some(v) = named {
+            return Err(format!(
+                "handshake answer with {name} {v:?}, which was not asked for"
+            ));
         }
     }
     Ok(())

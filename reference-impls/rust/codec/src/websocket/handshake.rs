@@ -48,6 +48,7 @@ pub struct WsRewriter {
     pub(super) opened: bool,
     pub(super) closed: bool,
     pub(super) reply: bool,
+    pub(super) endpoint: Endpoint,
 }
 
 /// The websocket header rule of the rewriter: 2 bytes, the extended length, the masking key.
@@ -103,7 +104,7 @@ impl ReplyRewriter for WsRewriter {
         if !self.opened {
             // the request head (bounded: handshake_reply refuses one over MAX_HEAD)
             self.head.extend_from_slice(input);
-            let Some((answer, used)) = handshake_reply(&self.head) else {
+            let Some((answer, used)) = handshake_reply_at(&self.head, &self.endpoint) else {
                 return;
             };
             out.extend_from_slice(&answer.bytes);
@@ -131,10 +132,31 @@ impl ReplyRewriter for WsRewriter {
     }
 }
 
+/// The echo service a server offers (codec JSON `websocket.path`, `websocket.subprotocol`;
+/// spec/websocket.md §13): `path` `None` serves any request target, else only that one (another
+/// gets 404, RFC 6455 §4.2.2); `subprotocol` `None` is `frameproof.echo`, selected when offered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Endpoint {
+    pub path: Option<&'static str>,
+    pub subprotocol: Option<&'static str>,
+}
+
+impl Endpoint {
+    /// The subprotocol the echo service speaks (WS-HS-4).
+    pub fn echo_subprotocol(&self) -> &'static str {
+        self.subprotocol.unwrap_or(SUBPROTOCOL)
+    }
+}
+
+/// [`handshake_reply_at`] for the default echo service (any path, `frameproof.echo`).
+pub fn handshake_reply(buf: &[u8]) -> Option<(HandshakeReply, usize)> {
+    handshake_reply_at(buf, &Endpoint::default())
+}
+
 /// The server side of the opening handshake (WS-HS-1..5) over the bytes received so far: `None`
 /// while the request head is incomplete, else the reply and the length of the head (frames
 /// follow it when the reply is a 101).
-pub fn handshake_reply(buf: &[u8]) -> Option<(HandshakeReply, usize)> {
+pub fn handshake_reply_at(buf: &[u8], ep: &Endpoint) -> Option<(HandshakeReply, usize)> {
     let bad = |why: String| status(400, "Bad Request", "", Violation::WsHs1, why);
     let mut headers = [httparse::EMPTY_HEADER; 64];
     let mut req = httparse::Request::new(&mut headers);
@@ -189,6 +211,15 @@ pub fn handshake_reply(buf: &[u8]) -> Option<(HandshakeReply, usize)> {
             used,
         ));
     }
+    if let Some(path) = ep.path {
+        if req.path != Some(path) {
+            let why = format!(
+                "no echo service at {:?} (it is at {path:?})",
+                req.path.unwrap_or("")
+            );
+            return Some((status(404, "Not Found", "", Violation::WsHs1, why), used));
+        }
+    }
     let version = values("sec-websocket-version");
     if version.len() != 1 || version[0] != "13" {
         let r = status(
@@ -200,11 +231,12 @@ pub fn handshake_reply(buf: &[u8]) -> Option<(HandshakeReply, usize)> {
         );
         return Some((r, used));
     }
+    let sub = ep.echo_subprotocol();
     let offered = values("sec-websocket-protocol")
         .iter()
-        .any(|v| v.split(',').any(|p| p.trim() == SUBPROTOCOL));
+        .any(|v| v.split(',').any(|p| p.trim() == sub));
     let extra = if offered {
-        format!("Sec-WebSocket-Protocol: {SUBPROTOCOL}\r\n")
+        format!("Sec-WebSocket-Protocol: {sub}\r\n")
     } else {
         String::new()
     };

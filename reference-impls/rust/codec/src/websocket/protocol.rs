@@ -13,6 +13,8 @@ pub struct WebSocket {
     pub max_message: u64,
     /// The load client's messages: TEXT or BINARY (`--variant`).
     pub opcode: u8,
+    /// The echo service's path and subprotocol (`websocket.path`, `websocket.subprotocol`).
+    pub endpoint: Endpoint,
 }
 
 impl WebSocket {
@@ -23,6 +25,7 @@ impl WebSocket {
             max_frame: d.max_frame,
             max_message: d.max_message,
             opcode: BINARY,
+            endpoint: Endpoint::default(),
         }
     }
 
@@ -32,6 +35,27 @@ impl WebSocket {
             role: Role::Server,
             ..*self
         }
+    }
+}
+
+/// `websocket.path` / `websocket.subprotocol`: a string `ok` accepts, kept for the process's
+/// life (a program reads its codec once; `&'static` keeps [`WebSocket`] `Copy`).
+fn endpoint_name(
+    v: Option<&Value>,
+    key: &str,
+    ok: impl Fn(&str) -> bool,
+) -> Result<Option<&'static str>, ConfigError> {
+    match v {
+        None => Ok(None),
+        Some(Value::String(p)) if ok(p) => Ok(Some(Box::leak(p.clone().into_boxed_str()))),
+        Some(v) => Err(ConfigError::Invalid(format!(
+            "codec.websocket.{key} must be {}, not {v}",
+            if key == "path" {
+                "a request target starting with '/' (visible ASCII)"
+            } else {
+                "one token (RFC 6455 §4.1)"
+            }
+        ))),
     }
 }
 
@@ -51,14 +75,15 @@ impl Protocol for WebSocket {
             opened: false,
             closed: false,
             reply,
+            endpoint: self.endpoint,
         }))
     }
     type Session = WsSession;
     type Client<T: Send + 'static> = WsClient<T>;
 
     /// `{"protocol": "websocket", "limits": {"max_payload": N}, "websocket": {"role":
-    /// "server" | "client", "max_message": M}}`; the role may also be the testee protocol's
-    /// enum value (0 or 1 = server, 2 = client).
+    /// "server" | "client", "max_message": M, "path": "/ws/echo", "subprotocol": "echo.v1"}}`;
+    /// the role may also be the testee protocol's enum value (0 or 1 = server, 2 = client).
     fn from_config(cfg: &CodecConfig) -> Result<Self, ConfigError> {
         let mut s = cfg.section(Some("websocket"))?;
         let role = match s.value("role") {
@@ -74,8 +99,19 @@ impl Protocol for WebSocket {
             }
         };
         let max_message = s.u64("max_message", 0)?;
+        let path = endpoint_name(s.value("path"), "path", |p| {
+            p.starts_with('/') && p.bytes().all(|b| (0x21..0x7f).contains(&b))
+        })?;
+        let subprotocol = endpoint_name(s.value("subprotocol"), "subprotocol", |p| {
+            !p.is_empty()
+                && p.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+        })?;
         s.done()?;
-        Ok(WebSocket::new(role, cfg.max_payload, max_message))
+        Ok(WebSocket {
+            endpoint: Endpoint { path, subprotocol },
+            ..WebSocket::new(role, cfg.max_payload, max_message)
+        })
     }
 
     fn decoder(&self) -> WsDecoder {
@@ -283,7 +319,12 @@ impl Protocol for WebSocket {
     }
 
     fn opening(&self, host: &str) -> Option<Box<dyn crate::protocol::Opening>> {
-        Some(Box::new(client_opening(host)))
+        let path = self.endpoint.path.unwrap_or("/");
+        Some(Box::new(client_opening_offering(
+            host,
+            path,
+            self.endpoint.subprotocol,
+        )))
     }
 
     fn put_goodbye(&self, out: &mut BytesMut) -> bool {

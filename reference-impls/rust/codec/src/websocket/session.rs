@@ -20,6 +20,8 @@ pub struct WsSession {
     opcode: u8,
     /// The client role writes masked frames with keys from here (fp-autobahn-client).
     keys: Option<Keys>,
+    /// The echo service's path and subprotocol (the opening handshake).
+    endpoint: Endpoint,
 }
 
 impl WsSession {
@@ -31,6 +33,7 @@ impl WsSession {
             parts: BytesMut::new(),
             opcode: BINARY,
             keys: None,
+            endpoint: p.endpoint,
         }
     }
 
@@ -57,7 +60,7 @@ impl WsSession {
     /// Reads the opening handshake from the buffer; false while it is incomplete.
     fn open(&mut self, out: &mut BytesMut, s: &mut Served) -> bool {
         let buf = self.io.dec.buffer_mut();
-        let (reply, used) = match handshake_reply(buf) {
+        let (reply, used) = match handshake_reply_at(buf, &self.endpoint) {
             None => return false,
             Some(r) => r,
         };

@@ -255,3 +255,46 @@ fn client_opening_answer() {
         assert!(answer(bad).is_err(), "accepted {bad:?}");
     }
 }
+
+/// The echo service at its own path with its own subprotocol (`websocket.path`,
+/// `websocket.subprotocol`): another path gets 404, the subprotocol is selected when offered; the
+/// client offers it and takes an answer that selects it, not one that selects another.
+#[test]
+fn endpoint_path_and_subprotocol() {
+    use crate::protocol::Opening;
+    let cfg = CodecConfig::parse(
+        r#"{"protocol": "websocket", "websocket": {"path": "/ws/echo", "subprotocol": "echo.v1"}}"#,
+    )
+    .unwrap();
+    let p = WebSocket::from_config(&cfg).unwrap();
+    assert_eq!(p.endpoint.path, Some("/ws/echo"));
+    let c = client_opening_offering("127.0.0.1:1", "/ws/echo", Some("echo.v1"));
+    let req = String::from_utf8(c.request().to_vec()).unwrap();
+    assert!(
+        req.starts_with("GET /ws/echo HTTP/1.1\r\n")
+            && req.contains("Sec-WebSocket-Protocol: echo.v1\r\n")
+    );
+    let (r, _) = handshake_reply_at(c.request(), &p.endpoint).unwrap();
+    assert!(String::from_utf8(r.bytes.clone())
+        .unwrap()
+        .contains("Sec-WebSocket-Protocol: echo.v1\r\n"));
+    assert_eq!(c.response(&r.bytes), Ok(Some(r.bytes.len())));
+    let other = String::from_utf8(r.bytes.clone())
+        .unwrap()
+        .replace("echo.v1", "echo.v2");
+    assert!(c.response(other.as_bytes()).is_err());
+    let (r, _) =
+        handshake_reply_at(req.replacen("/ws/echo", "/ws", 1).as_bytes(), &p.endpoint).unwrap();
+    assert!(!r.ok && r.bytes.starts_with(b"HTTP/1.1 404"));
+    for bad in [
+        r#"{"path": "ws"}"#,
+        r#"{"subprotocol": "a, b"}"#,
+        r#"{"subprotocols": "x"}"#,
+    ] {
+        let cfg = CodecConfig::parse(&format!(
+            r#"{{"protocol": "websocket", "websocket": {bad}}}"#
+        ))
+        .unwrap();
+        assert!(WebSocket::from_config(&cfg).is_err(), "{bad}");
+    }
+}

@@ -172,7 +172,10 @@ pub fn describe<P: Protocol>(f: &P::Frame) -> String {
     format!("{} frame {}", P::NAME, P::describe(f))
 }
 
-/// Matches and verifies one received frame; true if it completed a pending request.
+/// Matches and verifies one received frame; true if it completed a pending request. A frame
+/// that completes nothing is an error, unless the protocol says otherwise
+/// ([`Protocol::STRAYS_ARE_ERRORS`]: rpc's `RPC-MATCH-2`, `RPC-MATCH-4`), and then it is not
+/// counted as received either.
 pub fn on_frame<P: Protocol>(
     run: &Run<P>,
     m: &mut Client<P>,
@@ -181,8 +184,12 @@ pub fn on_frame<P: Protocol>(
     rep: &mut Report,
     len: usize,
 ) -> bool {
+    let got = m.receive(f);
+    if !P::STRAYS_ARE_ERRORS && matches!(got, Received::Unmatched | Received::PeerRequest) {
+        return false;
+    }
     rep.received += 1;
-    match m.receive(f) {
+    match got {
         Received::Reply(tag) => {
             let payload = P::payload(f);
             if let Err(why) = run.proto.check_reply(f) {
