@@ -165,12 +165,14 @@ def servers_and_clients(extra_clients: Dict[str, str]):
     # library; a protocol's own baselines (Protocol.bench_baselines) with that protocol only.
     servers.append(Program("raw", [str(RUST_BIN / "fp-raw-echo")], kind="baseline", stats=True,
                            protocols=tuple(rust_protocols)))
-    # The floor: one thread of C over epoll, the same header walk, nothing else (tools/bench/floor)
-    servers.append(Program("floor", [str(FLOOR_BIN / "fp-floor-epoll")], kind="baseline", stats=True,
-                           protocols=("standard", "length-field")))
-    if (FLOOR_BIN / "fp-floor-uring").exists():  # where liburing was there to build it (floor/build.sh)
-        servers.append(Program("floor-uring", [str(FLOOR_BIN / "fp-floor-uring")], kind="baseline", stats=True,
-                               protocols=("standard", "length-field")))
+    # The floors: one thread of C over epoll (and over io_uring), the same header walk, nothing else;
+    # built by tools/bench/run.sh (tools/bench/floor/build.sh), left out and said so where they are not
+    for name, exe in (("floor", "fp-floor-epoll"), ("floor-uring", "fp-floor-uring")):
+        if (FLOOR_BIN / exe).exists():
+            servers.append(Program(name, [str(FLOOR_BIN / exe)], kind="baseline", stats=True,
+                                   protocols=("standard", "length-field")))
+        else:
+            log(f"bench: {FLOOR_BIN / exe} not built (bash tools/bench/floor/build.sh): no {name} rows")
     own: Dict[tuple, tuple] = {}
     for p in registry.all_protocols():
         for name, exe in p.bench_baselines.items():
