@@ -58,6 +58,21 @@ def test_stress_passes_the_python_server(frameproof, protocol):
     assert all(v["passed"] and not v["failed"] for v in doc["requirements"].values()), doc["requirements"]
 
 
+@pytest.mark.parametrize("entries,status", [("slow_loris\n", 0), ("slow_loris\nno_such_scenario\n", 1),
+                                             ("connect_close_10000\n", 1)])
+def test_xfail_entries_are_judged_only_on_scenarios_that_ran(frameproof, tmp_path, entries, status):
+    """--select with an expected-failures file (CI's small-scale third-party cell): an entry naming
+    only scenarios left out is not judged; one naming no scenario at all is stale, and one naming a
+    scenario that ran and passed is an expected failure that did not happen: both fail the run."""
+    xf = tmp_path / "xfail.txt"
+    xf.write_text(entries)
+    rc, out, doc = _stress(frameproof, "standard", "--select", "connect_close_10000", "--xfail", str(xf))
+    assert rc == status, out[-3000:]
+    assert len(doc["scenarios"]) == 1
+    if status == 0:
+        assert "not judged (its scenarios were not selected): slow_loris" in out
+
+
 # each fault, and the scenario that must catch it
 CATCHES = {"no-memory-budget": "maximal_unfinished_frames", "budget-closes-everyone": "maximal_unfinished_frames",
            "no-idle-timeout": "open_and_idle",
