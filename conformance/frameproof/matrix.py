@@ -40,10 +40,13 @@ SCALES = {
               # a third-party server runs the group at its own limits, whose timeouts (10-30 s, or none:
               # a scenario it fails waits out the spec's default) make it about 2 minutes: in CI, the first
               # third-party column with a server stands for all, with the scenarios that wait on no timeout
-              # (it passes some and fails others: both paths of its expected-failures file)
+              # (it passes some and fails others: both paths of its expected-failures file). Not
+              # maximal_unfinished_frames: a library without a memory budget ends it holding about 1 GiB,
+              # and the RSS check of the next scenario run (connect_close_10000) then depends on when its
+              # runtime gives that back (gorilla: +482 MiB once, under load)
               "stress_third_party": 1,
               "stress_third_party_select": ["connect_close_10000", "resets_mid_frame", "connection_limit",
-                                            "maximal_unfinished_frames", "descriptor_exhaustion"]},
+                                            "descriptor_exhaustion"]},
 }
 
 
