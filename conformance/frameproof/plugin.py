@@ -444,8 +444,8 @@ def _implementation(config) -> dict:
     if t and t.hello:
         impl = {"name": t.hello.name, "version": t.hello.version, "protocols": list(t.hello.protocols),
                 "features": list(t.hello.features)}
-    if config.getoption("--fp-client"):
-        impl.setdefault("name", config.getoption("--fp-client"))
+    if config.getoption("--fp-client"):  # --name (net_cli passes it as --fp-net-name), else the command
+        impl.setdefault("name", config.getoption("--fp-net-name") or config.getoption("--fp-client"))
     elif config.getoption("--fp-net"):
         impl.setdefault("name", config.getoption("--fp-net-name") or f"server at {config.getoption('--fp-net')}")
     else:

@@ -49,6 +49,9 @@ def test_every_report_kind_follows_its_schema(kind, tmp_path):
     doc = _cli(tmp_path, *KINDS[kind]())
     assert doc["kind"] == kind
     assert report.schema_problems(doc) == []
+    if kind == "client":  # --name names the implementation (the matrix groups its pages by it)
+        doc2 = _cli(tmp_path, *KINDS[kind](), "--name", "my-client")
+        assert doc2["implementation"]["name"] == "my-client"
     assert report.ran(doc) > 0, "nothing ran: the report would be checked empty"
     # and the schema bites: a broken copy of this very report is refused, with the path of what broke
     for breaking, where in (
