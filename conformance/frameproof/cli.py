@@ -59,6 +59,8 @@ def cmd_run(args):
         extra += ["--fp-cwd", args.cwd]
     if args.xfail:
         extra += ["--fp-xfail", args.xfail]
+    if args.long_stream:
+        extra += ["--fp-long-stream", args.long_stream]
     if args.json:
         extra += ["--fp-json", args.json]
     if args.name:
@@ -134,6 +136,9 @@ def main(argv=None):
     r.add_argument("--profile", default="ci", choices=["ci", "fuzz", "smoke"],
                    help="Hypothesis profile: ci (derandomized, default), fuzz (long, random), smoke (few examples)")
     r.add_argument("--timeout", type=float, default=10.0, help="seconds per testee answer (default 10)")
+    r.add_argument("--long-stream", metavar="BYTES",
+                   help="bytes the long-stream test passes through one decoder, e.g. 4.5G (default: 16M under "
+                        "smoke, 64M under ci, 4.5G under fuzz; the main job passes 4.5G)")
     add_level_arg(r)
     r.add_argument("-v", "--verbose", action="store_true")
     r.add_argument("-x", "--exitfirst", action="store_true")

@@ -32,7 +32,9 @@ from .stress import SMALL_LIMITS, SMALL_SCALE
 # Autobahn cases of every category, shorter load runs.
 SCALES = {
     "full": {"stress": [], "stress_own_limits": [], "interop": (4, 20000), "load_requests": 4000,
-             "stress_third_party": None},
+             "stress_third_party": None,
+             # the long-stream test past 4 GiB in every codec cell (small: the ci profile's 64 MiB)
+             "run": ["--long-stream", "4.5G"]},
     "small": {"stress": ["--stress-scale", SMALL_SCALE, "--stress-grace-s", "3", "--stress-p99-ms", "5000"]
                         + SMALL_LIMITS,
               "stress_own_limits": ["--stress-scale", SMALL_SCALE, "--stress-grace-s", "3", "--stress-p99-ms", "5000"],
@@ -273,7 +275,7 @@ def run_matrix(names=None, build=True, profile="ci", out_dir=None, readme=False,
             # an expected-failures file listing property tests holds for the profile it was measured with
             # (impl.json "profile"): a smaller example budget may miss the counterexample (an xpass)
             cell(name, "codec", proto, ["run", "--testee", _cmd(impl, "testee"), "--protocol", proto, "--name", name,
-                                     "--profile", impl.get("profile", profile)] +
+                                     "--profile", impl.get("profile", profile)] + sc.get("run", []) +
                  (["--xfail", str(Path(impl["dir"]) / xfail)] if xfail else []))
         for proto in protos if "server" in impl else ():
             for label, codec in registry.get(proto).net_profiles():

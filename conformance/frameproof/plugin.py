@@ -35,6 +35,8 @@ def pytest_addoption(parser):
     g.addoption("--fp-json", default=None, help="write the JSON report here")
     g.addoption("--fp-profile", default="ci", choices=["ci", "fuzz", "smoke"])
     g.addoption("--fp-timeout", type=float, default=10.0)
+    g.addoption("--fp-long-stream", default=None,
+                help="bytes through one decoder in the long-stream test (default: by profile)")
     g.addoption("--fp-select", action="append", default=[], help="only names matching this glob")
     g.addoption("--fp-requirement", action="append", default=[], help="only tests that check this requirement ID")
     g.addoption("--fp-list", action="store_true", help="collect and list, run nothing")
@@ -56,6 +58,9 @@ def pytest_configure(config):
     from hypothesis import settings
     from . import properties  # noqa: F401  (registers the profiles)
     settings.load_profile(config.getoption("--fp-profile"))
+    from . import long_stream
+    size = config.getoption("--fp-long-stream")
+    long_stream.SIZE = long_stream.parse_size(size) if size else long_stream.size_for(config.getoption("--fp-profile"))
 
 
 def pytest_collect_file(file_path, parent):

@@ -47,6 +47,8 @@ class StreamDecoder:
         finally:
             del self.buf[:self._pos]
             self.base += self._pos
+            if MUTANT == "offset-wraps-at-4gib":
+                self.base &= 0xFFFFFFFF  # bug: the stream offset is kept in 32 bits
         return out
 
     def _scan(self, out):  # pragma: no cover - abstract

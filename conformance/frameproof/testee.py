@@ -23,8 +23,10 @@ from ._generated import testee_pb2 as pb
 from .oracle import Codec, Completion, DecodeResult, Error, Frame, MatchResult
 from .protocols.base import ServeResult
 
-HARNESS_VERSION = 2  # the highest version this runner speaks (spec/testee.md, "Versions")
+HARNESS_VERSION = 3  # the highest version this runner speaks (spec/testee.md, "Versions")
 MAX_RESPONSE = 256 * 1024 * 1024
+# The harness version each optional feature came with (spec/testee.md); the others are version 1's.
+FEATURE_SINCE = {"serve": 2, "discovery": 2, "discovery-etcd": 2, "long-stream": 3}
 STDERR_TAIL = 4096
 
 
@@ -164,10 +166,13 @@ class Testee:
         except DecodeError as e:
             self._fail("garbage", f"response does not parse as TesteeResponse: {e}")
         if resp.WhichOneof("result") is None:
-            if isinstance(req, pb.TesteeDiscoveryRequest):  # the answer travels outside the oneof
-                d = pb.TesteeDiscoveryResponse()
+            # discovery and long-stream answers travel outside the oneof
+            view = {pb.TesteeDiscoveryRequest: (pb.TesteeDiscoveryResponse, "discovery"),
+                    pb.TesteeLongStreamRequest: (pb.TesteeLongStreamResponse, "long_stream")}.get(type(req))
+            if view:
+                d = view[0]()
                 d.ParseFromString(body)
-                if d.HasField("discovery"):
+                if d.HasField(view[1]):
                     return d
             self._fail("garbage", "empty TesteeResponse")
         return resp
@@ -175,7 +180,7 @@ class Testee:
     def call(self, req: pb.TesteeRequest) -> pb.TesteeResponse:
         self.ensure_started()
         resp = self._roundtrip(req)
-        if isinstance(resp, pb.TesteeDiscoveryResponse):
+        if isinstance(resp, (pb.TesteeDiscoveryResponse, pb.TesteeLongStreamResponse)):
             return resp
         kind = resp.WhichOneof("result")
         if kind == "skipped":
@@ -209,8 +214,10 @@ class Testee:
         """Why a test of ``protocol``/``feature`` is skipped for this testee (None: it runs)."""
         from . import protocols as registry
         protocols, features = self.capabilities()
-        if self.hello and self.hello.harness_version < 2 and (registry.get(protocol).since_harness > 1 or feature == "serve"):
-            return "testee speaks harness v1"
+        if self.hello:
+            v = self.hello.harness_version
+            if v < max(registry.get(protocol).since_harness, FEATURE_SINCE.get(feature, 1)):
+                return f"testee speaks harness v{v}"
         if protocol not in protocols:
             return f"testee does not implement {protocol}"
         if feature not in features:
@@ -278,6 +285,26 @@ class Testee:
         if len(resp.discovery.results) != len(req.ops):
             raise TesteeFailure("protocol", f"{len(req.ops)} ops but {len(resp.discovery.results)} results")
         return resp.discovery
+
+
+    def long_stream(self, codec: Codec, recipe, timeout: float):
+        """A long stream (spec/testee.md, ``long stream``), answered within ``timeout`` seconds:
+        (frames, payload_bytes, digest, last frame or None, error or None, fed)."""
+        from types import SimpleNamespace
+        req = pb.TesteeLongStreamRequest(long_stream=pb.LongStreamRequest(
+            codec=codec_pb(codec), cycle=recipe.cycle, repeat=recipe.repeat, tail=recipe.tail, seed=recipe.seed,
+            max_chunk=recipe.max_chunk))
+        saved, self.timeout = self.timeout, max(self.timeout, timeout)
+        try:
+            resp = self.call(req)
+        finally:
+            self.timeout = saved
+        if not isinstance(resp, pb.TesteeLongStreamResponse):
+            raise TesteeFailure("protocol", f"expected a long-stream response, got {resp.WhichOneof('result')}")
+        r = resp.long_stream
+        return SimpleNamespace(frames=r.frames, payload_bytes=r.payload_bytes, digest=bytes(r.digest),
+                               last=frame_py(codec, r.last) if r.HasField("last") else None,
+                               error=error_py(r.error) if r.HasField("error") else None, fed=r.fed)
 
 
 def codec_pb(c: Codec) -> pb.Codec:

@@ -64,9 +64,18 @@ def test_harness_v1_testee_gets_v1_tests_only(frameproof):
     assert rc == 0, out[-2000:]
     skipped = [t for t in doc["tests"] if t["status"] == "skipped"]
     assert skipped and all("harness v1" in t["message"] for t in skipped), skipped[:3]
-    # of the version-1 protocols only the serve property is skipped; protocols added later are skipped whole
+    # of the version-1 protocols only the serve property (v2) and the long stream (v3) are skipped;
+    # protocols added later are skipped whole
     v1 = [t for t in skipped if t["protocol"] in ("standard", "length-field")]
-    assert {t["name"].split("/")[-1] for t in v1} == {"prop_serve_agrees_with_model"}
+    assert {t["name"].split("/")[-1] for t in v1} == {"prop_serve_agrees_with_model", "long_stream_past_4gib"}
+
+
+def test_harness_v2_testee_skips_only_the_long_stream(frameproof):
+    rc, out, doc = frameproof("run", "--testee", f"{PYTESTEE} --harness 2", "--profile", "smoke")
+    assert rc == 0, out[-2000:]
+    skipped = [t for t in doc["tests"] if t["status"] == "skipped"]
+    assert {t["name"].split("/")[-1] for t in skipped} == {"long_stream_past_4gib"}, skipped[:3]
+    assert all("harness v2" in t["message"] for t in skipped), skipped[:3]
 
 
 def test_properties_report_the_length_edges_they_covered(frameproof):

@@ -1,4 +1,4 @@
-"""The Python testee: speaks the testee protocol (spec/testee.md, harness v1 and v2) on
+"""The Python testee: speaks the testee protocol (spec/testee.md, harness v1 to v3) on
 stdin/stdout, over the Python reference codecs of every registered protocol
 (frameproof.protocols.<name>.reference). Generic: every protocol is reached through the registry."""
 from __future__ import annotations
@@ -13,8 +13,9 @@ from .. import __version__, protocols
 from .. import reference as R
 from .._generated import testee_pb2 as pb
 from ..reference import CodecError
+from .long_stream import do_long_stream
 
-HARNESS_VERSION = 2
+HARNESS_VERSION = 3
 
 # Robustness probes for the runner itself: they misbehave on purpose.
 FAULTS = ("crash-on-decode", "hang-on-decode", "garbage-on-decode",
@@ -23,11 +24,17 @@ FAULTS = ("crash-on-decode", "hang-on-decode", "garbage-on-decode",
           "refuse-long-misdecode")
 
 
+# Bugs only a stream past 4 GiB shows (the long-stream test under --long-stream 4.1G or more); kept
+# apart from the protocols' mutants, which the smoke profile's short streams must catch.
+LONG_STREAM_MUTANTS = {"offset-wraps-at-4gib": "STD-LIM-1"}
+
+
 def mutants() -> dict:
     """Every protocol's deliberate bugs: name -> the requirement it breaks."""
     out = {}
     for p in protocols.all_protocols():
         out.update(p.mutants)
+    out.update(LONG_STREAM_MUTANTS)
     return out
 
 
@@ -214,6 +221,20 @@ def registry_features() -> list:
     return sorted({f for p in protocols.all_protocols() for f in getattr(p, "registry_features", ())})
 
 
+def outside_oneof(data: bytes, version: int):
+    """The answer to a request in one of the views outside the oneof, or None if it is neither."""
+    for since, view, field, handler in ((2, pb.TesteeDiscoveryRequest, "discovery", do_discovery),
+                                        (3, pb.TesteeLongStreamRequest, "long_stream", do_long_stream)):
+        req = view()
+        req.ParseFromString(data)
+        if version >= since and req.HasField(field):
+            try:
+                return handler(getattr(req, field))
+            except Exception as e:  # a bug in this testee is reported, not fatal
+                return pb.TesteeResponse(runtime_error=f"{type(e).__name__}: {e}")
+    return None
+
+
 HANDLERS = {"decode": do_decode, "encode": do_encode, "match": do_match, "serve": do_serve}
 
 
@@ -223,7 +244,7 @@ def main(argv=None):
     ap.add_argument("--partial", action="store_true",
                     help="behave as a partial implementation: answer `skipped` for every non-default "
                          "codec parameter and limit (the suite must still run the rest of each property)")
-    ap.add_argument("--harness", type=int, default=HARNESS_VERSION, choices=[1, 2],
+    ap.add_argument("--harness", type=int, default=HARNESS_VERSION, choices=[1, 2, 3],
                     help="the highest harness version to speak (1: behave as a version-1 testee)")
     args = ap.parse_args(argv)
     fault = args.mutant if args.mutant in FAULTS else ""
@@ -237,14 +258,9 @@ def main(argv=None):
         req = pb.TesteeRequest()
         req.ParseFromString(data)
         kind = req.WhichOneof("request")
-        if kind is None and version >= 2:  # a discovery script travels outside the oneof
-            dreq = pb.TesteeDiscoveryRequest()
-            dreq.ParseFromString(data)
-            if dreq.HasField("discovery"):
-                try:
-                    resp = do_discovery(dreq.discovery)
-                except Exception as e:  # a bug in this testee is reported, not fatal
-                    resp = pb.TesteeResponse(runtime_error=f"{type(e).__name__}: {e}")
+        if kind is None:  # a discovery script (v2) or a long stream (v3) travels outside the oneof
+            resp = outside_oneof(data, version)
+            if resp is not None:
                 write_msg(stdout, resp)
                 continue
         try:
@@ -252,7 +268,7 @@ def main(argv=None):
                 version = min(args.harness, max(1, req.hello.max_harness_version))
                 name = "frameproof-python" + (f"+{args.mutant}" if args.mutant else "")
                 features = ["decode", "encode", "match"] + (["serve"] if version >= 2 else []) + \
-                    (registry_features() if version >= 2 else [])
+                    (registry_features() if version >= 2 else []) + (["long-stream"] if version >= 3 else [])
                 resp = pb.TesteeResponse(hello=pb.HelloResponse(
                     harness_version=version, name=name, version=__version__,
                     protocols=list(protocols.names()), features=features))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from ... import properties as P
+from ...long_stream import long_stream_check
 from ...oracle import Frame
 from ..base import Protocol, echo_serve
 from . import net, oracle, reference
@@ -127,6 +128,10 @@ class LengthField(Protocol):
                        "model says", P.matching(S)),
             P.Property("long_stream_100k_frames", self.name, ["LF-STR-2", "LF-STR-1"], "decode",
                        "100,000 frames through one decoder in chunks of 1 B to 16 KiB", P.long_stream(self.name)),
+            P.Property("long_stream_past_4gib", self.name, ["LF-STR-2", "LF-STR-1", "LF-LIM-1"], "long-stream",
+                       "One decoder fed a stream the testee makes from a recipe (several GiB in the main job, past "
+                       "2^32 bytes): the count, SHA-256 and last of its frames, and the 64-bit offset of an error at "
+                       "its end", long_stream_check(self.name)),
             P.Property("prop_serve_agrees_with_model", self.name, ["LF-ECHO-1", "LF-ECHO-2", "LF-ECHO-3"], "serve",
                        "The echo endpoint, fed valid and mutated streams in any split, writes and closes as the "
                        "model says", P.serving(S)),

@@ -6,6 +6,7 @@ from hypothesis import given, strategies as st
 
 from ... import oracle as O
 from ... import properties as P
+from ...long_stream import long_stream_check
 from ...checks import CheckFailure, check_serve, chunk, chunk_every
 from ...oracle import Error, Frame
 from ..base import Protocol
@@ -259,6 +260,10 @@ class Rpc(Protocol):
                        "frames, clock) complete as the model says", P.matching(S)),
             P.Property("long_stream_100k_frames", self.name, ["RPC-STR-2", "RPC-STR-1"], "decode",
                        "100,000 frames through one decoder in chunks of 1 B to 16 KiB", P.long_stream(self.name)),
+            P.Property("long_stream_past_4gib", self.name, ["RPC-STR-2", "RPC-STR-1", "RPC-LIM-1"], "long-stream",
+                       "One decoder fed a stream the testee makes from a recipe (several GiB in the main job, past "
+                       "2^32 bytes): the count, SHA-256 and last of its frames, and the 64-bit offset of an error at "
+                       "its end", long_stream_check(self.name)),
             P.Property("prop_serve_agrees_with_model", self.name,
                        ["RPC-ECHO-1", "RPC-ECHO-2", "RPC-ECHO-3", "RPC-ECHO-4", "RPC-ECHO-5", "RPC-MODE-1",
                         "RPC-STREAM-8", "RPC-HDR-7", "RPC-STREAM-2"], "serve",

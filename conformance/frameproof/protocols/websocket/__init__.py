@@ -8,6 +8,7 @@ from hypothesis import given, strategies as st
 
 from ... import oracle as O
 from ... import properties as P
+from ...long_stream import long_stream_check
 from ...checks import CheckFailure, check_decode, check_serve, chunk, chunk_every
 from ...oracle import Frame
 from ..base import Protocol
@@ -312,6 +313,10 @@ class WebSocket(Protocol):
                        "decoder says, fail-fast", utf8_vs_python(S)),
             P.Property("long_stream_100k_frames", self.name, ["WS-STR-2", "WS-STR-1"], "decode",
                        "100,000 frames through one decoder in chunks of 1 B to 16 KiB", P.long_stream(self.name)),
+            P.Property("long_stream_past_4gib", self.name, ["WS-STR-2", "WS-STR-1", "WS-LIM-1"], "long-stream",
+                       "One decoder fed a stream the testee makes from a recipe (several GiB in the main job, past "
+                       "2^32 bytes): the count, SHA-256 and last of its frames, and the 64-bit offset of an error at "
+                       "its end", long_stream_check(self.name)),
             P.Property("prop_serve_agrees_with_model", self.name,
                        ["WS-ECHO-1", "WS-ECHO-2", "WS-ECHO-3", "WS-ERR-1", "WS-PING-1", "WS-CLOSE-5"], "serve",
                        "The echo endpoint, fed valid and mutated streams in any split, writes and closes as the "

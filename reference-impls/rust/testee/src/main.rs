@@ -23,13 +23,14 @@ mod pb {
 
 #[cfg(feature = "discovery")]
 mod discovery;
+mod long_stream;
 
 use pb::completion::Kind;
 use pb::testee_request::Request;
 use pb::testee_response::Result as Resp;
 
 /// The highest harness version this testee speaks (spec/testee.md, "Versions").
-const MAX_HARNESS_VERSION: u32 = 2;
+const MAX_HARNESS_VERSION: u32 = 3;
 /// Largest request accepted from the runner (a sanity bound, far above any test).
 const MAX_MESSAGE: usize = 1 << 30;
 
@@ -88,36 +89,14 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<bool> {
     Ok(true)
 }
 
-/// The encoded `TesteeResponse` to one encoded request (a discovery script's answer is the
-/// wire-compatible `TesteeDiscoveryResponse`, spec/testee.md).
+/// The encoded `TesteeResponse` to one encoded request (a discovery script's or a long stream's
+/// answer is the wire-compatible view of spec/testee.md).
 fn answer(msg: &[u8]) -> Vec<u8> {
     let result = match pb::TesteeRequest::decode(msg) {
-        #[cfg(feature = "discovery")]
-        Ok(pb::TesteeRequest { request: None }) => {
-            match pb::TesteeDiscoveryRequest::decode(msg) {
-                Ok(pb::TesteeDiscoveryRequest {
-                    discovery: Some(d),
-                }) => {
-                    let r = guarded(|| discovery::run(&d));
-                    return match r {
-                        Ok(discovery::Answer::Done(d)) => pb::TesteeDiscoveryResponse {
-                            discovery: Some(d),
-                            ..Default::default()
-                        },
-                        Ok(discovery::Answer::Skipped(why)) => pb::TesteeDiscoveryResponse {
-                            skipped: why,
-                            ..Default::default()
-                        },
-                        Err(e) => pb::TesteeDiscoveryResponse {
-                            runtime_error: e,
-                            ..Default::default()
-                        },
-                    }
-                    .encode_to_vec();
-                }
-                _ => Resp::Skipped("empty or unknown request".into()),
-            }
-        }
+        Ok(pb::TesteeRequest { request: None }) => match outside_oneof(msg) {
+            Some(encoded) => return encoded,
+            None => Resp::Skipped("empty or unknown request".into()),
+        },
         Ok(req) => guarded(|| handle(req)).unwrap_or_else(Resp::RuntimeError),
         Err(e) => Resp::RuntimeError(format!("cannot parse TesteeRequest: {e}")),
     };
@@ -125,6 +104,56 @@ fn answer(msg: &[u8]) -> Vec<u8> {
         result: Some(result),
     }
     .encode_to_vec()
+}
+
+/// A request that travels outside the `request` oneof (a discovery script, a long stream),
+/// answered in its own view; `None` when `msg` is neither.
+fn outside_oneof(msg: &[u8]) -> Option<Vec<u8>> {
+    #[cfg(feature = "discovery")]
+    if let Ok(pb::TesteeDiscoveryRequest { discovery: Some(d) }) = pb::TesteeDiscoveryRequest::decode(msg) {
+        let answer = match guarded(|| discovery::run(&d)) {
+            Ok(discovery::Answer::Done(d)) => pb::TesteeDiscoveryResponse {
+                discovery: Some(d),
+                ..Default::default()
+            },
+            Ok(discovery::Answer::Skipped(why)) => pb::TesteeDiscoveryResponse {
+                skipped: why,
+                ..Default::default()
+            },
+            Err(e) => pb::TesteeDiscoveryResponse {
+                runtime_error: e,
+                ..Default::default()
+            },
+        };
+        return Some(answer.encode_to_vec());
+    }
+    let Ok(pb::TesteeLongStreamRequest {
+        long_stream: Some(mut r),
+    }) = pb::TesteeLongStreamRequest::decode(msg)
+    else {
+        return None;
+    };
+    let answer = match codec_config(r.codec.take().unwrap_or_default()) {
+        Err(e) => pb::TesteeLongStreamResponse {
+            skipped: format!("codec not supported: {e}"),
+            ..Default::default()
+        },
+        Ok(cfg) => match guarded(|| registry::with_protocol(&cfg, long_stream::LongStream(&r))) {
+            Ok(Ok(Ok(out))) => pb::TesteeLongStreamResponse {
+                long_stream: Some(out),
+                ..Default::default()
+            },
+            Ok(Ok(Err(why))) | Err(why) => pb::TesteeLongStreamResponse {
+                runtime_error: why,
+                ..Default::default()
+            },
+            Ok(Err(e)) => pb::TesteeLongStreamResponse {
+                skipped: e.to_string(),
+                ..Default::default()
+            },
+        },
+    };
+    Some(answer.encode_to_vec())
 }
 
 /// Runs `f`, turning a panic into the runtime error it answers.
@@ -177,6 +206,9 @@ fn hello(h: &pb::HelloRequest) -> pb::HelloResponse {
         features.push("discovery".into());
         #[cfg(feature = "discovery-etcd")]
         features.push("discovery-etcd".into());
+    }
+    if version >= 3 {
+        features.push("long-stream".into());
     }
     pb::HelloResponse {
         harness_version: version,
@@ -250,7 +282,7 @@ fn perr(e: &ProtocolError) -> pb::ProtocolError {
 }
 
 /// The error with what the protocol says about it on the wire (`ProtocolError.detail`, v2).
-fn perr_of<P: Protocol>(p: &P, e: &ProtocolError) -> pb::ProtocolError {
+pub(crate) fn perr_of<P: Protocol>(p: &P, e: &ProtocolError) -> pb::ProtocolError {
     let mut out = perr(e);
     if let Some(detail) = p.error_detail(e) {
         match serde_json::from_value::<pb::ProtocolError>(Value::Object(detail)) {
@@ -262,7 +294,7 @@ fn perr_of<P: Protocol>(p: &P, e: &ProtocolError) -> pb::ProtocolError {
 }
 
 /// A decoded frame as the testee protocol's `Frame`.
-fn pb_frame<P: Protocol>(f: &P::Frame) -> pb::Frame {
+pub(crate) fn pb_frame<P: Protocol>(f: &P::Frame) -> pb::Frame {
     let fields = P::describe(f);
     let mut frame: pb::Frame = serde_json::from_value(Value::Object(fields.header))
         .expect("a protocol describes its frames with the fields of schemas/testee.proto");

@@ -68,16 +68,19 @@ fn hello_negotiates_the_version() {
     );
     assert_eq!(h.features, vec!["decode", "encode", "match"]);
     assert_eq!(hello(1).harness_version, 1);
-    // A v2 runner: version 2 with serve; a later runner still gets 2.
+    // A v2 runner: version 2 with serve; v3 adds the long stream; a later runner still gets 3.
     for max in [2, 3, 100] {
         let h = hello(max);
-        assert_eq!(h.harness_version, 2, "max {max}");
+        assert_eq!(h.harness_version, max.min(3), "max {max}");
         let mut want = vec!["decode", "encode", "match", "serve"];
         if cfg!(feature = "discovery") {
             want.push("discovery");
         }
         if cfg!(feature = "discovery-etcd") {
             want.push("discovery-etcd");
+        }
+        if max >= 3 {
+            want.push("long-stream");
         }
         assert_eq!(h.features, want);
     }
