@@ -1,5 +1,6 @@
 /* What the floor servers share (tools/bench/floor): the command line, the codec JSON (read with
- * cJSON, Debian libcjson-dev), the listening socket, the header walk and the counters.
+ * cJSON, Debian libcjson-dev), the listening socket, the stop signals, the header walk and the
+ * counters.
  *
  * The walk is fp-raw-echo's (reference-impls/rust/codec/src/protocol/raw_echo.rs): `standard` sets
  * bit 7 of each frame's flag byte in place (request 0x01 -> reply 0x81); `length-field` (offset 0, a
@@ -11,10 +12,12 @@
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -70,6 +73,18 @@ static void floor_parse_codec(const char *json, const char *prog) {
     exit(2);
   }
   cJSON_Delete(root);
+}
+
+/* Blocks SIGTERM and SIGINT, the stop signals, and returns a signalfd that reports them; ignores
+ * SIGPIPE (a write to a closed peer fails with EPIPE instead). */
+static int floor_stop_signals(void) {
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, SIGINT);
+  sigprocmask(SIG_BLOCK, &mask, NULL);
+  signal(SIGPIPE, SIG_IGN);
+  return signalfd(-1, &mask, SFD_CLOEXEC);
 }
 
 /* Reads the command line, listens (IPv4), prints "LISTENING host:port"; returns the socket. */

@@ -10,7 +10,7 @@
  * clients and validates nothing: it is the cheapest a message can be, not a server. A send() the
  * socket does not take whole is kept per connection and the connection is not read until it is gone.
  * Counters in fp-server's format (plus reads, read_bytes) go to stdout on SIGTERM. The command line,
- * codec JSON, walk and counters: floor_common.h.
+ * codec JSON, stop signals, walk and counters: floor_common.h.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -95,13 +95,7 @@ static void on_readable(int ep, struct conn *c, uint8_t *buf, size_t cap) {
 int main(int argc, char **argv) {
   int ls = floor_setup(argc, argv, "fp-floor-epoll");
   int one = 1;
-  sigset_t mask;
-  sigemptyset(&mask);
-  sigaddset(&mask, SIGTERM);
-  sigaddset(&mask, SIGINT);
-  sigprocmask(SIG_BLOCK, &mask, NULL);
-  signal(SIGPIPE, SIG_IGN);
-  int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+  int sfd = floor_stop_signals();
   int ep = epoll_create1(EPOLL_CLOEXEC);
   if (sfd < 0 || ep < 0) floor_die("epoll");
   struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &ls};

@@ -170,13 +170,7 @@ static void feed_starved(void) {
 
 int main(int argc, char **argv) {
   int ls = floor_setup(argc, argv, "fp-floor-uring");
-  sigset_t mask;
-  sigemptyset(&mask);
-  sigaddset(&mask, SIGTERM);
-  sigaddset(&mask, SIGINT);
-  sigprocmask(SIG_BLOCK, &mask, NULL);
-  signal(SIGPIPE, SIG_IGN);
-  g_sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+  g_sfd = floor_stop_signals();
 
   struct io_uring_params params = {0};
   params.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_COOP_TASKRUN;

@@ -1,6 +1,8 @@
 """The Models adapter: the client-side matching model and the server-side endpoint model
-(spec/testee.md, ``match`` and ``serve``), and the generic server model of an echo service over a
-stateless framing (``echo_serve``) with its result (``ServeResult``)."""
+(spec/testee.md, ``match`` and ``serve``), the generic server model of an echo service over a
+stateless framing (``echo_serve``) with its result (``ServeResult``), and what every protocol's
+server model shares: the input decoded as it arrives (``decoded_as_fed``) and the end of the input
+(``end_of_input``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -25,6 +27,30 @@ class ServeResult:
     error: Optional[object] = None  # oracle.Error
 
 
+def decoded_as_fed(decode, codec, chunks: List[bytes]):
+    """One connection's input decoded as it arrives: for each chunk, ``(res, frames)``, the
+    decoding of all the input so far (``decode(codec, data)``) and the frames that chunk completed."""
+    data = b""
+    handled = 0
+    for ch in chunks:
+        data += ch
+        res = decode(codec, data)
+        yield res, res.frames[handled:]
+        handled = len(res.frames)
+
+
+def end_of_input(out: ServeResult, res, half_close: bool) -> ServeResult:
+    """``out`` once all the input is consumed without closing: at EOF (``half_close``) the endpoint
+    writes nothing more and closes, with the error of ``res`` (the decoding of the whole input: only
+    a truncation can be left there)."""
+    if half_close:
+        out.written.append(b"")
+        out.closed = True
+        if res.error:
+            out.error = res.error
+    return out
+
+
 def echo_serve(codec, chunks: List[bytes], half_close: bool, reply) -> ServeResult:
     """The server model of an echo service over a stateless framing: every complete frame is
     answered (``reply(frame)`` -> reply Frame or None) as soon as the chunk that completes it has
@@ -34,25 +60,15 @@ def echo_serve(codec, chunks: List[bytes], half_close: bool, reply) -> ServeResu
     out = ServeResult()
     if codec.spec.invalid_config(codec):  # a configuration error: refused before any byte is read
         return ServeResult([], True, decode(codec, b"").error)
-    data = b""
-    answered = 0
     res = decode(codec, b"")
-    for ch in chunks:
-        data += ch
-        res = decode(codec, data)
+    for res, frames in decoded_as_fed(decode, codec, chunks):
         written = b""
-        for f in res.frames[answered:]:
+        for f in frames:
             r = reply(f)
             if r is not None:
                 written += encode(codec, r)
-        answered = len(res.frames)
         out.written.append(written)
         if res.error and res.error.requirement != codec.spec.truncation_requirement:
             out.closed, out.error = True, res.error
             return out
-    if half_close:
-        out.written.append(b"")
-        out.closed = True
-        if res.error:  # only a truncation can be left here
-            out.error = res.error
-    return out
+    return end_of_input(out, res, half_close)

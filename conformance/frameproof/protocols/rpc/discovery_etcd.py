@@ -12,7 +12,6 @@ import http.client
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -22,6 +21,7 @@ from collections import deque
 from typing import Dict, List, Optional, Tuple
 
 from ... import reference as R
+from ..process_group import stop_group
 from .discovery import _valid, _name_ok, etcd_decode, etcd_encode
 from .discovery_model import ADDED, CONNECTION_ERROR, INVALID_ARGUMENT, NOT_FOUND, OK, REMOVED, UPDATED, Endpoint
 
@@ -394,15 +394,7 @@ class LocalEtcd:
         p, self.proc = self.proc, None
         if p is None:
             return
-        try:
-            os.killpg(p.pid, signal.SIGTERM)
-            p.wait(10)
-        except (OSError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except OSError:
-                pass
-            p.wait(5)
+        stop_group(p, 10, 5)
         self.log.close()
 
     def cleanup(self):

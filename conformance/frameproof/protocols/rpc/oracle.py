@@ -11,6 +11,7 @@ from kaitaistruct import BytesIO, KaitaiStream
 
 from ...matching import ClientModel
 from ...oracle import Codec, DecodeResult, Error, Frame, walk
+from ..adapters.models import decoded_as_fed, end_of_input
 from ..base import ServeResult
 from .frames import (CANCEL, CODE_METHOD_NOT_FOUND, CODE_OK, CODE_SERVICE_NOT_FOUND, CONTROL_TYPES, DATA,
                      DEFAULT_MAX_BODY, ECHO_METHOD, ECHO_SERVICE, END, END_STREAM, HEADER_LEN, INIT, INIT_ACK,
@@ -308,15 +309,11 @@ def serve(codec: Codec, endpoint: str, chunks: List[bytes], half_close: bool) ->
     ep = ENDPOINTS[endpoint](codec)
     wide = codec.with_limit(HUGE)
     out = ServeResult()
-    data = b""
-    handled = 0
-    offset = 0  # stream offset of frame number `handled`
+    offset = 0  # stream offset of the next frame
     res = decode(codec, b"")
-    for ch in chunks:
-        data += ch
-        res = decode(codec, data)
+    for res, frames in decoded_as_fed(decode, codec, chunks):
         written = b""
-        for f in res.frames[handled:]:
+        for f in frames:
             try:
                 r = ep.on_frame(f)
             except Close:
@@ -326,17 +323,11 @@ def serve(codec: Codec, endpoint: str, chunks: List[bytes], half_close: bool) ->
             if r is not None:
                 written += encode(wide, r)
             offset += len(encode(wide, f))
-        handled = len(res.frames)
         out.written.append(written)
         if res.error and res.error.requirement != TRUNCATED:
             out.closed, out.error = True, res.error
             return out
-    if half_close:
-        out.written.append(b"")
-        out.closed = True
-        if res.error:
-            out.error = res.error
-    return out
+    return end_of_input(out, res, half_close)
 
 
 def serve_alternatives(codec: Codec, chunks: List[bytes], expected: ServeResult) -> List[str]:

@@ -3,15 +3,14 @@ mode with the client under test connecting to it; each run writes its reports in
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import signal
 import socket
 import subprocess
 import time
 from pathlib import Path
 from typing import List, Optional
 
+from ..process_group import stop_group
 from .autobahn_install import StartError, ToolError
 
 
@@ -38,15 +37,7 @@ def _wait_port(host: str, port: int, proc: subprocess.Popen, timeout: float) -> 
 
 def _stop(proc: subprocess.Popen) -> None:
     if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(5)
-        except (OSError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except OSError:
-                pass
-            proc.wait()
+        stop_group(proc, 5)
 
 
 def _run(cmd: List[str], log_file: Path, timeout: float, cwd: Path) -> int:

@@ -11,6 +11,7 @@ from typing import List, Optional, Tuple
 from kaitaistruct import BytesIO, KaitaiStream
 
 from ...oracle import Codec, DecodeResult, Error, Frame
+from ..adapters.models import decoded_as_fed, end_of_input
 from ..base import ServeResult
 from .frames import (BINARY, CAPACITY, CLOSE, CLOSE_CODE, CONT, CONTROL, DEFAULT_MAX_FRAME, DEFAULT_MAX_MESSAGE,
                      OPCODES, PING, PONG, SUBPROTOCOL, TEXT, WsHeader, close_code_valid, frame, xor)
@@ -342,33 +343,23 @@ def serve(codec: WsCodec, endpoint: str, chunks: List[bytes], half_close: bool) 
     codec = replace(codec, role="server")
     ep = Endpoint()
     out = ServeResult()
-    data = b""
-    handled = 0
     res = decode(codec, b"")
-    for ch in chunks:
-        data += ch
-        res = decode(codec, data)
+    for res, frames in decoded_as_fed(decode, codec, chunks):
         written = b""
-        for f in res.frames[handled:]:
+        for f in frames:
             replies, closes = ep.on_frame(f)
             written += b"".join(encode(wide(codec), r) for r in replies)
             if closes:
                 out.written.append(written)
                 out.closed = True
                 return out
-        handled = len(res.frames)
         if res.error and res.error.requirement != TRUNCATED:
             written += encode(wide(codec), close_frame_for(res.error))
             out.written.append(written)
             out.closed, out.error = True, res.error
             return out
         out.written.append(written)
-    if half_close:
-        out.written.append(b"")
-        out.closed = True
-        if res.error:
-            out.error = res.error
-    return out
+    return end_of_input(out, res, half_close)
 
 
 def echo_reply(f: Frame) -> Optional[Frame]:

@@ -13,10 +13,9 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use serde_json::Map;
 
 use crate::config::{CodecConfig, ConfigError};
-use crate::matcher::{FifoMatcher, Received, RequestMatcher, SendError};
+use crate::matcher::{FifoMatcher, Received};
 use crate::protocol::{
-    put_payload, ClientMatcher, Echo, EchoSession, FrameFields, HeaderStep, HeaderWalker, Protocol,
-    WalkState,
+    ClientMatcher, Echo, EchoSession, FrameFields, HeaderStep, HeaderWalker, Protocol, WalkState,
 };
 use crate::{effective_max, FrameDecoder, ProtocolError, Violation};
 

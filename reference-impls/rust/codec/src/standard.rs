@@ -12,10 +12,9 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use serde_json::{Map, Value};
 
 use crate::config::{CodecConfig, ConfigError};
-use crate::matcher::{Received, SendError, SequenceMatcher};
+use crate::matcher::{Received, SequenceMatcher};
 use crate::protocol::{
-    put_payload, ClientMatcher, Echo, EchoSession, FrameFields, HeaderStep, HeaderWalker, Protocol,
-    WalkState,
+    ClientMatcher, Echo, EchoSession, FrameFields, HeaderStep, HeaderWalker, Protocol, WalkState,
 };
 use crate::{effective_max, FrameDecoder, ProtocolError, Violation};
 

@@ -2,6 +2,7 @@
 
 #[allow(unused_imports)]
 use super::*;
+use crate::protocol::{send_fifo, Keep, Payload, SendResult};
 
 /// The client side of a `length-field` connection: FIFO matching ([`FifoMatcher`]).
 #[derive(Debug)]
@@ -11,17 +12,13 @@ pub struct LengthFieldClient<T> {
 }
 
 impl LengthField {
-    /// Writes one frame of `len` payload bytes (after the checks of [`Profile::check_encode`]).
-    fn write(
-        &self,
-        out: &mut BytesMut,
-        len: usize,
-        fill: impl FnOnce(&mut [u8]),
-    ) -> Result<(), ProtocolError> {
-        self.profile.check_encode(len, self.max_payload)?;
-        out.reserve(self.profile.header_len(len) + len);
-        self.profile.put_header(out, len);
-        put_payload(out, len, fill);
+    /// Writes one frame with this payload (after the checks of [`Profile::check_encode`]).
+    fn write(&self, p: Payload<'_, impl FnOnce(&mut [u8])>) -> Result<(), ProtocolError> {
+        self.profile.check_encode(p.len, self.max_payload)?;
+        let len = p.len;
+        p.put_frame(self.profile.header_len(len), |out| {
+            self.profile.put_header(out, len)
+        });
         Ok(())
     }
 }
@@ -30,26 +27,13 @@ impl<T> ClientMatcher<T> for LengthFieldClient<T> {
     type Frame = Bytes;
     type Matcher = FifoMatcher<T>;
 
-    fn send_request(
+    fn send_payload(
         &mut self,
-        now: u64,
-        tag: T,
-        len: usize,
-        out: &mut BytesMut,
-        fill: impl FnOnce(&mut [u8]),
-    ) -> Result<(), SendError<ProtocolError>> {
-        let p = self.proto;
-        self.m.send_request(now, tag, || p.write(out, len, fill))
-    }
-
-    fn send_unanswered(
-        &mut self,
-        len: usize,
-        out: &mut BytesMut,
-        fill: impl FnOnce(&mut [u8]),
-    ) -> Result<(), SendError<ProtocolError>> {
-        let p = self.proto;
-        self.m.send_unpending(|| p.write(out, len, fill))
+        keep: Keep<T>,
+        p: Payload<'_, impl FnOnce(&mut [u8])>,
+    ) -> SendResult {
+        let lf = self.proto;
+        send_fifo(&mut self.m, keep, || lf.write(p))
     }
 
     fn receive(&mut self, _frame: &Bytes) -> Received<T> {

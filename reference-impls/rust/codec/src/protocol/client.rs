@@ -3,6 +3,45 @@
 
 #[allow(unused_imports)]
 use super::*;
+use crate::matcher::FifoMatcher;
+
+/// What a client's send returns: `Ok` once the frame is written, or why nothing was written.
+pub type SendResult = Result<(), SendError<ProtocolError>>;
+
+/// A request's payload: `len` bytes that `fill` writes in place in `out`, after the frame's
+/// header.
+pub struct Payload<'a, F> {
+    pub len: usize,
+    pub out: &'a mut BytesMut,
+    pub fill: F,
+}
+
+impl<F: FnOnce(&mut [u8])> Payload<'_, F> {
+    /// Appends the frame: room reserved for `header_len` header bytes and the payload, the
+    /// header written by `put_header`, then the payload by `fill`.
+    pub(crate) fn put_frame(self, header_len: usize, put_header: impl FnOnce(&mut BytesMut)) {
+        self.out.reserve(header_len + self.len);
+        put_header(self.out);
+        put_payload(self.out, self.len, self.fill);
+    }
+}
+
+/// Sends a request written by `write` on a FIFO-matched connection ([`FifoMatcher`]), kept as
+/// `keep` says.
+pub(crate) fn send_fifo<T>(
+    m: &mut FifoMatcher<T>,
+    keep: Keep<T>,
+    write: impl FnOnce() -> Result<(), ProtocolError>,
+) -> SendResult {
+    match keep {
+        Some((now, tag)) => m.send_request(now, tag, write),
+        None => m.send_unpending(write),
+    }
+}
+
+/// How a request is kept: `Some((now, tag))` pending under `tag` until `now + timeout` (or its
+/// reply), `None` never pending.
+pub type Keep<T> = Option<(u64, T)>;
 
 /// What a client connection does with a request or a received frame.
 ///
@@ -27,7 +66,14 @@ pub trait ClientMatcher<T> {
         len: usize,
         out: &mut BytesMut,
         fill: impl FnOnce(&mut [u8]),
-    ) -> Result<(), SendError<ProtocolError>>;
+    ) -> SendResult {
+        self.send_payload(Some((now, tag)), Payload { len, out, fill })
+    }
+
+    /// Sends a request with this payload, kept as `keep` says ([`Self::send_request`],
+    /// [`Self::send_unanswered`]).
+    fn send_payload(&mut self, keep: Keep<T>, p: Payload<'_, impl FnOnce(&mut [u8])>)
+        -> SendResult;
 
     /// Sends a request built from a whole frame (the testee's `send_frame`: an rpc call with its
     /// own service, method and mode); the client still sets what it owns (the id, `RPC-ID-1`).
@@ -38,7 +84,7 @@ pub trait ClientMatcher<T> {
         _tag: T,
         _frame: &Self::Frame,
         _out: &mut BytesMut,
-    ) -> Result<(), SendError<ProtocolError>> {
+    ) -> SendResult {
         Err(SendError::Unsupported)
     }
 
@@ -49,7 +95,7 @@ pub trait ClientMatcher<T> {
         _len: usize,
         _out: &mut BytesMut,
         _fill: impl FnOnce(&mut [u8]),
-    ) -> Result<(), SendError<ProtocolError>> {
+    ) -> SendResult {
         Err(SendError::Unsupported)
     }
 
@@ -60,7 +106,9 @@ pub trait ClientMatcher<T> {
         len: usize,
         out: &mut BytesMut,
         fill: impl FnOnce(&mut [u8]),
-    ) -> Result<(), SendError<ProtocolError>>;
+    ) -> SendResult {
+        self.send_payload(None, Payload { len, out, fill })
+    }
 
     /// Processes one received frame.
     fn receive(&mut self, frame: &Self::Frame) -> Received<T>;

@@ -2,6 +2,7 @@
 
 #[allow(unused_imports)]
 use super::*;
+use crate::protocol::{Keep, Payload, SendResult};
 
 /// The client side of one rpc connection: ids 0, 1, 2 ... (`RPC-ID-1`), never one that is
 /// pending (`RPC-ID-2`), responses matched by id (`RPC-MATCH-*`).
@@ -18,15 +19,18 @@ impl<T> RpcClient<T> {
         self.next_id
     }
 
-    /// Sends a call under the next id with `write(id)`; a refused send takes no id.
+    /// Sends a call under the next id with `write(id)`, pending when `keep` is
+    /// `Some((now, tag))`; a refused send takes no id.
     fn call(
         &mut self,
-        now: u64,
-        tag: T,
+        keep: Keep<T>,
         write: impl FnOnce(u32) -> Result<(), ProtocolError>,
-    ) -> Result<(), SendError<ProtocolError>> {
+    ) -> SendResult {
         let id = self.next_id;
-        self.m.send_request(now, id, tag, || write(id))?;
+        match keep {
+            Some((now, tag)) => self.m.send_request(now, id, tag, || write(id))?,
+            None => self.m.send_unpending(|| write(id))?,
+        }
         self.next_id = id.wrapping_add(1);
         Ok(())
     }
@@ -37,28 +41,21 @@ impl<T> ClientMatcher<T> for RpcClient<T> {
     type Matcher = IdMatcher<T>;
 
     /// A call to the echo service with the protocol's call mode (`--variant`) and END_STREAM
-    /// (the testee's plain call: UNARY, flags 0x04).
-    fn send_request(
+    /// (the testee's plain call: UNARY, flags 0x04). An unanswered call (load `receive` mode
+    /// against a sink) takes an id too.
+    fn send_payload(
         &mut self,
-        now: u64,
-        tag: T,
-        len: usize,
-        out: &mut BytesMut,
-        fill: impl FnOnce(&mut [u8]),
-    ) -> Result<(), SendError<ProtocolError>> {
-        let p = self.proto;
-        let flags = p.mode | END_STREAM;
-        self.call(now, tag, |id| p.write_echo_call(out, id, flags, len, fill))
+        keep: Keep<T>,
+        p: Payload<'_, impl FnOnce(&mut [u8])>,
+    ) -> SendResult {
+        let rpc = self.proto;
+        let flags = rpc.mode | END_STREAM;
+        let Payload { len, out, fill } = p;
+        self.call(keep, |id| rpc.write_echo_call(out, id, flags, len, fill))
     }
 
     /// A call with the frame's service, method, flags and payload; only REQUESTs are calls.
-    fn send_frame(
-        &mut self,
-        now: u64,
-        tag: T,
-        frame: &RpcFrame,
-        out: &mut BytesMut,
-    ) -> Result<(), SendError<ProtocolError>> {
+    fn send_frame(&mut self, now: u64, tag: T, frame: &RpcFrame, out: &mut BytesMut) -> SendResult {
         if self.m.is_failed() {
             return Err(SendError::ConnectionFailed);
         }
@@ -66,7 +63,7 @@ impl<T> ClientMatcher<T> for RpcClient<T> {
             return Err(SendError::Refused("a client sends calls (REQUESTs) only"));
         }
         let max = self.proto.max_body;
-        self.call(now, tag, |id| {
+        self.call(Some((now, tag)), |id| {
             let f = RpcFrame {
                 service: frame.service.clone(),
                 method: frame.method.clone(),
@@ -82,23 +79,8 @@ impl<T> ClientMatcher<T> for RpcClient<T> {
         _len: usize,
         _out: &mut BytesMut,
         _fill: impl FnOnce(&mut [u8]),
-    ) -> Result<(), SendError<ProtocolError>> {
+    ) -> SendResult {
         Err(SendError::Refused("rpc has no one-way call"))
-    }
-
-    /// A call that is not kept pending (load `receive` mode against a sink); it takes an id.
-    fn send_unanswered(
-        &mut self,
-        len: usize,
-        out: &mut BytesMut,
-        fill: impl FnOnce(&mut [u8]),
-    ) -> Result<(), SendError<ProtocolError>> {
-        let p = self.proto;
-        let id = self.next_id;
-        self.m
-            .send_unpending(|| p.write_echo_call(out, id, p.mode | END_STREAM, len, fill))?;
-        self.next_id = id.wrapping_add(1);
-        Ok(())
     }
 
     /// `RPC-MATCH-4`: only RESPONSEs complete requests.

@@ -2,6 +2,7 @@
 
 #[allow(unused_imports)]
 use super::*;
+use crate::protocol::{Keep, Payload, SendResult};
 
 /// The client side of a `standard` connection: sequence-number matching ([`SequenceMatcher`]).
 #[derive(Debug)]
@@ -11,36 +12,25 @@ pub struct StandardClient<T> {
 }
 
 impl Standard {
-    /// Writes one frame of `len` payload bytes (after the checks of [`check_encode`]).
+    /// Writes one frame with this payload (after the checks of [`check_encode`]).
     fn write(
         &self,
-        out: &mut BytesMut,
         flag: u8,
         seq: u8,
-        len: usize,
-        fill: impl FnOnce(&mut [u8]),
+        p: Payload<'_, impl FnOnce(&mut [u8])>,
     ) -> Result<(), ProtocolError> {
-        check_encode(len, self.max_payload)?;
-        out.reserve(header_len(len) + len);
-        put_header(out, flag, seq, len);
-        put_payload(out, len, fill);
+        check_encode(p.len, self.max_payload)?;
+        let len = p.len;
+        p.put_frame(header_len(len), |out| put_header(out, flag, seq, len));
         Ok(())
     }
 }
 
 impl<T> StandardClient<T> {
     /// Sends a frame with `flag` under the next sequence number, never pending (STD-MATCH-4).
-    fn send_unpending(
-        &mut self,
-        flag: u8,
-        len: usize,
-        out: &mut BytesMut,
-        fill: impl FnOnce(&mut [u8]),
-    ) -> Result<(), SendError<ProtocolError>> {
-        let p = self.proto;
-        self.m
-            .send_one_way(|seq| p.write(out, flag, seq, len, fill))
-            .map(|_| ())
+    fn send_unpending(&mut self, flag: u8, p: Payload<'_, impl FnOnce(&mut [u8])>) -> SendResult {
+        let s = self.proto;
+        self.m.send_one_way(|seq| s.write(flag, seq, p)).map(|_| ())
     }
 }
 
@@ -48,17 +38,19 @@ impl<T> ClientMatcher<T> for StandardClient<T> {
     type Frame = StdFrame;
     type Matcher = SequenceMatcher<T>;
 
-    fn send_request(
+    /// Unanswered requests are numbered like one-way messages (STD-SEQ-1 order, no pending
+    /// check).
+    fn send_payload(
         &mut self,
-        now: u64,
-        tag: T,
-        len: usize,
-        out: &mut BytesMut,
-        fill: impl FnOnce(&mut [u8]),
-    ) -> Result<(), SendError<ProtocolError>> {
-        let p = self.proto;
+        keep: Keep<T>,
+        p: Payload<'_, impl FnOnce(&mut [u8])>,
+    ) -> SendResult {
+        let Some((now, tag)) = keep else {
+            return self.send_unpending(REQUEST, p);
+        };
+        let s = self.proto;
         self.m
-            .send_request(now, tag, |seq| p.write(out, REQUEST, seq, len, fill))
+            .send_request(now, tag, |seq| s.write(REQUEST, seq, p))
             .map(|_| ())
     }
 
@@ -67,18 +59,8 @@ impl<T> ClientMatcher<T> for StandardClient<T> {
         len: usize,
         out: &mut BytesMut,
         fill: impl FnOnce(&mut [u8]),
-    ) -> Result<(), SendError<ProtocolError>> {
-        self.send_unpending(ONE_WAY, len, out, fill)
-    }
-
-    /// A request numbered like a one-way message (STD-SEQ-1 order, no pending check).
-    fn send_unanswered(
-        &mut self,
-        len: usize,
-        out: &mut BytesMut,
-        fill: impl FnOnce(&mut [u8]),
-    ) -> Result<(), SendError<ProtocolError>> {
-        self.send_unpending(REQUEST, len, out, fill)
+    ) -> SendResult {
+        self.send_unpending(ONE_WAY, Payload { len, out, fill })
     }
 
     fn receive(&mut self, f: &StdFrame) -> Received<T> {

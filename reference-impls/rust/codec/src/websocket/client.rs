@@ -2,6 +2,7 @@
 
 #[allow(unused_imports)]
 use super::*;
+use crate::protocol::{send_fifo, Keep, Payload, SendResult};
 
 // ------------------------------------------------------------------ the client side
 
@@ -167,34 +168,17 @@ impl<T> ClientMatcher<T> for WsClient<T> {
     type Frame = WsFrame;
     type Matcher = FifoMatcher<T>;
 
-    fn send_request(
+    fn send_payload(
         &mut self,
-        now: u64,
-        tag: T,
-        len: usize,
-        out: &mut BytesMut,
-        fill: impl FnOnce(&mut [u8]),
-    ) -> Result<(), SendError<ProtocolError>> {
-        let p = self.proto;
-        let key = self.keys.key();
-        self.m.send_request(now, tag, || {
-            p.check_request(len)?;
-            put_masked_frame(out, p.opcode, key, len, fill);
-            Ok(())
-        })
-    }
-
-    fn send_unanswered(
-        &mut self,
-        len: usize,
-        out: &mut BytesMut,
-        fill: impl FnOnce(&mut [u8]),
-    ) -> Result<(), SendError<ProtocolError>> {
-        let p = self.proto;
+        keep: Keep<T>,
+        p: Payload<'_, impl FnOnce(&mut [u8])>,
+    ) -> SendResult {
+        let ws = self.proto;
         let keys = &mut self.keys;
-        self.m.send_unpending(|| {
-            p.check_request(len)?;
-            put_masked_frame(out, p.opcode, keys.key(), len, fill);
+        send_fifo(&mut self.m, keep, || {
+            ws.check_request(p.len)?;
+            let Payload { len, out, fill } = p;
+            put_masked_frame(out, ws.opcode, keys.key(), len, fill);
             Ok(())
         })
     }

@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 use sha1::{Digest, Sha1};
 
 use crate::config::{CodecConfig, ConfigError};
-use crate::matcher::{FifoMatcher, Received, RequestMatcher, SendError};
+use crate::matcher::{FifoMatcher, Received, RequestMatcher};
 use crate::protocol::{
     ClientMatcher, Decoding, FrameFields, Protocol, ReplyRewriter, Rewrite, RewriteState, Served,
     ServerSession,

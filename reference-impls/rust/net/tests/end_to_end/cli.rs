@@ -3,6 +3,17 @@
 
 use crate::common::run_program;
 
+/// fp-load's arguments for one request to 127.0.0.1:9 with `codec` (`--protocol NAME` or
+/// `--codec JSON`), then `more`: each case is a usage error, found before connecting.
+fn one_request<'a>(codec: [&'a str; 2], more: &[&'a str]) -> Vec<&'a str> {
+    [
+        &codec[..],
+        &["--connect", "127.0.0.1:9", "--requests", "1"],
+        more,
+    ]
+    .concat()
+}
+
 #[test]
 fn usage_errors_exit_2_and_help_exits_0() {
     let server = env!("CARGO_BIN_EXE_fp-server");
@@ -87,88 +98,50 @@ fn usage_errors_exit_2_and_help_exits_0() {
         ),
         (
             load,
-            vec![
-                "--protocol",
-                "standard",
-                "--connect",
-                "127.0.0.1:9",
-                "--requests",
-                "1",
-                "--lf-offset",
-                "2",
-            ],
+            one_request(["--protocol", "standard"], &["--lf-offset", "2"]),
             "unknown option --lf-offset",
         ),
         (
             load,
-            vec![
-                "--protocol",
-                "standard",
-                "--connect",
-                "127.0.0.1:9",
-                "--requests",
-                "1",
-                "--window",
-                "2",
-            ],
+            one_request(["--protocol", "standard"], &["--window", "2"]),
             "per-packet",
         ),
         (
             load,
-            vec![
-                "--protocol",
-                "standard",
-                "--connect",
-                "127.0.0.1:9",
-                "--requests",
-                "1",
-                "--mode",
-                "pipelined",
-                "--window",
-                "256",
-            ],
+            one_request(
+                ["--protocol", "standard"],
+                &["--mode", "pipelined", "--window", "256"],
+            ),
             "STD-SEQ-3",
         ),
         (
             load,
-            vec![
-                "--protocol",
-                "length-field",
-                "--connect",
-                "127.0.0.1:9",
-                "--requests",
-                "1",
-                "--mode",
-                "pipelined",
-                "--window",
-                "257",
-            ],
+            one_request(
+                ["--protocol", "length-field"],
+                &["--mode", "pipelined", "--window", "257"],
+            ),
             "LF-MATCH-4",
         ),
         (
             load,
-            vec![
-                "--codec",
-                r#"{"protocol": "length-field", "length_field": {"size": 1}}"#,
-                "--connect",
-                "127.0.0.1:9",
-                "--requests",
-                "1",
-                "--payload",
-                "256",
-            ],
+            one_request(
+                [
+                    "--codec",
+                    r#"{"protocol": "length-field", "length_field": {"size": 1}}"#,
+                ],
+                &["--payload", "256"],
+            ),
             "LF-LEN-1",
         ),
         (
             load,
-            vec![
-                "--codec",
-                r#"{"protocol": "standard", "limits": {"max_payload": 10}}"#,
-                "--connect",
-                "127.0.0.1:9",
-                "--requests",
-                "1",
-            ],
+            one_request(
+                [
+                    "--codec",
+                    r#"{"protocol": "standard", "limits": {"max_payload": 10}}"#,
+                ],
+                &[],
+            ),
             "STD-LIM-2",
         ),
         (

@@ -80,6 +80,11 @@ pub(crate) fn load(addr: &str, args: &[&str]) -> (i32, String) {
     (status.code().unwrap_or(-1), report)
 }
 
+/// Runs fp-load against `srv` with `--protocol protocol`, then `args`.
+pub(crate) fn load_protocol(srv: &Server, protocol: &str, args: &[&str]) -> (i32, String) {
+    load(&srv.addr, &[&["--protocol", protocol], args].concat())
+}
+
 /// The number after `"key": ` in a flat JSON text.
 pub(crate) fn num(json: &str, key: &str) -> f64 {
     let pat = format!("\"{key}\": ");

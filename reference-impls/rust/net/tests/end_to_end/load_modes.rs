@@ -3,16 +3,15 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::{load, num, Server, LF_1, LF_BE4};
+use crate::common::{load, load_protocol, num, Server, LF_1, LF_BE4};
 
 #[test]
 fn standard_pipelined_counts_agree() {
     let s = Server::start(&["--protocol", "standard"]);
-    let (rc, r) = load(
-        &s.addr,
+    let (rc, r) = load_protocol(
+        &s,
+        "standard",
         &[
-            "--protocol",
-            "standard",
             "--connections",
             "3",
             "--requests",
@@ -180,35 +179,15 @@ fn length_field_codec_is_reported_as_given() {
 #[test]
 fn batched_mode_awaits_each_batch() {
     let srv = Server::start(&["--protocol", "standard"]);
-    let (code, json) = load(
-        &srv.addr,
-        &[
-            "--protocol",
-            "standard",
-            "--mode",
-            "batched",
-            "--batch",
-            "10",
-            "--requests",
-            "95",
-        ],
-    );
+    let batched =
+        |more: &[&str]| load_protocol(&srv, "standard", &[&["--mode", "batched"], more].concat());
+    let (code, json) = batched(&["--batch", "10", "--requests", "95"]);
     assert_eq!(code, 0, "{json}");
     assert_eq!(num(&json, "replies_verified"), 95.0);
     assert_eq!(num(&json, "window"), 10.0);
     assert!(json.contains("\"mode\": \"batched\""), "{json}");
     // the default batch is the protocol's (`Protocol::DEFAULT_BATCH`)
-    let (code, json) = load(
-        &srv.addr,
-        &[
-            "--protocol",
-            "standard",
-            "--mode",
-            "batched",
-            "--requests",
-            "600",
-        ],
-    );
+    let (code, json) = batched(&["--requests", "600"]);
     assert_eq!((code, num(&json, "window")), (0, 255.0), "{json}");
     let counters = srv.stop();
     assert_eq!(num(&counters, "frames"), 695.0, "{counters}");

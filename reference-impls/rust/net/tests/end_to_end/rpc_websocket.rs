@@ -4,39 +4,40 @@
 use std::io::Write;
 use std::net::TcpStream;
 
-use crate::common::{load, num, read_all, Server};
+use crate::common::{load_protocol, num, read_all, Server};
+
+/// Runs fp-load against `srv`: 300 requests of `protocol`'s `variant`, pipelined (window 8) over
+/// 2 connections, with `more` arguments.
+fn pipelined_300(srv: &Server, protocol: &str, variant: &str, more: &[&str]) -> (i32, String) {
+    let run = [
+        "--variant",
+        variant,
+        "--mode",
+        "pipelined",
+        "--window",
+        "8",
+        "--connections",
+        "2",
+        "--requests",
+        "300",
+    ];
+    load_protocol(srv, protocol, &[&run[..], more].concat())
+}
 
 #[test]
 fn rpc_calls_and_streams_on_one_port() {
     let srv = Server::start(&["--protocol", "rpc"]);
     // unary calls in the bidi mode, pipelined: every RESPONSE checked (flags 0x07, code 0)
-    let (code, json) = load(
-        &srv.addr,
-        &[
-            "--protocol",
-            "rpc",
-            "--variant",
-            "bidi",
-            "--mode",
-            "pipelined",
-            "--window",
-            "8",
-            "--connections",
-            "2",
-            "--requests",
-            "300",
-        ],
-    );
+    let (code, json) = pipelined_300(&srv, "rpc", "bidi", &[]);
     assert_eq!(code, 0, "{json}");
     assert_eq!(num(&json, "replies_verified"), 300.0);
     assert!(json.contains("\"variant\": \"bidi\""), "{json}");
     assert_eq!(num(&json, "streams_completed"), 0.0);
     // streams on the same port: the first frame picks the stream endpoint (RPC-ECHO-7)
-    let (code, json) = load(
-        &srv.addr,
+    let (code, json) = load_protocol(
+        &srv,
+        "rpc",
         &[
-            "--protocol",
-            "rpc",
             "--mode",
             "stream",
             "--frames-per-stream",
@@ -63,25 +64,7 @@ fn rpc_calls_and_streams_on_one_port() {
 fn websocket_handshake_text_messages_and_close() {
     let srv = Server::start(&["--protocol", "websocket"]);
     for variant in ["binary", "text"] {
-        let (code, json) = load(
-            &srv.addr,
-            &[
-                "--protocol",
-                "websocket",
-                "--variant",
-                variant,
-                "--mode",
-                "pipelined",
-                "--window",
-                "8",
-                "--connections",
-                "2",
-                "--requests",
-                "300",
-                "--payload",
-                "33",
-            ],
-        );
+        let (code, json) = pipelined_300(&srv, "websocket", variant, &["--payload", "33"]);
         assert_eq!(code, 0, "{json}");
         assert_eq!(num(&json, "replies_verified"), 300.0, "{json}");
     }
