@@ -9,7 +9,7 @@ oneofs (Codec.params, Frame.header, ProtocolError.detail) of protocols a testee 
 must skip them correctly.
 
 Output: conformance/testee-golden.json (and conformance/testee-golden-discovery.json, the registry
-scripts' messages), a list of {"name", "message", "hex", "json"}: the entry's
+scripts' messages, and conformance/testee-golden-long-stream.json, harness v3's), a list of {"name", "message", "hex", "json"}: the entry's
 name, the message type, the serialized bytes (deterministic serialization) and, for readers, the
 message in protobuf's JSON mapping. conformance/tests/test_testee_golden.py fails if the committed
 file is stale.
@@ -70,9 +70,9 @@ def messages():
     yield "serve_request", R(serve=pb.ServeRequest(
         codec=pb.Codec(protocol="length-field", length_field=pb.LengthFieldParams(offset=1, size=-2)),
         endpoint="unary", chunks=[pattern(129, 5), b""], half_close=True))
-    yield "hello_response", S(hello=pb.HelloResponse(harness_version=2, name="frameproof-csharp", version="0.1.0",
+    yield "hello_response", S(hello=pb.HelloResponse(harness_version=3, name="frameproof-csharp", version="0.1.0",
                                                      protocols=["standard", "length-field"],
-                                                     features=["decode", "encode", "match", "serve"]))
+                                                     features=["decode", "encode", "match", "serve", "long-stream"]))
     yield "decode_response", S(decode=pb.DecodeResponse(frames=[
         pb.Frame(flag=0x81, sequence=255, payload=pattern(131, 6)),
         pb.Frame(),
@@ -146,6 +146,26 @@ def discovery_messages():
 OUT_DISCOVERY = ROOT / "conformance" / "testee-golden-discovery.json"
 
 
+def long_stream_messages():
+    """The long stream (harness v3, feature "long-stream", spec/testee.md): a TesteeLongStreamRequest
+    and a TesteeLongStreamResponse that set every field; a file of their own, as discovery's."""
+    yield "long_stream_request", pb.TesteeLongStreamRequest(long_stream=pb.LongStreamRequest(
+        codec=pb.Codec(protocol="standard", limits=pb.Limits(max_payload=131072)), cycle=pattern(300, 12),
+        repeat=0x123456789, tail=pattern(5, 13), seed=0xFEDCBA9876543210, max_chunk=65536))
+    yield "long_stream_response", pb.TesteeLongStreamResponse(long_stream=pb.LongStreamResponse(
+        frames=0x10000000F, payload_bytes=0x1122334455, digest=pattern(32, 14),
+        last=pb.Frame(flag=0x81, sequence=255, payload=pattern(130, 15)),
+        error=pb.ProtocolError(requirement="STD-LIM-1", offset=0x106A0F2C0, message="payload over the limit"),
+        fed=0x106A0F3C9))
+    yield "long_stream_response_skipped", pb.TesteeLongStreamResponse(skipped="no long streams")
+    yield "long_stream_response_runtime_error", pb.TesteeLongStreamResponse(runtime_error="KeyError: 3")
+
+
+OUT_LONG_STREAM = ROOT / "conformance" / "testee-golden-long-stream.json"
+#: Every golden file and what it holds.
+FILES = ((OUT, messages), (OUT_DISCOVERY, discovery_messages), (OUT_LONG_STREAM, long_stream_messages))
+
+
 def golden(which=None):
     out = []
     for name, msg in (which or messages)():
@@ -168,7 +188,7 @@ def main(argv=None) -> int:
     ap.add_argument("--check", action="store_true", help="exit 1 if the file differs from what would be written")
     a = ap.parse_args(argv)
     status = 0
-    for out, which in ((a.out, messages), (a.out.with_name(OUT_DISCOVERY.name), discovery_messages)):
+    for out, which in ((a.out.with_name(path.name), which) for path, which in FILES):
         text = render(which)
         if a.check:
             same = out.exists() and out.read_text(encoding="utf-8") == text

@@ -18,7 +18,7 @@ def _generator():
 
 def test_committed_golden_file_is_current():
     gen = _generator()
-    for path, which in ((GOLDEN, gen.messages), (gen.OUT_DISCOVERY, gen.discovery_messages)):
+    for path, which in gen.FILES:
         assert path.read_text(encoding="utf-8") == gen.render(which), \
             f"conformance/{path.name} is stale: run .venv/bin/python tools/gen_testee_golden.py"
 
@@ -36,7 +36,7 @@ def test_every_field_of_the_schema_is_set_somewhere():
                     walk(v)
 
     gen = _generator()
-    for name, msg in list(gen.messages()) + list(gen.discovery_messages()):
+    for name, msg in [m for _path, which in gen.FILES for m in which()]:
         walk(msg)
     missing = []
     for m in pb.DESCRIPTOR.message_types_by_name.values():
@@ -48,22 +48,23 @@ def test_every_field_of_the_schema_is_set_somewhere():
 
 def test_golden_bytes_parse_back():
     gen = _generator()
-    for which in (gen.messages, gen.discovery_messages):
+    for _path, which in gen.FILES:
         for entry, (name, msg) in zip(gen.golden(which), which()):
             assert entry["name"] == name
             back = type(msg).FromString(bytes.fromhex(entry["hex"]))
             assert back == msg, name
 
 
-def test_discovery_messages_are_views_of_the_testee_messages():
-    """A discovery request parses as a TesteeRequest with no request set, and its answer as a
-    TesteeResponse with no result set (spec/testee.md, discovery: outside the oneofs)."""
+def test_discovery_and_long_stream_messages_are_views_of_the_testee_messages():
+    """A discovery or long-stream request parses as a TesteeRequest with no request set, and its
+    answer as a TesteeResponse with no result set (spec/testee.md: outside the oneofs)."""
     gen = _generator()
-    for name, msg in gen.discovery_messages():
+    for name, msg in list(gen.discovery_messages()) + list(gen.long_stream_messages()):
         data = msg.SerializeToString()
-        if isinstance(msg, pb.TesteeDiscoveryRequest):
+        if isinstance(msg, (pb.TesteeDiscoveryRequest, pb.TesteeLongStreamRequest)):
             assert pb.TesteeRequest.FromString(data).WhichOneof("request") is None, name
         else:
             r = pb.TesteeResponse.FromString(data)
-            want = None if msg.HasField("discovery") else "skipped" if msg.skipped else "runtime_error"
+            answer = "discovery" if isinstance(msg, pb.TesteeDiscoveryResponse) else "long_stream"
+            want = None if msg.HasField(answer) else "skipped" if msg.skipped else "runtime_error"
             assert r.WhichOneof("result") == want, name

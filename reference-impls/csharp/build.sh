@@ -40,7 +40,7 @@ fi
 if ls tests/*.cs >/dev/null 2>&1; then
   # The testee's message and service files are compiled into the test assembly as well.
   $MCS -target:library -out:build/Frameproof.Tests.dll -r:build/Frameproof.Codec.dll -r:"$NUNIT_FW" \
-    tests/*.cs src/Testee/TesteeProto.cs src/Testee/TesteeService.cs src/Testee/DiscoveryScript.cs
+    tests/*.cs src/Testee/TesteeProto.cs src/Testee/TesteeService.cs src/Testee/DiscoveryScript.cs src/Testee/LongStream.cs
   cp -f "$NUNIT_FW" build/
 fi
 echo "build.sh: ok ($(ls build/*.exe build/*.dll | wc -l) assemblies in build/)"

@@ -266,7 +266,7 @@ namespace Frameproof.Tests
         }
 
         [Test]
-        public void Testee_AnswersAScript_AndSkipsEtcd()
+        public void Testee_AnswersAScript_AndRunsEtcdScripts()
         {
             var req = new DiscoveryRequestMsg();
             req.Codec.Protocol = "rpc";
@@ -279,8 +279,13 @@ namespace Frameproof.Tests
             CollectionAssert.AreEqual(new[] { "i", "i" }, r.Discovery.Results[2].Picks);
             Assert.AreEqual(1, r.Discovery.Events.Count);
             Assert.AreEqual(1u, r.Discovery.Events[0].Op);
+            // with etcd set the script runs on the etcd registry (EtcdRegistryTests); a prefix it
+            // rejects (here empty) answers INVALID_ARGUMENT for every op, without contacting etcd
             req.HasEtcd = true;
-            Assert.AreEqual(ResponseKind.Skipped, TesteeService.Handle(TesteeRequestMsg.Parse(req.ToTesteeBytes())).Kind);
+            r = TesteeService.Handle(TesteeRequestMsg.Parse(req.ToTesteeBytes()));
+            Assert.AreEqual(ResponseKind.Discovery, r.Kind);
+            Assert.AreEqual(3, r.Discovery.Results.Count);
+            foreach (DiscoveryResultMsg x in r.Discovery.Results) Assert.AreEqual((uint)DiscoveryCode.InvalidArgument, x.Code);
         }
     }
 }

@@ -250,11 +250,11 @@ namespace Frameproof.Tests
         {
             TesteeResponseMsg r = Resp("hello_response");
             Assert.AreEqual(ResponseKind.Hello, r.Kind);
-            Assert.AreEqual(2, r.HarnessVersion);
+            Assert.AreEqual(3, r.HarnessVersion);
             Assert.AreEqual("frameproof-csharp", r.Name);
             Assert.AreEqual("0.1.0", r.Version);
             CollectionAssert.AreEqual(new[] { "standard", "length-field" }, r.Protocols);
-            CollectionAssert.AreEqual(new[] { "decode", "encode", "match", "serve" }, r.Features);
+            CollectionAssert.AreEqual(new[] { "decode", "encode", "match", "serve", "long-stream" }, r.Features);
         }
 
         [Test]
@@ -367,8 +367,9 @@ namespace Frameproof.Tests
             TesteeResponseMsg hello = TesteeService.Handle(Req("hello_request"));
             CollectionAssert.AreEqual(Registry.Names, hello.Protocols);
             hello.Protocols = new List<string> { "standard", "length-field" };
-            // ... and the feature "discovery" (the registry scripts), which the golden hello predates.
+            // ... and the features "discovery" and "discovery-etcd" (the registry scripts), which the golden hello predates.
             Assert.IsTrue(hello.Features.Remove("discovery"), "feature discovery listed");
+            Assert.IsTrue(hello.Features.Remove("discovery-etcd"), "feature discovery-etcd listed");
             Bytes(Get("hello_response").Bytes, hello.ToBytes(), "hello response for max_harness_version 258");
         }
     }

@@ -168,13 +168,15 @@ namespace Frameproof.Tests
         }
 
         [TestCase(2u, 2u)]
-        [TestCase(3u, 2u)]
+        [TestCase(3u, 3u)]
+        [TestCase(4u, 3u)]
         [TestCase(1u, 1u)]
         public void Hello_Negotiates(uint max, uint expected)
         {
             TesteeResponseMsg r = Run(new TesteeRequestMsg { Kind = RequestKind.Hello, HarnessVersion = 1, MaxHarnessVersion = max });
             Assert.AreEqual(expected, r.HarnessVersion);
             Assert.AreEqual(expected >= 2, r.Features.Contains("serve"), "serve is a v2 feature");
+            Assert.AreEqual(expected >= 3, r.Features.Contains("long-stream"), "long-stream is a v3 feature");
             CollectionAssert.AreEqual(new List<string>(Registry.Names), r.Protocols, "the registry's protocols");
         }
 

@@ -66,7 +66,7 @@ namespace Frameproof.Discovery
     /// operation that caused them, or a thread delivering earlier ones at that moment; an operation
     /// called from inside a callback returns at once and its events follow the current callback.
     /// </summary>
-    public sealed class ServiceRegistry
+    public sealed class ServiceRegistry : IServiceRegistry
     {
         sealed class Entry
         {
@@ -309,14 +309,17 @@ namespace Frameproof.Discovery
     /// A selector of one service (spec/discovery.md §6): round-robin (DISC-SEL-2), smooth weighted
     /// round-robin (DISC-SEL-3), random and weighted random (DISC-SEL-4) seeded with a 64-bit seed
     /// (DISC-SEL-5: SplitMix64, unbiased by rejection). Safe to share between threads: round-robin
-    /// takes one interlocked increment, the others a lock of their own (DISC-THREAD-2).
+    /// takes one interlocked increment, the others a lock of their own (DISC-THREAD-2). On the
+    /// in-process <see cref="ServiceRegistry"/> a pick reads its published list without allocating;
+    /// on any other <see cref="IServiceRegistry"/> (etcd, §8) each pick is one <c>Discover</c>, whose
+    /// failure code (CONNECTION_ERROR) the pick answers.
     /// </summary>
     public sealed class Selector
     {
         public static readonly string[] Names = { "round-robin", "weighted-round-robin", "random", "weighted-random" };
         enum Kind { RoundRobin, WeightedRoundRobin, Random, WeightedRandom }
 
-        readonly ServiceRegistry _registry;
+        readonly IServiceRegistry _registry;
         readonly string _service;
         readonly Kind _kind;
         readonly object _lock = new object();
@@ -324,14 +327,14 @@ namespace Frameproof.Discovery
         ulong _state;
         Dictionary<string, long> _current;
 
-        Selector(ServiceRegistry registry, string service, Kind kind, ulong seed)
+        Selector(IServiceRegistry registry, string service, Kind kind, ulong seed)
         {
             _registry = registry; _service = service; _kind = kind; _state = seed;
             if (kind == Kind.WeightedRoundRobin) _current = new Dictionary<string, long>(StringComparer.Ordinal);
         }
 
         /// <summary>A selector by name (DISC-SEL-6); a null seed draws one from the OS (DISC-SEL-5).</summary>
-        public static DiscoveryCode Create(ServiceRegistry registry, string service, string name, ulong? seed, out Selector selector)
+        public static DiscoveryCode Create(IServiceRegistry registry, string service, string name, ulong? seed, out Selector selector)
         {
             selector = null;
             int k = Array.IndexOf(Names, name);
@@ -353,7 +356,14 @@ namespace Frameproof.Discovery
         {
             picked = null;
             ulong total;
-            ServiceEndpoint[] el = _registry.Eligible(_service, out total);
+            ServiceEndpoint[] el;
+            var local = _registry as ServiceRegistry;
+            if (local != null) el = local.Eligible(_service, out total);
+            else
+            {
+                DiscoveryCode c = EligibleOf(_registry, _service, out el, out total);
+                if (c != DiscoveryCode.Ok) return c;
+            }
             if (el.Length == 0) return DiscoveryCode.NotFound;
             switch (_kind)
             {
@@ -378,6 +388,22 @@ namespace Frameproof.Discovery
             }
             return DiscoveryCode.Ok;
         }
+
+        /// <summary>The eligible instances (weight > 0, list order) of a registry other than the
+        /// in-process one, read with one Discover.</summary>
+        static DiscoveryCode EligibleOf(IServiceRegistry registry, string service, out ServiceEndpoint[] eligible, out ulong total)
+        {
+            eligible = None; total = 0;
+            EndpointList list;
+            DiscoveryCode c = registry.Discover(service, out list);
+            if (c != DiscoveryCode.Ok) return c;
+            var el = new List<ServiceEndpoint>(list.Count);
+            for (int i = 0; i < list.Count; i++) if (list[i].Weight > 0) { el.Add(list[i]); total += list[i].Weight; }
+            eligible = el.ToArray();
+            return DiscoveryCode.Ok;
+        }
+
+        static readonly ServiceEndpoint[] None = new ServiceEndpoint[0];
 
         /// <summary>nginx's smooth weighted round-robin; instances no longer eligible lose their
         /// current weight; exact 64-bit arithmetic (|current| ≤ total ≤ n·2^32).</summary>

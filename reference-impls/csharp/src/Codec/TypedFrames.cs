@@ -70,8 +70,25 @@ namespace Frameproof.Codec
     /// </summary>
     public interface ITypedFrames
     {
-        DecodeOutcome Decode(IList<byte[]> chunks);
+        /// <summary>Feeds <paramref name="reads"/> in order to one decoder, handing each frame to
+        /// <paramref name="onFrame"/> as it completes; with <paramref name="finish"/> the end of the
+        /// stream is checked too. Returns the error that stopped the stream (unset if none).</summary>
+        ProtocolError DecodeReads(IEnumerable<ArraySegment<byte>> reads, Action<FrameValue> onFrame, bool finish);
         EncodeOutcome Encode(FrameValue frame);
         MatchOutcome Match(long timeoutMs, IList<MatchStep> steps);
+    }
+
+    public static class TypedFramesDecode
+    {
+        /// <summary>The testee's decode: every chunk through one decoder, then the end of the stream;
+        /// the frames delivered and the error that stopped it.</summary>
+        public static DecodeOutcome Decode(this ITypedFrames typed, IList<byte[]> chunks)
+        {
+            var r = new DecodeOutcome();
+            var segments = new List<ArraySegment<byte>>(chunks.Count);
+            foreach (byte[] ch in chunks) segments.Add(new ArraySegment<byte>(ch));
+            r.Error = typed.DecodeReads(segments, r.Frames.Add, true);
+            return r;
+        }
     }
 }

@@ -333,27 +333,75 @@ namespace Frameproof.Testee
 
     // ---------------------------------------------------------------- the script (spec/testee.md)
 
-    /// <summary>Runs one registry script on one fresh in-process registry: results in op order, every
-    /// callback call as an event, nested ops from inside callbacks, the threads phase.</summary>
+    /// <summary>Runs one registry script on one fresh registry: the in-process one, or with
+    /// <c>etcd</c> set the etcd-backed one (feature discovery-etcd, spec/discovery.md §8): results in
+    /// op order, every callback call as an event, nested ops from inside callbacks, the threads phase
+    /// (in-process only).</summary>
     public sealed class DiscoveryScript
     {
-        readonly ServiceRegistry _reg = new ServiceRegistry();
+        readonly IServiceRegistry _reg;
+        readonly ServiceRegistry _local;                              // null on etcd
         readonly DiscoveryResponseMsg _resp = new DiscoveryResponseMsg();
         readonly List<long> _watchHandles = new List<long>();        // watcher number -> handle
         readonly Dictionary<uint, Selector> _selectors = new Dictionary<uint, Selector>();
-        uint _op;
+        volatile uint _op;
+
+        DiscoveryScript(IServiceRegistry reg)
+        {
+            _reg = reg;
+            _local = reg as ServiceRegistry;
+        }
+
+        void RunOps(List<DiscoveryOpMsg> ops)
+        {
+            for (int i = 0; i < ops.Count; i++)
+            {
+                _op = (uint)i;
+                DiscoveryResultMsg r = Execute(ops[i]);
+                _resp.Results.Add(r);
+            }
+            _op = (uint)ops.Count;
+        }
 
         public static DiscoveryResponseMsg Run(List<DiscoveryOpMsg> ops)
         {
-            var s = new DiscoveryScript();
-            for (int i = 0; i < ops.Count; i++)
-            {
-                s._op = (uint)i;
-                s._resp.Results.Add(s.Execute(ops[i]));
-            }
-            s._op = (uint)ops.Count;
-            s._reg.Deliver();
+            var local = new ServiceRegistry();
+            var s = new DiscoveryScript(local);
+            s.RunOps(ops);
+            local.Deliver();
             return s._resp;
+        }
+
+        /// <summary>The script on an <see cref="EtcdRegistry"/> at <c>etcd.endpoint</c> (spec/testee.md,
+        /// "On etcd"): events arrive on the registry's delivery thread, so before answering wait (at
+        /// most the request timeout) until every watcher has been told about the script's own writes;
+        /// then close the registry: revoke its lease, or with <c>abandon</c> leave its keys to expire.
+        /// A prefix or endpoint the registry rejects answers INVALID_ARGUMENT for every op.</summary>
+        public static DiscoveryResponseMsg RunEtcd(DiscoveryRequestMsg req)
+        {
+            EtcdRegistry reg;
+            try
+            {
+                reg = new EtcdRegistry(req.EtcdEndpoint, req.EtcdPrefix, (int)Math.Min(req.EtcdLeaseTtlS, (uint)int.MaxValue),
+                                       TimeSpan.FromMilliseconds(req.EtcdRequestTimeoutMs));
+            }
+            catch (ArgumentException)
+            {
+                var bad = new DiscoveryResponseMsg();
+                foreach (DiscoveryOpMsg op in req.Ops) bad.Results.Add(new DiscoveryResultMsg { Code = (uint)DiscoveryCode.InvalidArgument });
+                return bad;
+            }
+            var s = new DiscoveryScript(reg);
+            try
+            {
+                s.RunOps(req.Ops);
+                reg.Deliver();
+            }
+            finally
+            {
+                reg.Close(req.EtcdAbandon);   // unwatches first: no callback runs after this
+            }
+            lock (s._resp.Events) return s._resp;
         }
 
         Action<ServiceEventType, ServiceEndpoint> Callback(uint number, DiscoveryOpMsg onFirst)
@@ -362,7 +410,7 @@ namespace Frameproof.Testee
             return (type, ep) =>
             {
                 var ev = new DiscoveryEventMsg { Watch = number, Type = (uint)type, Endpoint = DiscoveryEndpointMsg.From(ep), Op = _op };
-                _resp.Events.Add(ev);
+                lock (_resp.Events) _resp.Events.Add(ev);
                 if (onFirst != null && !fired)
                 {
                     fired = true;
@@ -437,7 +485,7 @@ namespace Frameproof.Testee
                     break;
                 }
                 case DiscoveryOpKind.Concurrent:
-                    code = Concurrent(op, res);
+                    code = _local == null ? DiscoveryCode.InvalidArgument : Concurrent(_local, op, res);   // in-process only
                     break;
                 default:
                     throw new InvalidOperationException("unknown discovery op");
@@ -447,13 +495,13 @@ namespace Frameproof.Testee
         }
 
         /// <summary>The threads phase (DISC-THREAD-1/2, spec/testee.md).</summary>
-        DiscoveryCode Concurrent(DiscoveryOpMsg op, DiscoveryResultMsg res)
+        static DiscoveryCode Concurrent(ServiceRegistry reg, DiscoveryOpMsg op, DiscoveryResultMsg res)
         {
             string svc = op.Service;
             int threads = (int)Math.Max(1, Math.Min(op.Threads, 64u)), rounds = (int)op.Rounds, picks = (int)op.Picks;
             int failures = 0, added = 0, removed = 0, updated = 0;
             long handle;
-            DiscoveryCode wc = _reg.Watch(svc, (type, ep) =>
+            DiscoveryCode wc = reg.Watch(svc, (type, ep) =>
             {
                 if (type == ServiceEventType.Added) Interlocked.Increment(ref added);
                 else if (type == ServiceEventType.Removed) Interlocked.Increment(ref removed);
@@ -461,7 +509,7 @@ namespace Frameproof.Testee
             }, out handle);
             Selector shared = null;
             var picked = new Dictionary<string, uint>(StringComparer.Ordinal);
-            var barrier = new Barrier(threads, b => Selector.Create(_reg, svc, "round-robin", 0UL, out shared));
+            var barrier = new Barrier(threads, b => Selector.Create(reg, svc, "round-robin", 0UL, out shared));
             var ts = new Thread[threads];
             for (int t = 0; t < threads; t++)
             {
@@ -471,13 +519,13 @@ namespace Frameproof.Testee
                     for (int r = 0; r < rounds; r++)
                     {
                         string id = "c" + me + "-" + r;
-                        if (_reg.Register(new ServiceEndpoint(svc, id, "127.0.0.1", (uint)(r % 65536), 1)) != DiscoveryCode.Ok) Interlocked.Increment(ref failures);
+                        if (reg.Register(new ServiceEndpoint(svc, id, "127.0.0.1", (uint)(r % 65536), 1)) != DiscoveryCode.Ok) Interlocked.Increment(ref failures);
                         EndpointList list;
                         bool found = false;
-                        if (_reg.Discover(svc, out list) == DiscoveryCode.Ok)
+                        if (reg.Discover(svc, out list) == DiscoveryCode.Ok)
                             for (int i = 0; i < list.Count && !found; i++) found = list[i].InstanceId == id;
                         if (!found) Interlocked.Increment(ref failures);
-                        if (r % 2 == 1 && _reg.Deregister(svc, id) != DiscoveryCode.Ok) Interlocked.Increment(ref failures);
+                        if (r % 2 == 1 && reg.Deregister(svc, id) != DiscoveryCode.Ok) Interlocked.Increment(ref failures);
                     }
                     barrier.SignalAndWait();
                     var mine = new Dictionary<string, uint>(StringComparer.Ordinal);
@@ -493,10 +541,10 @@ namespace Frameproof.Testee
             }
             bool done = true;
             foreach (Thread t in ts) done &= t.Join(60000);
-            _reg.Deliver();
-            if (wc == DiscoveryCode.Ok) _reg.Unwatch(handle);
+            reg.Deliver();
+            if (wc == DiscoveryCode.Ok) reg.Unwatch(handle);
             EndpointList final;
-            _reg.Discover(svc, out final);
+            reg.Discover(svc, out final);
             for (int i = 0; i < final.Count; i++) res.Endpoints.Add(DiscoveryEndpointMsg.From(final[i]));
             res.Concurrent = true;
             res.Failures = (uint)failures; res.Added = (uint)added; res.Removed = (uint)removed; res.Updated = (uint)updated;

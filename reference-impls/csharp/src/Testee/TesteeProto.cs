@@ -239,7 +239,7 @@ namespace Frameproof.Testee
         }
     }
 
-    public enum RequestKind { None = 0, Hello = 1, Decode = 2, Encode = 3, Match = 4, Serve = 5, Discovery = 6 }
+    public enum RequestKind { None = 0, Hello = 1, Decode = 2, Encode = 3, Match = 4, Serve = 5, Discovery = 6, LongStream = 7 }
 
     /// <summary>TesteeRequest with its oneof flattened.</summary>
     public sealed class TesteeRequestMsg
@@ -255,11 +255,13 @@ namespace Frameproof.Testee
         public string Endpoint = "";                      // serve
         public bool HalfClose;                            // serve
         public DiscoveryRequestMsg Discovery;             // discovery (field 6, outside the oneof)
+        public LongStreamRequestMsg LongStream;           // long stream (field 7, outside the oneof; v3)
 
         public static TesteeRequestMsg Parse(byte[] data)
         {
             var m = new TesteeRequestMsg();
             DiscoveryRequestMsg discovery = null;
+            LongStreamRequestMsg longStream = null;
             var r = new ProtoReader(data);
             while (!r.AtEnd)
             {
@@ -273,11 +275,14 @@ namespace Frameproof.Testee
                     else m.ParseBody(sub);
                 }
                 else if (f == 6 && wt == 2) discovery = DiscoveryRequestMsg.Parse(r.ReadMessage());
+                else if (f == 7 && wt == 2) longStream = LongStreamRequestMsg.Parse(r.ReadMessage());
                 else r.Skip(wt);
             }
             // spec/testee.md: a TesteeRequest with no request set is parsed once more as a
             // TesteeDiscoveryRequest (its field 6).
             if (m.Kind == RequestKind.None && discovery != null) m = new TesteeRequestMsg { Kind = RequestKind.Discovery, Discovery = discovery };
+            // ... and as a TesteeLongStreamRequest (its field 7).
+            if (m.Kind == RequestKind.None && longStream != null) m = new TesteeRequestMsg { Kind = RequestKind.LongStream, LongStream = longStream };
             return m;
         }
 
@@ -369,7 +374,7 @@ namespace Frameproof.Testee
         }
     }
 
-    public enum ResponseKind { None = 0, Hello = 1, Decode = 2, Encode = 3, Match = 4, Skipped = 5, RuntimeError = 6, Serve = 7, Discovery = 8 }
+    public enum ResponseKind { None = 0, Hello = 1, Decode = 2, Encode = 3, Match = 4, Skipped = 5, RuntimeError = 6, Serve = 7, Discovery = 8, LongStream = 9 }
 
     /// <summary>TesteeResponse with its oneof flattened.</summary>
     public sealed class TesteeResponseMsg
@@ -392,6 +397,8 @@ namespace Frameproof.Testee
         public bool Closed;
         // discovery (field 8, outside the oneof)
         public DiscoveryResponseMsg Discovery;
+        // long stream (field 9, outside the oneof; v3)
+        public LongStreamResponseMsg LongStream;
         // skipped / runtime_error
         public string Text = "";
 
@@ -425,6 +432,7 @@ namespace Frameproof.Testee
                     if (Error != null) b.Message(3, Error.ToWriter());
                     break;
                 case ResponseKind.Discovery: w.Message(8, Discovery.ToWriter()); return w.ToArray();
+                case ResponseKind.LongStream: w.Message(9, LongStream.ToWriter()); return w.ToArray();
                 case ResponseKind.Skipped: w.StringAlways(5, Text); return w.ToArray();
                 case ResponseKind.RuntimeError: w.StringAlways(6, Text); return w.ToArray();
                 default: throw new InvalidOperationException("response kind not set");

@@ -4,14 +4,14 @@ using Frameproof.Codec;
 
 namespace Frameproof.Testee
 {
-    /// <summary>Answers testee requests (spec/testee.md, harness v1 and v2) with the protocols of the
+    /// <summary>Answers testee requests (spec/testee.md, harness v1 to v3) with the protocols of the
     /// <see cref="Registry"/>; nothing here depends on which protocol a request is about.</summary>
     public static class TesteeService
     {
         public const string Name = "frameproof-csharp";
         public const string Version = "0.1.0";
         /// <summary>The highest harness version this testee speaks.</summary>
-        public const uint MaxHarnessVersion = 2;
+        public const uint MaxHarnessVersion = 3;
 
         public static TesteeResponseMsg Handle(TesteeRequestMsg req)
         {
@@ -25,6 +25,7 @@ namespace Frameproof.Testee
                     case RequestKind.Match: return Match(req);
                     case RequestKind.Serve: return Serve(req);
                     case RequestKind.Discovery: return Discovery(req);
+                    case RequestKind.LongStream: return LongStream.Run(req.LongStream);
                     default: return Skipped("unknown request");
                 }
             }
@@ -36,22 +37,24 @@ namespace Frameproof.Testee
 
         static TesteeResponseMsg Skipped(string why) { return new TesteeResponseMsg { Kind = ResponseKind.Skipped, Text = why }; }
 
-        /// <summary>Version 2 when the runner speaks it (max_harness_version ≥ 2), else 1.</summary>
+        /// <summary>The highest version both speak (the runner's max_harness_version, at least 1).</summary>
         static TesteeResponseMsg Hello(TesteeRequestMsg req)
         {
-            uint version = req.MaxHarnessVersion >= 2 ? MaxHarnessVersion : 1;
+            uint version = Math.Max(1u, Math.Min(req.MaxHarnessVersion, MaxHarnessVersion));
             var r = new TesteeResponseMsg { Kind = ResponseKind.Hello, HarnessVersion = version, Name = Name, Version = Version };
             r.Protocols.AddRange(Registry.Names);
             r.Features.Add("decode"); r.Features.Add("encode"); r.Features.Add("match");
-            if (version >= 2) { r.Features.Add("serve"); r.Features.Add("discovery"); }
+            if (version >= 2) { r.Features.Add("serve"); r.Features.Add("discovery"); r.Features.Add("discovery-etcd"); }
+            if (version >= 3) r.Features.Add("long-stream");
             return r;
         }
 
-        /// <summary>A registry script (spec/testee.md, "discovery") on a fresh in-process registry;
-        /// scripts for the etcd registry are skipped (no etcd registry in this implementation).</summary>
+        /// <summary>A registry script (spec/testee.md, "discovery") on a fresh in-process registry, or
+        /// with <c>etcd</c> set on a fresh etcd-backed one (feature discovery-etcd).</summary>
         static TesteeResponseMsg Discovery(TesteeRequestMsg req)
         {
-            if (req.Discovery.HasEtcd) return Skipped("discovery-etcd: this implementation has no etcd-backed registry");
+            if (req.Discovery.HasEtcd)
+                return new TesteeResponseMsg { Kind = ResponseKind.Discovery, Discovery = DiscoveryScript.RunEtcd(req.Discovery) };
             return new TesteeResponseMsg { Kind = ResponseKind.Discovery, Discovery = DiscoveryScript.Run(req.Discovery.Ops) };
         }
 

@@ -124,25 +124,21 @@ namespace Frameproof.Codec
 
         // ---------------------------------------------------------------- typed frames (testee)
 
-        sealed class Collector : IRpcFrameHandler
+        sealed class Forward : IRpcFrameHandler
         {
-            public readonly List<FrameValue> Frames = new List<FrameValue>();
-            public bool OnFrame(ref RpcFrame f) { Frames.Add(f.ToValue()); return true; }
+            public Action<FrameValue> To;
+            public bool OnFrame(ref RpcFrame f) { To(f.ToValue()); return true; }
         }
 
-        public DecodeOutcome Decode(IList<byte[]> chunks)
+        public ProtocolError DecodeReads(IEnumerable<ArraySegment<byte>> reads, Action<FrameValue> onFrame, bool finish)
         {
-            var r = new DecodeOutcome();
-            var c = new Collector();
+            var c = new Forward { To = onFrame };
             using (var d = new RpcDecoder(MaxBody))
             {
-                bool ok = true;
-                foreach (byte[] ch in chunks) if (!d.Feed(ch, c)) { ok = false; break; }
-                if (ok) ok = d.Finish();
-                if (!ok) r.Error = d.Error;
+                foreach (ArraySegment<byte> ch in reads)
+                    if (!d.Feed(new ReadOnlySpan<byte>(ch.Array, ch.Offset, ch.Count), c)) return d.Error;
+                return finish && !d.Finish() ? d.Error : default(ProtocolError);
             }
-            r.Frames.AddRange(c.Frames);
-            return r;
         }
 
         static RpcHeader HeaderOf(FrameValue f)

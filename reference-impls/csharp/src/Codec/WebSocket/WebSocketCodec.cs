@@ -172,26 +172,22 @@ namespace Frameproof.Codec
 
         // ---------------------------------------------------------------- typed frames (testee)
 
-        sealed class Collector : IWsFrameHandler
+        sealed class Forward : IWsFrameHandler
         {
-            public readonly List<FrameValue> Frames = new List<FrameValue>();
-            public bool OnFrame(ref WsFrame f) { Frames.Add(f.ToValue()); return true; }
+            public Action<FrameValue> To;
+            public bool OnFrame(ref WsFrame f) { To(f.ToValue()); return true; }
         }
 
         /// <summary>decode: receives as the codec's role.</summary>
-        public DecodeOutcome Decode(IList<byte[]> chunks)
+        public ProtocolError DecodeReads(IEnumerable<ArraySegment<byte>> reads, Action<FrameValue> onFrame, bool finish)
         {
-            var r = new DecodeOutcome();
-            var c = new Collector();
+            var c = new Forward { To = onFrame };
             using (var d = new WsDecoder(!Client, MaxFrame, MaxMessage))
             {
-                bool ok = true;
-                foreach (byte[] ch in chunks) if (!d.Feed(ch, c)) { ok = false; break; }
-                if (ok) ok = d.Finish();
-                if (!ok) r.Error = d.Error;
+                foreach (ArraySegment<byte> ch in reads)
+                    if (!d.Feed(new ReadOnlySpan<byte>(ch.Array, ch.Offset, ch.Count), c)) return d.Error;
+                return finish && !d.Finish() ? d.Error : default(ProtocolError);
             }
-            r.Frames.AddRange(c.Frames);
-            return r;
         }
 
         /// <summary>encode: the frame exactly as given, its MASK bit and key included.</summary>
