@@ -190,7 +190,7 @@ std::optional<SelectorKind> selector_kind(std::string_view name) {
   return std::nullopt;
 }
 
-Selector::Selector(const Registry& reg, std::string service, SelectorKind kind, std::optional<std::uint64_t> seed)
+Selector::Selector(const RegistryApi& reg, std::string service, SelectorKind kind, std::optional<std::uint64_t> seed)
     : reg_(reg), service_(std::move(service)), kind_(kind), rng_(seed ? *seed : std::random_device{}() ^
                                                                               (std::uint64_t{std::random_device{}()} << 32)) {}
 

@@ -1,4 +1,4 @@
-// fp-testee: speaks the testee protocol (spec/testee.md, harness versions 1 and 2) on
+// fp-testee: speaks the testee protocol (spec/testee.md, harness versions 1 to 3) on
 // stdin/stdout: u32 little-endian length + serialized TesteeRequest in, the same framing with a
 // TesteeResponse out. Generic over the registry's protocols: the request's Codec message becomes
 // the codec JSON (field names as in schemas/testee.proto) and goes through the same parser as
@@ -19,6 +19,8 @@
 #include "frameproof/discovery.hpp"
 #include "frameproof/registry.hpp"
 #include "testee.pb.h"
+#include "testee_etcd.hpp"
+#include "testee_long_stream.hpp"
 
 namespace pb = frameproof::testee::v1;
 namespace gp = google::protobuf;
@@ -26,7 +28,7 @@ namespace gp = google::protobuf;
 namespace {
 
 constexpr const char* kVersion = "0.2.0";
-constexpr std::uint32_t kHarnessVersion = 2;  // the highest version this testee speaks
+constexpr std::uint32_t kHarnessVersion = 3;  // the highest version this testee speaks
 
 fp::ByteView view(const std::string& s) { return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()}; }
 
@@ -244,11 +246,14 @@ void do_serve(const pb::ServeRequest& req, const P& proto, pb::ServeResponse* ou
 }
 
 void do_hello(const pb::HelloRequest& req, pb::HelloResponse* h) {
-  h->set_harness_version(req.max_harness_version() >= 2 ? kHarnessVersion : 1);
+  const std::uint32_t version = std::clamp<std::uint32_t>(req.max_harness_version(), 1, kHarnessVersion);
+  h->set_harness_version(version);
   h->set_name("frameproof-cpp");
   h->set_version(kVersion);
   for (std::string_view name : fp::protocol_names()) h->add_protocols(std::string(name));
-  for (const char* feature : {"decode", "encode", "match", "serve", "discovery"}) h->add_features(feature);
+  for (const char* feature : {"decode", "encode", "match", "serve", "discovery", "discovery-etcd"})
+    h->add_features(feature);
+  if (version >= 3) h->add_features("long-stream");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -445,8 +450,8 @@ std::optional<pb::TesteeDiscoveryResponse> handle_discovery(const std::string& r
   pb::TesteeDiscoveryRequest req;
   if (!req.ParseFromString(raw) || !req.has_discovery()) return std::nullopt;
   pb::TesteeDiscoveryResponse resp;
-  if (req.discovery().has_etcd()) {
-    resp.set_skipped("discovery-etcd: this testee has no etcd-backed registry (feature not listed)");
+  if (req.discovery().has_etcd()) {  // the script on the etcd-backed registry (testee_etcd.cpp)
+    fp::testee::run_etcd_script(req.discovery(), resp.mutable_discovery());
     return resp;
   }
   ScriptRunner(resp.mutable_discovery()).run(req.discovery());
@@ -463,6 +468,56 @@ const pb::Codec* codec_of(const pb::TesteeRequest& req) {
   }
 }
 
+// The request's protocol, or nullopt with the reason in `skipped`. An invalid configuration still
+// gets its answer (e.g. LF-FMT-3); an unusual valid one that this testee does not support (a
+// length-field offset above 16 MiB) is skipped.
+std::optional<fp::AnyProtocol> protocol_of(const pb::Codec& codec, std::string& skipped) {
+  fp::AnyProtocol proto;
+  try {
+    proto = fp::parse_codec(message_json(codec), /*strict=*/false);  // fields of a newer schema are ignored
+  } catch (const fp::UnknownProtocol&) {
+    skipped = "protocol '" + codec.protocol() + "' not implemented";
+    return std::nullopt;
+  }
+  if (auto why = fp::unsupported(proto); why && !fp::validate(proto)) {
+    skipped = *why + " by this testee";
+    return std::nullopt;
+  }
+  return proto;
+}
+
+// A TesteeRequest with no request set, parsed once more as a TesteeLongStreamRequest; the answer
+// is a TesteeLongStreamResponse. Empty: not a long stream.
+std::optional<pb::TesteeLongStreamResponse> handle_long_stream(const std::string& raw) {
+  pb::TesteeLongStreamRequest req;
+  if (!req.ParseFromString(raw) || !req.has_long_stream()) return std::nullopt;
+  const pb::LongStreamRequest& ls = req.long_stream();
+  pb::TesteeLongStreamResponse resp;
+  std::string skipped;
+  const auto proto = protocol_of(ls.codec(), skipped);
+  if (!proto) {
+    resp.set_skipped(skipped);
+    return resp;
+  }
+  const fp::testee::LongStreamResult r = std::visit(
+      [&](const auto& p) {
+        return fp::testee::run_long_stream(
+            p, fp::testee::LongStreamReads(ls.cycle(), ls.repeat(), ls.tail(), ls.seed(), ls.max_chunk()));
+      },
+      *proto);
+  pb::LongStreamResponse* out = resp.mutable_long_stream();
+  out->set_frames(r.frames);
+  out->set_payload_bytes(r.payload_bytes);
+  out->set_digest(r.digest);
+  out->set_fed(r.fed);
+  if (r.last_header) {
+    json_to_message(*r.last_header, out->mutable_last());
+    out->mutable_last()->set_payload(r.last_payload);
+  }
+  if (r.error) set_error(out->mutable_error(), *r.error);
+  return resp;
+}
+
 pb::TesteeResponse handle(const pb::TesteeRequest& req) {
   pb::TesteeResponse resp;
   if (req.request_case() == pb::TesteeRequest::kHello) {
@@ -474,17 +529,10 @@ pb::TesteeResponse handle(const pb::TesteeRequest& req) {
     resp.set_skipped("unknown request");
     return resp;
   }
-  fp::AnyProtocol proto;
-  try {
-    proto = fp::parse_codec(message_json(*codec), /*strict=*/false);  // fields of a newer schema are ignored
-  } catch (const fp::UnknownProtocol&) {
-    resp.set_skipped("protocol '" + codec->protocol() + "' not implemented");
-    return resp;
-  }
-  // An invalid configuration still gets its answer (e.g. LF-FMT-3); an unusual valid one that
-  // this testee does not support (a length-field offset above 16 MiB) is skipped.
-  if (auto why = fp::unsupported(proto); why && !fp::validate(proto)) {
-    resp.set_skipped(*why + " by this testee");
+  std::string skipped;
+  const auto proto = protocol_of(*codec, skipped);
+  if (!proto) {
+    resp.set_skipped(skipped);
     return resp;
   }
   std::visit(
@@ -510,7 +558,7 @@ pb::TesteeResponse handle(const pb::TesteeRequest& req) {
           default: break;
         }
       },
-      proto);
+      *proto);
   return resp;
 }
 
@@ -539,16 +587,17 @@ int main() {
       resp.set_runtime_error("request does not parse");
     } else if (req.request_case() == pb::TesteeRequest::REQUEST_NOT_SET) {
       try {
-        if (auto d = handle_discovery(in)) {
-          if (!d->SerializeToString(&out)) throw std::runtime_error("response does not serialize");
-          resp.Clear();
-          resp.ParseFromString(out);  // same wire format; field 8 kept as an unknown field
-        } else {
-          resp.set_skipped("unknown request");
-        }
+        // a discovery script or a long stream: its view's answer, the same wire format (its
+        // field 8 or 9 kept as an unknown field)
+        std::optional<std::string> answer;
+        if (auto d = handle_discovery(in)) answer = d->SerializeAsString();
+        else if (auto l = handle_long_stream(in)) answer = l->SerializeAsString();
+        resp.Clear();
+        if (answer) resp.ParseFromString(*answer);
+        else resp.set_skipped("unknown request");
       } catch (const std::exception& e) {
         resp.Clear();
-        resp.set_runtime_error(std::string("discovery: ") + e.what());
+        resp.set_runtime_error(std::string("discovery or long stream: ") + e.what());
       }
     } else {
       try {

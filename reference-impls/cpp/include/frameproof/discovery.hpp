@@ -60,22 +60,34 @@ bool valid(const Endpoint& e);
 
 using Callback = std::function<void(EventType, const Endpoint&)>;
 
-class Registry {
+// The operations every registry offers: the in-process Registry below, and the etcd-backed
+// EtcdRegistry (etcd_registry.hpp, spec/discovery.md §8). Selectors work on either.
+class RegistryApi {
+ public:
+  virtual ~RegistryApi() = default;
+  // DISC-REG-1/2: appended, or replaced in place (UPDATED).
+  virtual Code register_instance(const Endpoint& e) = 0;
+  // DISC-REG-3/4
+  virtual Code deregister(std::string_view service, std::string_view instance_id) = 0;
+  // DISC-REG-5: the list in registration order (a copy); an unknown service is OK and empty.
+  virtual Code discover(std::string_view service, std::vector<Endpoint>& out) const = 0;
+  // DISC-WATCH-*: `handle` receives the subscription's handle (never reused).
+  virtual Code watch(std::string_view service, Callback cb, std::uint64_t& handle) = 0;
+  // DISC-WATCH-5: once it returned, the callback is not called again.
+  virtual Code unwatch(std::uint64_t handle) = 0;
+};
+
+class Registry final : public RegistryApi {
  public:
   Registry() = default;
   Registry(const Registry&) = delete;
   Registry& operator=(const Registry&) = delete;
 
-  // DISC-REG-1/2: appended, or replaced in place (UPDATED).
-  Code register_instance(const Endpoint& e);
-  // DISC-REG-3/4
-  Code deregister(std::string_view service, std::string_view instance_id);
-  // DISC-REG-5: the list in registration order (a copy); an unknown service is OK and empty.
-  Code discover(std::string_view service, std::vector<Endpoint>& out) const;
-  // DISC-WATCH-*: `handle` receives the subscription's handle (never reused).
-  Code watch(std::string_view service, Callback cb, std::uint64_t& handle);
-  // DISC-WATCH-5: once it returned, the callback is not called again.
-  Code unwatch(std::uint64_t handle);
+  Code register_instance(const Endpoint& e) override;
+  Code deregister(std::string_view service, std::string_view instance_id) override;
+  Code discover(std::string_view service, std::vector<Endpoint>& out) const override;
+  Code watch(std::string_view service, Callback cb, std::uint64_t& handle) override;
+  Code unwatch(std::uint64_t handle) override;
 
   // Delivers the queued events (every operation calls it before returning; a call from inside a
   // callback, or while another thread delivers, returns at once).
@@ -113,12 +125,12 @@ std::optional<SelectorKind> selector_kind(std::string_view name);
 class Selector {
  public:
   // seed: nullopt = one from the operating system (DISC-SEL-5)
-  Selector(const Registry& reg, std::string service, SelectorKind kind, std::optional<std::uint64_t> seed);
+  Selector(const RegistryApi& reg, std::string service, SelectorKind kind, std::optional<std::uint64_t> seed);
   // OK and the pick, or NOT_FOUND when no instance is eligible (state unchanged).
   Code select(Endpoint& out);
 
  private:
-  const Registry& reg_;
+  const RegistryApi& reg_;
   std::string service_;
   SelectorKind kind_;
   std::mutex mu_;
