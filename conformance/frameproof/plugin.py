@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from . import oracle, report, spec, vectors as V
+from . import coverage, oracle, report, spec, vectors as V
 from .checks import CheckFailure, check_decode, check_encode, check_match, chunk, chunk_every
 from . import protocols as registry
 from .testee import Skipped, Testee, TesteeFailure
@@ -282,9 +282,9 @@ class PropertyItem(FrameproofItem):
             self.user_properties.append(("examples_skipped", sk.skipped))
         if DRAWN_EDGES:  # the length-encoding edges this property's examples covered
             self.user_properties.append(("length_edges_covered", sorted(DRAWN_EDGES)))
-        coverage = getattr(self.prop.run, "coverage", None)  # a property's own classes covered
-        if coverage is not None:
-            self.user_properties.extend(coverage().items())
+        own = getattr(self.prop.run, "coverage", None)  # a property's own classes covered
+        if own is not None:
+            self.user_properties.extend(own().items())
 
 
 class NetItem(FrameproofItem):
@@ -390,6 +390,11 @@ def _progress(config):
           f"{now - st['started']:.0f} s", file=sys.stderr, flush=True)
 
 
+def pytest_runtest_setup(item):
+    if isinstance(item, FrameproofItem):
+        coverage.reset()  # the classes of its inputs are counted per test (property, vector, net, client)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
@@ -434,6 +439,9 @@ def pytest_runtest_makereport(item, call):
                 rep.wasxfail = f"--level rfc: {why}"
                 status = "xfailed"
                 extra["level_verdict"] = verdict
+        covered = coverage.drawn()
+        if covered:  # the classes of each input dimension this test drew (coverage.declare)
+            extra["classes_covered"] = covered
         _progress(item.config)
         res[item.name] = {"name": item.name, "protocol": item.protocol, "requirements": item.requirements,
                           "broken": broken or list(item.requirements),

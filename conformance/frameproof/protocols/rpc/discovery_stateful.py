@@ -21,6 +21,7 @@ from typing import Dict, List, Optional, Set, Tuple
 from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
 
+from ...coverage import declare, note
 from . import discovery_model as M
 from .discovery_compare import check_script
 from .discovery_model import Endpoint
@@ -31,6 +32,9 @@ CHANGES = ("register", "update-weight", "drain", "deregister", "refused", "watch
 OBSERVATIONS = ("discover",) + tuple(f"pick {k}" for k in M.SELECTORS)
 PAIRS = tuple((c, o) for c in CHANGES for o in OBSERVATIONS)
 DRAWN_PAIRS: Set[Tuple[str, str]] = set()  # since the last reset (reported per property run)
+#: the same pairs as a dimension of the input space (frameproof/coverage.py), "change -> observation"
+PAIRS_DIMENSION = declare("rpc.discovery.pairs", [f"{c} -> {o}" for c, o in PAIRS],
+                          ["DISC-SEL-2", "DISC-SEL-3", "DISC-REG-2", "DISC-WATCH-3"])
 
 NO_SERVICE = "svc.none"  # never registered
 HOSTS = ("10.0.0.1", "h", "ü.example")
@@ -126,7 +130,9 @@ class RegistryMachine(RuleBasedStateMachine):
     def _observed(self, key: tuple, observation: str):
         seen = self.pending.get(key)
         if seen:
-            DRAWN_PAIRS.update((c, observation) for c in seen)
+            for c in seen:
+                DRAWN_PAIRS.add((c, observation))
+                note(PAIRS_DIMENSION, f"{c} -> {observation}")
         self.pending[key] = set()
 
     def _registered(self, service=None) -> List[Endpoint]:

@@ -14,6 +14,7 @@ from typing import List
 
 from ... import netsuite as N
 from ...checks import CheckFailure
+from ...coverage import id_class, note
 from ...netsuite import Conn, NetCase, SkipCase, payload_for, roundtrip
 from ...netsuite.conn import rss_settled
 from . import frames as K
@@ -147,12 +148,15 @@ ID_SAMPLE = (0x00010000, 0x01000000, 0x12345678, 0x9E3779B9, 0xC0000000, 0xDEADB
 
 
 def c_ids_whole_range(t):
+    for rid in ID_EDGES + ID_SAMPLE:
+        note("rpc.id", id_class(rid))
     reqs = [_req(t, rid, b"id-%08x" % rid, flags=rid % 8) for rid in ID_EDGES + ID_SAMPLE]
     roundtrip(t, reqs, "unary requests with ids over the whole u32 range, each answered with its own id: ")
 
 
 def c_stream_ids_whole_range(t):
     for sid in ID_EDGES:
+        note("rpc.id", id_class(sid))
         exchange(t, [_init(t, sid), K.stream(K.DATA, sid, b"sid-%08x" % sid), K.stream(K.END, sid)],
                  [K.stream(K.INIT_ACK, sid), K.stream(K.DATA, sid, b"sid-%08x" % sid), K.stream(K.END, sid)],
                  f"a stream with id {sid:#010x}: ")

@@ -5,11 +5,17 @@ from hypothesis import strategies as st
 
 from ... import oracle
 from ...checks import chunk
+from ...coverage import ID_CLASSES, declare, id_class, note
 from ...oracle import Error, Frame
 from ...properties import Strategies, payloads, splits_of
 from . import frames as K
 from .frames import RpcHeader
 from .oracle import RpcCodec
+
+#: the id a server copies (RPC-HDR-7), drawn by the serve scripts and sent by the network cases
+RPC_ID = declare("rpc.id", ID_CLASSES, ["RPC-HDR-7"])
+#: the id of the frames the codec properties draw (encode, roundtrip, chunking, agreement, invalid)
+RPC_ID_CODEC = declare("rpc.id.codec", ID_CLASSES, ["RPC-HDR-7", "RPC-HDR-1"])
 
 NAMES = [K.ECHO_SERVICE, K.ECHO_METHOD, b"", b"svc", b"BenchEchoService", "服务".encode()]
 
@@ -46,7 +52,8 @@ class RpcStrategies(Strategies):
 def _frames(draw, limit):
     kind = draw(st.sampled_from(list(K.TYPE_NAMES)))
     flags = draw(st.one_of(st.sampled_from([0, 4, 1, 5, 2, 6, 3, 7]), st.integers(0, 255)))
-    rid = draw(st.one_of(st.integers(0, 300), st.integers(0, 2 ** 32 - 1)))
+    rid = draw(st.one_of(st.integers(0, 300), st.sampled_from(K.ID_EDGES), st.integers(0, 2 ** 32 - 1)))
+    note(RPC_ID_CODEC, id_class(rid))
     reserved = draw(st.sampled_from([0, 0, 0, 0xFF]))
     service = method = b""
     code = 0
@@ -159,6 +166,7 @@ def _client_frames(draw, endpoint):
     """Frames a client might send to ``endpoint``: mostly the endpoint's own, some foreign; ids over
     the whole u32 range (small ones often, so that a stream's frames share its id; the edges; any)."""
     rid = draw(_ids())
+    note(RPC_ID, id_class(rid))
     if endpoint == "stream":
         kind = draw(st.sampled_from([K.INIT, K.INIT, K.DATA, K.DATA, K.DATA, K.END, K.CANCEL, K.INIT_ACK,
                                      K.REQUEST, K.HEARTBEAT]))

@@ -37,6 +37,7 @@ from hypothesis import strategies as st
 
 from ...checks import CheckFailure
 from ...clientsuite import client_results
+from ...coverage import CASE_CLASSES, OWS_CLASSES, case_class, declare, note, ows_class
 from ...reference import CodecError
 from .handshake_grammar import connection_values
 from .net import offered_in
@@ -56,6 +57,18 @@ GRAMMAR_SPELLINGS = 40  # spellings per client suite run, each on its own connec
 MAX_RUNS = 16  # client runs for them at most (a run opens as many connections as its command says)
 SHRINK_RUNS = 30  # client runs spent shrinking a refused spelling at most
 CASE_TIMEOUT = float(os.environ.get("FRAMEPROOF_CLIENT_TIMEOUT", "60"))
+
+# The variants ``responses`` draws, one dimension each (frameproof/coverage.py; noted per drawn response)
+_HS7 = ["WS-HS-7"]
+R_REASON = declare("ws.client101.reason", ("canonical", "empty", "other"), _HS7)
+R_NAME_CASE = declare("ws.client101.name_case", CASE_CLASSES, _HS7)  # of each header name
+R_OWS = declare("ws.client101.ows", OWS_CLASSES, _HS7)  # after the colon and after the value
+R_ORDER = declare("ws.client101.order", ("canonical", "shuffled"), _HS7)
+R_CONNECTION = declare("ws.client101.connection", ("single token", "token list", "repeated headers"), _HS7)
+R_EXTRA = declare("ws.client101.extra_headers", ("none", "some"), _HS7)
+R_UPGRADE_CASE = declare("ws.client101.upgrade_case", CASE_CLASSES, _HS7)
+R_TOKEN_CASE = declare("ws.client101.connection_token_case", CASE_CLASSES, _HS7)
+R_SEGMENTS = declare("ws.client101.segments", ("1", "2", "3", "4"), _HS7)
 
 
 @dataclass(frozen=True)
@@ -135,6 +148,10 @@ def head_of(status: str, headers) -> str:
 
 
 def _vary_case(draw, canonical: str) -> str:
+    """``canonical`` with letters flipped one by one, or (now and then) all lower or all upper."""
+    style = draw(st.sampled_from(["flips", "flips", "lower", "upper"]))
+    if style != "flips":
+        return canonical.lower() if style == "lower" else canonical.upper()
     flips = draw(st.lists(st.booleans(), min_size=len(canonical), max_size=len(canonical)))
     return "".join(c.swapcase() if f else c for c, f in zip(canonical, flips))
 
@@ -143,15 +160,32 @@ def _vary_case(draw, canonical: str) -> str:
 def responses(draw) -> Spelling:
     """A valid 101 response in one legal spelling (shrinking towards RFC 6455 §1.3's)."""
     reason = draw(st.sampled_from(REASONS))
-    connection = connection_values(draw, _vary_case(draw, "Upgrade"))
-    headers = [("Upgrade", _vary_case(draw, "websocket"))] + [("Connection", v) for v in connection]
+    token = _vary_case(draw, "Upgrade")
+    connection = connection_values(draw, token)
+    upgrade = _vary_case(draw, "websocket")
+    headers = [("Upgrade", upgrade)] + [("Connection", v) for v in connection]
     headers += [("Sec-WebSocket-Accept", ACCEPT)]
-    headers += draw(st.lists(st.sampled_from(EXTRA), max_size=4, unique=True))
-    headers = draw(st.permutations(headers))
+    extra = draw(st.lists(st.sampled_from(EXTRA), max_size=4, unique=True))
+    canonical = headers + extra
+    headers = draw(st.permutations(canonical))
     parts = tuple((name, _vary_case(draw, name), value, draw(OWS_AFTER_COLON), draw(OWS_TRAILING))
                   for name, value in headers)
     cuts = tuple(draw(st.lists(st.integers(1, 240), max_size=3)))
-    return Spelling("", cuts, None, reason, parts)  # a frame in the head's segment: c_frame_with_the_head
+    sp = Spelling("", cuts, None, reason, parts)  # a frame in the head's segment: c_frame_with_the_head
+    note(R_REASON, "canonical" if reason == "Switching Protocols" else "empty" if not reason else "other")
+    for _c, spelled, _v, before, after in parts:
+        note(R_NAME_CASE, case_class(spelled))
+        note(R_OWS, ows_class(before))
+        note(R_OWS, ows_class(after))
+    note(R_ORDER, "canonical" if list(headers) == canonical else "shuffled")
+    note(R_CONNECTION, "repeated headers" if len(connection) > 1 else
+         "token list" if "," in connection[0] else "single token")
+    note(R_EXTRA, "some" if extra else "none")
+    note(R_UPGRADE_CASE, case_class(upgrade))
+    note(R_TOKEN_CASE, case_class(token))
+    n = len(sp.head.replace(ACCEPT, "x" * 28))  # the head's length once the accept value is in
+    note(R_SEGMENTS, str(1 + len({c for c in cuts if 0 < c < n})))
+    return sp
 
 
 def _without(name):

@@ -22,6 +22,7 @@ from typing import List, Optional, Tuple
 
 from hypothesis import strategies as st
 
+from ...coverage import CASE_CLASSES, OWS_CLASSES, case_class, declare, note, ows_class
 from ...paths import ROOT
 
 OPENING_DIR = ROOT / "conformance" / "vectors" / "websocket" / "opening"
@@ -36,8 +37,23 @@ EXTRA_HEADERS = (("User-Agent", "Mozilla/5.0 (X11; Linux x86_64) frameproof"), (
                  ("X-Frameproof", "a: value, with: colons"), ("Cookie", "a=b; c=d"))
 CONNECTION_OTHERS = ("keep-alive", "Keep-Alive", "TE", "x-token")
 
+# The variants the grammar draws, one dimension each (frameproof/coverage.py; noted per drawn request)
+_HS = ["WS-HS-6"]
+HS_NAME_CASE = declare("ws.hs.name_case", CASE_CLASSES, _HS)  # of each header name
+HS_OWS = declare("ws.hs.ows", OWS_CLASSES, _HS)  # after the colon and after the value
+HS_ORDER = declare("ws.hs.order", ("canonical", "shuffled"), _HS)
+HS_CONNECTION = declare("ws.hs.connection", ("single token", "token list", "repeated headers"), _HS)
+HS_EXTRA = declare("ws.hs.extra_headers", ("none", "some"), _HS)
+HS_UPGRADE_CASE = declare("ws.hs.upgrade_case", CASE_CLASSES, _HS + ["WS-HS-1"])  # Upgrade: websocket
+HS_TOKEN_CASE = declare("ws.hs.connection_token_case", CASE_CLASSES, _HS + ["WS-HS-1"])  # Connection's Upgrade
+HS_SEGMENTS = declare("ws.hs.segments", ("1", "2", "3", "4"), _HS)  # noted where the request is sent (net.py)
+
 
 def _any_case(draw, text: str) -> str:
+    """``text`` in any case: each letter flipped on its own, or (as often) all lower or all upper."""
+    style = draw(st.sampled_from(["any", "lower", "upper"]))
+    if style != "any":
+        return text.lower() if style == "lower" else text.upper()
     flips = draw(st.lists(st.booleans(), min_size=len(text), max_size=len(text)))
     return "".join(c.upper() if f else c.lower() for c, f in zip(text, flips))
 
@@ -66,17 +82,30 @@ def opening_requests(draw, path: Optional[str] = None, subprotocol: Optional[str
     """(a valid opening request in one legal spelling, its key); for the echo service at ``path`` (None:
     any target) offering ``subprotocol`` (None: no Sec-WebSocket-Protocol header)."""
     key = base64.b64encode(draw(st.binary(min_size=16, max_size=16))).decode()
-    connection = connection_values(draw, _any_case(draw, "upgrade"))
-    headers = [("Host", draw(st.sampled_from(HOSTS))), ("Upgrade", _any_case(draw, "websocket")),
+    token = _any_case(draw, "upgrade")
+    connection = connection_values(draw, token)
+    upgrade = _any_case(draw, "websocket")
+    headers = [("Host", draw(st.sampled_from(HOSTS))), ("Upgrade", upgrade),
                ("Sec-WebSocket-Key", key), ("Sec-WebSocket-Version", "13")]
     headers += [("Connection", v) for v in connection]
     if subprotocol is not None:
         headers.append(("Sec-WebSocket-Protocol", subprotocol))
-    headers += draw(st.lists(st.sampled_from(EXTRA_HEADERS), max_size=5, unique=True))
-    headers = draw(st.permutations(headers))
+    extra = draw(st.lists(st.sampled_from(EXTRA_HEADERS), max_size=5, unique=True))
+    canonical = headers + extra
+    headers = draw(st.permutations(canonical))
     lines = [f"GET {path if path is not None else draw(st.sampled_from(TARGETS))} HTTP/1.1"]
     for name, value in headers:
-        lines.append(f"{_any_case(draw, name)}:{draw(OWS)}{value}{draw(OWS)}")
+        spelled, before, after = _any_case(draw, name), draw(OWS), draw(OWS)
+        lines.append(f"{spelled}:{before}{value}{after}")
+        note(HS_NAME_CASE, case_class(spelled))
+        note(HS_OWS, ows_class(before))
+        note(HS_OWS, ows_class(after))
+    note(HS_ORDER, "canonical" if list(headers) == canonical else "shuffled")
+    note(HS_CONNECTION, "repeated headers" if len(connection) > 1 else
+         "token list" if "," in connection[0] else "single token")
+    note(HS_EXTRA, "some" if extra else "none")
+    note(HS_UPGRADE_CASE, case_class(upgrade))
+    note(HS_TOKEN_CASE, case_class(token))
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"), key
 
 

@@ -9,6 +9,7 @@ from typing import List
 
 from ... import netsuite as N
 from ...checks import CheckFailure
+from ...coverage import declare, note
 from ...netsuite import Conn, NetCase
 from .frames import BINARY, CLOSE, CONT, PING, PONG, TEXT, frame, key_for
 from .reference import accept_for
@@ -232,14 +233,16 @@ def c_handshake_grammar(t):
     """Legal spellings of a valid request (handshake_grammar.opening_requests), each split at up to
     three drawn offsets; Hypothesis shrinks a refused one to its smallest spelling."""
     from hypothesis import HealthCheck, given, settings, strategies as st
-    from .handshake_grammar import opening_requests
+    from .handshake_grammar import HS_SEGMENTS, opening_requests
 
     @settings(max_examples=GRAMMAR_EXAMPLES, derandomize=True, deadline=None, database=None,
               suppress_health_check=list(HealthCheck))
     @given(opening_requests(t.codec.path, t.codec.subprotocol), st.lists(st.integers(1, 400), max_size=3))
     def prop(req, cuts):
         data, key = req
-        _opens(t, data, key, _split(data, cuts), "a legal spelling of a valid opening request")
+        segments = _split(data, cuts)
+        note(HS_SEGMENTS, str(len(segments)))
+        _opens(t, data, key, segments, "a legal spelling of a valid opening request")
     prop()
 
 
@@ -437,6 +440,8 @@ CLOSE_CLASSES = ((0, 999, False, "0-999, unused"), (1000, 1003, True, "1000-1003
 CLOSE_EDGES = (0, 999, 1000, 1003, 1004, 1005, 1006, 1007, 1011, 1012, 1014, 1015, 1016, 2999, 3000, 3999, 4000, 4999,
                5000, 65535)
 CLOSE_DRAWS = 27  # codes drawn over the classes (derandomized), besides the edges
+#: the close codes sent to the server (this case), by class (frameproof/coverage.py)
+CLOSE_CODE_CLASSES = declare("ws.close_code", [c[3] for c in CLOSE_CLASSES], ["WS-CLOSE-2", "WS-CLOSE-5"])
 
 
 def close_class(code: int):
@@ -447,6 +452,7 @@ def _close_code_answer(t, code: int):
     """A close frame with ``code`` (and a reason): a valid code is echoed (WS-CLOSE-5), any other fails
     the connection with 1002 (WS-CLOSE-2, WS-ERR-1); then the server closes."""
     _lo, _hi, valid, label = close_class(code)
+    note(CLOSE_CODE_CLASSES, label)
     want = code if valid else 1002
     ctx = f"a close frame with code {code} ({label}: {'valid' if valid else 'invalid'})"
     c = Conn(t)

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from hypothesis import strategies as st
 
+from ...coverage import declare, note
 from ...oracle import Error, Frame
 from ...properties import Strategies, payloads
 from . import oracle as O
@@ -14,6 +15,36 @@ from .frames import BINARY, CLOSE, CONT, PING, PONG, TEXT, WsHeader, frame, pyth
 from .oracle import WsCodec
 
 EDGE_LIMITS = (125, 126, 65535, 65536)
+
+#: the shapes of the messages valid streams carry (frameproof/coverage.py): a message in one frame, a
+#: fragmented one, with an empty first, middle or last fragment, a control frame between its fragments
+FRAGMENT_SHAPES = declare("ws.fragments", ("single-frame", "fragmented", "empty first", "empty middle", "empty last",
+                                           "control between"), ["WS-FRAG-1", "WS-CTL-3"])
+#: the close codes of the close frames the streams carry, by the classes of net.CLOSE_CLASSES, or none
+CLOSE_CODE_CODEC = declare("ws.close_code.codec", ("no code", "0-999, unused", "1000-1003",
+                                                   "1004-1006, reserved or never sent", "1007-1011",
+                                                   "1012-1014, IANA registry", "1015, never sent",
+                                                   "1016-2999, reserved", "3000-4999, registered and private",
+                                                   "5000 and above, undefined"), ["WS-CLOSE-2", "WS-CLOSE-1"])
+#: close bodies by class of their code: none, 1000-1003, 1007-1011, 1012-1014, 3000-4999 (with a reason)
+VALID_CLOSE_BODIES = ((b"",), (b"\x03\xe8", b"\x03\xe9"), (b"\x03\xf3", b"\x03\xef"), (b"\x03\xf4ok", b"\x03\xf6"),
+                      (b"\x0b\xb8", b"\x0f\xa0bye"))
+#: invalid close codes by class: 0-999, 1004-1006, 1015, 1016-2999, 5000 and above
+INVALID_CLOSE_CODES = ((0, 999), (1004, 1005, 1006), (1015,), (1016, 2999), (5000, 65535))
+#: the kinds of invalid streams; a close code of each invalid class is a kind of its own (``closecode<i>``),
+#: listed first and twice: under the ci profile's 40 examples every class of invalid codes is drawn (the
+#: suite's tests/test_class_coverage.py requires it; with one ``closecode`` kind only 0-999 was)
+KINDS = tuple(f"closecode{i}" for i in range(len(INVALID_CLOSE_CODES))) * 2 + (
+    "rsv", "opcode", "ctl-fin", "mask", "ctl-len", "nonmin16", "nonmin64", "msb", "orphan", "interleave", "lim",
+    "utf8-frag", "utf8-final", "close1", "closeutf8", "trunc")
+
+
+def _close_class(body: bytes) -> str:
+    """The class of a close body's code (net.CLOSE_CLASSES' label), or "no code"."""
+    if len(body) < 2:
+        return "no code"
+    from .net import close_class
+    return close_class(int.from_bytes(body[:2], "big"))[3]
 
 
 def _codec(role, max_payload=0, max_message=0):
@@ -77,7 +108,10 @@ class WsStrategies(Strategies):
             frames = []
             for _ in range(draw(st.integers(0, 4))):
                 if draw(st.booleans()):
-                    frames.append(draw(self.frames_for(codec)))
+                    f = draw(self.frames_for(codec))
+                    if f.header.opcode in (TEXT, BINARY):
+                        note(FRAGMENT_SHAPES, "single-frame")
+                    frames.append(f)
                     continue
                 # a fragmented message, control frames between its fragments
                 key = lambda: draw(self.key(codec))
@@ -85,12 +119,22 @@ class WsStrategies(Strategies):
                 body = draw(st.text(max_size=30)).encode() if text else draw(st.binary(max_size=60))
                 cuts = sorted(draw(st.lists(st.integers(0, len(body)), min_size=1, max_size=4)))
                 parts = [body[a:b] for a, b in zip([0] + cuts, cuts + [len(body)])]
+                note(FRAGMENT_SHAPES, "fragmented")
+                if not parts[0]:
+                    note(FRAGMENT_SHAPES, "empty first")
+                if not parts[-1]:
+                    note(FRAGMENT_SHAPES, "empty last")
+                if not all(parts[1:-1]):
+                    note(FRAGMENT_SHAPES, "empty middle")
                 for i, p in enumerate(parts):
                     frames.append(frame((TEXT if text else BINARY) if i == 0 else CONT, p, i == len(parts) - 1, key()))
                     if i < len(parts) - 1 and draw(st.integers(0, 2)) == 0:
+                        note(FRAGMENT_SHAPES, "control between")
                         frames.append(frame(draw(st.sampled_from([PING, PONG])), draw(st.binary(max_size=8)), True, key()))
             if draw(st.integers(0, 3)) == 0:
-                code = draw(st.sampled_from([b"", b"\x03\xe8", b"\x03\xe9", b"\x0b\xb8", b"\x0f\xa0bye"]))
+                # a class of valid close bodies first (net.CLOSE_CLASSES), then a body of it
+                code = draw(st.sampled_from(draw(st.sampled_from(VALID_CLOSE_BODIES))))
+                note(CLOSE_CODE_CODEC, _close_class(code))
                 frames.append(frame(CLOSE, code, True, draw(self.key(codec))))
             data = b"".join(O.encode(codec, f) for f in frames)
             return codec, frames, data
@@ -108,9 +152,7 @@ class WsStrategies(Strategies):
             enc = lambda f: O.encode(wide, f)
             m = 0x80 if srv else 0
             k = b"\x01\x02\x03\x04" if srv else b""
-            kind = draw(st.sampled_from(["rsv", "opcode", "ctl-fin", "mask", "ctl-len", "nonmin16", "nonmin64", "msb",
-                                         "orphan", "interleave", "lim", "utf8-frag", "utf8-final", "close1", "closecode",
-                                         "closeutf8", "trunc"]))
+            kind = draw(st.sampled_from(KINDS))
             if kind == "rsv":
                 b, req = bytes([0x82 | (draw(st.sampled_from([1, 2, 4])) << 4), m]) + k, "WS-HDR-2"
             elif kind == "opcode":
@@ -145,8 +187,10 @@ class WsStrategies(Strategies):
                 b, req = enc(frame(TEXT, b"ok" + bad_, fin, key())), "WS-UTF8-1" if fin else "WS-UTF8-2"
             elif kind == "close1":
                 b, req = enc(frame(CLOSE, b"\x03", True, key())), "WS-CLOSE-1"
-            elif kind == "closecode":
-                c = draw(st.sampled_from([0, 999, 1004, 1005, 1006, 1015, 1016, 2999, 5000, 65535]))
+            elif kind.startswith("closecode"):
+                # a kind per class of invalid codes (each class drawn under the ci profile too), then a code of it
+                c = draw(st.sampled_from(INVALID_CLOSE_CODES[int(kind[9:])]))
+                note(CLOSE_CODE_CODEC, _close_class(c.to_bytes(2, "big")))
                 b, req = enc(frame(CLOSE, c.to_bytes(2, "big") + b"r", True, key())), "WS-CLOSE-2"
             elif kind == "closeutf8":
                 b, req = enc(frame(CLOSE, b"\x03\xe8\xce", True, key())), "WS-CLOSE-3"
