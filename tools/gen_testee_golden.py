@@ -124,6 +124,7 @@ def discovery_messages():
         pb.DiscoveryOp(etcd_encode=pb.DiscoveryEtcdEncode(prefix="frameproof/services", endpoint=ep)),
         pb.DiscoveryOp(etcd_decode=pb.DiscoveryEtcdEntry(prefix="p", key=b"/p/s/i", value=b'{"port":1}')),
         pb.DiscoveryOp(concurrent=pb.DiscoveryConcurrent(service="svc.c", threads=16, rounds=10000, picks=300)),
+        pb.DiscoveryOp(wait_ms=70000),
     ]
     yield "discovery_request", pb.TesteeDiscoveryRequest(discovery=pb.DiscoveryRequest(
         codec=pb.Codec(protocol="rpc"), ops=ops,

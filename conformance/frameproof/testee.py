@@ -189,6 +189,14 @@ class Testee:
             raise TesteeFailure("runtime_error", resp.runtime_error, self.stderr_tail())
         return resp
 
+    def _call_within(self, req, timeout: Optional[float]):
+        """``call`` with a deadline of at least ``timeout`` seconds for this one answer."""
+        saved, self.timeout = self.timeout, max(self.timeout, timeout or 0)
+        try:
+            return self.call(req)
+        finally:
+            self.timeout = saved
+
     # -- capabilities
     @property
     def harness_version(self) -> int:
@@ -277,9 +285,10 @@ class Testee:
         return ServeResult([bytes(w) for w in r.written], r.closed, error_py(r.error) if r.HasField("error") else None)
 
 
-    def discovery(self, req: pb.DiscoveryRequest) -> pb.DiscoveryResponse:
-        """A registry script (spec/testee.md, ``discovery``): sent as a TesteeDiscoveryRequest."""
-        resp = self.call(pb.TesteeDiscoveryRequest(discovery=req))
+    def discovery(self, req: pb.DiscoveryRequest, timeout: Optional[float] = None) -> pb.DiscoveryResponse:
+        """A registry script (spec/testee.md, ``discovery``): sent as a TesteeDiscoveryRequest, answered
+        within ``timeout`` seconds if given (a script that waits), else the run's deadline."""
+        resp = self._call_within(pb.TesteeDiscoveryRequest(discovery=req), timeout)
         if not isinstance(resp, pb.TesteeDiscoveryResponse):
             raise TesteeFailure("protocol", f"expected a discovery response, got {resp.WhichOneof('result')}")
         if len(resp.discovery.results) != len(req.ops):
@@ -294,11 +303,7 @@ class Testee:
         req = pb.TesteeLongStreamRequest(long_stream=pb.LongStreamRequest(
             codec=codec_pb(codec), cycle=recipe.cycle, repeat=recipe.repeat, tail=recipe.tail, seed=recipe.seed,
             max_chunk=recipe.max_chunk))
-        saved, self.timeout = self.timeout, max(self.timeout, timeout)
-        try:
-            resp = self.call(req)
-        finally:
-            self.timeout = saved
+        resp = self._call_within(req, timeout)
         if not isinstance(resp, pb.TesteeLongStreamResponse):
             raise TesteeFailure("protocol", f"expected a long-stream response, got {resp.WhichOneof('result')}")
         r = resp.long_stream

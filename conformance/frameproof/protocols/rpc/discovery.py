@@ -43,6 +43,7 @@ MUTANTS = {
     "disc-etcd-strict": "DISC-ETCD-3",               # rejects values with members it does not know
     "disc-etcd-no-lease": "DISC-ETCD-5",             # etcd registry: keys written without a lease
     "disc-etcd-updated-as-added": "DISC-ETCD-6",     # etcd registry: every PUT reported as ADDED
+    "disc-etcd-no-rewrite": "DISC-ETCD-7",           # etcd registry: a new lease, its instances not written again
 }
 
 
@@ -407,6 +408,8 @@ class ScriptRunner:
             res["endpoints"] = [e] if e else []
         elif kind == "concurrent":
             res.update(concurrent(self.reg, a))
+        elif kind == "wait_ms":
+            time.sleep(a / 1000)
         else:
             raise ValueError(f"unknown op {kind!r}")
         return res

@@ -248,6 +248,8 @@ class Model:
             return Result(OK, [e], reqs=["DISC-ETCD-3"])
         if kind == "concurrent":
             return self._concurrent(arg)
+        if kind == "wait_ms":  # time passes; the registry's state does not change
+            return Result(OK, reqs=["DISC-ETCD-7"])
         raise ValueError(f"unknown op {kind!r}")
 
     def _select(self, a) -> Result:

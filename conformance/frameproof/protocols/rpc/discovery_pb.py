@@ -26,6 +26,8 @@ def op_to_pb(op: dict, msg=None):
         msg.discover = a
     elif kind == "unwatch":
         msg.unwatch = a
+    elif kind == "wait_ms":
+        msg.wait_ms = a
     elif kind == "watch":
         msg.watch.service = a["service"]
         if a.get("on_first_event") is not None:
@@ -51,7 +53,7 @@ def op_from_pb(m) -> dict:
     kind = m.WhichOneof("op")
     if kind in ("register", "deregister"):
         return {kind: _ep_py(getattr(m, kind))}
-    if kind in ("discover", "unwatch"):
+    if kind in ("discover", "unwatch", "wait_ms"):
         return {kind: getattr(m, kind)}
     if kind == "watch":
         return {"watch": {"service": m.watch.service,
@@ -109,9 +111,11 @@ def _result_py(m) -> M.Result:
                     bytes(m.etcd_value), conc)
 
 
-def run_script(testee, ops: List[dict], codec=None, etcd: Optional[pb.DiscoveryEtcd] = None):
+def run_script(testee, ops: List[dict], codec=None, etcd: Optional[pb.DiscoveryEtcd] = None,
+               timeout: Optional[float] = None):
     """(results, events) the testee answers for the script (raises Skipped, TesteeFailure); with
-    ``etcd``, on the testee's etcd-backed registry."""
+    ``etcd``, on the testee's etcd-backed registry; ``timeout``: seconds for the answer, when the
+    script waits longer than the run's per-answer deadline."""
     from .oracle import RpcCodec
     from ...testee import codec_pb
     req = pb.DiscoveryRequest(codec=codec_pb(codec or RpcCodec("rpc")))
@@ -119,7 +123,7 @@ def run_script(testee, ops: List[dict], codec=None, etcd: Optional[pb.DiscoveryE
         req.etcd.CopyFrom(etcd)
     for op in ops:
         op_to_pb(op, req.ops.add())
-    resp = testee.discovery(req)
+    resp = testee.discovery(req, timeout) if timeout else testee.discovery(req)
     events = [M.Event(e.watch, e.type, _ep_py(e.endpoint), e.op, _result_py(e.nested) if e.HasField("nested") else None)
               for e in resp.events]
     return [_result_py(r) for r in resp.results], events

@@ -9,12 +9,14 @@ module is the property table; each check lives in a module of its own, re-export
   discovery_stats       the random selectors' distributions (chi-square)
   discovery_threads     the threads phase
   discovery_etcd_checks the etcd mapping, and a registry on a private etcd
+  discovery_etcd_faults that etcd failing under a running registry (lease revoked, etcd restarted)
 """
 from __future__ import annotations
 
 from ... import properties as P
 from .discovery_compare import (_concurrent_diff, _ev_key, _list_diff, _res_text, _unwatched,  # noqa: F401
                                 check_script, describe_op, event_diff, result_diff)
+from .discovery_etcd_faults import etcd_faults
 from .discovery_etcd_checks import (ETCD_DECODE_CASES, ETCD_SCRIPT, _names, _per_watcher, check_remote,  # noqa: F401
                                     etcd_live, etcd_mapping)
 from .discovery_pb import (_ep_pb, _ep_py, _result_py, op_from_pb, op_to_pb, probe, response_to_pb,  # noqa: F401
@@ -63,6 +65,11 @@ def properties(protocol: str) -> list:
         P.Property("discovery_etcd_mapping", protocol, ["DISC-ETCD-1", "DISC-ETCD-2", "DISC-ETCD-3"], FEATURE,
                    "The etcd key and JSON value of random endpoints, and how fixed etcd entries (unknown "
                    "members, missing weight, wrong types, mismatched keys) decode", etcd_mapping()),
+        P.Property("discovery_etcd_faults", protocol, ["DISC-ETCD-7"], "discovery-etcd",
+                   "The runner's etcd fails under a running registry: its lease revoked from outside (instances "
+                   "written again under a new lease within a keep-alive interval), etcd stopped for 2.5 s "
+                   "(CONNECTION_ERROR meanwhile; after, the old instance kept, new operations working, the watch "
+                   "resumed with no event lost or repeated)", etcd_faults()),
         P.Property("discovery_etcd_live", protocol, ["DISC-ETCD-4", "DISC-ETCD-5", "DISC-ETCD-6", "DISC-ETCD-7",
                                                      "DISC-ETCD-1", "DISC-ETCD-2"], "discovery-etcd",
                    "On a private etcd (127.0.0.1, temporary data dir): a script against the model, the keys and "

@@ -49,7 +49,7 @@ namespace Frameproof.Testee
         }
     }
 
-    public enum DiscoveryOpKind { None = 0, Register = 1, Deregister = 2, Discover = 3, Watch = 4, Unwatch = 5, Select = 6, EtcdEncode = 7, EtcdDecode = 8, Concurrent = 9 }
+    public enum DiscoveryOpKind { None = 0, Register = 1, Deregister = 2, Discover = 3, Watch = 4, Unwatch = 5, Select = 6, EtcdEncode = 7, EtcdDecode = 8, Concurrent = 9, WaitMs = 10 }
 
     /// <summary>DiscoveryOp with its oneof flattened (the members' fields side by side).</summary>
     public sealed class DiscoveryOpMsg
@@ -58,7 +58,7 @@ namespace Frameproof.Testee
         public DiscoveryEndpointMsg Endpoint;      // register, deregister, etcd_encode
         public string Service = "";                // discover, watch, select, concurrent
         public DiscoveryOpMsg OnFirstEvent;        // watch
-        public uint Number;                        // unwatch
+        public uint Number;                        // unwatch, wait_ms
         public uint SelectorId, Count; public string Selector = ""; public ulong Seed;   // select
         public string Prefix = ""; public byte[] Key = new byte[0], Value = new byte[0]; // etcd_encode / etcd_decode
         public uint Threads, Rounds, Picks;        // concurrent
@@ -69,9 +69,9 @@ namespace Frameproof.Testee
             while (!r.AtEnd)
             {
                 int f, wt; r.ReadTag(out f, out wt);
-                if (f < 1 || f > 9) { r.Skip(wt); continue; }
+                if (f < 1 || f > 10) { r.Skip(wt); continue; }
                 m = new DiscoveryOpMsg { Kind = (DiscoveryOpKind)f };   // oneof: the last one wins
-                if (f == 5) { ProtoReader.Expect(wt, 0, f); m.Number = (uint)r.ReadVarint(); continue; }
+                if (f == 5 || f == 10) { ProtoReader.Expect(wt, 0, f); m.Number = (uint)r.ReadVarint(); continue; }
                 ProtoReader.Expect(wt, 2, f);
                 if (f == 3) { m.Service = r.ReadString(); continue; }
                 ProtoReader s = r.ReadMessage();
@@ -114,7 +114,10 @@ namespace Frameproof.Testee
                 case DiscoveryOpKind.Register:
                 case DiscoveryOpKind.Deregister: w.Message((int)Kind, (Endpoint ?? new DiscoveryEndpointMsg()).ToWriter()); return w;
                 case DiscoveryOpKind.Discover: w.StringAlways(3, Service); return w;
-                case DiscoveryOpKind.Unwatch: w.UInt32(5, Number); if (Number == 0) { w.WriteVarintRaw(5 << 3); w.WriteVarintRaw(0); } return w;
+                case DiscoveryOpKind.Unwatch:
+                case DiscoveryOpKind.WaitMs:
+                    // a oneof member is written even when zero
+                    int field = (int)Kind; w.UInt32(field, Number); if (Number == 0) { w.WriteVarintRaw((ulong)(field << 3)); w.WriteVarintRaw(0); } return w;
                 case DiscoveryOpKind.Watch: b.String(1, Service); if (OnFirstEvent != null) b.Message(2, OnFirstEvent.ToWriter()); break;
                 case DiscoveryOpKind.Select: b.UInt32(1, SelectorId); b.String(2, Service); b.String(3, Selector); b.UInt64(4, Seed); b.UInt32(5, Count); break;
                 case DiscoveryOpKind.EtcdEncode: b.String(1, Prefix); if (Endpoint != null) b.Message(2, Endpoint.ToWriter()); break;
@@ -486,6 +489,9 @@ namespace Frameproof.Testee
                 }
                 case DiscoveryOpKind.Concurrent:
                     code = _local == null ? DiscoveryCode.InvalidArgument : Concurrent(_local, op, res);   // in-process only
+                    break;
+                case DiscoveryOpKind.WaitMs:   // time passes (on etcd the runner acts on the store meanwhile)
+                    System.Threading.Thread.Sleep((int)Math.Min(op.Number, int.MaxValue));
                     break;
                 default:
                     throw new InvalidOperationException("unknown discovery op");

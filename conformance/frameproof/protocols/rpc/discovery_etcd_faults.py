@@ -1,0 +1,160 @@
+"""What a registry does when etcd fails under it (spec/discovery.md DISC-ETCD-7), checked for every
+implementation: the runner owns the private etcd, and while the testee's script waits (the
+``wait_ms`` op) it revokes the registry's lease from outside, or stops etcd and starts it again.
+
+  lease_revoked    the registry's lease is revoked while it runs: its keys go at once, and the
+                   registry must write its instances again under a new lease within a keep-alive
+                   interval (plus slack), by itself, and answer ``discover`` with them after.
+  etcd_restarted   etcd is stopped for a few seconds: a ``register`` meanwhile answers
+                   CONNECTION_ERROR within the request timeout; once etcd is back, operations
+                   succeed again, the instance registered before is still there, and the watcher
+                   opened before the outage receives the later registration (the watch resumed:
+                   no event lost, none repeated).
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+from ..._generated import testee_pb2 as pb
+from ...checks import CheckFailure
+from . import discovery_model as M
+from .discovery_model import CODE_NAMES, EVENT_NAMES
+from .discovery_pb import run_script
+from .discovery_scripts import A, DISC, REG, WATCH, ep
+
+TTL = 2
+REQUEST_TIMEOUT_MS = 1000
+
+
+def _codes(results) -> list:
+    return [CODE_NAMES[r.code] if r.code < len(CODE_NAMES) else r.code for r in results]
+
+
+class _Runner(threading.Thread):
+    """The runner's side of a fault script, on its own thread while the testee runs the script."""
+
+    def __init__(self, fn):
+        super().__init__(daemon=True)
+        self.fn, self.error, self.notes = fn, None, {}
+
+    def run(self):
+        try:
+            self.fn(self.notes)
+        except Exception as e:  # reported by the check, after the script
+            self.error = e
+
+
+def _wait_for(pred, seconds: float, step: float = 0.02):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(step)
+    return None
+
+
+def lease_revoked(testee, etcd, E):
+    prefix = "fp-test/revoke"
+    gw = E.Gateway(etcd.endpoint)
+    keys = [M.etcd_key(prefix, A, i) for i in ("i0", "i1")]
+    deadline = TTL / 3 + 1.5  # one keep-alive interval, and slack for a loaded machine
+
+    def kvs():
+        got = {E._unb64(kv["key"]): kv.get("lease", "0") for kv in gw.range_prefix(f"/{prefix}/".encode()).get("kvs", [])}
+        return got if all(k in got for k in keys) else None
+
+    def act(notes):
+        first = _wait_for(kvs, 10)
+        if not first:
+            raise RuntimeError("the script's two instances never appeared in etcd")
+        old = next(iter(first.values()))
+        gw.post("/v3/lease/revoke", {"ID": old})
+        t0 = time.monotonic()
+        notes["old"] = old
+        back = _wait_for(lambda: (lambda g: g if g and all(v not in ("0", old) for v in g.values()) else None)(kvs()),
+                         deadline + 3)
+        notes["recovered_s"] = time.monotonic() - t0 if back else None
+        notes["after"] = kvs()
+
+    runner = _Runner(act)
+    ops = [REG(ep(A, "i0")), REG(ep(A, "i1")), {"wait_ms": int((deadline + 3) * 1000) + 1000}, DISC(A)]
+    runner.start()
+    results, _events = run_script(testee, ops, etcd=pb.DiscoveryEtcd(
+        endpoint=etcd.endpoint, prefix=prefix, lease_ttl_s=TTL, request_timeout_ms=REQUEST_TIMEOUT_MS), timeout=30)
+    runner.join(30)
+    if runner.error:
+        raise runner.error
+    took = runner.notes.get("recovered_s")
+    if took is None or took > deadline:
+        raise CheckFailure(
+            f"the registry's lease ({runner.notes.get('old')}) revoked from outside after it registered {A}/i0 and "
+            f"{A}/i1 (lease TTL {TTL} s):\n  expected both written again under a new lease within {deadline:.1f} s\n"
+            f"  actual   {'not within ' + format(deadline + 3, '.1f') + ' s' if took is None else format(took, '.1f') + ' s'}"
+            f" (keys and their leases then: {runner.notes.get('after') or 'not both present'})",
+            ["DISC-ETCD-7", "DISC-ETCD-5"])
+    listed = sorted(e.instance_id for e in results[3].endpoints)
+    if _codes(results) != ["OK"] * 4 or listed != ["i0", "i1"]:
+        raise CheckFailure(f"after the lease was revoked and the registry recovered:\n  expected OK for every op and "
+                           f"discover {A!r} = i0, i1\n  actual   {_codes(results)}, discover = {listed}", ["DISC-ETCD-7"])
+    return took
+
+
+def etcd_restarted(testee, etcd, E):
+    prefix = "fp-test/restart"
+    gw = E.Gateway(etcd.endpoint)
+    key = M.etcd_key(prefix, A, "i0")
+    down_s = 2.5
+
+    def act(notes):
+        if not _wait_for(lambda: gw.range_prefix(key).get("kvs"), 10):
+            raise RuntimeError("the script's first instance never appeared in etcd")
+        etcd.stop()
+        notes["stopped"] = time.monotonic()
+        time.sleep(down_s)
+        etcd.start()
+        notes["started"] = time.monotonic()
+
+    runner = _Runner(act)
+    ops = [WATCH(A), REG(ep(A, "i0")), {"wait_ms": 2000}, REG(ep(A, "i1")), {"wait_ms": 4000}, REG(ep(A, "i2")),
+           DISC(A)]
+    runner.start()
+    t0 = time.monotonic()
+    results, events = run_script(testee, ops, etcd=pb.DiscoveryEtcd(
+        endpoint=etcd.endpoint, prefix=prefix, lease_ttl_s=TTL, request_timeout_ms=REQUEST_TIMEOUT_MS), timeout=30)
+    runner.join(30)
+    if runner.error:
+        raise runner.error
+    want = ["OK", "OK", "OK", "CONNECTION_ERROR", "OK", "OK", "OK"]
+    listed = [e.instance_id for e in results[6].endpoints]
+    script = (f"watch {A!r}; register i0; wait 2 s (etcd stopped for {down_s} s meanwhile); register i1; wait 4 s "
+              f"(etcd back); register i2; discover")
+    if _codes(results) != want or listed != ["i0", "i2"]:
+        raise CheckFailure(f"{script}:\n  expected {want}, discover = i0, i2\n  actual   {_codes(results)}, "
+                           f"discover = {listed} ({time.monotonic() - t0:.1f} s)", ["DISC-ETCD-7"])
+    seen = [(EVENT_NAMES.get(e.type, e.type), e.endpoint.instance_id) for e in events if e.watch == 0]
+    if seen != [("ADDED", "i0"), ("ADDED", "i2")]:
+        raise CheckFailure(f"{script}: the watcher opened before the outage\n  expected ADDED i0, ADDED i2 (the watch "
+                           f"resumed: none lost, none repeated)\n  actual   {seen}", ["DISC-ETCD-7", "DISC-ETCD-6"])
+
+
+def etcd_faults():
+    measured = {}
+
+    def run(testee):
+        import shutil
+        from ...testee import Skipped
+        from . import discovery_etcd as E
+        if shutil.which("etcd") is None:
+            raise Skipped("etcd is not installed (Debian: apt-get install etcd-server)")
+        etcd = E.LocalEtcd()
+        try:
+            etcd.start()
+            measured.clear()
+            measured["lease_recovered_s"] = round(lease_revoked(testee, etcd, E), 3)
+            etcd_restarted(testee, etcd, E)
+        finally:
+            etcd.cleanup()
+    run.coverage = lambda: dict(measured)  # into the test's JSON report: how fast the registry recovered
+    return run
