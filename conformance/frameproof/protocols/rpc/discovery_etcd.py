@@ -402,3 +402,18 @@ class LocalEtcd:
     def cleanup(self):
         self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def started_etcd() -> LocalEtcd:
+    """A private etcd for one check, answering; the caller calls ``cleanup``. Skipped (a test
+    result, not an error) where etcd is not installed."""
+    from ...testee import Skipped
+    if shutil.which("etcd") is None:
+        raise Skipped("etcd is not installed (Debian: apt-get install etcd-server)")
+    etcd = LocalEtcd()
+    try:
+        etcd.start()
+    except BaseException:
+        etcd.cleanup()
+        raise
+    return etcd

@@ -112,15 +112,10 @@ def check_remote(testee, ops, etcd_msg, context):
 
 def etcd_live():
     def run(testee):
-        import shutil
         import time
-        from ...testee import Skipped
         from . import discovery_etcd as E
-        if shutil.which("etcd") is None:
-            raise Skipped("etcd is not installed (Debian: apt-get install etcd-server)")
-        etcd = E.LocalEtcd()
+        etcd = E.started_etcd()
         try:
-            etcd.start()
             gw = E.Gateway(etcd.endpoint)
             ttl = 2
             msg = pb.DiscoveryEtcd(endpoint=etcd.endpoint, prefix="fp-test/one", lease_ttl_s=ttl, abandon=True)

@@ -143,14 +143,9 @@ def etcd_faults():
     measured = {}
 
     def run(testee):
-        import shutil
-        from ...testee import Skipped
         from . import discovery_etcd as E
-        if shutil.which("etcd") is None:
-            raise Skipped("etcd is not installed (Debian: apt-get install etcd-server)")
-        etcd = E.LocalEtcd()
+        etcd = E.started_etcd()
         try:
-            etcd.start()
             measured.clear()
             measured["lease_recovered_s"] = round(lease_revoked(testee, etcd, E), 3)
             etcd_restarted(testee, etcd, E)

@@ -37,9 +37,9 @@ from hypothesis import strategies as st
 
 from ...checks import CheckFailure
 from ...clientsuite import client_results
-from ...coverage import CASE_CLASSES, OWS_CLASSES, case_class, declare, note, ows_class
+from ...coverage import CASE_CLASSES, OWS_CLASSES, declare, note
 from ...reference import CodecError
-from .handshake_grammar import connection_values
+from .handshake_grammar import connection_values, note_spelling
 from .net import offered_in
 from .reference import ServerOpening, accept_for
 
@@ -173,16 +173,9 @@ def responses(draw) -> Spelling:
     cuts = tuple(draw(st.lists(st.integers(1, 240), max_size=3)))
     sp = Spelling("", cuts, None, reason, parts)  # a frame in the head's segment: c_frame_with_the_head
     note(R_REASON, "canonical" if reason == "Switching Protocols" else "empty" if not reason else "other")
-    for _c, spelled, _v, before, after in parts:
-        note(R_NAME_CASE, case_class(spelled))
-        note(R_OWS, ows_class(before))
-        note(R_OWS, ows_class(after))
-    note(R_ORDER, "canonical" if list(headers) == canonical else "shuffled")
-    note(R_CONNECTION, "repeated headers" if len(connection) > 1 else
-         "token list" if "," in connection[0] else "single token")
-    note(R_EXTRA, "some" if extra else "none")
-    note(R_UPGRADE_CASE, case_class(upgrade))
-    note(R_TOKEN_CASE, case_class(token))
+    note_spelling((R_NAME_CASE, R_OWS, R_ORDER, R_CONNECTION, R_EXTRA, R_UPGRADE_CASE, R_TOKEN_CASE),
+                  [(spelled, before, after) for _c, spelled, _v, before, after in parts],
+                  list(headers) == canonical, connection, extra, upgrade, token)
     n = len(sp.head.replace(ACCEPT, "x" * 28))  # the head's length once the accept value is in
     note(R_SEGMENTS, str(1 + len({c for c in cuts if 0 < c < n})))
     return sp

@@ -94,19 +94,30 @@ def opening_requests(draw, path: Optional[str] = None, subprotocol: Optional[str
     canonical = headers + extra
     headers = draw(st.permutations(canonical))
     lines = [f"GET {path if path is not None else draw(st.sampled_from(TARGETS))} HTTP/1.1"]
+    spellings = []
     for name, value in headers:
         spelled, before, after = _any_case(draw, name), draw(OWS), draw(OWS)
         lines.append(f"{spelled}:{before}{value}{after}")
-        note(HS_NAME_CASE, case_class(spelled))
-        note(HS_OWS, ows_class(before))
-        note(HS_OWS, ows_class(after))
-    note(HS_ORDER, "canonical" if list(headers) == canonical else "shuffled")
-    note(HS_CONNECTION, "repeated headers" if len(connection) > 1 else
-         "token list" if "," in connection[0] else "single token")
-    note(HS_EXTRA, "some" if extra else "none")
-    note(HS_UPGRADE_CASE, case_class(upgrade))
-    note(HS_TOKEN_CASE, case_class(token))
+        spellings.append((spelled, before, after))
+    note_spelling((HS_NAME_CASE, HS_OWS, HS_ORDER, HS_CONNECTION, HS_EXTRA, HS_UPGRADE_CASE, HS_TOKEN_CASE),
+                  spellings, list(headers) == canonical, connection, extra, upgrade, token)
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"), key
+
+
+def note_spelling(dims, spellings, in_order: bool, connection, extra, upgrade: str, token: str):
+    """The classes one drawn head covers (the opening request's, or the 101 response's): ``dims``
+    are its dimensions (name case, OWS, order, Connection, extra headers, Upgrade's case, the
+    Connection token's case), ``spellings`` each header's (name as spelled, OWS before, OWS after)."""
+    name_case, ows, order, conn, extras, upgrade_case, token_case = dims
+    for spelled, before, after in spellings:
+        note(name_case, case_class(spelled))
+        note(ows, ows_class(before))
+        note(ows, ows_class(after))
+    note(order, "canonical" if in_order else "shuffled")
+    note(conn, "repeated headers" if len(connection) > 1 else "token list" if "," in connection[0] else "single token")
+    note(extras, "some" if extra else "none")
+    note(upgrade_case, case_class(upgrade))
+    note(token_case, case_class(token))
 
 
 def for_endpoint(data: bytes, path: Optional[str] = None, subprotocol: Optional[str] = None) -> bytes:
