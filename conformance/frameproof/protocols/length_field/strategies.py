@@ -40,12 +40,47 @@ class LengthFieldStrategies(Strategies):
 def _invalid_streams(draw, S):
     codec, frames, prefix = draw(S.valid_streams())
     off = len(prefix)
-    kind = draw(st.sampled_from(["oversize", "truncated", "varint", "bit31"]))
-    if kind == "varint" and codec.lf_size != 0:
-        kind = "truncated"
+    kind = draw(st.sampled_from(["oversize", "truncated", "varint", "bit31", "varint_over_limit",
+                                 "partial_field_over_limit", "at_max_limit"]))
+    if kind in ("varint", "varint_over_limit") and codec.lf_size != 0:
+        # the varint kinds are about size 0: the same frames in the size-0 profile with this offset
+        codec = LengthFieldCodec("length-field", codec.max_payload, codec.lf_offset, 0)
+        prefix = b"".join(oracle.encode(codec, f) for f in frames)
+        off = len(prefix)
     if kind == "bit31" and abs(codec.lf_size) != 4:
         kind = "truncated"
     head = bytes(codec.lf_offset)
+    if kind == "varint_over_limit":
+        # LF-LIM-1, not LF-LEN-2: valid 4- and 5-byte varints (the 5th byte 1..7, at most 2^31-1)
+        # declaring more than every limit drawn; a decoder that misjudges the 5th byte (or bounds the
+        # varint at 4 bytes) calls them over-long / over-large
+        bad = draw(st.sampled_from([b"\xff\xff\xff\xff\x07", b"\x80\x80\x80\x80\x01", b"\x80\x80\x80\x08",
+                                    b"\xff\xff\xff\xff\x06"]))
+        return codec, prefix + head + bad, frames, Error("LF-LIM-1", off)
+    if kind == "at_max_limit":
+        # limit 2^31-1 (the largest the fields can declare): a header declaring exactly 2^31-1 is
+        # within the limit (LF-LIM-1 boundary), so the stream ending there is truncated (LF-STR-3)
+        size = draw(st.sampled_from([4, -4, 0]))
+        codec = LengthFieldCodec("length-field", 2 ** 31 - 1, codec.lf_offset, size)
+        prefix = b"".join(oracle.encode(codec, f) for f in frames)
+        return codec, prefix + head + encode_length(codec, 2 ** 31 - 1), frames, Error("LF-STR-3", len(prefix))
+    if kind == "partial_field_over_limit":
+        # the stream ends inside a multi-byte length field whose bytes so far already exceed a small
+        # limit: LF-STR-3 (the field is not complete, LF-LIM-1 is decided on the whole field). The offset
+        # is chosen so the field's start shares a bit with its width (a field-end computed with | or ^)
+        size = draw(st.sampled_from([4, -4, 2, -2]))
+        w = abs(size)
+        frames = [f for f in frames if len(f.payload) <= 16]
+        def field_at(o):  # where the length field starts with offset o
+            c = LengthFieldCodec("length-field", 16, o, size)
+            return sum(len(oracle.encode(c, f)) for f in frames) + o
+        offset = next((o for o in range(8) if field_at(o) & w), None)
+        if offset is None:
+            frames, offset = [], w
+        codec = LengthFieldCodec("length-field", 16, offset, size)
+        prefix = b"".join(oracle.encode(codec, f) for f in frames)
+        part = b"\xff" * draw(st.integers(1, w - 1))
+        return codec, prefix + bytes(offset) + part, frames, Error("LF-STR-3", len(prefix))
     if kind == "oversize":
         cap = field_capacity(codec.lf_size)
         limit = draw(st.integers(1, min(cap - 1, 70000)))
@@ -90,4 +125,19 @@ def _match_scripts(draw, S):
             events.append(("receive", oracle.encode(codec, Frame(0, 0, b"s"))))
         elif op == "advance":
             events.append(("advance_ms", draw(st.sampled_from([1, 10, 49, 50, 999, 3000]))))
+    if codec.lf_size in (0, 4, -4):
+        # size 0 and +-4 sessions end with a bad or unfinished length field (no choice of class: LF-LEN-2
+        # for a 6-byte varint, LF-LIM-1 for a 5-byte varint of 2^28 or a 4-byte length above the limit;
+        # none for a 4-byte field cut after 3 bytes, whose bytes so far already exceed the limit but
+        # which is not complete), received after the bytes received so far once more: the error lies
+        # behind complete frames in the same chunk, as many bytes into the chunk as the decoder consumed
+        # before it (the offset is the stream's, not the chunk's)
+        # (a stray reply instead when nothing was received yet)
+        history = b"".join(a for k, a in events if k == "receive") or oracle.encode(codec, Frame(0, 0, b"s"))
+        head = bytes(codec.lf_offset)
+        if codec.lf_size == 0:
+            bad = draw(st.sampled_from([b"\x80\x80\x80\x80\x80\x80", b"\x80\x80\x80\x80\x01"]))
+        else:
+            bad = draw(st.sampled_from([encode_length(codec, codec.limit + 1), b"\xff\xff\xff"]))
+        events.append(("receive", history + head + bad))
     return codec, events, timeout
