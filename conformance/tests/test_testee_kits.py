@@ -46,4 +46,6 @@ def test_kit_builds_and_passes_standard(kit, tools, testee, name, tmp_path):
     # what it skips is only what a decode/encode kit leaves out
     for t in doc["tests"]:
         if t["status"] == "skipped":
-            assert "'match'" in t["message"] or "'serve'" in t["message"], t
+            # (the kits speak harness v2: the long stream, v3, is skipped too)
+            assert "'match'" in t["message"] or "'serve'" in t["message"] or \
+                (t["name"].endswith("/long_stream_past_4gib") and "harness v2" in t["message"]), t
