@@ -233,7 +233,7 @@ namespace Frameproof.Tests
             Assert.AreEqual(RequestKind.Discovery, m.Kind);
             DiscoveryRequestMsg d = m.Discovery;
             Assert.AreEqual("rpc", d.Codec.Protocol);
-            Assert.AreEqual(9, d.Ops.Count);
+            Assert.AreEqual(10, d.Ops.Count);
             Assert.AreEqual("svc.\u00e9cho", d.Ops[0].Endpoint.Service);
             Assert.AreEqual(65535u, d.Ops[0].Endpoint.Port);
             Assert.AreEqual(0xFFFFFFFFu, d.Ops[0].Endpoint.Weight);
@@ -243,6 +243,8 @@ namespace Frameproof.Tests
             Assert.AreEqual(2000u, d.Ops[5].Count);
             Assert.AreEqual("{\"port\":1}", Encoding.UTF8.GetString(d.Ops[7].Value));
             Assert.AreEqual(10000u, d.Ops[8].Rounds);
+            Assert.AreEqual(DiscoveryOpKind.WaitMs, d.Ops[9].Kind);
+            Assert.AreEqual(70000u, d.Ops[9].Number);
             Assert.IsTrue(d.HasEtcd);
             Assert.AreEqual(70000u, d.EtcdRequestTimeoutMs);
             Assert.IsTrue(d.EtcdAbandon);
