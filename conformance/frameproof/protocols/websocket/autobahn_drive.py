@@ -65,7 +65,9 @@ def _driver_cmd(driver: str, exe: Path, mode: str, outdir: Path, cases: List[str
         spec.update({"exclude-cases": exclude, "exclude-agent-cases": {}})
         sf = outdir / f"{mode}.json"
         sf.write_text(json.dumps(spec, indent=1))
-        return [str(exe), "-m", mode, "-s", str(sf)]
+        # fuzzingserver also serves a web page, on port 8080 unless told otherwise: a second run on the
+        # machine then dies at start (seen when CI and the main job ran together); no web page
+        return [str(exe), "-m", mode, "-s", str(sf)] + (["-u", "0"] if mode == "fuzzingserver" else [])
     cmd = [str(exe), "-m", mode, "-o", str(outdir)]
     for c in cases:
         cmd += ["-i", c]
