@@ -12,6 +12,7 @@ import http.client
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -397,6 +398,19 @@ class LocalEtcd:
         if p is None:
             return
         stop_group(p, 10, 5)
+        self.log.close()
+
+    def crash(self):
+        """SIGKILL: etcd is gone at once (its sockets closed by the kernel), as in a crash; ``start``
+        brings it back with its data."""
+        p, self.proc = self.proc, None
+        if p is None:
+            return
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        p.wait(10)
         self.log.close()
 
     def cleanup(self):

@@ -5,7 +5,7 @@ implementation: the runner owns the private etcd, and while the testee's script 
   lease_revoked    the registry's lease is revoked while it runs: its keys go at once, and the
                    registry must write its instances again under a new lease within a keep-alive
                    interval (plus slack), by itself, and answer ``discover`` with them after.
-  etcd_restarted   etcd is stopped for a few seconds: a ``register`` meanwhile answers
+  etcd_restarted   etcd is killed for a few seconds: a ``register`` meanwhile answers
                    CONNECTION_ERROR within the request timeout; once etcd is back, operations
                    succeed again, the instance registered before is still there, and the watcher
                    opened before the outage receives the later registration (the watch resumed:
@@ -105,20 +105,28 @@ def etcd_restarted(testee, etcd, E):
     prefix = "fp-test/restart"
     gw = E.Gateway(etcd.endpoint)
     key = M.etcd_key(prefix, A, "i0")
-    down_s = 2.5
+    # The timeline, from the moment the runner sees i0 in etcd (the testee's register i0 answered OK
+    # just before): etcd is killed at once; the testee registers i1 after 1 s, answered within its 1 s
+    # request timeout, so by 2 s; etcd starts again at 3.5 s and answers from about 4 s; the testee
+    # registers i2 at 5.5 s. Each fault edge is 1.5 s from the nearest request, so a slow machine does
+    # not move a request across it (with etcd back at 2.5 s, as this check once had, a register i1
+    # that timed out on a slow machine could still be committed by the restarted etcd).
+    down_s, before_i1_ms, before_i2_ms = 3.5, 1000, 4500
 
     def act(notes):
         if not _wait_for(lambda: gw.range_prefix(key).get("kvs"), 10):
             raise RuntimeError("the script's first instance never appeared in etcd")
-        etcd.stop()
-        notes["stopped"] = time.monotonic()
-        time.sleep(down_s)
+        t0 = time.monotonic()
+        etcd.crash()
+        notes["killed_s"] = time.monotonic() - t0
+        time.sleep(max(0.0, down_s - (time.monotonic() - t0)))
+        notes["restarted_s"] = time.monotonic() - t0
         etcd.start()
-        notes["started"] = time.monotonic()
+        notes["answering_s"] = time.monotonic() - t0
 
     runner = _Runner(act)
-    ops = [WATCH(A), REG(ep(A, "i0")), {"wait_ms": 2000}, REG(ep(A, "i1")), {"wait_ms": 4000}, REG(ep(A, "i2")),
-           DISC(A)]
+    ops = [WATCH(A), REG(ep(A, "i0")), {"wait_ms": before_i1_ms}, REG(ep(A, "i1")), {"wait_ms": before_i2_ms},
+           REG(ep(A, "i2")), DISC(A)]
     runner.start()
     t0 = time.monotonic()
     results, events = run_script(testee, ops, etcd=pb.DiscoveryEtcd(
@@ -128,8 +136,11 @@ def etcd_restarted(testee, etcd, E):
         raise runner.error
     want = ["OK", "OK", "OK", "CONNECTION_ERROR", "OK", "OK", "OK"]
     listed = [e.instance_id for e in results[6].endpoints]
-    script = (f"watch {A!r}; register i0; wait 2 s (etcd stopped for {down_s} s meanwhile); register i1; wait 4 s "
-              f"(etcd back); register i2; discover")
+    n = runner.notes
+    script = (f"watch {A!r}; register i0; etcd killed once i0 is in it (after {n.get('killed_s', 0):.2f} s), started "
+              f"again at {n.get('restarted_s', 0):.1f} s, answering at {n.get('answering_s', 0):.1f} s; meanwhile the "
+              f"testee: wait {before_i1_ms / 1000:g} s; register i1; wait {before_i2_ms / 1000:g} s; register i2; "
+              f"discover")
     if _codes(results) != want or listed != ["i0", "i2"]:
         raise CheckFailure(f"{script}:\n  expected {want}, discover = i0, i2\n  actual   {_codes(results)}, "
                            f"discover = {listed} ({time.monotonic() - t0:.1f} s)", ["DISC-ETCD-7"])

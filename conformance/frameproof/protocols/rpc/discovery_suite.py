@@ -67,7 +67,7 @@ def properties(protocol: str) -> list:
                    "members, missing weight, wrong types, mismatched keys) decode", etcd_mapping()),
         P.Property("discovery_etcd_faults", protocol, ["DISC-ETCD-7"], "discovery-etcd",
                    "The runner's etcd fails under a running registry: its lease revoked from outside (instances "
-                   "written again under a new lease within a keep-alive interval), etcd stopped for 2.5 s "
+                   "written again under a new lease within a keep-alive interval), etcd killed for 3.5 s "
                    "(CONNECTION_ERROR meanwhile; after, the old instance kept, new operations working, the watch "
                    "resumed with no event lost or repeated)", etcd_faults()),
         P.Property("discovery_etcd_live", protocol, ["DISC-ETCD-4", "DISC-ETCD-5", "DISC-ETCD-6", "DISC-ETCD-7",
