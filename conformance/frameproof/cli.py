@@ -55,6 +55,8 @@ def _status(rc: int) -> int:
 def cmd_run(args):
     import pytest
     extra = ["--fp-testee", args.testee, "--fp-profile", args.profile, "--fp-timeout", str(args.timeout)]
+    if getattr(args, "no_shrink", False):
+        extra.append("--fp-no-shrink")
     if args.cwd:
         extra += ["--fp-cwd", args.cwd]
     if args.xfail:
@@ -135,6 +137,10 @@ def main(argv=None):
                                   "else the command)")
     r.add_argument("--profile", default="ci", choices=["ci", "fuzz", "smoke"],
                    help="Hypothesis profile: ci (derandomized, default), fuzz (long, random), smoke (few examples)")
+    r.add_argument("--no-shrink", action="store_true",
+                   help="report a property's first failing example as drawn, without shrinking it to a minimal one "
+                        "(a verdict in seconds where shrinking a long stateful script takes minutes: for mutation "
+                        "runs and checks that the suite bites; the message then shows the example unshrunk)")
     r.add_argument("--timeout", type=float, default=10.0, help="seconds per testee answer (default 10)")
     r.add_argument("--long-stream", metavar="BYTES",
                    help="bytes the long-stream test passes through one decoder, e.g. 4.5G (default: 16M under "

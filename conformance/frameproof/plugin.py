@@ -34,6 +34,7 @@ def pytest_addoption(parser):
     g.addoption("--fp-xfail", default=None, help="expected-failures file")
     g.addoption("--fp-json", default=None, help="write the JSON report here")
     g.addoption("--fp-profile", default="ci", choices=["ci", "fuzz", "smoke"])
+    g.addoption("--fp-no-shrink", action="store_true", help="properties report their first failing example unshrunk")
     g.addoption("--fp-timeout", type=float, default=10.0)
     g.addoption("--fp-long-stream", default=None,
                 help="bytes through one decoder in the long-stream test (default: by profile)")
@@ -57,7 +58,13 @@ def pytest_configure(config):
     config.stash[RESULTS] = {"items": {}, "xfail_unmatched": [], "started": time.time()}
     from hypothesis import settings
     from . import properties  # noqa: F401  (registers the profiles)
-    settings.load_profile(config.getoption("--fp-profile"))
+    profile = config.getoption("--fp-profile")
+    if config.getoption("--fp-no-shrink"):
+        from hypothesis import Phase
+        settings.register_profile(profile + "-no-shrink", settings.get_profile(profile),
+                                  phases=[p for p in settings.get_profile(profile).phases if p != Phase.shrink])
+        profile += "-no-shrink"
+    settings.load_profile(profile)
     from . import long_stream
     size = config.getoption("--fp-long-stream")
     long_stream.SIZE = long_stream.parse_size(size) if size else long_stream.size_for(config.getoption("--fp-profile"))

@@ -104,6 +104,12 @@ pub trait ServerSession {
         self.buffer_mut().len()
     }
 
+    /// The memory behind [`held`](Self::held): the capacity of the buffers that hold it, which a
+    /// buffer grown by doubling makes up to twice the bytes held. Default: the receive buffer's.
+    fn footprint(&mut self) -> usize {
+        self.buffer_mut().capacity()
+    }
+
     /// Whether the session still waits for its opening handshake (websocket): the idle
     /// timeout then bounds the handshake from the accept on (`WS-RES-3`).
     fn awaiting_opening(&self) -> bool {

@@ -172,6 +172,10 @@ impl ServerSession for WsSession {
         self.io.dec.buffer_mut().len() + self.parts.len()
     }
 
+    fn footprint(&mut self) -> usize {
+        self.io.dec.buffer_mut().capacity() + self.parts.capacity()
+    }
+
     fn awaiting_opening(&self) -> bool {
         self.opening && !self.io.closed
     }

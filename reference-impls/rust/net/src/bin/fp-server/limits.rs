@@ -11,7 +11,7 @@ use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 
 /// A connection holding at most this is never closed for the memory budget (RES-2).
-const BUDGET_FLOOR: usize = 64 * 1024;
+pub const BUDGET_FLOOR: usize = 64 * 1024;
 
 /// The server-wide limits (`*-RES-*`) with the spec's defaults.
 #[derive(Clone, Copy, Debug)]
