@@ -10,6 +10,9 @@ implementation: the runner owns the private etcd, and while the testee's script 
                    succeed again, the instance registered before is still there, and the watcher
                    opened before the outage receives the later registration (the watch resumed:
                    no event lost, none repeated).
+  watch_compacted  the registry is cut off from etcd (the runner's proxy) while the watched service
+                   changes and etcd's history is compacted past the watch: once through again, the
+                   watcher receives the difference (ADDED x2; x1, come and gone, unseen).
 """
 from __future__ import annotations
 
@@ -150,6 +153,63 @@ def etcd_restarted(testee, etcd, E):
                            f"resumed: none lost, none repeated)\n  actual   {seen}", ["DISC-ETCD-7", "DISC-ETCD-6"])
 
 
+def watch_compacted(testee, etcd, E):
+    """The registry reaches etcd through the runner's proxy; the runner cuts it off, changes the watched
+    service behind its back (x1 registered and deregistered, x2 registered), compacts etcd's history
+    past the watch's revision and lets it through again. The watch must resume, find its revision
+    compacted, and deliver the difference: ADDED x2 alone (DISC-ETCD-7)."""
+    from .etcd_proxy import CuttableProxy
+    prefix = "fp-test/compact"
+    gw = E.Gateway(etcd.endpoint)
+    key = M.etcd_key(prefix, A, "i0")
+    ttl, cut_s = 6, 1.5  # the lease outlives the cut (one keep-alive lost at most): only the watch is at stake
+
+    def put(iid):
+        e = ep(A, iid, host="10.0.0.9")
+        return gw.post("/v3/kv/put", {"key": E._b64(M.etcd_key(prefix, A, iid)), "value": E._b64(M.etcd_value(e))})
+
+    proxy = CuttableProxy(etcd.endpoint)
+
+    def act(notes):
+        if not _wait_for(lambda: gw.range_prefix(key).get("kvs"), 10):
+            raise RuntimeError("the script's first instance never appeared in etcd")
+        time.sleep(0.3)  # the watch has delivered ADDED i0 (its stream is open through the proxy)
+        proxy.cut()
+        t0 = time.monotonic()
+        put("x1")
+        gw.post("/v3/kv/deleterange", {"key": E._b64(M.etcd_key(prefix, A, "x1"))})
+        rev = int(put("x2")["header"]["revision"])
+        gw.post("/v3/kv/compaction", {"revision": str(rev), "physical": True})
+        notes["compacted_at"] = rev
+        time.sleep(max(0.0, cut_s - (time.monotonic() - t0)))
+        notes["accepted_before"] = proxy.accepted
+        proxy.restore()
+
+    runner = _Runner(act)
+    ops = [WATCH(A), REG(ep(A, "i0")), {"wait_ms": 5000}, DISC(A)]
+    runner.start()
+    try:
+        results, events = run_script(testee, ops, etcd=pb.DiscoveryEtcd(
+            endpoint=proxy.endpoint, prefix=prefix, lease_ttl_s=ttl, request_timeout_ms=REQUEST_TIMEOUT_MS), timeout=30)
+        runner.join(30)
+    finally:
+        proxy.close()
+    if runner.error:
+        raise runner.error
+    script = (f"watch {A!r}; register i0; the registry cut off from etcd for {cut_s:g} s while x1 is registered and "
+              f"deregistered, x2 registered and the history compacted (revision {runner.notes.get('compacted_at')}); "
+              f"discover {A!r} after")
+    listed = sorted(e.instance_id for e in results[3].endpoints)
+    if _codes(results) != ["OK"] * 4 or listed != ["i0", "x2"]:
+        raise CheckFailure(f"{script}:\n  expected OK for every op, discover = i0, x2\n  actual   {_codes(results)}, "
+                           f"discover = {listed}", ["DISC-ETCD-7"])
+    seen = [(EVENT_NAMES.get(e.type, e.type), e.endpoint.instance_id) for e in events if e.watch == 0]
+    if seen != [("ADDED", "i0"), ("ADDED", "x2")]:
+        raise CheckFailure(f"{script}: the watcher\n  expected ADDED i0, ADDED x2 (the watch resumed, found its "
+                           f"revision compacted and delivered the difference: x1 came and went unseen)\n  actual   "
+                           f"{seen}", ["DISC-ETCD-7", "DISC-ETCD-6"])
+
+
 def etcd_faults():
     measured = {}
 
@@ -160,6 +220,7 @@ def etcd_faults():
             measured.clear()
             measured["lease_recovered_s"] = round(lease_revoked(testee, etcd, E), 3)
             etcd_restarted(testee, etcd, E)
+            watch_compacted(testee, etcd, E)
         finally:
             etcd.cleanup()
     run.coverage = lambda: dict(measured)  # into the test's JSON report: how fast the registry recovered

@@ -69,7 +69,8 @@ def properties(protocol: str) -> list:
                    "The runner's etcd fails under a running registry: its lease revoked from outside (instances "
                    "written again under a new lease within a keep-alive interval), etcd killed for 3.5 s "
                    "(CONNECTION_ERROR meanwhile; after, the old instance kept, new operations working, the watch "
-                   "resumed with no event lost or repeated)", etcd_faults()),
+                   "resumed with no event lost or repeated), its watch cut off while the service changes and etcd's history "
+                   "is compacted (the watcher receives the difference)", etcd_faults()),
         P.Property("discovery_etcd_live", protocol, ["DISC-ETCD-4", "DISC-ETCD-5", "DISC-ETCD-6", "DISC-ETCD-7",
                                                      "DISC-ETCD-1", "DISC-ETCD-2"], "discovery-etcd",
                    "On a private etcd (127.0.0.1, temporary data dir): a script against the model, the keys and "
