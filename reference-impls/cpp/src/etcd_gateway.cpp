@@ -98,7 +98,25 @@ std::int64_t int_of(const nlohmann::json& j, const char* member, std::int64_t df
 
 // ---------------------------------------------------------------------------------------------
 
-Gateway::Gateway(std::string endpoint) : base_("http://" + std::move(endpoint)) { global_init(); }
+Gateway::Gateway(const std::string& endpoints) {
+  std::size_t at = 0;
+  while (at <= endpoints.size()) {
+    std::size_t comma = endpoints.find(',', at);
+    if (comma == std::string::npos) comma = endpoints.size();
+    std::string e = endpoints.substr(at, comma - at);
+    e.erase(0, e.find_first_not_of(" \t"));
+    e.erase(e.find_last_not_of(" \t") + 1);
+    if (!e.empty()) bases_.push_back("http://" + e);
+    at = comma + 1;
+  }
+  if (bases_.empty()) bases_.push_back("http://");  // every call then fails: CONNECTION_ERROR
+  global_init();
+}
+
+void Gateway::failed(std::size_t index) {
+  std::size_t expected = index;
+  current_.compare_exchange_strong(expected, (index + 1) % bases_.size());
+}
 
 Gateway::~Gateway() {
   for (CURL* c : idle_) curl_easy_cleanup(c);
@@ -116,11 +134,13 @@ Reply Gateway::post(const std::string& path, const nlohmann::json& body, Clock::
   if (!c) c = curl_easy_init();
   if (!c) return {false, 0, nullptr, "curl_easy_init failed"};
   Reply r;
-  const std::string url = base_ + path, text = body.dump();
+  const std::string text = body.dump();
   std::string data;
-  while (true) {
+  for (std::size_t tried = 1;; ++tried) {
     const long left = ms_left(deadline);
     if (left <= 0) break;
+    const std::size_t at = current();
+    const std::string url = bases_[at] + path;
     curl_easy_reset(c);
     common(c, url, text);
     data.clear();
@@ -140,9 +160,12 @@ Reply Gateway::post(const std::string& path, const nlohmann::json& body, Clock::
       break;
     }
     r.error = curl_easy_strerror(rc);
+    failed(at);
     if (rc == CURLE_OPERATION_TIMEDOUT) break;
-    // refused, reset, closed early: etcd is away or restarting; try again until the deadline
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::min<long>(100, ms_left(deadline))));
+    // refused, reset, closed early: this member is away or restarting; the next one at once, and a
+    // pause once every member was tried; again until the deadline
+    if (tried % bases_.size() == 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min<long>(100, ms_left(deadline))));
   }
   std::lock_guard lock(mu_);
   idle_.push_back(c);

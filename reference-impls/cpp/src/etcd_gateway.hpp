@@ -39,7 +39,9 @@ struct Reply {
 // connections are reused).
 class Gateway {
  public:
-  explicit Gateway(std::string endpoint);  // "host:port"
+  // "host:port", or a cluster's members comma-separated (DISC-ETCD-8): calls go to the current
+  // member, and one that refuses or drops the connection makes the next one current.
+  explicit Gateway(const std::string& endpoints);
   ~Gateway();
   Gateway(const Gateway&) = delete;
   Gateway& operator=(const Gateway&) = delete;
@@ -47,10 +49,15 @@ class Gateway {
   // POSTs `body` to `path`. A failed connection (etcd down or restarting) is retried every 100 ms
   // until `deadline`; the call never outlives it.
   Reply post(const std::string& path, const nlohmann::json& body, Clock::time_point deadline);
-  const std::string& base() const { return base_; }
+  // "http://host:port" of the current member, and its index (for failed()).
+  std::string base() const { return bases_[current_.load() % bases_.size()]; }
+  std::size_t current() const { return current_.load() % bases_.size(); }
+  // The member at `index` failed: the next one is current (unless another call moved on already).
+  void failed(std::size_t index);
 
  private:
-  std::string base_;  // "http://host:port"
+  std::vector<std::string> bases_;
+  std::atomic<std::size_t> current_{0};
   std::mutex mu_;
   std::vector<CURL*> idle_;
 };

@@ -254,7 +254,6 @@ void EtcdRegistry::push(std::uint64_t handle, std::optional<std::pair<EventType,
 
 void EtcdRegistry::watch_loop(std::shared_ptr<Watcher> w) {
   const std::string key = key_of(w->service, "");
-  const std::string url = gw_->base() + "/v3/watch";
   auto on_event = [&](const json& ev) {
     const json& kv = member(ev, "kv");
     const std::int64_t mod = gw::int_of(kv, "mod_revision");
@@ -283,14 +282,16 @@ void EtcdRegistry::watch_loop(std::shared_ptr<Watcher> w) {
                          {"range_end", gw::b64(gw::prefix_end(key))},
                          {"start_revision", std::to_string(w->next)},
                          {"prev_kv", true}}}};
-    w->stream->run(url, body, cfg_.request_timeout, [&](const json& line) {
+    const std::size_t member_at = gw_->current();
+    bool ours = false;  // the stream was ended here (compacted, canceled, an error line)
+    w->stream->run(gw_->base() + "/v3/watch", body, cfg_.request_timeout, [&](const json& line) {
       const json& res = member(line, "result");
-      if (!res.is_object()) return false;  // {"error": ...}
+      if (!res.is_object()) return !(ours = true);  // {"error": ...}
       if (gw::int_of(res, "compact_revision") > 0) {
-        compacted = true;
+        compacted = ours = true;
         return false;
       }
-      if (res.value("canceled", false)) return false;
+      if (res.value("canceled", false)) return !(ours = true);
       const json& events = member(res, "events");
       if (events.is_array())
         for (const json& ev : events) on_event(ev);
@@ -298,6 +299,7 @@ void EtcdRegistry::watch_loop(std::shared_ptr<Watcher> w) {
     });
     if (!w->active || stopping_) break;
     if (compacted) resync(w);
+    if (!ours) gw_->failed(member_at);  // the member went away: resume on another one (DISC-ETCD-8)
     // etcd away (or the history is gone): reconnect and resume at w->next
     std::unique_lock l(mu_);
     cv_.wait_for(l, std::chrono::milliseconds(compacted ? 0 : 200), [&] { return stopping_ || !w->active; });

@@ -44,6 +44,7 @@ MUTANTS = {
     "disc-etcd-no-lease": "DISC-ETCD-5",             # etcd registry: keys written without a lease
     "disc-etcd-updated-as-added": "DISC-ETCD-6",     # etcd registry: every PUT reported as ADDED
     "disc-etcd-no-rewrite": "DISC-ETCD-7",           # etcd registry: a new lease, its instances not written again
+    "disc-etcd-first-endpoint-only": "DISC-ETCD-8",  # etcd registry: given a cluster, talks to the first member only
     "disc-etcd-compact-skips": "DISC-ETCD-7",        # etcd registry: a watch whose history was compacted resumes at
                                                      # the current revision, the difference never delivered
 }

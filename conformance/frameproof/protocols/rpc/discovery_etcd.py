@@ -54,18 +54,41 @@ class Unreachable(Exception):
 
 
 class Gateway:
-    """Unary calls to etcd's JSON gateway."""
+    """Unary calls to etcd's JSON gateway. ``endpoint`` is one "host:port" or several, comma-separated
+    (the members of a cluster, as etcdctl's --endpoints): calls go to the current one, and one that
+    refuses or drops the connection makes the next one current (DISC-ETCD-8)."""
 
     def __init__(self, endpoint: str, timeout: float = REQUEST_TIMEOUT):
-        host, _, port = endpoint.rpartition(":")
-        self.host, self.port, self.timeout = host.strip("[]"), int(port), timeout
+        self.endpoints = []
+        for e in endpoint.split(","):
+            host, _, port = e.strip().rpartition(":")
+            self.endpoints.append((host.strip("[]"), int(port)))
+        if not self.endpoints:
+            raise ValueError("no etcd endpoint")
+        self.current, self.timeout = 0, timeout
+
+    @property
+    def host(self) -> str:
+        return self.endpoints[self.current][0]
+
+    @property
+    def port(self) -> int:
+        return self.endpoints[self.current][1]
+
+    def failed(self, index: int) -> None:
+        """The endpoint at ``index`` failed: the next one is current (unless another caller moved on)."""
+        if R.MUTANT == "disc-etcd-first-endpoint-only":
+            return
+        if self.current == index:
+            self.current = (index + 1) % len(self.endpoints)
 
     def post(self, path: str, body: dict) -> dict:
         deadline = time.monotonic() + self.timeout
-        last = None
+        last, tried = None, 0
         while time.monotonic() < deadline:  # a refused connection is retried until the deadline
+            i = self.current
             try:
-                c = http.client.HTTPConnection(self.host, self.port, timeout=max(0.2, deadline - time.monotonic()))
+                c = http.client.HTTPConnection(*self.endpoints[i], timeout=max(0.2, deadline - time.monotonic()))
                 try:
                     c.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
                     r = c.getresponse()
@@ -77,8 +100,10 @@ class Gateway:
                     raise Unreachable(f"{path}: {d.get('message') or d['error']}")
                 return d
             except (OSError, http.client.HTTPException, ValueError) as e:
-                last = e
-                time.sleep(0.1)
+                last, tried = e, tried + 1
+                self.failed(i)
+                if tried % len(self.endpoints) == 0:  # every member tried once: wait before the next round
+                    time.sleep(0.1)
         raise Unreachable(f"{path}: {last}")
 
     def range_prefix(self, key: bytes) -> dict:
@@ -256,9 +281,9 @@ class EtcdRegistry:
     # -- watching (DISC-ETCD-6, DISC-ETCD-7: resumes from the next revision after a lost stream)
     def _watch_stream(self, h, w):
         key = self._key(w["service"])
-        host, port = self.gw.host, self.gw.port
         while w["active"] and not self._closed:
-            conn = http.client.HTTPConnection(host, port, timeout=None)
+            at = self.gw.current
+            conn = http.client.HTTPConnection(*self.gw.endpoints[at], timeout=None)
             w["conn"] = conn
             try:
                 conn.request("POST", "/v3/watch", json.dumps({"create_request": {
@@ -267,7 +292,8 @@ class EtcdRegistry:
                 r = conn.getresponse()
                 while w["active"]:
                     line = r.readline()
-                    if not line:
+                    if not line:  # the member closed the stream (it stopped): another one next time
+                        self.gw.failed(at)
                         break
                     res = json.loads(line).get("result", {})
                     if int(res.get("compact_revision") or 0):  # history gone: the difference, as events
@@ -276,7 +302,7 @@ class EtcdRegistry:
                     for ev in res.get("events", []):
                         self._on_event(h, w, ev)
             except (OSError, http.client.HTTPException, ValueError):
-                pass
+                self.gw.failed(at)
             finally:
                 conn.close()
             if w["active"] and not self._closed:
@@ -353,33 +379,43 @@ class EtcdRegistry:
 
 # ------------------------------------------------------------------ a private etcd for the suite
 
-def free_port() -> int:
+def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((host, 0))
         return s.getsockname()[1]
 
 
 class LocalEtcd:
-    """etcd (Debian's etcd-server) on 127.0.0.1 with a temporary data dir; ``stop`` and ``start``
-    again keep the data (a restart)."""
+    """etcd (Debian's etcd-server) on ``host`` (127.0.0.1, or another loopback address for a cluster
+    member) with a temporary data dir; ``stop`` and ``start`` again keep the data (a restart)."""
 
-    def __init__(self):
+    def __init__(self, host: str = "127.0.0.1", name: str = "fp"):
         self.binary = shutil.which("etcd")
         self.dir = tempfile.mkdtemp(prefix="fp-etcd-")
-        self.client, self.peer = free_port(), free_port()
+        self.host, self.name = host, name
+        self.client, self.peer = free_port(host), free_port(host)
         self.proc: Optional[subprocess.Popen] = None
+        self.initial_cluster: Optional[str] = None  # a cluster's members ("name=peer-url,..."), else this one alone
 
     @property
     def endpoint(self) -> str:
-        return f"127.0.0.1:{self.client}"
+        return f"{self.host}:{self.client}"
 
-    def start(self, timeout: float = 20.0):
-        c, p = f"http://127.0.0.1:{self.client}", f"http://127.0.0.1:{self.peer}"
+    @property
+    def peer_url(self) -> str:
+        return f"http://{self.host}:{self.peer}"
+
+    def launch(self):
+        """Starts the process (a restart keeps the data and the cluster); ``wait_ready`` waits for it."""
+        c, p = f"http://{self.host}:{self.client}", self.peer_url
         self.log = open(os.path.join(self.dir, "etcd.log"), "ab")
         self.proc = subprocess.Popen(
-            [self.binary, "--name", "fp", "--data-dir", os.path.join(self.dir, "data"), "--listen-client-urls", c,
-             "--advertise-client-urls", c, "--listen-peer-urls", p, "--initial-advertise-peer-urls", p,
-             "--initial-cluster", f"fp={p}"], stdout=self.log, stderr=self.log, start_new_session=True)
+            [self.binary, "--name", self.name, "--data-dir", os.path.join(self.dir, "data"), "--listen-client-urls",
+             c, "--advertise-client-urls", c, "--listen-peer-urls", p, "--initial-advertise-peer-urls", p,
+             "--initial-cluster", self.initial_cluster or f"{self.name}={p}", "--initial-cluster-token", "fp-test"],
+            stdout=self.log, stderr=self.log, start_new_session=True)
+
+    def wait_ready(self, timeout: float = 20.0):
         deadline = time.monotonic() + timeout
         gw = Gateway(self.endpoint, timeout=1.0)
         while time.monotonic() < deadline:
@@ -392,6 +428,10 @@ class LocalEtcd:
                 time.sleep(0.1)
         self.stop()
         raise RuntimeError(f"etcd did not answer within {timeout:g} s (log: {self.dir}/etcd.log)")
+
+    def start(self, timeout: float = 20.0):
+        self.launch()
+        self.wait_ready(timeout)
 
     def stop(self):
         p, self.proc = self.proc, None

@@ -16,6 +16,7 @@ from __future__ import annotations
 from ... import properties as P
 from .discovery_compare import (_concurrent_diff, _ev_key, _list_diff, _res_text, _unwatched,  # noqa: F401
                                 check_script, describe_op, event_diff, result_diff)
+from .discovery_etcd_cluster import etcd_cluster
 from .discovery_etcd_faults import etcd_faults
 from .discovery_etcd_checks import (ETCD_DECODE_CASES, ETCD_SCRIPT, _names, _per_watcher, check_remote,  # noqa: F401
                                     etcd_live, etcd_mapping)
@@ -71,6 +72,10 @@ def properties(protocol: str) -> list:
                    "(CONNECTION_ERROR meanwhile; after, the old instance kept, new operations working, the watch "
                    "resumed with no event lost or repeated), its watch cut off while the service changes and etcd's history "
                    "is compacted (the watcher receives the difference)", etcd_faults()),
+        P.Property("discovery_etcd_cluster", protocol, ["DISC-ETCD-8"], "discovery-etcd",
+                   "A 3-member etcd cluster (127.0.0.1-3): the member the registry talks to is killed; the "
+                   "registry goes on through another one: its instance kept, the watch complete and in order, "
+                   "operations after the kill OK", etcd_cluster()),
         P.Property("discovery_etcd_live", protocol, ["DISC-ETCD-4", "DISC-ETCD-5", "DISC-ETCD-6", "DISC-ETCD-7",
                                                      "DISC-ETCD-1", "DISC-ETCD-2"], "discovery-etcd",
                    "On a private etcd (127.0.0.1, temporary data dir): a script against the model, the keys and "

@@ -24,6 +24,7 @@ class CuttableProxy:
         self.cutting = False
         self.closed = False
         self.accepted = 0
+        self.pairs = {}  # id -> pipes still running (2, 1): the connections relayed now
         threading.Thread(target=self._accept, daemon=True, name="fp-etcd-proxy").start()
 
     def _accept(self):
@@ -45,10 +46,16 @@ class CuttableProxy:
                 continue
             with self.lock:
                 self.open += [c, u]
+                self.pairs[id(c)] = 2
             for a, b in ((c, u), (u, c)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+                threading.Thread(target=self._pipe, args=(a, b, id(c)), daemon=True).start()
 
-    def _pipe(self, src: socket.socket, dst: socket.socket):
+    def live(self) -> int:
+        """Connections relayed now."""
+        with self.lock:
+            return len(self.pairs)
+
+    def _pipe(self, src: socket.socket, dst: socket.socket, pair: int):
         try:
             while True:
                 data = src.recv(65536)
@@ -62,6 +69,16 @@ class CuttableProxy:
                 s.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+        with self.lock:
+            left = self.pairs.get(pair, 1) - 1
+            if left:
+                self.pairs[pair] = left
+            else:
+                self.pairs.pop(pair, None)
+                for x in (src, dst):
+                    if x in self.open:
+                        self.open.remove(x)
+                    x.close()
 
     def cut(self):
         with self.lock:

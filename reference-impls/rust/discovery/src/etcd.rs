@@ -39,9 +39,15 @@ pub struct EtcdConfig {
 }
 
 impl EtcdConfig {
+    /// `endpoint`: one `host:port`, or a cluster's members comma-separated (DISC-ETCD-8); the
+    /// client balances over them and leaves a member that stops answering.
     pub fn new(endpoint: &str) -> Self {
         EtcdConfig {
-            endpoints: vec![endpoint.to_string()],
+            endpoints: endpoint
+                .split(',')
+                .map(|e| e.trim().to_string())
+                .filter(|e| !e.is_empty())
+                .collect(),
             prefix: DEFAULT_PREFIX.into(),
             lease_ttl: Duration::from_secs(10),
             request_timeout: Duration::from_secs(5),
@@ -56,6 +62,18 @@ struct WatcherState {
 }
 
 /// What the background tasks share with the registry (never the runtime itself).
+/// The pause before an etcd call is made again (DISC-ETCD-8).
+const RETRY: Duration = Duration::from_millis(100);
+
+/// Failures another member may not have: the connection, or etcd saying it cannot serve now.
+fn retryable(e: &etcd_client::Error) -> bool {
+    match e {
+        etcd_client::Error::TransportError(_) => true,
+        etcd_client::Error::GRpcStatus(s) => s.code() as i32 == 14, // UNAVAILABLE
+        _ => false,
+    }
+}
+
 struct Shared {
     client: Client,
     cfg: EtcdConfig,
@@ -65,23 +83,44 @@ struct Shared {
 }
 
 impl Shared {
-    async fn timed<T, F>(&self, f: F) -> Result<T, Code>
+    /// One etcd call, made again (on a fresh choice of member) while it fails at the transport level
+    /// or etcd answers `Unavailable`, until the request timeout (DISC-ETCD-7/8): with several
+    /// endpoints, the client's balancer may still pick a member that just died.
+    async fn call<T, F, Fut>(&self, mut f: F) -> Result<T, Option<etcd_client::Error>>
     where
-        F: std::future::Future<Output = Result<T, etcd_client::Error>>,
+        F: FnMut(Client) -> Fut,
+        Fut: std::future::Future<Output = Result<T, etcd_client::Error>>,
     {
-        match tokio::time::timeout(self.cfg.request_timeout, f).await {
-            Ok(Ok(v)) => Ok(v),
-            _ => Err(Code::ConnectionError),
+        let deadline = tokio::time::Instant::now() + self.cfg.request_timeout;
+        loop {
+            match tokio::time::timeout_at(deadline, f(self.client.clone())).await {
+                Ok(Ok(v)) => return Ok(v),
+                Ok(Err(e)) if retryable(&e) && tokio::time::Instant::now() + RETRY < deadline => {
+                    tokio::time::sleep(RETRY).await
+                }
+                Ok(Err(e)) => return Err(Some(e)),
+                Err(_) => return Err(None), // the request timeout
+            }
         }
+    }
+
+    async fn timed<T, F, Fut>(&self, f: F) -> Result<T, Code>
+    where
+        F: FnMut(Client) -> Fut,
+        Fut: std::future::Future<Output = Result<T, etcd_client::Error>>,
+    {
+        self.call(f).await.map_err(|_| Code::ConnectionError)
     }
 
     /// The registry's lease, granted on first use (or again after it expired).
     async fn lease(&self, renew: bool) -> Result<i64, Code> {
         let mut l = self.lease.lock().await;
         if *l == 0 || renew {
-            let mut c = self.client.clone();
             let ttl = self.cfg.lease_ttl.as_secs().max(1) as i64;
-            *l = self.timed(c.lease_grant(ttl, None)).await?.id();
+            *l = self
+                .timed(|mut c| async move { c.lease_grant(ttl, None).await })
+                .await?
+                .id();
         }
         Ok(*l)
     }
@@ -90,19 +129,15 @@ impl Shared {
         let (key, value) = etcd_encode(&self.cfg.prefix, e)?;
         for renew in [false, true] {
             let lease = self.lease(renew).await?;
-            let mut c = self.client.clone();
-            match tokio::time::timeout(
-                self.cfg.request_timeout,
-                c.put(
-                    key.clone(),
-                    value.clone(),
-                    Some(PutOptions::new().with_lease(lease)),
-                ),
-            )
-            .await
-            {
-                Ok(Ok(_)) => return Ok(()),
-                Ok(Err(etcd_client::Error::GRpcStatus(s)))
+            let r = self
+                .call(|mut c| {
+                    let (k, v) = (key.clone(), value.clone());
+                    async move { c.put(k, v, Some(PutOptions::new().with_lease(lease))).await }
+                })
+                .await;
+            match r {
+                Ok(_) => return Ok(()),
+                Err(Some(etcd_client::Error::GRpcStatus(s)))
                     if s.message().contains("lease not found") =>
                 {
                     continue
@@ -146,18 +181,17 @@ impl Shared {
     }
 
     async fn list(&self, service: &str) -> Result<(i64, Vec<Endpoint>), Code> {
-        let mut c = self.client.clone();
+        let key = etcd_service_prefix(&self.cfg.prefix, service);
         let r = self
-            .timed(
-                c.get(
-                    etcd_service_prefix(&self.cfg.prefix, service),
-                    Some(
-                        GetOptions::new()
-                            .with_prefix()
-                            .with_sort(SortTarget::Create, SortOrder::Ascend),
-                    ),
-                ),
-            )
+            .timed(|mut c| {
+                let key = key.clone();
+                async move {
+                    let opts = GetOptions::new()
+                        .with_prefix()
+                        .with_sort(SortTarget::Create, SortOrder::Ascend);
+                    c.get(key, Some(opts)).await
+                }
+            })
             .await?;
         let rev = r.header().map(|h| h.revision()).unwrap_or(0);
         let list = r
@@ -492,8 +526,12 @@ impl Registry for EtcdRegistry {
         let key = etcd_key(&self.shared.cfg.prefix, service, instance_id);
         let shared = self.shared.clone();
         let r = self.block(async move {
-            let mut c = shared.client.clone();
-            shared.timed(c.delete(key, None::<DeleteOptions>)).await
+            shared
+                .timed(|mut c| {
+                    let key = key.clone();
+                    async move { c.delete(key, None::<DeleteOptions>).await }
+                })
+                .await
         })?;
         if r.deleted() > 0 {
             Ok(())

@@ -19,26 +19,52 @@ using Frameproof.Codec;
 
 namespace Frameproof.Discovery
 {
-    /// <summary>Unary calls to etcd's JSON gateway at one endpoint ("host:port"), each bounded by a
-    /// deadline: a connection etcd refuses or drops is tried again (every 100 ms) until then.</summary>
+    /// <summary>Unary calls to etcd's JSON gateway, each bounded by a deadline. The endpoint is one
+    /// "host:port", or a cluster's members comma-separated (DISC-ETCD-8): calls go to the current
+    /// member; one that refuses or drops the connection makes the next one current, and a round over
+    /// every member is tried again (every 100 ms) until the deadline.</summary>
     public sealed class EtcdGateway
     {
-        public readonly string Host;
-        public readonly int Port;
+        readonly string[] _hosts;
+        readonly int[] _ports;
+        int _current;
 
         public EtcdGateway(string endpoint)
         {
             if (string.IsNullOrEmpty(endpoint)) throw new ArgumentException("etcd endpoint is empty");
-            string e = endpoint;
-            int scheme = e.IndexOf("://", StringComparison.Ordinal);
-            if (scheme >= 0) e = e.Substring(scheme + 3);
-            e = e.TrimEnd('/');
-            int colon = e.LastIndexOf(':');
-            int port;
-            if (colon <= 0 || !int.TryParse(e.Substring(colon + 1), NumberStyles.None, CultureInfo.InvariantCulture, out port) || port <= 0 || port > 65535)
-                throw new ArgumentException("etcd endpoint '" + endpoint + "' is not host:port");
-            Host = e.Substring(0, colon).Trim('[', ']');
-            Port = port;
+            var hosts = new List<string>();
+            var ports = new List<int>();
+            foreach (string part in endpoint.Split(','))
+            {
+                string e = part.Trim();
+                if (e.Length == 0) continue;
+                int scheme = e.IndexOf("://", StringComparison.Ordinal);
+                if (scheme >= 0) e = e.Substring(scheme + 3);
+                e = e.TrimEnd('/');
+                int colon = e.LastIndexOf(':');
+                int port;
+                if (colon <= 0 || !int.TryParse(e.Substring(colon + 1), NumberStyles.None, CultureInfo.InvariantCulture, out port) || port <= 0 || port > 65535)
+                    throw new ArgumentException("etcd endpoint '" + part + "' is not host:port");
+                hosts.Add(e.Substring(0, colon).Trim('[', ']'));
+                ports.Add(port);
+            }
+            if (hosts.Count == 0) throw new ArgumentException("etcd endpoint is empty");
+            _hosts = hosts.ToArray();
+            _ports = ports.ToArray();
+        }
+
+        /// <summary>The current member's index, for <see cref="Failed"/>.</summary>
+        public int Current { get { return Volatile.Read(ref _current); } }
+
+        /// <summary>The current member's host and port.</summary>
+        public string Host { get { return _hosts[Current]; } }
+        public int Port { get { return _ports[Current]; } }
+
+        /// <summary>The member at <paramref name="index"/> failed: the next one is current (unless
+        /// another call moved on already).</summary>
+        public void Failed(int index)
+        {
+            Interlocked.CompareExchange(ref _current, (index + 1) % _hosts.Length, index);
         }
 
         /// <summary>POSTs a JSON body and answers the parsed JSON answer. Throws
@@ -47,11 +73,12 @@ namespace Frameproof.Discovery
         public JsonValue Post(string path, string json, long deadline)
         {
             Exception last = null;
-            while (EtcdHttpConnection.Left(deadline) > 0)
+            for (int tried = 1; EtcdHttpConnection.Left(deadline) > 0; tried++)
             {
+                int at = Current;
                 try
                 {
-                    using (EtcdHttpConnection c = EtcdHttpConnection.Post(Host, Port, path, json, deadline))
+                    using (EtcdHttpConnection c = EtcdHttpConnection.Post(_hosts[at], _ports[at], path, json, deadline))
                     {
                         string text = c.ReadBodyToEnd();
                         JsonValue d = JsonValue.Parse(text.Trim().Length == 0 ? "{}" : text);
@@ -67,14 +94,15 @@ namespace Frameproof.Discovery
                     }
                 }
                 catch (EtcdUnreachableException) { throw; }
-                catch (Exception x)   // refused, reset, timed out, not HTTP, not JSON: again until the deadline
+                catch (Exception x)   // refused, reset, timed out, not HTTP, not JSON: the next member, again until the deadline
                 {
                     last = x;
-                    int wait = Math.Min(100, EtcdHttpConnection.Left(deadline));
+                    Failed(at);
+                    int wait = tried % _hosts.Length == 0 ? Math.Min(100, EtcdHttpConnection.Left(deadline)) : 0;
                     if (wait > 0) Thread.Sleep(wait);
                 }
             }
-            throw new EtcdUnreachableException(path + ": etcd at " + Host + ":" + Port + " did not answer in time" +
+            throw new EtcdUnreachableException(path + ": etcd at " + string.Join(",", Endpoints()) + " did not answer in time" +
                                                (last == null ? "" : " (" + last.Message + ")"), null, last);
         }
 
@@ -82,7 +110,10 @@ namespace Frameproof.Discovery
         /// then read without one (<see cref="EtcdHttpConnection.ReadLine"/>).</summary>
         internal EtcdHttpConnection Stream(string path, string json, long deadline)
         {
-            EtcdHttpConnection c = EtcdHttpConnection.Post(Host, Port, path, json, deadline);
+            int at = Current;
+            EtcdHttpConnection c;
+            try { c = EtcdHttpConnection.Post(_hosts[at], _ports[at], path, json, deadline); }
+            catch (Exception) { Failed(at); throw; }
             if (c.Status != 200)
             {
                 c.Dispose();
@@ -90,6 +121,13 @@ namespace Frameproof.Discovery
             }
             c.SetDeadline(0);
             return c;
+        }
+
+        string[] Endpoints()
+        {
+            var all = new string[_hosts.Length];
+            for (int i = 0; i < all.Length; i++) all[i] = _hosts[i] + ":" + _ports[i].ToString(CultureInfo.InvariantCulture);
+            return all;
         }
 
         /// <summary>A range read of every key starting with <paramref name="key"/>, sorted by create

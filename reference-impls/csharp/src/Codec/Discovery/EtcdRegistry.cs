@@ -333,6 +333,8 @@ namespace Frameproof.Discovery
             while (w.Active && !Volatile.Read(ref _closed))
             {
                 EtcdHttpConnection conn = null;
+                int member = _gw.Current;
+                bool ours = false;   // the stream was ended here (compacted, canceled, an error line)
                 try
                 {
                     string body = "{\"create_request\":{\"key\":\"" + EtcdGateway.B64(key) + "\",\"range_end\":\"" +
@@ -350,13 +352,14 @@ namespace Frameproof.Discovery
                         if (line == null) break;
                         if (line.Trim().Length == 0) continue;
                         JsonValue res = EtcdGateway.Member(JsonValue.Parse(line), "result");
-                        if (res == null) break;   // an error object: start again
+                        if (res == null) { ours = true; break; }   // an error object: start again
                         if (EtcdGateway.Int64(res, "compact_revision") > 0)
                         {
+                            ours = true;
                             Resync(h, w);   // the history we need is gone: the difference, as events
                             break;
                         }
-                        if (EtcdGateway.Bool(res, "canceled")) break;
+                        if (EtcdGateway.Bool(res, "canceled")) { ours = true; break; }
                         JsonValue events = EtcdGateway.Member(res, "events");
                         if (events != null && events.Kind == JsonKind.Array)
                             foreach (JsonValue ev in events.Items) OnEvent(h, w, ev);
@@ -371,6 +374,7 @@ namespace Frameproof.Discovery
                         conn.Dispose();
                     }
                 }
+                if (!ours && w.Active) _gw.Failed(member);   // the member went away: resume on another one (DISC-ETCD-8)
                 if (w.Active && !Volatile.Read(ref _closed)) Thread.Sleep(200);   // resume at w.Next
             }
         }
