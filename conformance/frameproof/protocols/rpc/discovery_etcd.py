@@ -458,16 +458,21 @@ class LocalEtcd:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def started_etcd() -> LocalEtcd:
-    """A private etcd for one check, answering; the caller calls ``cleanup``. Skipped (a test
-    result, not an error) where etcd is not installed."""
+def started(make):
+    """``make()`` (a LocalEtcd, or a cluster of them) started and answering; the caller calls
+    ``cleanup``. Skipped (a test result, not an error) where etcd is not installed."""
     from ...testee import Skipped
     if shutil.which("etcd") is None:
         raise Skipped("etcd is not installed (Debian: apt-get install etcd-server)")
-    etcd = LocalEtcd()
+    etcd = make()
     try:
         etcd.start()
     except BaseException:
         etcd.cleanup()
         raise
     return etcd
+
+
+def started_etcd() -> LocalEtcd:
+    """A private etcd for one check (see ``started``)."""
+    return started(LocalEtcd)

@@ -3,10 +3,9 @@
 runner sees which member a registry talks to and can kill that one."""
 from __future__ import annotations
 
-import shutil
 from typing import List
 
-from .discovery_etcd import LocalEtcd
+from .discovery_etcd import LocalEtcd, started
 from .etcd_proxy import CuttableProxy
 
 
@@ -48,14 +47,5 @@ class LocalEtcdCluster:
 
 
 def started_cluster() -> LocalEtcdCluster:
-    """A private cluster, answering; the caller calls ``cleanup``. Skipped where etcd is not installed."""
-    from ...testee import Skipped
-    if shutil.which("etcd") is None:
-        raise Skipped("etcd is not installed (Debian: apt-get install etcd-server)")
-    c = LocalEtcdCluster()
-    try:
-        c.start()
-    except BaseException:
-        c.cleanup()
-        raise
-    return c
+    """A private cluster for one check, answering (discovery_etcd.started)."""
+    return started(LocalEtcdCluster)
