@@ -99,4 +99,8 @@ class CuttableProxy:
         with self.lock:
             self.closed = True
         self.cut()
+        try:  # a close alone leaves the port listening while the accept thread sits in accept()
+            self.listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self.listener.close()
