@@ -4,7 +4,7 @@
 #     that needs a program finds it;
 #  2. the Python suite's own tests (the suite bites, runner robustness, spec coverage, vectors vs the
 #     Kaitai oracle, network suite vs broken servers/clients, the main job's report reading);
-#  3. each reference implementation's unit tests (reference-impls/*/test.sh);
+#  3. each reference implementation's unit tests (reference-impls/*/test.sh), beside step 4;
 #  4. the main job's every path at small scale: `frameproof matrix --scale small` (the stress group,
 #     Autobahn as server and client, load clients, interop, third-party columns);
 #  5. the fixed mutation sample (tools/mutation.sh sample): mutants of the Rust and Python reference
@@ -65,25 +65,23 @@ PY
 [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
 add "$p" "$f"
 took "suite tests"
-for dir in reference-impls/*/; do
-  [ -f "$dir/impl.json" ] || continue
-  name=$(basename "$dir")
-  echo "== 3. $name: unit tests"
-  if [ -z "${built[$dir]:-}" ]; then echo "$name: not built, its tests cannot run"; add 0 1; continue; fi
-  log=$(mktemp)
-  (cd "$dir" && bash test.sh) >"$log" 2>&1
-  rc=$?
-  tail -5 "$log"
-  # a test.sh names each test it skips on a line "SKIPPED <test>: <reason>"
-  awk -v n="$name" '/^SKIPPED / { i = index($0, ": "); print n ": " substr($0, 9, i - 9) "\t" substr($0, i + 2) }' "$log" >>"$skips"
-  counts=$(last_counts "$log")
-  if [ -z "$counts" ]; then counts="0 1"; fi
-  read -r p f <<<"$counts"
-  [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
-  add "$p" "$f"
-  rm -f "$log"
-  took "$name tests"
-done
+# Steps 3 and 4 run side by side (CI's time: the C++ sanitizer build and the matrix's network waits
+# overlap); step 3's logs are read when step 4 ends. Nothing in step 3 rewrites a program
+# step 4 runs: each build.sh there finds its outputs up to date (C# renames a new one into place).
+unit=$(mktemp -d)
+(
+  for dir in reference-impls/*/; do
+    [ -f "$dir/impl.json" ] || continue
+    name=$(basename "$dir")
+    if [ -z "${built[$dir]:-}" ]; then echo "$name: not built, its tests cannot run" >"$unit/$name.log"; echo 255 >"$unit/$name.rc"; continue; fi
+    t=$SECONDS
+    (cd "$dir" && bash test.sh) >"$unit/$name.log" 2>&1
+    echo $? >"$unit/$name.rc"
+    echo $((SECONDS - t)) >"$unit/$name.seconds"
+  done
+) &
+unit_pid=$!
+# (step 3 is read after step 4, below)
 echo "== 4. the main job's every path at small scale (frameproof matrix --scale small)"
 ./frameproof matrix --no-build --profile smoke --scale small --out reports/ci-matrix
 rc=$?
@@ -110,6 +108,24 @@ PY
 [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
 add "$p" "$f"
 took "matrix (small)"
+wait "$unit_pid"
+for dir in reference-impls/*/; do
+  [ -f "$dir/impl.json" ] || continue
+  name=$(basename "$dir")
+  echo "== 3. $name: unit tests (ran beside step 4, $(cat "$unit/$name.seconds" 2>/dev/null || echo '?') s)"
+  log=$unit/$name.log
+  rc=$(cat "$unit/$name.rc" 2>/dev/null || echo 255)
+  tail -5 "$log"
+  # a test.sh names each test it skips on a line "SKIPPED <test>: <reason>"
+  awk -v n="$name" '/^SKIPPED / { i = index($0, ": "); print n ": " substr($0, 9, i - 9) "\t" substr($0, i + 2) }' "$log" >>"$skips"
+  counts=$(last_counts "$log")
+  if [ -z "$counts" ]; then counts="0 1"; fi
+  read -r p f <<<"$counts"
+  [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+  add "$p" "$f"
+  times+=("$name tests $(cat "$unit/$name.seconds" 2>/dev/null || echo '?') s (beside the matrix)")
+done
+rm -rf "$unit"
 echo "== 5. the fixed mutation sample (tools/mutation/ci-sample.toml): frameproof must catch every mutant"
 log=$(mktemp)
 bash tools/mutation.sh sample 2>&1 | tee "$log" | grep -E '^(caught|MISSED|mutation:)'

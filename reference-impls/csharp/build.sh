@@ -20,26 +20,42 @@ NUNIT_FW=$(ls /usr/lib/cli/nunit.framework-*/nunit.framework.dll | head -n1)
 MCS="mcs -langversion:7.2 -optimize+ -nowarn:1591 -define:MONO"
 mkdir -p build
 
-$MCS -unsafe -target:library -out:build/Frameproof.Codec.dll -doc:build/Frameproof.Codec.xml $(find src/Codec -name '*.cs' | sort)
-$MCS -out:build/fp-testee.exe -r:build/Frameproof.Codec.dll src/Testee/*.cs
+# mk OUT "INPUTS" MCS-ARGS...: compiles OUT unless it is newer than every input and this script. mcs
+# rewrites its output every time, and the suite may be running build/*.exe while a unit-test run
+# calls this script: an output is compiled in build/.new and renamed into place (a running process
+# keeps the file it opened).
+mk() {
+  local out=$1 inputs=$2
+  shift 2
+  # shellcheck disable=SC2086
+  if [ -f "build/$out" ] && [ -z "$(find $inputs build.sh -newer "build/$out" 2>/dev/null | head -1)" ]; then
+    return
+  fi
+  mkdir -p build/.new
+  $MCS -out:"build/.new/$out" "$@"
+  for f in build/.new/*; do mv -f "$f" build/; done
+}
+mk Frameproof.Codec.dll src/Codec -unsafe -target:library -doc:build/.new/Frameproof.Codec.xml $(find src/Codec -name '*.cs' | sort)
+dll="src/Codec build/Frameproof.Codec.dll"
+mk fp-testee.exe "src/Testee $dll" -r:build/Frameproof.Codec.dll src/Testee/*.cs
 if [ -d src/Server ] && ls src/Server/*.cs >/dev/null 2>&1; then
-  $MCS -unsafe -out:build/fp-server.exe -r:build/Frameproof.Codec.dll -r:Mono.Posix src/Server/*.cs
+  mk fp-server.exe "src/Server $dll" -unsafe -r:build/Frameproof.Codec.dll -r:Mono.Posix src/Server/*.cs
 fi
 if [ -d src/Load ] && ls src/Load/*.cs >/dev/null 2>&1; then
-  $MCS -out:build/fp-load.exe -r:build/Frameproof.Codec.dll src/Load/*.cs
+  mk fp-load.exe "src/Load $dll" -r:build/Frameproof.Codec.dll src/Load/*.cs
 fi
 if [ -d src/AutobahnClient ] && ls src/AutobahnClient/*.cs >/dev/null 2>&1; then
-  $MCS -out:build/fp-autobahn-client.exe -r:build/Frameproof.Codec.dll src/AutobahnClient/*.cs
+  mk fp-autobahn-client.exe "src/AutobahnClient $dll" -r:build/Frameproof.Codec.dll src/AutobahnClient/*.cs
 fi
 if [ -d src/Bench ] && ls src/Bench/*.cs >/dev/null 2>&1; then
-  $MCS -unsafe -out:build/fp-bench.exe -r:build/Frameproof.Codec.dll src/Bench/*.cs
+  mk fp-bench.exe "src/Bench $dll" -unsafe -r:build/Frameproof.Codec.dll src/Bench/*.cs
 fi
 if [ -d src/DiscoveryBench ] && ls src/DiscoveryBench/*.cs >/dev/null 2>&1; then
-  $MCS -out:build/fp-discovery-bench.exe -r:build/Frameproof.Codec.dll src/DiscoveryBench/*.cs
+  mk fp-discovery-bench.exe "src/DiscoveryBench $dll" -r:build/Frameproof.Codec.dll src/DiscoveryBench/*.cs
 fi
 if ls tests/*.cs >/dev/null 2>&1; then
   # The testee's message and service files are compiled into the test assembly as well.
-  $MCS -target:library -out:build/Frameproof.Tests.dll -r:build/Frameproof.Codec.dll -r:"$NUNIT_FW" \
+  mk Frameproof.Tests.dll "tests src/Testee $dll" -target:library -r:build/Frameproof.Codec.dll -r:"$NUNIT_FW" \
     tests/*.cs src/Testee/TesteeProto.cs src/Testee/TesteeService.cs src/Testee/DiscoveryScript.cs src/Testee/LongStream.cs
   cp -f "$NUNIT_FW" build/
 fi

@@ -6,6 +6,7 @@
 //   hot      one registry, one service for every worker
 // The same modes, output line and JSON as the Rust fp-discovery-bench. Smoke runs only here
 // (2 s); the figures are not a measurement on a shared machine.
+// With --etcd ENDPOINTS it measures the etcd registry instead (discovery_bench_etcd.cpp).
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -18,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "discovery_bench_etcd.hpp"
 #include "frameproof/discovery.hpp"
 
 namespace d = fp::discovery;
@@ -30,7 +32,8 @@ namespace {
 constexpr double kUpstreamB3OpsPerS = 5432424.0;
 constexpr const char* kUpstreamB3Where = "galay-rpc B3 (benchmark/B3-ServiceDiscoveryBench.cpp, docs/05 at 4003c9b): 100 coroutine workers, 2 IO schedulers, private registries, Apple M4";
 constexpr const char* kUsage =
-    "usage: fp-discovery-bench [--threads N] [--seconds S] [--mode private|shared|hot|both|all] [--json FILE]\n";
+    "usage: fp-discovery-bench [--threads N] [--seconds S] [--mode private|shared|hot|both|all] [--json FILE]\n"
+    "       fp-discovery-bench --etcd ENDPOINTS [--threads N] [--seconds S] [--samples N] [--json FILE]\n";
 
 [[noreturn]] void usage_error(const std::string& msg) {
   std::fprintf(stderr, "usage error: %s\n%s", msg.c_str(), kUsage);
@@ -87,6 +90,9 @@ int main(int argc, char** argv) {
   double seconds = 2.0;
   std::vector<std::string> modes{"private", "shared"};
   std::string json;
+  bool mode_given = false;
+  std::string etcd;  // --etcd: host:port, or members comma-separated
+  long samples = -1;  // --etcd's watch samples (default 200)
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") {
@@ -108,12 +114,24 @@ int main(int argc, char** argv) {
       else if (v == "both") modes = {"private", "shared"};
       else if (v == "all") modes = {"private", "shared", "hot"};
       else usage_error("--mode is private, shared, hot, both or all");
+      mode_given = true;
     } else if (flag == "--json") {
       json = v;
+    } else if (flag == "--etcd") {
+      if (v.empty()) usage_error("bad --etcd");
+      etcd = v;
+    } else if (flag == "--samples") {
+      samples = std::strtol(v.c_str(), &end, 10);
+      if (*end || samples < 1 || samples > 1000000) usage_error("bad --samples");
     } else {
       usage_error("unknown flag " + flag);
     }
   }
+  if (!etcd.empty()) {
+    if (mode_given) usage_error("--mode is not for --etcd");
+    return fp::bench::run_discovery_etcd({etcd, threads, seconds, samples > 0 ? static_cast<unsigned>(samples) : 200u, json});
+  }
+  if (samples > 0) usage_error("--samples needs --etcd");
   std::vector<Outcome> out;
   for (const auto& m : modes) {
     const Outcome o = run(m, threads, seconds);

@@ -15,6 +15,7 @@ namespace Frameproof.DiscoveryBench
     /// discover → deregister (3 operations per round) with upstream's endpoint shape (service
     /// BenchService&lt;w % 10&gt;, instance instance-&lt;w&gt;, port 9000 + w % 100, weight 100). Modes: private (a registry per worker: B3, never contended),
     /// shared (one registry for all workers), hot (one registry and one service). Workers are OS threads.
+    /// <c>--etcd ENDPOINTS</c> measures the etcd registry instead (EtcdBench.cs).
     /// </summary>
     public static class Program
     {
@@ -23,7 +24,8 @@ namespace Frameproof.DiscoveryBench
         /// benchmark/B3-ServiceDiscoveryBench.cpp, today b3_discovery.cpp).</summary>
         const double UpstreamOpsPerS = 5432424.0;
         const string UpstreamWhere = "galay-rpc B3 (benchmark/B3-ServiceDiscoveryBench.cpp, docs/05 at 4003c9b): 100 coroutine workers, 2 IO schedulers, private registries, Apple M4";
-        const string Usage = "usage: fp-discovery-bench [--threads N] [--seconds S] [--mode private|shared|hot|both|all] [--json FILE]";
+        internal const string Usage = "usage: fp-discovery-bench [--threads N] [--seconds S] [--mode private|shared|hot|both|all] [--json FILE]\n" +
+                                      "       fp-discovery-bench --etcd ENDPOINTS [--threads N] [--seconds S] [--samples N] [--json FILE]";
 
         sealed class Outcome { public string Mode; public int Threads; public long Ops, Errors; public double Seconds; }
 
@@ -35,6 +37,9 @@ namespace Frameproof.DiscoveryBench
             double seconds = 2.0;
             string[] modes = { "private", "shared" };
             string json = null;
+            string etcd = null;
+            int samples = 200;
+            bool modeGiven = false, samplesGiven = false;
             for (int i = 0; i < args.Length; i++)
             {
                 if (args[i] == "--help") { Console.WriteLine(Usage); return 0; }
@@ -49,6 +54,7 @@ namespace Frameproof.DiscoveryBench
                         if (!double.TryParse(v, NumberStyles.Float, CultureInfo.InvariantCulture, out seconds) || seconds <= 0 || seconds > 600) return UsageError("bad --seconds");
                         break;
                     case "--mode":
+                        modeGiven = true;
                         switch (v)
                         {
                             case "private": modes = new[] { "private" }; break;
@@ -60,9 +66,20 @@ namespace Frameproof.DiscoveryBench
                         }
                         break;
                     case "--json": json = v; break;
+                    case "--etcd": etcd = v; break;
+                    case "--samples":
+                        if (!int.TryParse(v, NumberStyles.None, CultureInfo.InvariantCulture, out samples) || samples < 1 || samples > 1000000) return UsageError("bad --samples");
+                        samplesGiven = true;
+                        break;
                     default: return UsageError("unknown flag " + args[i - 1]);
                 }
             }
+            if (etcd != null)
+            {
+                if (modeGiven) return UsageError("--mode is for the in-process registry, not --etcd");
+                return EtcdBench.Run(etcd, threads, seconds, samples, json);
+            }
+            if (samplesGiven) return UsageError("--samples needs --etcd");
             var outs = new List<Outcome>();
             foreach (string mode in modes)
             {

@@ -10,12 +10,18 @@
 //! Upstream's workers are coroutines on IO schedulers; here they are OS threads.
 //!
 //!   fp-discovery-bench [--threads N] [--seconds S] [--mode private|shared|hot|both|all] [--json FILE]
+//!   fp-discovery-bench --etcd ENDPOINTS [--threads N] [--seconds S] [--samples N] [--json FILE]
+//!
+//! `--etcd` measures the etcd registry instead (on_etcd.rs; needs the `etcd` feature).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use frameproof_discovery::{Endpoint, LocalRegistry, Registry};
+
+#[cfg(feature = "etcd")]
+mod on_etcd;
 
 /// Upstream's published B3 throughput, and where it was measured: AsyncLocalServiceRegistry, 100
 /// workers on 2 IO schedulers, Apple M4, 10 s, one private registry per worker, as galay-rpc's
@@ -26,14 +32,16 @@ const UPSTREAM_B3_OPS_PER_S: f64 = 5_432_424.0;
 const UPSTREAM_B3_WHERE: &str =
     "galay-rpc B3 (benchmark/B3-ServiceDiscoveryBench.cpp, docs/05 at 4003c9b): 100 coroutine workers, 2 IO schedulers, private registries, Apple M4";
 
-const USAGE: &str =
-    "usage: fp-discovery-bench [--threads N] [--seconds S] [--mode private|shared|hot|both|all] [--json FILE]";
+const USAGE: &str = "usage: fp-discovery-bench [--threads N] [--seconds S] [--mode private|shared|hot|both|all] [--json FILE]
+       fp-discovery-bench --etcd ENDPOINTS [--threads N] [--seconds S] [--samples N] [--json FILE]";
 
 struct Args {
     threads: usize,
     seconds: f64,
     modes: Vec<&'static str>,
     json: Option<String>,
+    etcd: Option<String>,
+    samples: usize,
 }
 
 fn usage_error(msg: &str) -> ! {
@@ -49,6 +57,8 @@ fn parse_args() -> Args {
         seconds: 2.0,
         modes: vec!["private", "shared"],
         json: None,
+        etcd: None,
+        samples: 200,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -85,6 +95,14 @@ fn parse_args() -> Args {
                 }
             }
             "--json" => a.json = Some(v),
+            "--etcd" => a.etcd = Some(v),
+            "--samples" => {
+                a.samples = v
+                    .parse()
+                    .ok()
+                    .filter(|&n| n > 0 && n <= 1_000_000)
+                    .unwrap_or_else(|| usage_error("bad --samples"))
+            }
             _ => usage_error(&format!("unknown flag {flag}")),
         }
     }
@@ -163,8 +181,58 @@ fn run(mode: &'static str, threads: usize, seconds: f64) -> Outcome {
     }
 }
 
+fn write_json(path: &str, doc: &serde_json::Value) {
+    std::fs::write(
+        path,
+        serde_json::to_string_pretty(doc).expect("json") + "\n",
+    )
+    .unwrap_or_else(|e| {
+        eprintln!("cannot write {path}: {e}");
+        std::process::exit(1)
+    });
+}
+
+#[cfg(feature = "etcd")]
+fn main_etcd(a: &Args, endpoints: &str) -> ! {
+    let phases = on_etcd::run(endpoints, a.threads, a.seconds, a.samples).unwrap_or_else(|e| {
+        eprintln!("{e}");
+        std::process::exit(1)
+    });
+    for p in &phases {
+        println!("{}", p.line(a.threads));
+    }
+    if let Some(path) = &a.json {
+        let eps: Vec<&str> = endpoints
+            .split(',')
+            .map(str::trim)
+            .filter(|e| !e.is_empty())
+            .collect();
+        let runs: Vec<serde_json::Value> = phases.iter().map(|p| p.json()).collect();
+        write_json(
+            path,
+            &serde_json::json!({"implementation": "rust", "benchmark": "discovery-etcd",
+                                              "endpoints": eps, "threads": a.threads, "runs": runs}),
+        );
+    }
+    std::process::exit(if phases.iter().any(|p| p.errors > 0 || p.lost > 0) {
+        1
+    } else {
+        0
+    })
+}
+
+#[cfg(not(feature = "etcd"))]
+fn main_etcd(_: &Args, _: &str) -> ! {
+    usage_error(
+        "this fp-discovery-bench was built without the etcd registry (cargo feature `etcd`)",
+    )
+}
+
 fn main() {
     let a = parse_args();
+    if let Some(endpoints) = a.etcd.clone() {
+        main_etcd(&a, &endpoints);
+    }
     let mut out = Vec::new();
     for &mode in &a.modes {
         let o = run(mode, a.threads, a.seconds);
@@ -185,14 +253,7 @@ fn main() {
         let doc = serde_json::json!({"implementation": "rust", "benchmark": "discovery-b3", "runs": runs,
                                      "upstream": {"ops_per_s": UPSTREAM_B3_OPS_PER_S, "where": UPSTREAM_B3_WHERE},
                                      "seed": {"ops_per_s": UPSTREAM_B3_OPS_PER_S, "where": UPSTREAM_B3_WHERE}});
-        std::fs::write(
-            &path,
-            serde_json::to_string_pretty(&doc).expect("json") + "\n",
-        )
-        .unwrap_or_else(|e| {
-            eprintln!("cannot write {path}: {e}");
-            std::process::exit(1)
-        });
+        write_json(&path, &doc);
     }
     if out.iter().any(|o| o.errors > 0) {
         std::process::exit(1);
