@@ -101,7 +101,11 @@ def render(doc: dict) -> str:
          f"{doc['threads']} threads sharing one registry, and the latency from a registration in one registry "
          "to the ADDED callback of a watcher in another (nearest-rank percentiles, µs). "
          f"Each phase ran {doc['seconds']} s; {doc['samples']} watch samples; every figure is the median of "
-         f"{doc['repeats']} runs, the rates' range beside it. Command: `{doc['command']}`.", ""]
+         f"{doc['repeats']} runs, the rates' range beside it. Command: `{doc['command']}`.", "",
+         "etcd runs on the same machine as the benchmark: a cluster's three members replicate every write on the "
+         "same CPUs, so its rates are below one member's here; on separate machines the network's round trips "
+         "would take that place. A registration is one etcd put (the registry's lease is already granted); a "
+         "discover, one range read.", ""]
     L += quiet.banner(doc.get("quiet") or {})
     for topo, label in (("member", "one etcd member"), ("cluster", "a 3-member cluster (127.0.0.1-3)")):
         rows = doc["runs"].get(topo)

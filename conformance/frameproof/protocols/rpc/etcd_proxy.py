@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from typing import List
 
 
@@ -24,6 +25,7 @@ class CuttableProxy:
         self.cutting = False
         self.closed = False
         self.accepted = 0
+        self.accepted_at: List[float] = []  # time.monotonic() of each accept
         self.pairs = {}  # id -> pipes still running (2, 1): the connections relayed now
         threading.Thread(target=self._accept, daemon=True, name="fp-etcd-proxy").start()
 
@@ -35,6 +37,7 @@ class CuttableProxy:
                 return  # closed
             with self.lock:
                 self.accepted += 1
+                self.accepted_at.append(time.monotonic())
                 if self.cutting or self.closed:
                     c.close()
                     continue
