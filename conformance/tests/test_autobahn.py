@@ -316,3 +316,34 @@ def test_server_that_never_listens_is_exit_3(wstest, tmp_path):
     # a client that starts but runs nothing: no report, exit 1 with its output
     rc, out, doc, _ = autobahn(tmp_path, "--client-cmd", f"{PY} -c 'print(\"no cases here\")'", "--cases", "1.1.1")
     assert rc == 1 and "no cases here" in out and doc["unexpected"], out
+
+
+def test_declined_deflate_is_allowed_unless_the_peer_claims_it(wstest, tmp_path):
+    # the Python server declines permessage-deflate: UNIMPLEMENTED passes by default (WS-HS-5), and fails
+    # the case under --require-implemented, what a matrix cell of a server that claims the extension uses
+    rc, out, doc, _ = autobahn(tmp_path / "a", "--server-cmd", SERVER, "--cases", "12.1.1,13.1.1")
+    assert rc == 0, out
+    assert doc["verdicts"]["UNIMPLEMENTED"] == 2 and doc["totals"]["passed"] == 2, out
+    rc, out, doc, _ = autobahn(tmp_path / "b", "--server-cmd", SERVER, "--cases", "12.1.1,13.1.1",
+                               "--require-implemented")
+    assert rc == 1, out
+    assert doc["totals"]["failed"] == 2, out
+    assert all("declined (--require-implemented)" in t["actual"] for t in doc["tests"]), doc["tests"]
+
+
+def test_deflate_cells_only_for_implementations_that_claim_it():
+    from frameproof import protocols
+    ws = protocols.get("websocket")
+    impl = {"name": "x", "dir": "/tmp/x", "server": "srv", "autobahn_client": "cli"}
+    cmd = lambda key: impl.get(key)  # noqa: E731
+    labels = [label for _, label, _ in ws.matrix_suites(impl, cmd, "smoke", "small")]
+    assert not any("deflate" in label for label in labels), labels
+    impl["websocket_extensions"] = {"server": ["permessage-deflate"]}
+    cells = {label: argv for _, label, argv in ws.matrix_suites(impl, cmd, "smoke", "small")}
+    argv = cells["websocket autobahn permessage-deflate (as server)"]
+    assert "--require-implemented" in argv and '"permessage_deflate": true' in argv[2], argv
+    assert argv[argv.index("--cases") + 1] == ",".join(MAP.DEFLATE_SAMPLE_CASES)
+    full = {label: argv for _, label, argv in ws.matrix_suites(impl, cmd, "smoke", "full")}
+    argv = full["websocket autobahn permessage-deflate (as server)"]
+    assert argv[argv.index("--cases") + 1] == "12.*,13.*"
+    assert "websocket autobahn permessage-deflate (as client)" not in full

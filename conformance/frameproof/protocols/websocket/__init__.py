@@ -268,7 +268,7 @@ class WebSocket(Protocol):
         import json
         import shlex
         from pathlib import Path
-        from .autobahn_map import SAMPLE_CASES
+        from .autobahn_map import DEFLATE_CASES, DEFLATE_SAMPLE_CASES, SAMPLE_CASES
         # the main job: every category (1-7, 9, 10); CI (scale small): a few cases of each
         cases = ["--cases", ",".join(SAMPLE_CASES)] if scale == "small" else []
         xf = impl.get("xfail_autobahn") or {}
@@ -284,6 +284,22 @@ class WebSocket(Protocol):
             if xf.get(side):
                 argv += ["--xfail", str(Path(impl["dir"]) / xf[side])]
             out.append(("net" if side == "server" else "client", f"websocket {label}", argv))
+        # permessage-deflate (spec/websocket-deflate.md), where the implementation says it has it
+        # (impl.json "websocket_extensions"): Autobahn 12.* and 13.* with the extension switched on, and
+        # a declined offer failing the case
+        exts = impl.get("websocket_extensions") or {}
+        for side, key, flag in (("server", "server", "--server-cmd"), ("client", "autobahn_client", "--client-cmd")):
+            program = cmd(key)
+            if not program or "permessage-deflate" not in exts.get(side, ()):
+                continue
+            codec = dict(self.AUTOBAHN_CODEC, websocket=dict(self.AUTOBAHN_CODEC["websocket"], permessage_deflate=True))
+            program += f" --codec {shlex.quote(json.dumps(codec))}" + (" --listen 127.0.0.1:0" if side == "server" else "")
+            picked = DEFLATE_SAMPLE_CASES if scale == "small" else DEFLATE_CASES
+            argv = ["autobahn", flag, program, "--agent", impl["name"], "--cwd", impl["dir"], "--require-implemented",
+                    "--cases", ",".join(picked)]
+            if xf.get(f"{side}_deflate"):
+                argv += ["--xfail", str(Path(impl["dir"]) / xf[f"{side}_deflate"])]
+            out.append(("net" if side == "server" else "client", f"websocket autobahn permessage-deflate (as {side})", argv))
         return out
 
     # -- suites

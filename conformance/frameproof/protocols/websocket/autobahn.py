@@ -73,6 +73,9 @@ def add_parser(sub):
     a.add_argument("--cwd", help="working directory for --server-cmd / --client-cmd")
     a.add_argument("--timeout", type=float, default=1800.0, help="seconds per driver run (default 1800)")
     a.add_argument("--xfail", help="expected failures: test names or case-ID globs, one a line")
+    a.add_argument("--require-implemented", action="store_true",
+                   help="an UNIMPLEMENTED verdict fails its case (for a peer that claims the extension the cases "
+                        "test, e.g. permessage-deflate in 12.*, 13.*)")
     a.add_argument("--json", help="write a JSON report to this file")
     a.add_argument("--junit", help="write a JUnit XML report to this file")
     a.add_argument("-v", "--verbose", action="store_true", help="expected vs actual for the allowed non-OK cases too")
@@ -185,6 +188,12 @@ def cmd_autobahn(args) -> int:
             srv.stop()
 
     flat = [r for d in drivers for r in results.get(d, {}).values()]
+    if args.require_implemented:  # the peer claims what these cases test: declining it is a failure
+        for r in flat:
+            if r.verdict == "UNIMPLEMENTED":
+                r.status = "failed"
+                r.actual = "the extension was declined (--require-implemented) | " + r.actual
+        notes.append("--require-implemented: an UNIMPLEMENTED verdict fails its case")
     for d in drivers:
         got = results.get(d, {})
         for pat in cases:
