@@ -163,6 +163,8 @@ class EchoConn(asyncio.Protocol):
             if not self.opening.ok:
                 self.close("handshake refused")
                 return
+            if getattr(self.opening, "extension", None) is not None:  # an extension the opening agreed on
+                self.dec, self.replier = srv.proto.extension_session(srv.codec, self.opening.extension, srv.fault)
             self.opening, data = None, rest
             if not data:
                 srv._account(self)

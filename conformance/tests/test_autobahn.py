@@ -347,3 +347,31 @@ def test_deflate_cells_only_for_implementations_that_claim_it():
     argv = full["websocket autobahn permessage-deflate (as server)"]
     assert argv[argv.index("--cases") + 1] == "12.*,13.*"
     assert "websocket autobahn permessage-deflate (as client)" not in full
+
+
+DEFLATE_SERVER = (f"{PY} -m frameproof.pyserver --codec '{{\"protocol\": \"websocket\", \"limits\": {{\"max_payload\": "
+                  f"67108864}}, \"websocket\": {{\"max_message\": 67108864, \"permessage_deflate\": true}}}}' "
+                  "--listen 127.0.0.1:0")
+
+
+def test_python_reference_server_with_deflate_passes_the_deflate_sample(wstest, tmp_path):
+    # the Python reference accepts permessage-deflate when its codec says so (spec/websocket-deflate.md):
+    # Autobahn 12.* and 13.*, one short case of each group, each negotiated (not UNIMPLEMENTED) and OK
+    rc, out, doc, _ = autobahn(tmp_path, "--server-cmd", DEFLATE_SERVER, "--cases", ",".join(MAP.DEFLATE_SAMPLE_CASES),
+                               "--require-implemented", "--agent", "fp-python-deflate")
+    assert rc == 0, out
+    assert sorted(t["case"] for t in doc["tests"]) == sorted(MAP.DEFLATE_SAMPLE_CASES), out
+    assert doc["verdicts"]["OK"] == len(MAP.DEFLATE_SAMPLE_CASES), doc["verdicts"]
+
+
+def test_deflate_sample_catches_a_compressor_that_keeps_its_context(wstest, tmp_path):
+    # planted: the server agrees to server_no_context_takeover and compresses with its window kept
+    # anyway (WSD-CTX-1): a client that resets its inflater per message, as agreed, cannot read the echo.
+    # The CI sample catches it in the groups that ask for server_no_context_takeover (13.2, 13.5-13.7)
+    srv = DEFLATE_SERVER + " --fault ws-deflate-keeps-context"
+    rc, out, doc, _ = autobahn(tmp_path, "--server-cmd", srv, "--cases", ",".join(MAP.DEFLATE_SAMPLE_CASES),
+                               "--require-implemented")
+    assert rc == 1, out
+    failed = {t["case"] for t in doc["tests"] if t["status"] == "failed"}
+    assert {"13.2.2", "13.5.2"} <= failed, (failed, out)
+    assert not failed & {"12.1.1", "13.1.1"}, (failed, out)  # with context takeover agreed, nothing is wrong

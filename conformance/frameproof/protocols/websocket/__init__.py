@@ -115,6 +115,12 @@ class WebSocket(Protocol):
         "ws-last-header-wins": "WS-HS-6",
         "ws-close-rejects-4xxx": "WS-CLOSE-2",
     }
+    #: server faults only a run with permessage-deflate switched on catches (the codec's
+    #: websocket.permessage_deflate; Autobahn 12.*, 13.*: conformance/tests/test_autobahn.py). Named under
+    #: WS-HS-5 until spec/websocket-deflate.md is a layer with its WSD-* IDs
+    opt_in_server_faults = {
+        "ws-deflate-keeps-context": "WS-HS-5",  # agrees to server_no_context_takeover, keeps it anyway (WSD-CTX-1)
+    }
     #: planted bugs of the Python load client (frameproof.pyload --fault), caught by client_cases
     load_faults = load.FAULTS
 
@@ -209,6 +215,11 @@ class WebSocket(Protocol):
 
     def server_opening(self, codec, fault=""):
         return reference.ServerOpening(fault, codec)
+
+    def extension_session(self, codec, agreed, fault=""):
+        """(decoder, replier) of a connection whose opening accepted permessage-deflate."""
+        from .deflate_session import session
+        return session(codec, agreed, fault)
 
     def net_client_codec(self, codec):
         return replace(codec, role="client", max_payload=2 ** 63 - 1, max_message=2 ** 63 - 1)

@@ -24,6 +24,8 @@ CLOSE_CODE = {"WS-UTF8-1": 1007, "WS-UTF8-2": 1007, "WS-CLOSE-3": 1007, "WS-LIM-
 for _r in ("WS-HDR-2", "WS-HDR-3", "WS-LEN-3", "WS-LEN-4", "WS-MASK-1", "WS-MASK-2", "WS-CTL-1", "WS-CTL-2",
            "WS-FRAG-2", "WS-FRAG-3", "WS-CLOSE-1", "WS-CLOSE-2"):
     CLOSE_CODE[_r] = 1002
+# permessage-deflate (spec/websocket-deflate.md §7), on a connection that negotiated it
+CLOSE_CODE.update({"WSD-FRM-2": 1002, "WSD-CMP-3": 1007, "WSD-CMP-4": 1007, "WSD-LIM-1": 1009})
 
 
 def close_code_valid(code: int) -> bool:

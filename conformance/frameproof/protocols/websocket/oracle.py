@@ -36,6 +36,7 @@ class WsCodec(Codec):
     max_message: int = 0
     path: Optional[str] = None
     subprotocol: Optional[str] = None
+    permessage_deflate: Optional[bool] = None  # the server accepts permessage-deflate (spec/websocket-deflate.md)
 
     DEFAULT_MAX = DEFAULT_MAX_FRAME
     CAPACITY = CAPACITY
@@ -72,7 +73,7 @@ class WsCodec(Codec):
 
 
 #: the codec JSON's websocket parameters naming the echo service (besides role and max_message)
-ENDPOINT_KEYS = ("path", "subprotocol")
+ENDPOINT_KEYS = ("path", "subprotocol", "permessage_deflate")
 DEFAULT_PATH = "/ws"
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")  # RFC 7230 §3.2.6 token (RFC 6455 §4.1 item 10)
 _PATH = re.compile(r"/[\x21-\x7e]*\Z")  # an origin-form request target: "/", then visible ASCII
@@ -92,6 +93,10 @@ def codec_params(p: dict) -> dict:
             raise ValueError(f"websocket.subprotocol must be one token (RFC 6455 §4.1: no space, comma or "
                              f"separator), not {p['subprotocol']!r}")
         kw["subprotocol"] = p["subprotocol"]
+    if "permessage_deflate" in p:
+        if not isinstance(p["permessage_deflate"], bool):
+            raise ValueError(f"websocket.permessage_deflate must be true or false, not {p['permessage_deflate']!r}")
+        kw["permessage_deflate"] = p["permessage_deflate"]
     return kw
 
 

@@ -75,6 +75,8 @@ class WsDecoder(StreamDecoder):
         self.utf8 = Utf8()
         self.partial = None  # (stream offset, bytes checked, Utf8) of a text frame still arriving
         self.phase = 0  # the ws-mask-phase-across-frames mutant's running key offset
+        self.rsv1_ok = False  # permessage-deflate negotiated: RSV1 marks a compressed message (WSD-FRM-1)
+        self.compressed = False  # the message in progress is compressed: its UTF-8 is checked once inflated
 
     def feed(self, chunk):
         if self.closed and R.MUTANT != "ws-reads-after-close":
@@ -112,7 +114,10 @@ class WsDecoder(StreamDecoder):
             key = bytes(b[pos + hl - 4:pos + hl]) if masked else b""
             control = op >= 8
             if rsv and M != "ws-accepts-rsv":
-                self.fail("WS-HDR-2", pos)
+                if not self.rsv1_ok:
+                    self.fail("WS-HDR-2", pos)
+                if rsv != 4 or op not in (TEXT, BINARY):  # RSV2/3, or RSV1 on a continuation or control frame
+                    self.fail("WS-HDR-2" if rsv & 3 else "WSD-FRM-2", pos)
             if op not in (0, 1, 2, 8, 9, 10) and M != "ws-accepts-reserved-opcode":
                 self.fail("WS-HDR-3", pos)
             if control and not fin and M != "ws-accepts-fragmented-control":
@@ -139,7 +144,8 @@ class WsDecoder(StreamDecoder):
             if not control and M != "ws-message-limit-unchecked":
                 if (self.size if op == CONT else 0) + n > self.max_message:
                     self.fail("WS-LIM-2", pos)
-            is_text = op == TEXT or (op == CONT and self.text)
+            comp = bool(rsv & 4) if op in (TEXT, BINARY) else (op == CONT and self.compressed)
+            is_text = (op == TEXT or (op == CONT and self.text)) and not comp
             check_utf8 = is_text and not (M == "ws-fragmented-text-unchecked" and not (op == TEXT and fin))
             start = pos + hl
             have = min(n, len(b) - start)
@@ -184,6 +190,7 @@ class WsDecoder(StreamDecoder):
                 self.closed = True
             elif op in (TEXT, BINARY):
                 self.in_message, self.text, self.size = not fin, op == TEXT, n
+                self.compressed = comp
                 if not check_utf8:
                     self.utf8 = Utf8()
             elif op == CONT:
@@ -205,7 +212,7 @@ def encode(codec, frame, limit=None):
     h = frame.header if frame.header is not None else WsHeader()
     p = frame.payload
     n = len(p)
-    if h.rsv:
+    if h.rsv and not (h.rsv == 4 and h.opcode in (TEXT, BINARY) and getattr(codec, "permessage_deflate", None)):
         raise CodecError("WS-HDR-2", 0, "RSV bits without an extension")
     if h.opcode not in (0, 1, 2, 8, 9, 10):
         raise CodecError("WS-HDR-3", 0, "reserved opcode")
@@ -217,7 +224,7 @@ def encode(codec, frame, limit=None):
         raise CodecError("WS-MASK-4", 0, "masking key")
     if n > (codec.max_payload or R.DEFAULT_MAX if limit is None else limit):
         raise CodecError("WS-LIM-3", 0, "payload over the limit")
-    out = bytearray([(0x80 if h.fin else 0) | h.opcode])
+    out = bytearray([(0x80 if h.fin else 0) | h.rsv << 4 | h.opcode])
     m = 0x80 if h.masked else 0
     big = 65535 if R.MUTANT == "ws-64bit-from-65535" else 65536
     if n <= 125:
@@ -269,14 +276,19 @@ class Echo:
             if R.MUTANT == "ws-close-reply-1000" and code:
                 code = struct.pack(">H", 1000)
             raise Goodbye(0, _server(CLOSE, code))
-        if h.opcode != CONT:
-            self.opcode, self.parts = h.opcode, []
+        payload = self.assemble(f)
+        return None if payload is None else _server(self.opcode, payload)
+
+    def assemble(self, f):
+        """A data frame into the message in progress: the message's payload once ``f`` ends it, else None."""
+        if f.header.opcode != CONT:
+            self.opcode, self.parts = f.header.opcode, []
         self.parts.append(f.payload)
-        if not h.fin:
+        if not f.header.fin:
             return None
         payload = b"".join(self.parts)
         self.parts = []
-        return _server(self.opcode, payload)
+        return payload
 
 
 def echo_reply(frame, fault=""):
@@ -364,6 +376,8 @@ class ServerOpening:
         self.ok = False
         self.path = getattr(codec, "path", None)
         self.subprotocol = getattr(codec, "echo_subprotocol", SUBPROTOCOL)
+        self.deflate = bool(getattr(codec, "permessage_deflate", None))  # offered extensions considered
+        self.extension = None  # the permessage-deflate agreement (deflate.Params), once accepted
 
     def feed(self, data: bytes):
         self.buf += data
@@ -422,6 +436,12 @@ class ServerOpening:
             pass
         elif self.subprotocol in offered or self.fault == "ws-names-unoffered-subprotocol":
             extra = f"Sec-WebSocket-Protocol: {self.subprotocol}\r\n"  # planted: named offered or not
+        if self.deflate and "sec-websocket-extensions" in hdrs:
+            from .deflate import accept
+            agreed = accept([hdrs["sec-websocket-extensions"]])
+            if agreed is not None:
+                self.extension = agreed[0]
+                extra += f"Sec-WebSocket-Extensions: {agreed[1]}\r\n"
         self.ok = True
         return (f"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                 f"Sec-WebSocket-Accept: {accept_for(key)}\r\n{extra}\r\n").encode()

@@ -1,0 +1,66 @@
+"""The echo service on a connection that negotiated permessage-deflate (spec/websocket-deflate.md):
+the Python reference server's decoder and replier once the opening handshake accepted an offer
+(reference.ServerOpening.extension). Compressed messages are inflated within the message limit
+(WSD-LIM-1), checked as UTF-8 once inflated (WSD-CMP-4) and echoed compressed (WSD-FRM-1, CMP-1);
+the zlib state is made at the first compressed message (WSD-LIM-2)."""
+from __future__ import annotations
+
+from ...oracle import Frame
+from ...reference import CodecError
+from . import reference
+from .deflate import Deflater, Inflater, InflateError, Params
+from .frames import CONT, PING, PONG, CLOSE, TEXT, WsHeader
+
+INFLATE_REQ = {1009: "WSD-LIM-1", 1007: "WSD-CMP-3"}
+
+
+class DeflateEcho(reference.Echo):
+    def __init__(self, agreed: Params, max_message: int, fault=""):
+        super().__init__(fault)
+        self.agreed, self.max_message = agreed, max_message
+        self.compressed = False
+        self._deflater = self._inflater = None
+
+    def inflater(self) -> Inflater:
+        if self._inflater is None:
+            bits = self.agreed.client_max_window_bits if isinstance(self.agreed.client_max_window_bits, int) \
+                and self.agreed.client_max_window_bits is not True else 15
+            self._inflater = Inflater(bits, self.agreed.client_no_context_takeover, self.max_message)
+        return self._inflater
+
+    def deflater(self) -> Deflater:
+        if self._deflater is None:
+            reset = self.agreed.server_no_context_takeover and self.fault != "ws-deflate-keeps-context"
+            self._deflater = Deflater(self.agreed.server_max_window_bits or 15, reset)
+        return self._deflater
+
+    def __call__(self, f):
+        h = f.header
+        if h.opcode in (PING, PONG, CLOSE):
+            return super().__call__(f)
+        if h.opcode != CONT:
+            self.compressed = bool(h.rsv & 4)
+        if not self.compressed:
+            return super().__call__(f)  # an uncompressed message: echoed as it came (WSD-CTX-3)
+        payload = self.assemble(f)
+        if payload is None:
+            return None
+        try:
+            message = self.inflater().inflate(payload)
+        except InflateError as e:
+            raise CodecError(INFLATE_REQ.get(e.code, "WSD-CMP-3"), 0, e.reason) from None
+        if self.opcode == TEXT and not reference.utf8_ok(message):
+            raise CodecError("WSD-CMP-4", 0, "the inflated text is not UTF-8")
+        return Frame(0, 0, self.deflater().compress(message), WsHeader(True, 4, self.opcode, False, b""))
+
+
+def session(codec, agreed: Params, fault=""):
+    """(decoder, replier) for a connection whose opening accepted ``agreed``."""
+    dec = reference.decoder(codec)
+    dec.rsv1_ok = True
+    echo = DeflateEcho(agreed, codec.max_message or dec.max_message, fault)
+
+    def reply(frame):
+        return echo(frame)
+    reply.echo = echo
+    return dec, reply
