@@ -44,6 +44,12 @@ namespace Frameproof.Codec
             return v;
         }
 
+        public bool AsBool(string what)
+        {
+            if (Kind != JsonKind.True && Kind != JsonKind.False) throw new FormatException(what + " must be true or false, got " + ToJson());
+            return Kind == JsonKind.True;
+        }
+
         public string AsString(string what)
         {
             if (Kind != JsonKind.String) throw new FormatException(what + " must be a string, got " + ToJson());

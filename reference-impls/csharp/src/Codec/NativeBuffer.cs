@@ -27,15 +27,23 @@ namespace Frameproof.Codec
 
         /// <summary>Room for at least <paramref name="size"/> bytes (the first <paramref name="size"/>
         /// kept on growth are the old contents): from 4 KiB, doubling.</summary>
-        public void Ensure(int size)
+        public void Ensure(int size) { Ensure(size, int.MaxValue); }
+
+        /// <summary><see cref="Ensure(int)"/>, growing to no more than <paramref name="limit"/> bytes
+        /// unless <paramref name="size"/> is larger.</summary>
+        public void Ensure(int size, int limit)
         {
             if (size <= _capacity) return;
             long cap = Math.Max(4096, (long)_capacity * 2);
+            if (cap > limit) cap = limit;
             if (cap < size) cap = size;
             if (cap > int.MaxValue) cap = int.MaxValue;
             _p = _p == null ? (byte*)Marshal.AllocHGlobal((IntPtr)cap) : (byte*)Marshal.ReAllocHGlobal((IntPtr)_p, (IntPtr)cap);
             _capacity = (int)cap;
         }
+
+        /// <summary>The first byte (null when empty); valid until the next growth or <see cref="Free"/>.</summary>
+        public byte* Pointer { get { return _p; } }
 
         public Span<byte> Slice(int start, int length)
         {

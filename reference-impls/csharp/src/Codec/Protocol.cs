@@ -232,6 +232,10 @@ namespace Frameproof.Codec
         /// otherwise. The output is not included (<see cref="OutputLength"/>).</summary>
         public virtual long HeldInput { get { return 0; } }
 
+        /// <summary>Memory a connection holds between messages, not unfinished input (no frame timeout
+        /// applies): e.g. websocket's permessage-deflate state (WSD-LIM-2). Counted in the memory budget.</summary>
+        public virtual long HeldState { get { return 0; } }
+
         /// <summary>The protocol's opening handshake is still being read (it must complete within the
         /// idle timeout, counted from the accept).</summary>
         public virtual bool Opening { get { return false; } }

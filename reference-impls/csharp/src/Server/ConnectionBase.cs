@@ -64,7 +64,7 @@ namespace Frameproof.Server
             _unfinished = input > 0;
             _opening = Session.Opening;
             NotePending(pendingOut);
-            SetHeld(input + pendingOut);
+            SetHeld(input + Session.HeldState + pendingOut);
             Account();
         }
 

@@ -17,6 +17,8 @@ namespace Frameproof.Codec
         public readonly long MaxFrame, MaxMessage;
         /// <summary>The echo service's path and subprotocol (websocket.path, websocket.subprotocol; null: not set).</summary>
         public readonly string Path, Subprotocol;
+        /// <summary>websocket.permessage_deflate: the network server accepts permessage-deflate (spec/websocket-deflate.md).</summary>
+        public readonly bool PermessageDeflate;
 
         public WebSocketCodec(CodecSpec spec) : base(spec)
         {
@@ -26,6 +28,7 @@ namespace Frameproof.Codec
             MaxMessage = p == null || p.MaxMessage <= 0 ? WsOpcodes.DefaultMaxMessage : p.MaxMessage;
             Path = p == null ? null : p.Path;
             Subprotocol = p == null ? null : p.Subprotocol;
+            PermessageDeflate = p != null && p.PermessageDeflate;
         }
 
         public override ITypedFrames Typed { get { return this; } }
@@ -161,7 +164,7 @@ namespace Frameproof.Codec
         /// <summary>The network server's session: opening handshake, then the echo service (server role).</summary>
         public override ServerSession NewSession(bool sink)
         {
-            return new WsEchoSession(false, MaxFrame, MaxMessage, true, sink) { Path = Path, Subprotocol = Subprotocol ?? WsHandshake.Subprotocol };
+            return new WsEchoSession(false, MaxFrame, MaxMessage, true, sink) { Path = Path, Subprotocol = Subprotocol ?? WsHandshake.Subprotocol, Deflate = PermessageDeflate && !sink };
         }
 
         /// <summary>serve: the echo endpoint ("" or "echo"), server role, after the handshake.</summary>

@@ -3,7 +3,7 @@ using System;
 namespace Frameproof.Codec
 {
     /// <summary>The websocket codec's parameters: codec JSON <c>{"websocket": {"role": "server"|"client",
-    /// "max_message": N, "path": "/ws/echo", "subprotocol": "echo.v1"}}</c>, testee <c>WebSocketParams</c> (spec/websocket.md).</summary>
+    /// "max_message": N, "path": "/ws/echo", "subprotocol": "echo.v1", "permessage_deflate": true}}</c>, testee <c>WebSocketParams</c> (spec/websocket.md).</summary>
     public sealed class WebSocketParams
     {
         /// <summary>Client role: receives unmasked frames, sends masked ones (default: server).</summary>
@@ -14,5 +14,8 @@ namespace Frameproof.Codec
         public string Path;
         /// <summary>The echo service's subprotocol (websocket.subprotocol); null: frameproof.echo, offered by no client.</summary>
         public string Subprotocol;
+        /// <summary>websocket.permessage_deflate: the network server accepts permessage-deflate offers
+        /// (spec/websocket-deflate.md); false (default): it declines every offer.</summary>
+        public bool PermessageDeflate;
     }
 }

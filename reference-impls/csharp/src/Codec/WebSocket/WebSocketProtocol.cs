@@ -9,7 +9,7 @@ using System.Text;
 namespace Frameproof.Codec
 {
     /// <summary>Registry entry of `websocket` (spec/websocket.md): parameters under
-    /// "websocket": {"role": "server"|"client", "max_message": N, "path": P, "subprotocol": S}; the frame limit is limits.max_payload.
+    /// "websocket": {"role": "server"|"client", "max_message": N, "path": P, "subprotocol": S, "permessage_deflate": B}; the frame limit is limits.max_payload.
     /// Also websocket's members of the testee messages (params, header, error detail).</summary>
     public sealed class WebSocketProtocol : ProtocolModule
     {
@@ -22,7 +22,7 @@ namespace Frameproof.Codec
         public override object ParseParams(JsonValue value)
         {
             var members = value.AsObject("\"websocket\"");
-            CodecJson.CheckKeys(members, "websocket", "role", "max_message", "path", "subprotocol");
+            CodecJson.CheckKeys(members, "websocket", "role", "max_message", "path", "subprotocol", "permessage_deflate");
             JsonValue v;
             var p = new WebSocketParams();
             if (CodecJson.TryGet(members, "role", out v))
@@ -42,6 +42,7 @@ namespace Frameproof.Codec
                 p.Subprotocol = v.AsString("websocket.subprotocol");
                 if (!WsHandshake.IsToken(p.Subprotocol)) throw new FormatException("websocket.subprotocol must be one token (RFC 6455 §4.1), got \"" + p.Subprotocol + "\"");
             }
+            if (CodecJson.TryGet(members, "permessage_deflate", out v)) p.PermessageDeflate = v.AsBool("websocket.permessage_deflate");
             return p;
         }
 

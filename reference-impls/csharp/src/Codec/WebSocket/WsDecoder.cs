@@ -33,7 +33,7 @@ namespace Frameproof.Codec
         long _n, _got;
         byte[] _buf;
         // the message
-        bool _inMessage, _text;
+        bool _inMessage, _text, _msgCompressed;
         long _size;
         Utf8Validator _utf8;
         // the stream
@@ -55,6 +55,11 @@ namespace Frameproof.Codec
 
         readonly uint _maskBit;      // the MASK bit a frame for this role has (WS-MASK-1/2)
         readonly long _fastLimit;    // the largest payload of an unfragmented data frame (WS-LIM-1/2)
+
+        /// <summary>permessage-deflate was agreed (spec/websocket-deflate.md): RSV1 marks the first frame
+        /// of a compressed message (WSD-FRM-1), whose UTF-8 and size the receiver checks on the inflated
+        /// bytes (WSD-CMP-4, WSD-LIM-1); RSV1 on a continuation or control frame is WSD-FRM-2.</summary>
+        public bool AllowRsv1;
 
         public bool Failed { get { return _failed; } }
         public ProtocolError Error { get { return _error; } }
@@ -282,7 +287,14 @@ namespace Frameproof.Codec
             if (_masked)
                 fixed (byte* k = _key) *(uint*)k = *(uint*)(h + hl - 4);
             bool control = WsOpcodes.IsControl(_op);
-            if (_rsv != 0) return Fail("WS-HDR-2", "RSV bits " + _rsv + " set without an extension");
+            bool rsv1 = false;
+            if (_rsv != 0)
+            {
+                if (_rsv != 4 || !AllowRsv1) return Fail("WS-HDR-2", "RSV bits " + _rsv + " set without an extension");
+                if (WsOpcodes.IsKnown(_op) && _op != WsOpcodes.Text && _op != WsOpcodes.Binary)
+                    return Fail("WSD-FRM-2", "RSV1 on a " + (control ? "control" : "continuation") + " frame");
+                rsv1 = true;
+            }
             if (!WsOpcodes.IsKnown(_op)) return Fail("WS-HDR-3", "reserved opcode 0x" + _op.ToString("x"));
             if (control && !_fin) return Fail("WS-CTL-1", "fragmented control frame");
             if (_server && !_masked) return Fail("WS-MASK-1", "unmasked frame from a client");
@@ -293,13 +305,17 @@ namespace Frameproof.Codec
             if (_op == WsOpcodes.Continuation && !_inMessage) return Fail("WS-FRAG-2", "continuation frame outside a message");
             if ((_op == WsOpcodes.Text || _op == WsOpcodes.Binary) && _inMessage) return Fail("WS-FRAG-3", "data frame inside a fragmented message");
             if ((long)n > _maxFrame) return Fail("WS-LIM-1", "frame payload of " + n + " bytes exceeds the maximum " + _maxFrame);
-            if (!control && (_op == WsOpcodes.Continuation ? _size : 0) + (long)n > _maxMessage)
+            // a compressed message's limit is on its inflated size (WSD-LIM-1); its payload may exceed
+            // that by DEFLATE's stored-block overhead
+            bool compressed = _op == WsOpcodes.Continuation ? _msgCompressed : rsv1;
+            long maxMessage = compressed ? _maxMessage + (_maxMessage >> 10) + 1024 : _maxMessage;
+            if (!control && (_op == WsOpcodes.Continuation ? _size : 0) + (long)n > maxMessage)
                 return Fail("WS-LIM-2", "message would exceed the maximum " + _maxMessage);
             if ((long)n > WsOpcodes.ArrayLimit || (!control && (_op == WsOpcodes.Continuation ? _size : 0) + (long)n > WsOpcodes.ArrayLimit))
                 return Fail("WS-LIM-1", "frame or message above this implementation's 2 GiB bound");
             _n = (long)n;
             if (_op == WsOpcodes.Text || _op == WsOpcodes.Binary) _utf8.Reset();
-            _checkUtf8 = _op == WsOpcodes.Text || (_op == WsOpcodes.Continuation && _text);
+            _checkUtf8 = !compressed && (_op == WsOpcodes.Text || (_op == WsOpcodes.Continuation && _text));
             return true;
         }
 
@@ -322,6 +338,7 @@ namespace Frameproof.Codec
             {
                 _inMessage = !_fin;
                 _text = _op == WsOpcodes.Text;
+                _msgCompressed = _rsv == 4;
                 _size = _n;
             }
             else if (_op == WsOpcodes.Continuation)

@@ -29,6 +29,10 @@ namespace Frameproof.Codec
         int _msgLen;
         byte _msgOp;
         readonly byte[] _key = new byte[4], _scratch = new byte[2];
+        readonly long _maxMessage;
+        PerMessageDeflate _pmd;       // permessage-deflate, once agreed in the opening handshake
+        bool _msgCompressed;          // the message in progress is compressed (RSV1 on its first frame)
+        Utf8Validator _utf8;          // UTF-8 of an inflated text message (WSD-CMP-4)
 
         /// <summary>An echo endpoint: <paramref name="client"/> for the client role (masked replies,
         /// unmasked input), the frame and message limits (0: the defaults), <paramref name="handshake"/>
@@ -39,6 +43,7 @@ namespace Frameproof.Codec
             _client = client;
             _sink = sink;
             _decoder = new WsDecoder(!client, maxFrame, maxMessage);
+            _maxMessage = maxMessage <= 0 ? WsOpcodes.DefaultMaxMessage : maxMessage;
             if (client) _keys = new MaskKeySource();
             if (handshake) _head = new byte[WsHandshake.MaxHead];
         }
@@ -46,6 +51,14 @@ namespace Frameproof.Codec
         /// <summary>The only resource served (websocket.path; null: any) and the subprotocol selected
         /// when offered (websocket.subprotocol, WS-HS-4).</summary>
         public string Path, Subprotocol = WsHandshake.Subprotocol;
+
+        /// <summary>Accept permessage-deflate in the opening handshake (websocket.permessage_deflate;
+        /// server role with the handshake only): the first acceptable offer is taken, compressed messages
+        /// are inflated (limit on the inflated size) and every echo is compressed.</summary>
+        public bool Deflate;
+
+        /// <summary>The agreed permessage-deflate state, or null (not agreed).</summary>
+        public PerMessageDeflate PerMessageDeflate { get { return _pmd; } }
 
         /// <summary>When set, complete data messages are collected here instead of echoed (the
         /// Autobahn client's /getCaseCount).</summary>
@@ -78,8 +91,14 @@ namespace Frameproof.Codec
                 string head = Encoding.GetEncoding("iso-8859-1").GetString(_head, 0, end - 4);
                 bool ok;
                 string requirement;
-                WriteAscii(WsHandshake.Answer(head, out ok, out requirement, Path, Subprotocol));
+                DeflateParams agreed;
+                WriteAscii(WsHandshake.Answer(head, out ok, out requirement, Path, Subprotocol, Deflate && !_client && !_sink, out agreed));
                 _head = null;
+                if (ok && agreed != null)
+                {
+                    _pmd = new PerMessageDeflate(agreed, _maxMessage);   // its zlib state comes with the first compressed message
+                    _decoder.AllowRsv1 = true;
+                }
                 if (!ok)
                 {
                     Close(new ProtocolError(requirement, 0, "opening handshake refused"));
@@ -110,6 +129,9 @@ namespace Frameproof.Codec
             }
         }
 
+        /// <summary>The permessage-deflate state (zlib's and the compression buffer, WSD-LIM-2).</summary>
+        public override long HeldState { get { return _pmd == null || Closed ? 0 : _pmd.StateBytes; } }
+
         public override void EndOfInput()
         {
             if (Closed) return;
@@ -134,7 +156,7 @@ namespace Frameproof.Codec
             int n = f.Payload.Length;
             PayloadBytes += n;
             byte op = f.Opcode;
-            if (f.Fin && (op == WsOpcodes.Text || op == WsOpcodes.Binary) && !_sink && !_client && Collected == null)
+            if (f.Fin && (op == WsOpcodes.Text || op == WsOpcodes.Binary) && !_sink && !_client && Collected == null && _pmd == null)
             {
                 // The echo of an unfragmented message, written inline (what Message and Reply do): on Mono
                 // each Span passed on or built costs a few ns.
@@ -159,6 +181,7 @@ namespace Frameproof.Codec
                     return false;
             }
             if (_sink) return true;
+            if (_pmd != null) return DeflateFrame(ref f);
             if (f.Opcode != WsOpcodes.Continuation)
             {
                 _msgOp = f.Opcode;
@@ -175,10 +198,65 @@ namespace Frameproof.Codec
             return true;
         }
 
+        /// <summary>A data frame on a connection with permessage-deflate: a compressed message is inflated
+        /// frame by frame onto the message buffer (WSD-CMP-2..5), its limit checked on the inflated size
+        /// in bounded steps (WSD-LIM-1), its text checked as UTF-8 after inflating (WSD-CMP-4).</summary>
+        bool DeflateFrame(ref WsFrame f)
+        {
+            if (f.Opcode != WsOpcodes.Continuation)
+            {
+                _msgOp = f.Opcode;
+                _msgLen = 0;
+                _msgCompressed = f.Rsv != 0;
+                if (_msgCompressed) { _pmd.BeginMessage(); _utf8.Reset(); }
+                else if (f.Fin) { Message(_msgOp, f.Payload); return true; }
+            }
+            if (_msgCompressed)
+            {
+                int before = _msgLen;
+                string why;
+                int code = _pmd.InflateFrame(f.Payload, f.Fin, _msg, ref _msgLen, out why);
+                if (code == 0 && _msgOp == WsOpcodes.Text)
+                {
+                    if (_utf8.Feed(_msg.Slice(before, _msgLen - before)) >= 0 || (f.Fin && !_utf8.Complete))
+                    {
+                        code = 1007;
+                        why = "the inflated text message is not valid UTF-8";
+                    }
+                }
+                if (code != 0)
+                {
+                    string req = code == 1009 ? "WSD-LIM-1" : why.StartsWith("the inflated", StringComparison.Ordinal) ? "WSD-CMP-4" : "WSD-CMP-3";
+                    Fail(new ProtocolError(req, f.Offset, why, new WebSocketCloseDetail((uint)code)));
+                    return false;
+                }
+            }
+            else Append(f.Payload);
+            if (f.Fin)
+            {
+                Message(_msgOp, _msg.Slice(0, _msgLen));
+                _msgLen = 0;
+                if (_msg.Capacity > 64 * 1024) _msg.Free();
+                _pmd.EndMessage();
+            }
+            return true;
+        }
+
         void Message(byte opcode, ReadOnlySpan<byte> payload)
         {
             if (Collected != null) Collected.Add(payload.ToArray());
+            else if (_pmd != null) ReplyCompressed(opcode, payload);
             else Reply(opcode, payload);
+        }
+
+        /// <summary>An echo on a connection with permessage-deflate: compressed, RSV1 on its (only) frame (WSD-FRM-1).</summary>
+        unsafe void ReplyCompressed(byte opcode, ReadOnlySpan<byte> payload)
+        {
+            ReadOnlySpan<byte> c = _pmd.Compress(payload);
+            int at = ReserveAt(WsEncoder.HeaderLength(c.Length, false) + c.Length);
+            int written = WsEncoder.Write(true, opcode, null, c, OutputBuffer, at);
+            OutputBuffer[at] |= 0x40;
+            Commit(written);
         }
 
         void Append(ReadOnlySpan<byte> p)
@@ -207,6 +285,7 @@ namespace Frameproof.Codec
         {
             _decoder.Dispose();
             _msg.Dispose();
+            if (_pmd != null) _pmd.Dispose();
             if (_keys != null) _keys.Dispose();
             base.Dispose();
         }

@@ -89,6 +89,18 @@ namespace Frameproof.Codec
         /// <paramref name="subprotocol"/> (websocket.path, websocket.subprotocol).</summary>
         public static string Answer(string head, out bool ok, out string requirement, string path, string subprotocol)
         {
+            DeflateParams agreed;
+            return Answer(head, out ok, out requirement, path, subprotocol, false, out agreed);
+        }
+
+        /// <summary><see cref="Answer(string, out bool, out string, string, string)"/>; with
+        /// <paramref name="deflate"/> (websocket.permessage_deflate), the first acceptable
+        /// permessage-deflate offer is accepted (WSD-NEG-1..4): <paramref name="agreed"/>, named in the
+        /// response; null when every offer was declined (or none made, or <paramref name="deflate"/> false).</summary>
+        public static string Answer(string head, out bool ok, out string requirement, string path, string subprotocol,
+            bool deflate, out DeflateParams agreed)
+        {
+            agreed = null;
             ok = false;
             requirement = "WS-HS-1";
             string first;
@@ -112,6 +124,12 @@ namespace Frameproof.Codec
             if (h.TryGetValue("sec-websocket-protocol", out offered))
                 foreach (string p in offered.Split(','))
                     if (p.Trim() == subprotocol) { extra = "Sec-WebSocket-Protocol: " + subprotocol + "\r\n"; break; }
+            string extensions;
+            if (deflate && h.TryGetValue("sec-websocket-extensions", out extensions))
+            {
+                agreed = WsDeflateNegotiation.Accept(extensions);
+                if (agreed != null) extra += "Sec-WebSocket-Extensions: " + agreed.Header() + "\r\n";
+            }
             ok = true;
             requirement = null;
             return "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: "
