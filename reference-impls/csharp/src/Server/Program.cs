@@ -85,6 +85,13 @@ namespace Frameproof.Server
                 + ", idle " + Interlocked.Read(ref c.ClosedIdle) + ", handshake " + Interlocked.Read(ref c.ClosedHandshake)
                 + ", frame timeout " + Interlocked.Read(ref c.ClosedFrame) + ", write timeout " + Interlocked.Read(ref c.ClosedWrite)
                 + "; refused at the connection limit " + Interlocked.Read(ref c.Refused) + "; failed accepts " + Interlocked.Read(ref c.AcceptErrors));
+            Console.Error.Flush();
+#if MONO
+            // Everything is written and flushed: exit now. Mono's own shutdown after Main returns waited
+            // 15 s and more for its thread pool with sockets in SocketAsyncEventArgs operations (NetTests,
+            // the "saea" model, under load, 2026-11-27), long past the SIGTERM a runner gives a server.
+            Mono.Unix.Native.Stdlib._Exit(0);
+#endif
             return 0;
         }
 
