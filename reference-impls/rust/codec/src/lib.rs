@@ -135,6 +135,12 @@ pub enum Violation {
     WsHs1,
     /// `WS-HS-3`: an opening handshake with another version than 13.
     WsHs3,
+    /// `WSD-FRM-2`: RSV1 on a continuation or control frame (permessage-deflate agreed).
+    WsdFrm2,
+    /// `WSD-CMP-3`: a compressed message that does not inflate.
+    WsdCmp3,
+    /// `WSD-LIM-1`: a compressed message that inflates past the message limit.
+    WsdLim1,
 }
 
 impl Violation {
@@ -187,6 +193,9 @@ impl Violation {
             Violation::WsStr3 => "WS-STR-3",
             Violation::WsHs1 => "WS-HS-1",
             Violation::WsHs3 => "WS-HS-3",
+            Violation::WsdFrm2 => "WSD-FRM-2",
+            Violation::WsdCmp3 => "WSD-CMP-3",
+            Violation::WsdLim1 => "WSD-LIM-1",
         }
     }
 
@@ -368,6 +377,9 @@ mod tests {
             Violation::WsStr3,
             Violation::WsHs1,
             Violation::WsHs3,
+            Violation::WsdFrm2,
+            Violation::WsdCmp3,
+            Violation::WsdLim1,
         ];
         let ids: std::collections::HashSet<&str> = all.iter().map(|v| v.id()).collect();
         assert_eq!(ids.len(), all.len());

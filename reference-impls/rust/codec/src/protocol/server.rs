@@ -110,6 +110,13 @@ pub trait ServerSession {
         self.buffer_mut().capacity()
     }
 
+    /// Memory the session keeps between messages beyond its buffers (websocket with
+    /// permessage-deflate: the compressor's and the inflater's state, `WSD-LIM-2`), counted in
+    /// the server's memory budget on top of [`held`](Self::held). Default: none.
+    fn state_cost(&mut self) -> usize {
+        0
+    }
+
     /// Whether the session still waits for its opening handshake (websocket): the idle
     /// timeout then bounds the handshake from the accept on (`WS-RES-3`).
     fn awaiting_opening(&self) -> bool {

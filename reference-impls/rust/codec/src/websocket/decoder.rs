@@ -25,6 +25,8 @@ struct Current {
     done: usize,
     /// Text frames: the message's UTF-8 state after the bytes done.
     utf8: Option<Utf8>,
+    /// RSV1: the first frame of a compressed message (permessage-deflate).
+    rsv1: bool,
 }
 
 /// The receiving endpoint: frames and the message layer (§2-§11).
@@ -45,6 +47,10 @@ pub struct WsDecoder {
     text: bool,
     size: u64,
     utf8: Utf8,
+    /// permessage-deflate was agreed: RSV1 may mark a message's first frame (WSD-FRM-1).
+    deflate: bool,
+    /// The message in progress is compressed: its UTF-8 and size are checked once inflated.
+    compressed: bool,
 }
 
 impl WsDecoder {
@@ -71,7 +77,15 @@ impl WsDecoder {
             text: false,
             size: 0,
             utf8: Utf8::default(),
+            deflate: false,
+            compressed: false,
         }
+    }
+
+    /// permessage-deflate was agreed (spec/websocket-deflate.md): RSV1 is read on the first
+    /// frame of a data message, and is a protocol error anywhere else (WSD-FRM-2).
+    pub fn set_deflate(&mut self, on: bool) {
+        self.deflate = on;
     }
 
     /// A close frame ended the stream.
@@ -130,7 +144,12 @@ impl WsDecoder {
         }
         let control = op >= 8;
         use Violation::*;
-        if rsv != 0 {
+        let rsv1 = self.deflate && rsv == 4;
+        if rsv1 && op != TEXT && op != BINARY {
+            let m = format!("RSV1 on a frame of opcode 0x{op:X} (only a message's first frame)");
+            return Err(self.fail(WsdFrm2, m));
+        }
+        if rsv != 0 && !rsv1 {
             return Err(self.fail(WsHdr2, format!("RSV bits {rsv:03b} without an extension")));
         }
         if !is_opcode(op as u32) {
@@ -168,7 +187,9 @@ impl WsDecoder {
             );
             return Err(self.fail(WsLim1, m));
         }
-        if !control {
+        // a compressed message's size is checked once inflated (WSD-LIM-1)
+        let compressed = rsv1 || (op == CONT && self.compressed);
+        if !control && !compressed {
             let total = if op == CONT { self.size } else { 0 }.saturating_add(n);
             if total > self.max_message {
                 let m = format!(
@@ -179,6 +200,7 @@ impl WsDecoder {
             }
         }
         let utf8 = match op {
+            _ if compressed => None, // checked once inflated (WSD-CMP-4)
             TEXT => Some(Utf8::default()),
             CONT if self.text => Some(self.utf8),
             _ => None,
@@ -192,6 +214,7 @@ impl WsDecoder {
             key,
             done: 0,
             utf8,
+            rsv1,
         }))
     }
 
@@ -335,6 +358,7 @@ impl FrameDecoder for WsDecoder {
                 self.in_message = !c.fin;
                 self.text = c.opcode == TEXT;
                 self.size = c.len as u64;
+                self.compressed = c.rsv1;
             }
             CONT => {
                 self.in_message = !c.fin;
@@ -366,7 +390,7 @@ impl FrameDecoder for WsDecoder {
         }
         Ok(Some(WsFrame {
             fin: c.fin,
-            rsv: 0,
+            rsv: if c.rsv1 { 4 } else { 0 },
             opcode: c.opcode as u32,
             masked: c.masked,
             mask_key: key,

@@ -38,9 +38,9 @@ pub fn close_code(v: Violation) -> Option<u16> {
     use Violation::*;
     match v {
         WsHdr2 | WsHdr3 | WsLen3 | WsLen4 | WsMask1 | WsMask2 | WsCtl1 | WsCtl2 | WsFrag2
-        | WsFrag3 | WsClose1 | WsClose2 => Some(1002),
-        WsUtf81 | WsUtf82 | WsClose3 => Some(1007),
-        WsLim1 | WsLim2 => Some(1009),
+        | WsFrag3 | WsClose1 | WsClose2 | WsdFrm2 => Some(1002),
+        WsUtf81 | WsUtf82 | WsClose3 | WsdCmp3 => Some(1007),
+        WsLim1 | WsLim2 | WsdLim1 => Some(1009),
         _ => None,
     }
 }

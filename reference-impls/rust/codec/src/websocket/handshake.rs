@@ -22,6 +22,8 @@ pub struct HandshakeReply {
     /// Otherwise: the requirement the request broke, and why.
     pub violation: Violation,
     pub why: String,
+    /// permessage-deflate as agreed in the 101 (only where the endpoint enables it).
+    pub deflate: Option<Agreement>,
 }
 
 fn status(code: u16, reason: &str, extra: &str, v: Violation, why: String) -> HandshakeReply {
@@ -33,6 +35,7 @@ fn status(code: u16, reason: &str, extra: &str, v: Violation, why: String) -> Ha
         ok: false,
         violation: v,
         why,
+        deflate: None,
     }
 }
 
@@ -104,7 +107,12 @@ impl ReplyRewriter for WsRewriter {
         if !self.opened {
             // the request head (bounded: handshake_reply refuses one over MAX_HEAD)
             self.head.extend_from_slice(input);
-            let Some((answer, used)) = handshake_reply_at(&self.head, &self.endpoint) else {
+            // header-only rewriting cannot compress: permessage-deflate is always declined here
+            let ep = Endpoint {
+                permessage_deflate: false,
+                ..self.endpoint
+            };
+            let Some((answer, used)) = handshake_reply_at(&self.head, &ep) else {
                 return;
             };
             out.extend_from_slice(&answer.bytes);
@@ -134,11 +142,14 @@ impl ReplyRewriter for WsRewriter {
 
 /// The echo service a server offers (codec JSON `websocket.path`, `websocket.subprotocol`;
 /// spec/websocket.md §13): `path` `None` serves any request target, else only that one (another
-/// gets 404, RFC 6455 §4.2.2); `subprotocol` `None` is `frameproof.echo`, selected when offered.
+/// gets 404, RFC 6455 §4.2.2); `subprotocol` `None` is `frameproof.echo`, selected when offered;
+/// `permessage_deflate` (`websocket.permessage_deflate`, default false): the first acceptable
+/// permessage-deflate offer is accepted (spec/websocket-deflate.md), else every offer is declined.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Endpoint {
     pub path: Option<&'static str>,
     pub subprotocol: Option<&'static str>,
+    pub permessage_deflate: bool,
 }
 
 impl Endpoint {
@@ -235,11 +246,19 @@ pub fn handshake_reply_at(buf: &[u8], ep: &Endpoint) -> Option<(HandshakeReply, 
     let offered = values("sec-websocket-protocol")
         .iter()
         .any(|v| v.split(',').any(|p| p.trim() == sub));
-    let extra = if offered {
+    let mut extra = if offered {
         format!("Sec-WebSocket-Protocol: {sub}\r\n")
     } else {
         String::new()
     };
+    let deflate = if ep.permessage_deflate {
+        accept(&values("sec-websocket-extensions"))
+    } else {
+        None // WS-HS-5: every offer declined
+    };
+    if let Some(a) = &deflate {
+        extra.push_str(&format!("Sec-WebSocket-Extensions: {}\r\n", a.header()));
+    }
     let bytes = format!(
         "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
 Sec-WebSocket-Accept: {}\r\n{extra}\r\n",
@@ -252,6 +271,7 @@ Sec-WebSocket-Accept: {}\r\n{extra}\r\n",
             ok: true,
             violation: Violation::WsHs1,
             why: String::new(),
+            deflate,
         },
         used,
     ))

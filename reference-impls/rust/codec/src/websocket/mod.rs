@@ -28,6 +28,7 @@ use crate::{FrameDecoder, ProtocolError, Violation};
 
 mod client;
 mod decoder;
+mod deflate;
 mod frame;
 mod handshake;
 mod protocol;
@@ -36,11 +37,14 @@ mod utf8;
 
 pub use client::*;
 pub use decoder::*;
+pub use deflate::*;
 pub use frame::*;
 pub use handshake::*;
 pub use protocol::*;
 pub use session::*;
 pub use utf8::*;
 
+#[cfg(test)]
+mod deflate_tests;
 #[cfg(test)]
 mod tests;

@@ -82,7 +82,8 @@ impl Protocol for WebSocket {
     type Client<T: Send + 'static> = WsClient<T>;
 
     /// `{"protocol": "websocket", "limits": {"max_payload": N}, "websocket": {"role":
-    /// "server" | "client", "max_message": M, "path": "/ws/echo", "subprotocol": "echo.v1"}}`;
+    /// "server" | "client", "max_message": M, "path": "/ws/echo", "subprotocol": "echo.v1",
+    /// "permessage_deflate": false}}`;
     /// the role may also be the testee protocol's enum value (0 or 1 = server, 2 = client).
     fn from_config(cfg: &CodecConfig) -> Result<Self, ConfigError> {
         let mut s = cfg.section(Some("websocket"))?;
@@ -107,9 +108,22 @@ impl Protocol for WebSocket {
                 && p.bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
         })?;
+        let permessage_deflate = match s.value("permessage_deflate") {
+            None => false,
+            Some(Value::Bool(b)) => *b,
+            Some(v) => {
+                return Err(ConfigError::Invalid(format!(
+                    "codec.websocket.permessage_deflate must be true or false, not {v}"
+                )))
+            }
+        };
         s.done()?;
         Ok(WebSocket {
-            endpoint: Endpoint { path, subprotocol },
+            endpoint: Endpoint {
+                path,
+                subprotocol,
+                permessage_deflate,
+            },
             ..WebSocket::new(role, cfg.max_payload, max_message)
         })
     }

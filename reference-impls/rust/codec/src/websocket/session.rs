@@ -22,6 +22,139 @@ pub struct WsSession {
     keys: Option<Keys>,
     /// The echo service's path and subprotocol (the opening handshake).
     endpoint: Endpoint,
+    /// permessage-deflate, when the opening handshake agreed it.
+    deflate: Option<Box<DeflateState>>,
+}
+
+/// permessage-deflate on one connection (spec/websocket-deflate.md): the inflater of the
+/// client's messages and the compressor of the echoes (their zlib state created at the first
+/// compressed message, WSD-LIM-2), and the message being reassembled.
+#[derive(Debug)]
+pub struct DeflateState {
+    inflater: Inflater,
+    deflater: Deflater,
+    /// The message in progress is compressed (RSV1 on its first frame).
+    compressed: bool,
+    /// Its bytes: inflated as its frames arrive, or as received; its UTF-8 state once inflated.
+    msg: Vec<u8>,
+    utf8: Utf8,
+    /// An echo's compressed payload.
+    scratch: Vec<u8>,
+}
+
+/// Buffers above this capacity are given back after each message.
+const KEEP: usize = 128 * 1024;
+
+impl DeflateState {
+    /// The server's side of agreement `a`: the client's messages inflated with their limit.
+    pub fn new(a: &Agreement, max_message: u64) -> Self {
+        DeflateState {
+            inflater: Inflater::new(
+                a.client_max_window_bits.unwrap_or(15),
+                a.client_no_context_takeover,
+                max_message,
+            ),
+            deflater: Deflater::new(
+                a.server_max_window_bits.unwrap_or(15),
+                a.server_no_context_takeover,
+            ),
+            compressed: false,
+            msg: Vec::new(),
+            utf8: Utf8::default(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// One data frame of a message (`first`: TEXT or BINARY, its RSV1 in `rsv1`): Ok(true) once
+    /// the message is complete in `msg`; an error is the connection's (WSD-CMP-3/4, WSD-LIM-1).
+    pub fn frame(
+        &mut self,
+        first: bool,
+        rsv1: bool,
+        text: bool,
+        fin: bool,
+        payload: &[u8],
+        at: u64,
+    ) -> Result<bool, ProtocolError> {
+        if first {
+            self.msg.clear();
+            self.compressed = rsv1;
+            self.utf8 = Utf8::default();
+            if rsv1 {
+                self.inflater.begin(&self.msg);
+            }
+        }
+        if !self.compressed {
+            self.msg.extend_from_slice(payload); // checked by the decoder (UTF-8, size)
+            return Ok(fin);
+        }
+        let from = self.msg.len();
+        let r = self.inflater.feed(payload, &mut self.msg);
+        let r = r.and_then(|()| match fin {
+            true => self.inflater.finish(&mut self.msg),
+            false => Ok(()),
+        });
+        if let Err(e) = r {
+            self.release();
+            let v = match e.code {
+                1009 => Violation::WsdLim1,
+                _ => Violation::WsdCmp3,
+            };
+            return Err(ProtocolError::new(v, at, e.reason));
+        }
+        if text && (!self.utf8.feed(&self.msg[from..]) || (fin && !self.utf8.is_complete())) {
+            self.release();
+            let v = if fin {
+                Violation::WsUtf81
+            } else {
+                Violation::WsUtf82
+            };
+            return Err(ProtocolError::new(
+                v,
+                at,
+                "inflated text is not valid UTF-8",
+            ));
+        }
+        Ok(fin)
+    }
+
+    /// Appends the echo of the complete message: compressed, RSV1 on its (only) frame.
+    pub fn echo(&mut self, out: &mut BytesMut, opcode: u8) {
+        self.scratch.clear();
+        self.deflater.compress(&self.msg, &mut self.scratch);
+        out.reserve(10 + self.scratch.len());
+        let at = out.len();
+        put_header(out, true, opcode, false, self.scratch.len());
+        out[at] |= 0x40; // RSV1 (WSD-FRM-1)
+        out.put_slice(&self.scratch);
+    }
+
+    /// The message is done: its buffers emptied (given back when large).
+    pub fn release(&mut self) {
+        self.msg.clear();
+        if self.msg.capacity() > KEEP {
+            self.msg = Vec::new();
+        }
+        self.scratch.clear();
+        if self.scratch.capacity() > KEEP {
+            self.scratch = Vec::new();
+        }
+    }
+
+    /// Bytes of an unfinished message.
+    pub fn held(&self) -> usize {
+        self.msg.len()
+    }
+
+    /// The buffers' capacity.
+    pub fn footprint(&self) -> usize {
+        self.msg.capacity() + self.scratch.capacity()
+    }
+
+    /// The zlib state (WSD-LIM-2).
+    pub fn cost(&self) -> usize {
+        self.inflater.cost() + self.deflater.cost()
+    }
 }
 
 impl WsSession {
@@ -34,6 +167,7 @@ impl WsSession {
             opcode: BINARY,
             keys: None,
             endpoint: p.endpoint,
+            deflate: None,
         }
     }
 
@@ -66,6 +200,11 @@ impl WsSession {
         };
         out.extend_from_slice(&reply.bytes);
         if reply.ok {
+            if let Some(a) = &reply.deflate {
+                self.io.dec.set_deflate(true);
+                let max = self.io.dec.max_message;
+                self.deflate = Some(Box::new(DeflateState::new(a, max)));
+            }
             self.io.dec.skip(used);
             self.opening = false;
             true
@@ -85,6 +224,7 @@ impl WsSession {
                 self.put(out, CLOSE, &f.payload[..f.payload.len().min(2)]);
                 self.io.close(s, None);
             }
+            _ if self.deflate.is_some() => self.on_data_deflate(f, out, s),
             _ if self.sink => {}
             _ if op != CONT && f.fin => self.put(out, op, &f.payload),
             _ => {
@@ -98,6 +238,35 @@ impl WsSession {
                     let op = self.opcode;
                     self.put(out, op, &whole);
                 }
+            }
+        }
+    }
+}
+
+impl WsSession {
+    /// A data frame with permessage-deflate agreed: reassembled (inflated where compressed), the
+    /// complete message echoed compressed; an inflating error closes with its code.
+    fn on_data_deflate(&mut self, f: WsFrame, out: &mut BytesMut, s: &mut Served) {
+        let op = f.opcode as u8;
+        if op != CONT {
+            self.opcode = op;
+        }
+        let at = self.io.dec.position();
+        let d = self.deflate.as_mut().expect("deflate agreed");
+        let text = self.opcode == TEXT;
+        match d.frame(op != CONT, f.rsv & 4 != 0, text, f.fin, &f.payload, at) {
+            Ok(true) => {
+                if !self.sink {
+                    d.echo(out, self.opcode);
+                }
+                d.release();
+            }
+            Ok(false) => {}
+            Err(e) => {
+                if let Some(code) = close_code(e.violation) {
+                    self.put(out, CLOSE, &code.to_be_bytes());
+                }
+                self.io.close(s, Some(e));
             }
         }
     }
@@ -120,7 +289,7 @@ impl ServerSession for WsSession {
             return;
         }
         loop {
-            if self.keys.is_none() {
+            if self.keys.is_none() && self.deflate.is_none() {
                 // Whole data messages where they lie (the same echo as on_frame's), then the next
                 // frame through decode (one completing a partial frame, a control frame, an error).
                 let sink = self.sink;
@@ -169,11 +338,17 @@ impl ServerSession for WsSession {
 
     /// The partial frame or handshake in the buffer and the fragments of an unfinished message.
     fn held(&mut self) -> usize {
-        self.io.dec.buffer_mut().len() + self.parts.len()
+        let d = self.deflate.as_ref().map_or(0, |d| d.held());
+        self.io.dec.buffer_mut().len() + self.parts.len() + d
     }
 
     fn footprint(&mut self) -> usize {
-        self.io.dec.buffer_mut().capacity() + self.parts.capacity()
+        let d = self.deflate.as_ref().map_or(0, |d| d.footprint());
+        self.io.dec.buffer_mut().capacity() + self.parts.capacity() + d
+    }
+
+    fn state_cost(&mut self) -> usize {
+        self.deflate.as_ref().map_or(0, |d| d.cost())
     }
 
     fn awaiting_opening(&self) -> bool {

@@ -290,11 +290,14 @@ async fn linger(stream: &mut TcpStream) {
 /// message, counted at the capacity of the buffers behind them once over the floor that is never
 /// closed (RES-2). The receive buffer grows by doubling, so a holder of a 10 MiB partial frame can
 /// occupy 16 MiB; counting the bytes alone let RSS pass the budget by a third under load.
+/// Session state kept between messages (websocket's permessage-deflate compressor and inflater,
+/// WSD-LIM-2) counts too; it is 0 without it.
 fn holding<S: ServerSession>(session: &mut S) -> usize {
     let held = session.held();
+    let state = session.state_cost();
     if held <= BUDGET_FLOOR {
-        held
+        held + state
     } else {
-        held.max(session.footprint())
+        held.max(session.footprint()) + state
     }
 }

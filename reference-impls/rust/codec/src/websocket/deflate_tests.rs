@@ -1,0 +1,400 @@
+//! permessage-deflate (spec/websocket-deflate.md): negotiation, framing, compression, limits.
+
+use super::*;
+use crate::testutil::hex;
+
+const KEY: [u8; 4] = [1, 2, 3, 4];
+
+/// A masked client frame with RSV1 as given.
+fn frame(out: &mut BytesMut, fin: bool, rsv1: bool, op: u8, payload: &[u8]) {
+    let at = out.len();
+    put_header(out, fin, op, true, payload.len());
+    if rsv1 {
+        out[at] |= 0x40;
+    }
+    out.put_slice(&KEY);
+    let p = out.len();
+    out.put_slice(payload);
+    mask(&mut out[p..], KEY, 0);
+}
+
+fn request(offers: &[&str]) -> String {
+    let mut r = String::from(
+        "GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n",
+    );
+    for o in offers {
+        r.push_str(&format!("Sec-WebSocket-Extensions: {o}\r\n"));
+    }
+    r + "\r\n"
+}
+
+/// A network session of a server with `websocket` options `opts`, after the opening handshake
+/// with `offers`; the 101's extension header (None: declined).
+fn opened(opts: &str, offers: &[&str]) -> (WsSession, Option<String>) {
+    let cfg = CodecConfig::parse(&format!(
+        r#"{{"protocol": "websocket", "websocket": {{{opts}}}}}"#
+    ))
+    .unwrap();
+    let p = WebSocket::from_config(&cfg).unwrap();
+    let mut s = p.net_session(false).unwrap();
+    s.extend(request(offers).as_bytes());
+    let mut out = BytesMut::new();
+    let r = s.process(&mut out);
+    assert!(!r.closed, "{r:?}");
+    let text = String::from_utf8(out.to_vec()).unwrap();
+    assert!(text.starts_with("HTTP/1.1 101") && text.ends_with("\r\n\r\n"));
+    let ext = text
+        .split("\r\n")
+        .find_map(|l| l.strip_prefix("Sec-WebSocket-Extensions: "))
+        .map(str::to_string);
+    (s, ext)
+}
+
+/// The server frames in `out` (RSV1 allowed).
+fn server_frames(out: &[u8]) -> Vec<WsFrame> {
+    let mut d = WsDecoder::new(Role::Client, 0, 0);
+    d.set_deflate(true);
+    let (f, e) = d.decode_stream([out]);
+    assert!(e.is_none(), "{e:?}");
+    f
+}
+
+const ON: &str = r#""permessage_deflate": true"#;
+
+#[test]
+fn offers_in_every_spelling_read_the_same() {
+    let want = Agreement {
+        server_no_context_takeover: true,
+        client_no_context_takeover: false,
+        server_max_window_bits: Some(10),
+        client_max_window_bits: Some(15),
+    };
+    let spellings: [&[&str]; 6] = [
+        &["permessage-deflate; server_no_context_takeover; server_max_window_bits=10; client_max_window_bits"],
+        &["PerMessage-Deflate ;Server_No_Context_Takeover;SERVER_MAX_WINDOW_BITS = \"10\" ; client_max_window_bits"],
+        &["x-webkit-deflate-frame", "permessage-deflate;server_no_context_takeover;server_max_window_bits=10;client_max_window_bits"],
+        &["x-foo; a=1, permessage-deflate\t;\tserver_no_context_takeover ;server_max_window_bits=\"10\";client_max_window_bits"],
+        &[", permessage-deflate; server_no_context_takeover; server_max_window_bits=10; client_max_window_bits ,"],
+        &["permessage-deflate; client_max_window_bits; server_max_window_bits=10; server_no_context_takeover, permessage-deflate"],
+    ];
+    for s in spellings {
+        assert_eq!(accept(s), Some(want), "{s:?}");
+    }
+    assert_eq!(
+        want.header(),
+        "permessage-deflate; server_no_context_takeover; server_max_window_bits=10; client_max_window_bits=15"
+    );
+    // a plain offer: nothing stated but the name
+    let plain = accept(&["permessage-deflate"]).unwrap();
+    assert_eq!(plain.header(), "permessage-deflate");
+    let c = accept(&["permessage-deflate; client_max_window_bits=9; client_no_context_takeover"]);
+    assert_eq!(
+        c.unwrap().header(),
+        "permessage-deflate; client_no_context_takeover; client_max_window_bits=9"
+    );
+    // the parser keeps names as spelt and unquotes values
+    let e = parse_extensions(&["a; b = \"c\", d"]).unwrap();
+    assert_eq!(e[0].1, vec![("b".to_string(), Some("c".to_string()))]);
+    assert_eq!(e[1].0, "d");
+}
+
+#[test]
+fn invalid_offers_are_declined_and_the_next_one_taken() {
+    for bad in [
+        "permessage-deflate; foo",
+        "permessage-deflate; server_no_context_takeover=1",
+        "permessage-deflate; client_no_context_takeover=\"x\"",
+        "permessage-deflate; server_max_window_bits",
+        "permessage-deflate; server_max_window_bits=08",
+        "permessage-deflate; server_max_window_bits=16",
+        "permessage-deflate; client_max_window_bits=7",
+        "permessage-deflate; client_max_window_bits=+9",
+        "permessage-deflate; server_no_context_takeover; Server_No_Context_Takeover",
+        "permessage-deflate; server_max_window_bits=8", // zlib compresses with 9 (WSD-NEG-4)
+        "x-other",
+    ] {
+        assert_eq!(accept(&[bad]), None, "{bad}");
+        let next = format!("{bad}, permessage-deflate; server_max_window_bits=12");
+        let a = accept(&[next.as_str()]).unwrap_or_else(|| panic!("{next}"));
+        assert_eq!(a.server_max_window_bits, Some(12), "{next}");
+    }
+    // a list that does not parse declines every offer
+    for bad in [
+        "permessage-deflate; server_max_window_bits=\"1 0\"",
+        "permessage-deflate;; server_no_context_takeover",
+        "permessage-deflate server_no_context_takeover",
+        "permessage-deflate; server_max_window_bits=\"10",
+    ] {
+        assert_eq!(accept(&[bad, "permessage-deflate"]), None, "{bad}");
+    }
+    // client_max_window_bits=8 is fine: inflating with 15 bits reads it
+    let a = accept(&["permessage-deflate; client_max_window_bits=8"]).unwrap();
+    assert_eq!(a.client_max_window_bits, Some(8));
+}
+
+#[test]
+fn opt_in_only() {
+    let (_, ext) = opened("", &["permessage-deflate"]);
+    assert_eq!(ext, None);
+    let (_, ext) = opened(r#""permessage_deflate": false"#, &["permessage-deflate"]);
+    assert_eq!(ext, None);
+    let (_, ext) = opened(ON, &["permessage-deflate; client_max_window_bits"]);
+    assert_eq!(
+        ext.as_deref(),
+        Some("permessage-deflate; client_max_window_bits=15")
+    );
+    let (_, ext) = opened(ON, &[]);
+    assert_eq!(ext, None);
+    let cfg =
+        CodecConfig::parse(r#"{"protocol": "websocket", "websocket": {"permessage_deflate": 1}}"#)
+            .unwrap();
+    assert!(WebSocket::from_config(&cfg).is_err());
+    // without the extension, RSV1 is WS-HDR-2 (1002) as before
+    let (mut s, _) = opened("", &["permessage-deflate"]);
+    let mut wire = BytesMut::new();
+    frame(&mut wire, true, true, TEXT, &hex("f2 48 cd c9 c9 07 00"));
+    s.extend(&wire);
+    let mut out = BytesMut::new();
+    let r = s.process(&mut out);
+    assert_eq!(r.error.unwrap().requirement, "WS-HDR-2");
+    assert_eq!(&out[..], &hex("88 02 03 ea")[..]);
+}
+
+#[test]
+fn rfc_examples_and_empty_message() {
+    let mut d = Deflater::new(15, false);
+    let mut out = Vec::new();
+    d.compress(b"Hello", &mut out);
+    assert_eq!(out, hex("f2 48 cd c9 c9 07 00")); // RFC 7692 §7.2.3.1
+    out.clear();
+    d.compress(b"Hello", &mut out);
+    assert_eq!(out, hex("f2 00 11 00 00")); // §7.2.3.2: the window of the first
+    out.clear();
+    d.compress(b"", &mut out);
+    assert_eq!(out, vec![0]);
+    let mut i = Inflater::new(15, false, 1 << 20);
+    let mut msg = Vec::new();
+    for (p, want) in [
+        (hex("f2 48 cd c9 c9 07 00"), &b"Hello"[..]),
+        (hex("f2 00 11 00 00"), b"Hello"),
+        (hex("00"), b""),
+        (hex("f3 48 cd c9 c9 07 00"), b"Hello"), // §7.2.3.5: a final block
+        (hex("00 05 00 fa ff 48 65 6c 6c 6f 00"), b"Hello"), // stored, then an empty block
+    ] {
+        msg.clear();
+        i.begin(&msg);
+        i.feed(&p, &mut msg).unwrap();
+        i.finish(&mut msg).unwrap();
+        assert_eq!(msg, want);
+    }
+}
+
+/// Messages through the server session, compressed by a client with and without context
+/// takeover, fragmented or not: each echo is one RSV1 frame that inflates to the message.
+#[test]
+fn session_round_trip_with_and_without_context_takeover() {
+    for (offer, server_reset, client_reset) in [
+        ("permessage-deflate", false, false),
+        (
+            "permessage-deflate; server_no_context_takeover",
+            true,
+            false,
+        ),
+        (
+            "permessage-deflate; client_no_context_takeover",
+            false,
+            true,
+        ),
+        (
+            "permessage-deflate; server_no_context_takeover; client_no_context_takeover; \
+             server_max_window_bits=9; client_max_window_bits=9",
+            true,
+            true,
+        ),
+    ] {
+        let (mut s, ext) = opened(ON, &[offer]);
+        assert!(ext.is_some(), "{offer}");
+        let bits = if offer.contains("=9") { 9 } else { 15 };
+        let mut client = Deflater::new(bits, client_reset);
+        let mut reader = Inflater::new(bits, server_reset, 1 << 20);
+        let text = "Hello, permessage-deflate! ".repeat(40);
+        let mut sizes = Vec::new();
+        for round in 0..4 {
+            let mut p = Vec::new();
+            client.compress(text.as_bytes(), &mut p);
+            let mut wire = BytesMut::new();
+            if round % 2 == 0 {
+                frame(&mut wire, true, true, TEXT, &p);
+            } else {
+                let (a, b) = p.split_at(p.len() / 3);
+                let (b, c) = b.split_at(b.len() / 2);
+                frame(&mut wire, false, true, TEXT, a);
+                frame(&mut wire, true, false, PING, b"x");
+                frame(&mut wire, false, false, CONT, b);
+                frame(&mut wire, true, false, CONT, c);
+            }
+            frame(&mut wire, true, false, BINARY, b"plain"); // uncompressed (WSD-CTX-3)
+            s.extend(&wire);
+            let mut out = BytesMut::new();
+            let r = s.process(&mut out);
+            assert!(r.error.is_none(), "{offer}: {r:?}");
+            let frames: Vec<WsFrame> = server_frames(&out)
+                .into_iter()
+                .filter(|f| f.opcode != PONG as u32)
+                .collect();
+            assert_eq!(frames.len(), 2);
+            for (f, (op, want)) in frames
+                .iter()
+                .zip([(TEXT, text.as_bytes()), (BINARY, b"plain")])
+            {
+                assert!(
+                    f.fin && f.rsv == 4 && f.opcode == op as u32,
+                    "{offer}: {f:?}"
+                );
+                let mut m = Vec::new();
+                reader.begin(&m);
+                reader.feed(&f.payload, &mut m).unwrap();
+                reader.finish(&mut m).unwrap();
+                assert_eq!(m, want, "{offer} round {round}");
+            }
+            sizes.push(frames[0].payload.len());
+        }
+        // with context takeover the echoes after the first refer back to it
+        assert_eq!(sizes[1] < sizes[0], !server_reset, "{offer}: {sizes:?}");
+    }
+}
+
+#[test]
+fn rsv1_on_continuation_or_control_is_1002() {
+    for (first_rsv1, op, rsv1) in [(true, CONT, true), (false, CONT, true), (false, PING, true)] {
+        let (mut s, _) = opened(ON, &["permessage-deflate"]);
+        let mut wire = BytesMut::new();
+        frame(&mut wire, false, first_rsv1, BINARY, &hex("f2 48"));
+        frame(&mut wire, true, rsv1, op, b"x");
+        s.extend(&wire);
+        let mut out = BytesMut::new();
+        let r = s.process(&mut out);
+        assert_eq!(r.error.unwrap().requirement, "WSD-FRM-2");
+        assert_eq!(&out[..], &hex("88 02 03 ea")[..]);
+    }
+    // RSV2 stays WS-HDR-2
+    let (mut s, _) = opened(ON, &["permessage-deflate"]);
+    s.extend(&hex("a1 80 00 00 00 00"));
+    let r = s.process(&mut BytesMut::new());
+    assert_eq!(r.error.unwrap().requirement, "WS-HDR-2");
+}
+
+#[test]
+fn invalid_data_and_invalid_text_are_1007() {
+    let mut not_utf8 = Vec::new();
+    Deflater::new(15, false).compress(b"ok \xff\xfe", &mut not_utf8);
+    for (op, payload, want) in [
+        (BINARY, hex("ff ff"), "WSD-CMP-3"), // a reserved block type
+        (BINARY, hex("00 05 00 00 00 41"), "WSD-CMP-3"), // a stored length check fails
+        (TEXT, not_utf8, "WS-UTF8-1"),
+    ] {
+        let (mut s, _) = opened(ON, &["permessage-deflate"]);
+        let mut wire = BytesMut::new();
+        frame(&mut wire, true, true, op, &payload);
+        s.extend(&wire);
+        let mut out = BytesMut::new();
+        let r = s.process(&mut out);
+        assert_eq!(r.error.unwrap().requirement, want);
+        assert_eq!(&out[..], &hex("88 02 03 ef")[..]);
+    }
+}
+
+/// A bomb: ~1 KiB on the wire inflating to 1 MiB against a 256 KiB limit is refused with 1009
+/// as soon as the limit is passed; the inflater produced at most the limit plus one step.
+#[test]
+fn bomb_is_1009_within_one_step() {
+    let max: u64 = 256 << 10;
+    let mut p = Vec::new();
+    Deflater::new(15, false).compress(&vec![0u8; 1 << 20], &mut p);
+    assert!(p.len() < 1200, "{}", p.len());
+    let mut i = Inflater::new(15, false, max);
+    let mut out = Vec::new();
+    i.begin(&out);
+    let e = i.feed(&p, &mut out).unwrap_err();
+    assert_eq!(e.code, 1009);
+    assert!(
+        i.produced > max && i.produced <= max + STEP as u64,
+        "{}",
+        i.produced
+    );
+    assert!(out.len() as u64 <= max + STEP as u64);
+    // through the session: the close frame 1009
+    let (mut s, _) = opened(
+        &format!(r#"{ON}, "max_message": {max}"#),
+        &["permessage-deflate"],
+    );
+    let mut wire = BytesMut::new();
+    frame(&mut wire, true, true, BINARY, &p);
+    s.extend(&wire);
+    let mut out = BytesMut::new();
+    let r = s.process(&mut out);
+    assert_eq!(r.error.unwrap().requirement, "WSD-LIM-1");
+    assert_eq!(&out[..], &hex("88 02 03 f1")[..]);
+    // a message at the limit passes
+    let (mut s, _) = opened(
+        &format!(r#"{ON}, "max_message": {max}"#),
+        &["permessage-deflate"],
+    );
+    let mut p = Vec::new();
+    Deflater::new(15, false).compress(&vec![7u8; max as usize], &mut p);
+    let mut wire = BytesMut::new();
+    frame(&mut wire, true, true, BINARY, &p);
+    s.extend(&wire);
+    let r = s.process(&mut BytesMut::new());
+    assert!(r.error.is_none(), "{r:?}");
+}
+
+/// The zlib state is created at the first compressed message and counted (WSD-LIM-2); without
+/// context takeover it is given back after each message.
+#[test]
+fn state_is_lazy_and_counted() {
+    use crate::protocol::ServerSession;
+    let (mut s, _) = opened(ON, &["permessage-deflate"]);
+    assert_eq!(s.state_cost(), 0);
+    let mut wire = BytesMut::new();
+    frame(&mut wire, true, true, TEXT, &hex("f2 48 cd c9 c9 07 00"));
+    s.extend(&wire);
+    assert!(s.process(&mut BytesMut::new()).error.is_none());
+    assert!(s.state_cost() > 256 << 10, "{}", s.state_cost());
+    let both = "permessage-deflate; server_no_context_takeover; client_no_context_takeover";
+    let (mut s, _) = opened(ON, &[both]);
+    s.extend(&wire);
+    assert!(s.process(&mut BytesMut::new()).error.is_none());
+    assert_eq!(s.state_cost(), 0);
+}
+
+/// A message that ends with a final block (WSD-CMP-5): the rest of its payload is ignored, and
+/// the next message starts a new stream whose window holds the earlier messages.
+#[test]
+fn final_block_then_new_stream_with_the_window() {
+    use flate2::{Compress, Compression, FlushCompress};
+    let mut z = Compress::new_with_window_bits(Compression::new(6), false, 15);
+    let mut p = Vec::with_capacity(256);
+    z.compress_vec(b"abcdefgh abcdefgh", &mut p, FlushCompress::Finish)
+        .unwrap();
+    p.extend_from_slice(b"\x01\x02junk");
+    let mut i = Inflater::new(15, false, 1 << 20);
+    let mut m = Vec::new();
+    i.begin(&m);
+    i.feed(&p, &mut m).unwrap();
+    i.finish(&mut m).unwrap();
+    assert_eq!(m, b"abcdefgh abcdefgh");
+    // a new stream that refers back into the first message
+    let mut z = Compress::new_with_window_bits(Compression::new(6), false, 15);
+    z.set_dictionary(b"abcdefgh abcdefgh").unwrap();
+    let mut q = Vec::with_capacity(256);
+    z.compress_vec(b"abcdefgh abcdefgh", &mut q, FlushCompress::Sync)
+        .unwrap();
+    q.truncate(q.len() - 4);
+    m.clear();
+    i.begin(&m);
+    i.feed(&q, &mut m).unwrap();
+    i.finish(&mut m).unwrap();
+    assert_eq!(m, b"abcdefgh abcdefgh");
+}
