@@ -4,7 +4,7 @@
 # no-op build.
 set -euo pipefail
 cd "$(dirname "$0")"
-pkgs=(protobuf-compiler libprotobuf-dev libgtest-dev libbenchmark-dev librapidcheck-dev nlohmann-json3-dev libssl-dev libcurl4-openssl-dev ninja-build cmake g++)
+pkgs=(protobuf-compiler libprotobuf-dev libgtest-dev libbenchmark-dev librapidcheck-dev nlohmann-json3-dev libssl-dev zlib1g-dev libcurl4-openssl-dev ninja-build cmake g++)
 missing=()
 for p in "${pkgs[@]}"; do
   # installed, not merely known (a removed package keeps a "deinstall" status entry)

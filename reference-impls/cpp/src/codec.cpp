@@ -131,6 +131,13 @@ std::optional<std::int64_t> JsonParams::take_int(const std::string& key, std::in
   return n;
 }
 
+std::optional<bool> JsonParams::take_bool(const std::string& key) {
+  const auto* v = find(key);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) bad(key, "expected true or false, got " + v->dump());
+  return v->get<bool>();
+}
+
 std::optional<JsonParams> JsonParams::take_object(const std::string& key) {
   const auto* v = find(key);
   if (!v) return std::nullopt;

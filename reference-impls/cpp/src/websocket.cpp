@@ -22,11 +22,12 @@ namespace ws {
 
 std::uint16_t close_code_for(std::string_view r) {
   static constexpr std::string_view k1002[] = {"WS-HDR-2", "WS-HDR-3", "WS-LEN-3", "WS-LEN-4", "WS-MASK-1", "WS-MASK-2",
-                                                "WS-CTL-1", "WS-CTL-2", "WS-FRAG-2", "WS-FRAG-3", "WS-CLOSE-1", "WS-CLOSE-2"};
+                                                "WS-CTL-1", "WS-CTL-2", "WS-FRAG-2", "WS-FRAG-3", "WS-CLOSE-1", "WS-CLOSE-2",
+                                                "WSD-FRM-2"};
   for (auto x : k1002)
     if (r == x) return 1002;
-  if (r == "WS-UTF8-1" || r == "WS-UTF8-2" || r == "WS-CLOSE-3") return 1007;
-  if (r == "WS-LIM-1" || r == "WS-LIM-2") return 1009;
+  if (r == "WS-UTF8-1" || r == "WS-UTF8-2" || r == "WS-CLOSE-3" || r == "WSD-CMP-3") return 1007;
+  if (r == "WS-LIM-1" || r == "WS-LIM-2" || r == "WSD-LIM-1") return 1009;
   return 0;  // WS-STR-3: the peer is gone, nothing is sent
 }
 
@@ -207,9 +208,15 @@ WsDecoder::Status WsDecoder::next(WsFrame& out) {
   }
   const std::uint8_t* key = masked ? p + 2 + ext : nullptr;
   // 1. the header, in the order of its bits
-  if (rsv) return fail("WS-HDR-2", "RSV bit set without an extension");
+  const bool rsv1 = (rsv & 4) != 0;
+  if (rsv & (rsv1_ ? 3u : 7u)) return fail("WS-HDR-2", "RSV bit set without an extension");
   if (!known_opcode(op)) return fail("WS-HDR-3", "reserved opcode");
   const bool control = control_opcode(op);
+  if (rsv1 && (control || op == kCont)) return fail("WSD-FRM-2", "RSV1 on a continuation or control frame");
+  // permessage-deflate: a compressed message is not text until inflated (the session checks it),
+  // and its payload may exceed the inflated size by DEFLATE's overhead
+  const bool z = op == kCont ? compressed_ : rsv1;
+  const std::uint64_t msg_limit = z ? max_message_ + (max_message_ >> 10) + 64 : max_message_;
   if (control && !fin) return fail("WS-CTL-1", "fragmented control frame");
   if (server_ && !masked) return fail("WS-MASK-1", "unmasked frame from a client");
   if (!server_ && masked) return fail("WS-MASK-2", "masked frame from a server");
@@ -220,9 +227,9 @@ WsDecoder::Status WsDecoder::next(WsFrame& out) {
   if (op == kCont && !in_message_) return fail("WS-FRAG-2", "continuation without a message");
   if ((op == kText || op == kBinary) && in_message_) return fail("WS-FRAG-3", "new message inside a fragmented one");
   if (n > max_frame_) return fail("WS-LIM-1", "frame payload above the maximum");
-  if (!control && (op == kCont ? size_ : 0) + n > max_message_) return fail("WS-LIM-2", "message above the maximum");
+  if (!control && (op == kCont ? size_ : 0) + n > msg_limit) return fail("WS-LIM-2", "message above the maximum");
   // 3. the payload as it arrives: unmasked in place, text validated (WS-UTF8-2: fail fast)
-  const bool text = op == kText || (op == kCont && text_);
+  const bool text = (op == kText || (op == kCont && text_)) && !z;
   const std::uint64_t have = std::min<std::uint64_t>(n, avail.size() - hl);
   std::uint8_t* const payload = p + hl;
   if (done_ == 0) frame_utf8_ = op == kCont ? utf8_ : Utf8{};
@@ -251,6 +258,7 @@ WsDecoder::Status WsDecoder::next(WsFrame& out) {
   if (op == kText || op == kBinary) {
     in_message_ = !fin;
     text_ = op == kText;
+    compressed_ = rsv1;
     size_ = n;
     utf8_ = text ? frame_utf8_ : Utf8{};
   } else if (op == kCont) {
@@ -260,6 +268,7 @@ WsDecoder::Status WsDecoder::next(WsFrame& out) {
   }
   if (!control && fin) {
     in_message_ = false;
+    compressed_ = false;
     size_ = 0;
     utf8_ = Utf8{};
   }
@@ -294,10 +303,12 @@ WebSocket WebSocket::configure(Limits limits, JsonParams& params) {
     max_message = p->take_uint("max_message", UINT64_MAX).value_or(0);
     auto path = p->take_string("path");
     auto sub = p->take_string("subprotocol");
+    const bool deflate = p->take_bool("permessage_deflate").value_or(false);  // opt-in (spec/websocket-deflate.md)
     p->finish();
     WebSocket w(limits, client, max_message);
-    if (path || sub) {
+    if (path || sub || deflate) {
       auto ep = std::make_shared<WsEndpoint>();
+      ep->permessage_deflate = deflate;
       if (path) {
         if (path->empty() || (*path)[0] != '/' ||
             !std::all_of(path->begin(), path->end(), [](char c) { return c > 0x20 && c < 0x7f; }))
@@ -510,9 +521,10 @@ void WsSession::commit(std::size_t n) {
   else hs_len_ += n;
 }
 
-std::size_t WsSession::header(std::uint8_t opcode, std::size_t len) {
+std::size_t WsSession::header(std::uint8_t opcode, std::size_t len, bool rsv1) {
   WsFrame h;
   h.opcode = opcode;
+  h.rsv = rsv1 ? 4 : 0;
   if (client_) {
     h.masked = true;
     h.key_len = 4;

@@ -142,7 +142,9 @@ WsSession::HandshakeResult WsSession::answer_handshake() {
   const std::string_view sub = ep_ ? std::string_view(ep_->subprotocol) : kSubprotocol;
   if (has(tokens(header_value(h, "sec-websocket-protocol"), false), sub))  // WS-HS-4
     reply += "Sec-WebSocket-Protocol: " + std::string(sub) + "\r\n";
-  reply += "\r\n";  // WS-HS-5: no Sec-WebSocket-Extensions
+  // WS-HS-5: no Sec-WebSocket-Extensions, unless permessage-deflate is configured and offered
+  reply += negotiate_deflate(header_value(h, "sec-websocket-extensions"));
+  reply += "\r\n";
   // frames sent right behind the request go to the decoder
   ByteView rest(hs_.data() + end + 4, hs_len_ - end - 4);
   while (!rest.empty()) {

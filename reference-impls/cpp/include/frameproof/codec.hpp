@@ -366,6 +366,7 @@ class JsonParams {
   std::optional<std::uint64_t> take_uint(const std::string& key, std::uint64_t max);
   std::optional<std::int64_t> take_int(const std::string& key, std::int64_t min, std::int64_t max);
   std::optional<JsonParams> take_object(const std::string& key);
+  std::optional<bool> take_bool(const std::string& key);
   // Throws CodecError for a key nobody took (strict only).
   void finish() const;
 

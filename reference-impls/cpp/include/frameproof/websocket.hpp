@@ -14,6 +14,7 @@
 
 #include "frameproof/codec.hpp"
 #include "frameproof/matcher.hpp"
+#include "frameproof/websocket_deflate.hpp"
 
 namespace fp {
 
@@ -195,10 +196,17 @@ class WsDecoder {
   void release_if_empty() { buf_.release_if_empty(); }
   // A close frame was delivered.
   [[nodiscard]] bool closed() const { return closed_; }
+  [[nodiscard]] std::uint64_t max_message() const { return max_message_; }
+  // permessage-deflate was accepted: RSV1 marks the first frame of a compressed message, whose
+  // payload is not text until inflated (the session checks it, WSD-CMP-4); RSV1 anywhere else is
+  // WSD-FRM-2.
+  void allow_rsv1() { rsv1_ = true; }
 
  private:
   Status fail(const char* req, const char* msg);
   bool server_;
+  bool rsv1_ = false;
+  bool compressed_ = false;  // the message between frames is compressed
   std::uint64_t max_frame_;
   std::uint64_t max_message_;
   FrameBuffer buf_;
@@ -251,6 +259,7 @@ struct WsEndpoint {
   std::string path;
   std::string subprotocol{ws::kSubprotocol};
   bool offers = false;  // the load client offers `subprotocol` (it was configured)
+  bool permessage_deflate = false;  // fp-server accepts permessage-deflate (spec/websocket-deflate.md)
 };
 
 class WsSession {
@@ -319,7 +328,8 @@ class WsSession {
   // fp-server's resource limits (session.hpp): the unfinished frame, the fragments of an
   // unfinished message and a partial opening handshake are held memory.
   [[nodiscard]] std::size_t held() const {
-    return dec_.held() + (msg_.empty() ? 0 : msg_.capacity()) + (handshaken_ ? 0 : hs_len_) + masked_.capacity();
+    return dec_.held() + (msg_.empty() ? 0 : msg_.capacity()) + (handshaken_ ? 0 : hs_len_) + masked_.capacity() +
+           (pmd_ ? pmd_->held() : 0);  // WSD-LIM-2: the zlib state and the compressed echo
   }
   [[nodiscard]] bool unfinished() const { return dec_.held() != 0 || dec_.in_message() || !msg_.empty(); }
   [[nodiscard]] bool handshaking() const { return !handshaken_ && !closed_; }
@@ -330,19 +340,20 @@ class WsSession {
 
  private:
   template <class Out>
-  void reply_frame(Out& out, std::uint8_t opcode, ByteView payload, bool essential) {
+  void reply_frame(Out& out, std::uint8_t opcode, ByteView payload, bool essential, bool rsv1 = false) {
     if constexpr (requires { out.reply_space(std::size_t{}, std::size_t{}); }) {
       // written straight into the sink's output (session.hpp), a server's unmasked frame
       if (!client_) {
         if (std::uint8_t* d = out.reply_space(ws::kMaxHeader, payload.size())) {
-          const std::size_t h = ws::put_header(d, static_cast<std::uint8_t>(0x80 | opcode), false, payload.size());
+          const std::size_t h =
+              ws::put_header(d, static_cast<std::uint8_t>(0x80 | (rsv1 ? 0x40 : 0) | opcode), false, payload.size());
           if (!payload.empty()) std::memcpy(d + h, payload.data(), payload.size());
           out.replied(h + payload.size());
           return;
         }
       }
     }
-    const std::size_t h = header(opcode, payload.size());
+    const std::size_t h = header(opcode, payload.size(), rsv1);
     if (client_) {  // WS-MASK-4: a client's frames are masked; the payload is masked in a copy
       masked_.assign(payload.begin(), payload.end());
       ws::mask(masked_.data(), masked_.size(), hdr_.data() + h - 4);
@@ -371,20 +382,40 @@ class WsSession {
     if (f.opcode != ws::kCont) {
       msg_op_ = static_cast<std::uint8_t>(f.opcode);
       msg_.clear();
-      if (f.fin) {  // WS-ECHO-1: unfragmented, echoed from the buffer without a copy
+      msg_z_ = (f.rsv & 4) != 0;  // WSD-FRM-1: compressed (the decoder allows RSV1 only after it was agreed)
+      msg_utf8_ = ws::Utf8{};
+      if (f.fin && !msg_z_) {  // WS-ECHO-1: unfragmented, echoed from the buffer without a copy
         reply_frame(out, msg_op_, f.payload, false);
         return;
       }
     }
-    msg_.insert(msg_.end(), f.payload.begin(), f.payload.end());
-    if (!f.fin) return;
-    reply_frame(out, msg_op_, msg_, false);
+    if (msg_z_) {  // inflated as it arrives, within max_message (WSD-LIM-1); the echo compressed
+      if (auto e = inflate_frame(f)) {
+        error_ = std::move(e);
+        closed_ = true;
+        reply_close(out, ws::close_code_for(error_->requirement), true);
+        return;
+      }
+      if (!f.fin) return;
+      reply_frame(out, msg_op_, deflate_message(), false, true);
+      if (pmd_->zout.capacity() > (64u << 10)) Bytes().swap(pmd_->zout);
+    } else {
+      msg_.insert(msg_.end(), f.payload.begin(), f.payload.end());
+      if (!f.fin) return;
+      reply_frame(out, msg_op_, msg_, false);
+    }
     if (msg_.capacity() > (1u << 20)) Bytes().swap(msg_);
     else msg_.clear();
   }
   // Writes the header of a FIN frame into hdr_ (a client's masked with a fresh key); returns its
   // length.
-  std::size_t header(std::uint8_t opcode, std::size_t len);
+  std::size_t header(std::uint8_t opcode, std::size_t len, bool rsv1 = false);
+  // permessage-deflate (websocket_deflate.cpp): the response header for the request's offers
+  // (empty: declined), one frame of a compressed message inflated onto msg_ (UTF-8 checked for
+  // text, WSD-CMP-4), and msg_ compressed for its echo.
+  std::string negotiate_deflate(const std::string* offers);
+  std::optional<ProtocolError> inflate_frame(const WsFrame& f);
+  ByteView deflate_message();
   // The opening handshake (WS-HS-1..5): false while the request head is incomplete or after a
   // refusal (closed_ then).
   template <class Out>
@@ -418,6 +449,9 @@ class WsSession {
   bool closed_ = false;
   std::optional<ProtocolError> error_;
   std::shared_ptr<const WsEndpoint> ep_;  // null: the default echo service
+  std::unique_ptr<wsd::Extension> pmd_;   // permessage-deflate, once accepted
+  bool msg_z_ = false;                    // the message being received is compressed
+  ws::Utf8 msg_utf8_;                     // its inflated text so far
 };
 
 // The client side of the opening handshake (fp-load, fp-autobahn-client).
@@ -452,7 +486,8 @@ class WebSocket {
       : limits_(limits), client_(client), max_message_(max_message) {}
   // The codec JSON: {"protocol": "websocket", "limits": {"max_payload": N},
   //                  "websocket": {"role": "server"|"client", "max_message": M,
-  //                                "path": "/ws/echo", "subprotocol": "echo.v1"}}.
+  //                                "path": "/ws/echo", "subprotocol": "echo.v1",
+  //                                "permessage_deflate": true}}  (fp-server: opt-in RFC 7692).
   static WebSocket configure(Limits limits, JsonParams& params);
 
   [[nodiscard]] std::optional<ProtocolError> validate() const { return std::nullopt; }
