@@ -95,7 +95,10 @@ class SuiteFile(pytest.File):
         if cfg.getoption("--fp-net"):
             from .netsuite import cases, requirements_for
             protocol = protocols[0]
+            codec = _codec(cfg, protocol)
             for case in cases(protocol):
+                if not case.applies(codec):
+                    continue
                 reqs = requirements_for(case, protocol)
                 yield NetItem.from_parent(self, name=f"{protocol}/{reqs[0]}/net/{case.name}", case=case,
                                           protocol=protocol, requirements=reqs)

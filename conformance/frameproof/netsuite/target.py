@@ -41,3 +41,9 @@ class NetCase:
     #: a hostile peer (bad, abusive or abandoned input) with a healthy connection alongside and the
     #: server's RSS watched; conformance/tests/test_hostile_cases.py counts them per protocol
     hostile: bool = False
+    #: run only against a server whose codec this says yes to (``when(codec)``), e.g. websocket's
+    #: permessage-deflate cases under a codec with the extension on; None: always
+    when: Optional[Callable] = None
+
+    def applies(self, codec) -> bool:
+        return self.when is None or bool(self.when(codec))

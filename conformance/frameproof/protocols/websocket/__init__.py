@@ -115,14 +115,20 @@ class WebSocket(Protocol):
         "ws-last-header-wins": "WS-HS-6",
         "ws-close-rejects-4xxx": "WS-CLOSE-2",
     }
+    #: specs of the layers websocket carries: permessage-deflate (RFC 7692, WSD-*), checked by the network
+    #: cases of protocols/websocket/deflate_net.py under a codec with websocket.permessage_deflate true
+    layer_specs = ("websocket-deflate",)
     #: server faults only a run with permessage-deflate switched on catches (the codec's
-    #: websocket.permessage_deflate; Autobahn 12.*, 13.*: conformance/tests/test_autobahn.py). Named under
-    #: WS-HS-5 until spec/websocket-deflate.md is a layer with its WSD-* IDs
+    #: websocket.permessage_deflate; the deflate net cases: conformance/tests/test_ws_deflate_net.py;
+    #: Autobahn 12.*, 13.*: conformance/tests/test_autobahn.py)
     opt_in_server_faults = {
-        "ws-deflate-keeps-context": "WS-HS-5",  # agrees to server_no_context_takeover, keeps it anyway (WSD-CTX-1)
+        "ws-deflate-keeps-context": "WSD-CTX-1",  # agrees to server_no_context_takeover, keeps it anyway
+        "ws-deflate-inflater-resets": "WSD-CTX-1",  # resets the client's context between messages
+        "ws-deflate-unbounded-inflate": "WSD-LIM-1",  # inflates the whole message, then checks the limit
+        "ws-deflate-rsv1-on-continuation": "WSD-FRM-2",  # accepts RSV1 on a continuation frame
     }
     #: planted bugs of the Python load client (frameproof.pyload --fault), caught by client_cases
-    load_faults = load.FAULTS
+    load_faults = {**load.FAULTS, **load.DEFLATE_FAULTS}
 
     # -- configuration
     def codec_from_json(self, d):
@@ -275,6 +281,9 @@ class WebSocket(Protocol):
     AUTOBAHN_CODEC = {"protocol": "websocket", "limits": {"max_payload": 64 << 20},
                       "websocket": {"max_message": 64 << 20}}
 
+    #: the network suite's permessage-deflate profile (spec/websocket-deflate.md): (label, codec JSON)
+    DEFLATE_PROFILE = ("websocket permessage-deflate", {"protocol": "websocket", "websocket": {"permessage_deflate": True}})
+
     def matrix_suites(self, impl, cmd, profile, scale="full"):
         import json
         import shlex
@@ -299,6 +308,15 @@ class WebSocket(Protocol):
         # (impl.json "websocket_extensions"): Autobahn 12.* and 13.* with the extension switched on, and
         # a declined offer failing the case
         exts = impl.get("websocket_extensions") or {}
+        if cmd("server") and "permessage-deflate" in exts.get("server", ()):
+            # frameproof's own network suite with the extension on (the WSD-* cases, and WS-HS-5 deferring
+            # to them): a net profile that only a server claiming the extension gets, so it is made here,
+            # where the implementation is known, not in net_profiles (which the matrix runs on every server)
+            label, codec = self.DEFLATE_PROFILE
+            server = f"{cmd('server')} --codec {shlex.quote(json.dumps(codec))} --listen 127.0.0.1:0"
+            argv = ["net", "--codec", json.dumps(codec), "--server-cmd", server, "--name", impl["name"]]
+            xfail = (impl.get("xfail_net") or {}).get(label)
+            out.append(("net", label, argv + (["--xfail", str(Path(impl["dir"]) / xfail)] if xfail else [])))
         for side, key, flag in (("server", "server", "--server-cmd"), ("client", "autobahn_client", "--client-cmd")):
             program = cmd(key)
             if not program or "permessage-deflate" not in exts.get(side, ()):

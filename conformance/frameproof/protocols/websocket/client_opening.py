@@ -516,6 +516,37 @@ def c_refuses_bad_responses(t):
                            f"(RFC 6455 §4.1):\n  " + "\n  ".join(failures), ["WS-HS-7"])
 
 
+# responses naming permessage-deflate that no client may take (WSD-NEG-5): invalid whatever the client
+# offered, and a client that offered nothing fails any response naming the extension
+DEFLATE_REFUSE = [
+    ("an unknown parameter", "permessage-deflate; foo"),
+    ("a parameter given twice", "permessage-deflate; server_no_context_takeover; server_no_context_takeover"),
+    ("server_max_window_bits=16", "permessage-deflate; server_max_window_bits=16"),
+    ("a window value with a leading zero", "permessage-deflate; server_max_window_bits=010"),
+    ("a value on client_no_context_takeover", "permessage-deflate; client_no_context_takeover=1"),
+    ("two permessage-deflate elements", "permessage-deflate, permessage-deflate"),
+]
+
+
+def c_refuses_bad_deflate_responses(t):
+    """Each permessage-deflate response a client MUST fail (WSD-NEG-5): the client sends no frame after
+    it and exits non-zero."""
+    failures = []
+    for what, value in DEFLATE_REFUSE:
+        head = head_of("HTTP/1.1 101 Switching Protocols", CANONICAL + [("Sec-WebSocket-Extensions", value)])
+        r = run_client(t, lambda i, h=head: Spelling(h), refuse=True, timeout=min(CASE_TIMEOUT, 30))
+        took = [c for c in r.conns if c.answered and c.frames]
+        if took:
+            failures.append(f"{what} (Sec-WebSocket-Extensions: {value}): the client sent frames on {len(took)} of "
+                            f"{len(r.conns)} connections")
+        elif r.conns and r.rc == 0:
+            failures.append(f"{what} (Sec-WebSocket-Extensions: {value}): the client sent nothing but exited 0")
+    if failures:
+        raise CheckFailure(f"the client accepts {len(failures)} of {len(DEFLATE_REFUSE)} permessage-deflate responses it "
+                           f"MUST fail (RFC 7692 §7.1):\n  expected each refused (no frame, a non-zero exit)\n  actual\n  "
+                           + "\n  ".join(failures), ["WSD-NEG-5"])
+
+
 def client_cases():
     from ...clientsuite import ClientCase
     return [
@@ -528,4 +559,7 @@ def client_cases():
         ClientCase("opening_response_refused", ["WS-HS-7"], "The client refuses a 101 it MUST fail (status, "
                    "Upgrade, Connection, Sec-WebSocket-Accept, an extension or subprotocol not offered)",
                    c_refuses_bad_responses),
+        ClientCase("deflate_response_refused", ["WSD-NEG-5"], "The client fails a 101 whose permessage-deflate "
+                   "element is invalid (unknown or repeated parameter, bad window value, two elements), offered or not",
+                   c_refuses_bad_deflate_responses),
     ]

@@ -25,7 +25,9 @@ class DeflateEcho(reference.Echo):
         if self._inflater is None:
             bits = self.agreed.client_max_window_bits if isinstance(self.agreed.client_max_window_bits, int) \
                 and self.agreed.client_max_window_bits is not True else 15
-            self._inflater = Inflater(bits, self.agreed.client_no_context_takeover, self.max_message)
+            # planted (ws-deflate-inflater-resets): the client's context forgotten between messages (WSD-CTX-1)
+            reset = self.agreed.client_no_context_takeover or self.fault == "ws-deflate-inflater-resets"
+            self._inflater = Inflater(bits, reset, self.max_message)
         return self._inflater
 
     def deflater(self) -> Deflater:
@@ -46,7 +48,10 @@ class DeflateEcho(reference.Echo):
         if payload is None:
             return None
         try:
-            message = self.inflater().inflate(payload)
+            if self.fault == "ws-deflate-unbounded-inflate":
+                message = unbounded_inflate(payload, self.max_message)
+            else:
+                message = self.inflater().inflate(payload)
         except InflateError as e:
             raise CodecError(INFLATE_REQ.get(e.code, "WSD-CMP-3"), 0, e.reason) from None
         if self.opcode == TEXT and not reference.utf8_ok(message):
@@ -54,10 +59,24 @@ class DeflateEcho(reference.Echo):
         return Frame(0, 0, self.deflater().compress(message), WsHeader(True, 4, self.opcode, False, b""))
 
 
+def unbounded_inflate(payload: bytes, max_message: int) -> bytes:
+    """Planted (ws-deflate-unbounded-inflate): the whole message inflated first, its size checked
+    after, so a bomb is held whole before the 1009 (what WSD-LIM-1 forbids)."""
+    import zlib
+    try:
+        message = zlib.decompressobj(-15).decompress(payload + b"\x00\x00\xff\xff")
+    except zlib.error as e:
+        raise InflateError(1007, f"the payload does not inflate: {e}") from None
+    if len(message) > max_message:
+        raise InflateError(1009, f"the message inflates past max_message ({max_message} bytes)")
+    return message
+
+
 def session(codec, agreed: Params, fault=""):
     """(decoder, replier) for a connection whose opening accepted ``agreed``."""
     dec = reference.decoder(codec)
     dec.rsv1_ok = True
+    dec.rsv1_on_continuation = fault == "ws-deflate-rsv1-on-continuation"  # planted (WSD-FRM-2)
     echo = DeflateEcho(agreed, codec.max_message or dec.max_message, fault)
 
     def reply(frame):

@@ -15,6 +15,9 @@ VARIANTS = ("binary", "text")
 #: planted bugs of the Python load client (`python -m frameproof.pyload --fault NAME`): name -> requirement
 FAULTS = {"ws-client-header-case": "WS-HS-7",  # compares header names case-sensitively
           "ws-client-exact-connection": "WS-HS-7"}  # takes `Connection: Upgrade` only, not a token list
+#: planted bugs of the permessage-deflate layer (spec/websocket-deflate.md), caught by the client case
+#: deflate_response_refused
+DEFLATE_FAULTS = {"ws-client-ignores-extensions": "WSD-NEG-5"}  # never reads Sec-WebSocket-Extensions
 
 
 class WsLoadSide(LoadSide):
@@ -74,6 +77,8 @@ class WsLoadSide(LoadSide):
             raise ValueError(f"Sec-WebSocket-Accept {accept!r}, expected {accept_for(self.key)!r} (WS-HS-7)")
         if sub is not None and sub == self.codec.subprotocol:
             sub = None  # the one subprotocol offered, selected
+        if self.fault == "ws-client-ignores-extensions":
+            ext = None  # planted: takes any permessage-deflate response, valid or not (WSD-NEG-5)
         if ext is not None or sub is not None:
             raise ValueError(f"handshake answer names an extension or subprotocol not offered: {ext or sub!r} (WS-HS-7)")
         return self.head[end + 4:]

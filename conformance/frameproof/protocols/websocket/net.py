@@ -189,19 +189,31 @@ def c_subprotocol(t):
 
 
 def c_extensions_declined(t):
+    """permessage-deflate offered: declined with the extension off (WS-HS-5), accepted as WSD-NEG-3 says
+    with it on (the codec's websocket.permessage_deflate); the frames then compressed or not as agreed."""
+    from .deflate_net import Link, check_answer
+    offer = "permessage-deflate; client_max_window_bits"
     c = _raw(t)
     try:
-        hdrs = client_handshake(c, extra="Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n")
-        if "sec-websocket-extensions" in hdrs:
-            raise CheckFailure(f"expected no Sec-WebSocket-Extensions, actual {hdrs['sec-websocket-extensions']!r}")
-        N.roundtrip(t, [frame(TEXT, b"uncompressed", True, key_for(3))], conn=c)
+        hdrs = client_handshake(c, extra=f"Sec-WebSocket-Extensions: {offer}\r\n")
+        agreed = check_answer(t.codec, hdrs, [offer], f"the offer {offer!r}")
+        if agreed is None and t.codec.permessage_deflate:
+            raise CheckFailure(f"the offer {offer!r}:\n  expected accepted (the extension is on)\n  actual   declined",
+                               ["WSD-NEG-1"])
+        if agreed is None:
+            N.roundtrip(t, [frame(TEXT, b"uncompressed", True, key_for(3))], conn=c)
+        else:
+            link = Link(t, conn=c, agreed=agreed, ctx=f"accepted as {hdrs['sec-websocket-extensions']!r}: ")
+            link.echo(b"compressed " * 4, TEXT, reqs=["WSD-CMP-2"])
+            link.echo(b"uncompressed", TEXT, compressed=False, reqs=["WSD-FRM-1"])
     finally:
         c.close()
 
 
 def _opens(t, data: bytes, key: str, pieces: List[bytes], ctx: str):
     """``data`` (split into ``pieces``, each its own TCP segment) must open the connection: 101, the
-    accept value of ``key``, no extension; then a message is echoed on it."""
+    accept value of ``key``, no extension unless the codec switches permessage-deflate on (then the
+    answer the oracle gives); then a message is echoed on it."""
     c = _raw(t)
     try:
         for i, piece in enumerate(pieces):
@@ -212,11 +224,14 @@ def _opens(t, data: bytes, key: str, pieces: List[bytes], ctx: str):
         if status != 101 or hdrs.get("sec-websocket-accept") != accept_for(key):
             raise CheckFailure(f"{ctx}:\n  expected 101 with Sec-WebSocket-Accept {accept_for(key)}\n  actual   {status}"
                                f" {hdrs}\n  request ({len(pieces)} segments): {data.decode('latin-1')!r}")
-        if "sec-websocket-extensions" in hdrs:
-            raise CheckFailure(f"{ctx}: expected no Sec-WebSocket-Extensions (WS-HS-5), actual "
-                               f"{hdrs['sec-websocket-extensions']!r}")
+        # no extension with it off (WS-HS-5); with it on, the offers answered as WSD-NEG-* say
+        from .deflate_net import Link, check_answer, extension_values
+        agreed = check_answer(t.codec, hdrs, extension_values(data.decode("latin-1")), ctx)
         check_selected(hdrs, offered_in(data.decode("latin-1")), ctx)
-        N.roundtrip(t, [frame(TEXT, b"opened", True, key_for(4))], conn=c, ctx=f"{ctx}, then a message: ")
+        if agreed is None:
+            N.roundtrip(t, [frame(TEXT, b"opened", True, key_for(4))], conn=c, ctx=f"{ctx}, then a message: ")
+        else:
+            Link(t, conn=c, agreed=agreed, ctx=f"{ctx}, then a message: ").echo(b"opened", TEXT)
     finally:
         c.close()
 
@@ -514,8 +529,8 @@ def cases() -> List[NetCase]:
                 c_version_426),
         NetCase("handshake_subprotocol_selected", ["WS-HS-8", "WS-HS-4"], "The echo service's subprotocol is selected when offered, no other",
                 c_subprotocol),
-        NetCase("handshake_deflate_declined", ["WS-HS-5"], "permessage-deflate offered: declined, frames uncompressed",
-                c_extensions_declined),
+        NetCase("handshake_deflate_declined", ["WS-HS-5", "WSD-NEG-3"], "permessage-deflate offered: declined, frames "
+                "uncompressed (the extension off); accepted as offered, frames compressed (on)", c_extensions_declined),
         NetCase("handshake_hostile", ["WS-HS-1"], "Endless headers, garbage and frames before the handshake: no "
                 "upgrade, the server stays up", c_hostile_handshakes, hostile=True),
         N.generic("one_request_one_reply", ["WS-ECHO-1", "WS-MASK-4"]),
@@ -555,4 +570,11 @@ def cases() -> List[NetCase]:
                 "edges (0, 999, 1000, 1011, 1012, 1014, 1015, 1016, 2999, 3000, 4999, 5000, 65535, ...) and drawn over "
                 "the classes: a valid code echoed, any other failed with 1002", c_close_code_classes),
         *N.hostile_cases(ROLES),
+        *deflate_cases(),
     ]
+
+
+def deflate_cases() -> List[NetCase]:
+    """spec/websocket-deflate.md's cases: only under a codec with permessage_deflate on."""
+    from .deflate_net import cases as wsd
+    return wsd()

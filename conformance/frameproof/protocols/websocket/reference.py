@@ -117,7 +117,8 @@ class WsDecoder(StreamDecoder):
                 if not self.rsv1_ok:
                     self.fail("WS-HDR-2", pos)
                 if rsv != 4 or op not in (TEXT, BINARY):  # RSV2/3, or RSV1 on a continuation or control frame
-                    self.fail("WS-HDR-2" if rsv & 3 else "WSD-FRM-2", pos)
+                    if not (rsv == 4 and op == CONT and getattr(self, "rsv1_on_continuation", False)):
+                        self.fail("WS-HDR-2" if rsv & 3 else "WSD-FRM-2", pos)
             if op not in (0, 1, 2, 8, 9, 10) and M != "ws-accepts-reserved-opcode":
                 self.fail("WS-HDR-3", pos)
             if control and not fin and M != "ws-accepts-fragmented-control":

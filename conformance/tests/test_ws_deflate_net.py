@@ -1,0 +1,98 @@
+"""`frameproof net` under the permessage-deflate profile (spec/websocket-deflate.md, WSD-*): the Python
+reference server with the extension on passes every case; each planted deflate fault of the Python
+server is caught under the requirement it breaks; with the extension off the WSD cases do not run and
+an accepted offer breaks WS-HS-5; the matrix gives the profile only to a server that claims it."""
+import json
+
+import pytest
+
+from frameproof import protocols as registry
+from frameproof.netsuite import cases
+from frameproof.oracle import Codec
+
+from conftest import PY
+
+ON = {"protocol": "websocket", "websocket": {"permessage_deflate": True}}
+# a small message limit, so that a bomb of 256 MiB is far past it and cheap for the planted fault
+SMALL = {"protocol": "websocket", "websocket": {"permessage_deflate": True, "max_message": 8 << 20}}
+
+
+def server(codec, fault=""):
+    return f"{PY} -m frameproof.pyserver --codec '{json.dumps(codec)}' --listen 127.0.0.1:0" + \
+        (f" --fault {fault}" if fault else "")
+
+
+def failed(doc):
+    return {rid for rid, v in doc["requirements"].items() if v["failed"]}
+
+
+def test_correct_server_passes_the_deflate_profile(frameproof):
+    rc, out, doc = frameproof("net", "--codec", json.dumps(ON), "--server-cmd", server(ON), timeout=300)
+    assert rc == 0, out[-3000:]
+    names = {t["name"].rsplit("/", 1)[-1] for t in doc["tests"]}
+    wsd = {c.name for c in cases("websocket") if c.when is not None}
+    assert wsd and wsd <= names, sorted(wsd - names)
+    assert doc["totals"]["failed"] == 0
+    reached = {rid for rid, v in doc["requirements"].items() if v["passed"]}
+    assert {"WSD-NEG-1", "WSD-NEG-4", "WSD-FRM-2", "WSD-CTX-1", "WSD-CMP-5", "WSD-LIM-1"} <= reached, sorted(reached)
+
+
+@pytest.mark.parametrize("fault,broken", sorted(registry.get("websocket").opt_in_server_faults.items()))
+def test_planted_deflate_fault_is_caught(frameproof, fault, broken, monkeypatch):
+    monkeypatch.setenv("FRAMEPROOF_NET_TIMEOUT", "2")
+    monkeypatch.setenv("FRAMEPROOF_WSD_BOMB_MIB", "256")
+    rc, out, doc = frameproof("net", "--codec", json.dumps(SMALL), "--server-cmd", server(SMALL, fault),
+                              "--requirement", broken, timeout=300)
+    assert rc == 1, out[-2000:]
+    assert broken in failed(doc), sorted(failed(doc))
+
+
+def test_deflate_cases_run_only_with_the_extension_on():
+    off = Codec.from_json({"protocol": "websocket"})
+    on = Codec.from_json(ON)
+    wsd = [c for c in cases("websocket") if any(r.startswith("WSD-") for r in c.requirements)
+           and c.name != "handshake_deflate_declined"]
+    assert len(wsd) >= 10
+    assert all(c.applies(on) and not c.applies(off) for c in wsd)
+    assert all(c.applies(off) for c in cases("websocket") if c not in wsd)
+
+
+def test_accepting_server_breaks_ws_hs_5_when_the_extension_is_off(frameproof, monkeypatch):
+    # the suite told the extension is off, the server accepts it: WS-HS-5 (declined) is what fails
+    monkeypatch.setenv("FRAMEPROOF_NET_TIMEOUT", "2")
+    rc, out, doc = frameproof("net", "--protocol", "websocket", "--server-cmd", server(ON), "--requirement", "WS-HS-5",
+                              timeout=300)
+    assert rc == 1, out[-2000:]
+    assert "WS-HS-5" in failed(doc), sorted(failed(doc))
+
+
+def test_deflate_net_profile_only_for_servers_that_claim_it():
+    ws = registry.get("websocket")
+    impl = {"name": "x", "dir": "/tmp/x", "server": "srv"}
+    cmd = lambda key: impl.get(key)  # noqa: E731
+    label = ws.DEFLATE_PROFILE[0]
+    assert label not in {lab for _, lab, _ in ws.matrix_suites(impl, cmd, "smoke", "small")}
+    impl["websocket_extensions"] = {"server": ["permessage-deflate"]}
+    impl["xfail_net"] = {label: "gaps.txt"}
+    cells = {lab: (group, argv) for group, lab, argv in ws.matrix_suites(impl, cmd, "smoke", "small")}
+    group, argv = cells[label]
+    assert group == "net" and argv[0] == "net"
+    assert json.loads(argv[argv.index("--codec") + 1])["websocket"]["permessage_deflate"] is True
+    assert argv[argv.index("--server-cmd") + 1].startswith("srv --codec ") and "permessage_deflate" in argv[4]
+    assert argv[-2:] == ["--xfail", "/tmp/x/gaps.txt"]
+
+
+LOAD = (f"{PY} -m frameproof.pyload --protocol websocket --connect {{host}}:{{port}} --connections 2 --requests 20 "
+        f"--payload 16 --timeout-ms 1000 --json {{json}}")
+
+
+@pytest.mark.parametrize("fault", ["", "ws-client-ignores-extensions"])
+def test_client_fails_invalid_deflate_responses(frameproof, fault):
+    # WSD-NEG-5 (the client's side): the Python load client refuses every invalid permessage-deflate
+    # response; planted, one that never reads Sec-WebSocket-Extensions takes them
+    rc, out, doc = frameproof("net", "--protocol", "websocket", "--client", LOAD + (f" --fault {fault}" if fault else ""),
+                              "--requirement", "WSD-NEG-5", timeout=300)
+    if fault:
+        assert rc == 1 and "WSD-NEG-5" in failed(doc), out[-2000:]
+    else:
+        assert rc == 0 and doc["totals"]["passed"] == 1, out[-2000:]
