@@ -90,8 +90,8 @@ TABLE: List[Tuple[str, Tuple[str, ...], str]] = [
     ("10.1.1", ("WS-FRAG-1", "WS-ECHO-1"), "64 KiB text message auto-fragmented in frames of 1300 bytes"),
     # 12, 13: permessage-deflate. A server that declines it: UNIMPLEMENTED, the expected verdict (WS-HS-5).
     # One that implements it (impl.json "websocket_extensions") runs them in a cell of their own with
-    # --require-implemented; spec/websocket-deflate.md (draft, not yet a layer, so its WSD-* IDs are not
-    # named here) is what they check then
+    # --require-implemented; spec/websocket-deflate.md is what they check then. Its WSD-* IDs are named by
+    # frameproof's own deflate cases (protocols/websocket/deflate_net.py), not here
     ("12.*", ("WS-HS-5",), "permessage-deflate (RFC 7692): declined, or accepted and the payload classes echoed"),
     ("13.*", ("WS-HS-5",), "permessage-deflate parameters (RFC 7692): declined, or negotiated and echoed"),
 ]
