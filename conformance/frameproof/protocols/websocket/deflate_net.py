@@ -247,6 +247,11 @@ class Link:
         try:
             op, got, _ = self.read_message(f"the echo of {what}")
         except CheckFailure as e:
+            if compressed and not e.requirements and not reqs and not standalone(sent, message):
+                # the message refers back into earlier ones (context takeover) and the server could not
+                # take it: its inflater lost the client's context
+                reqs = ["WSD-CTX-1"]
+                what += " that refers back into the earlier messages (context takeover)"
             if reqs and not e.requirements:
                 e.requirements = list(reqs)
             if reqs or e.requirements:
@@ -257,6 +262,15 @@ class Link:
             raise CheckFailure(f"{self.ctx}the echo of {what}:\n  expected opcode {opcode}, {len(message)} bytes "
                                f"{message[:32]!r}\n  actual   opcode {op}, {len(got)} bytes {got[:32]!r}\n"
                                f"  payload sent {sent[:48].hex(' ')}", reqs or ["WSD-CMP-2"])
+
+
+def standalone(payload: bytes, message: bytes) -> bool:
+    """Whether a compressed message's payload inflates to ``message`` with an empty window (it does
+    not refer back into earlier messages)."""
+    try:
+        return zlib.decompressobj(-15).decompress(payload + D.TAIL) == message
+    except zlib.error:
+        return False
 
 
 def expect_close(link: Link, code: int, ctx: str, reqs):

@@ -529,7 +529,7 @@ def cases() -> List[NetCase]:
                 c_version_426),
         NetCase("handshake_subprotocol_selected", ["WS-HS-8", "WS-HS-4"], "The echo service's subprotocol is selected when offered, no other",
                 c_subprotocol),
-        NetCase("handshake_deflate_declined", ["WS-HS-5", "WSD-NEG-3"], "permessage-deflate offered: declined, frames "
+        NetCase("handshake_deflate_declined", ["WS-HS-5"], "permessage-deflate offered: declined, frames "
                 "uncompressed (the extension off); accepted as offered, frames compressed (on)", c_extensions_declined),
         NetCase("handshake_hostile", ["WS-HS-1"], "Endless headers, garbage and frames before the handshake: no "
                 "upgrade, the server stays up", c_hostile_handshakes, hostile=True),
