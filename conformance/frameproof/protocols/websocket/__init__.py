@@ -126,6 +126,7 @@ class WebSocket(Protocol):
         "ws-deflate-inflater-resets": "WSD-CTX-1",  # resets the client's context between messages
         "ws-deflate-unbounded-inflate": "WSD-LIM-1",  # inflates the whole message, then checks the limit
         "ws-deflate-rsv1-on-continuation": "WSD-FRM-2",  # accepts RSV1 on a continuation frame
+        "ws-deflate-first-offer-only": "WSD-NEG-2",  # reads the first offer alone: declining it declines all
     }
     #: planted bugs of the Python load client (frameproof.pyload --fault), caught by client_cases
     load_faults = {**load.FAULTS, **load.DEFLATE_FAULTS}

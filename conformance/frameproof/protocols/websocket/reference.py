@@ -439,7 +439,10 @@ class ServerOpening:
             extra = f"Sec-WebSocket-Protocol: {self.subprotocol}\r\n"  # planted: named offered or not
         if self.deflate and "sec-websocket-extensions" in hdrs:
             from .deflate import accept
-            agreed = accept([hdrs["sec-websocket-extensions"]])
+            values = [hdrs["sec-websocket-extensions"]]
+            if self.fault == "ws-deflate-first-offer-only":  # planted: a declined first offer declines all (WSD-NEG-2)
+                values = [values[0].split(",")[0]]
+            agreed = accept(values)
             if agreed is not None:
                 self.extension = agreed[0]
                 extra += f"Sec-WebSocket-Extensions: {agreed[1]}\r\n"
