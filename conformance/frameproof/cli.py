@@ -85,7 +85,7 @@ def tidy_junit(args):
 def cmd_matrix(args):
     from .matrix import run_matrix
     return run_matrix(args.impl, build=not args.no_build, profile=args.profile, out_dir=args.out,
-                      readme=args.update_readme, scale=args.scale)
+                      readme=args.update_readme, scale=args.scale, jobs=args.jobs)
 
 
 def cmd_list(args):
@@ -187,6 +187,11 @@ def main(argv=None):
                    help="full (the main job: the stress group at the spec's limits and full scale, every Autobahn "
                         "category, long interop runs) or small (CI: every path of full at small bounds)")
     m.add_argument("--out", help="report directory (default reports/)")
+    m.add_argument("--jobs", type=int, default=4, metavar="N",
+                   help="cells run at once (default 4; 1: one after the other, as a log to read top to bottom). "
+                        "Most cells wait on the network or a timeout, so this divides the wall time; at full scale "
+                        "the cells that keep a core busy for minutes (codec suites with the long stream, the "
+                        "Autobahn testsuite) run in a lane of their own, at most half the cores at once")
     m.add_argument("--update-readme", action="store_true", help="copy the matrix into README.md")
     m.set_defaults(fn=cmd_matrix)
 

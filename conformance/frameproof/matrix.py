@@ -14,6 +14,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -34,7 +35,10 @@ SCALES = {
     "full": {"stress": [], "stress_own_limits": [], "interop": (4, 20000), "load_requests": 4000,
              "stress_third_party": None,
              # the long-stream test past 4 GiB in every codec cell (small: the ci profile's 64 MiB)
-             "run": ["--long-stream", "4.5G"]},
+             "run": ["--long-stream", "4.5G"],
+             # cells that keep a core busy for minutes (the long stream, the whole Autobahn testsuite) run
+             # in a lane of their own, at most half the cores at once (_Queue)
+             "heavy": True, "stress_alone": False},
     "small": {"stress": ["--stress-scale", SMALL_SCALE, "--stress-grace-s", "3", "--stress-p99-ms", "5000"]
                         + SMALL_LIMITS,
               "stress_own_limits": ["--stress-scale", SMALL_SCALE, "--stress-grace-s", "3", "--stress-p99-ms", "5000"],
@@ -46,7 +50,7 @@ SCALES = {
               # maximal_unfinished_frames: a library without a memory budget ends it holding about 1 GiB,
               # and the RSS check of the next scenario run (connect_close_10000) then depends on when its
               # runtime gives that back (gorilla: +482 MiB once, under load)
-              "stress_third_party": 1,
+              "stress_third_party": 1, "stress_alone": False, "heavy": False,
               "stress_third_party_select": ["connect_close_10000", "resets_mid_frame", "connection_limit",
                                             "descriptor_exhaustion"]},
 }
@@ -159,6 +163,64 @@ def _cell(rc, doc) -> dict:
     return cell
 
 
+class _Queue:
+    """The matrix's cells, run in the order they were added. ``jobs`` > 1 runs that many at once (most
+    cells wait on the network, on timeouts or on a program starting: at small scale the matrix uses a
+    quarter of a core), each writing to a log of its own that joins matrix.log whole when it ends. A cell
+    added ``heavy`` (busy on a core for minutes) runs in a lane of its own, at most half the cores at
+    once, beside the others; one added ``alone`` runs after all the others, with nothing beside it."""
+
+    def __init__(self, log: Path, jobs: int = 1):
+        self.log, self.jobs, self.tasks = log, max(1, int(jobs or 1)), []
+        self._lock = threading.Lock()
+        self._done = 0
+
+    def add(self, title: str, run, alone: bool = False, heavy: bool = False):
+        """``run(log) -> cell``: one cell's work, its result already stored by it."""
+        self.tasks.append((title, run, "alone" if alone else "heavy" if heavy else "light"))
+
+    def _one(self, title, run, own_log: bool):
+        if own_log:
+            fd, path = tempfile.mkstemp(prefix="fp-cell-", suffix=".log")
+            os.close(fd)
+            cell_log = Path(path)
+        else:
+            print(f"{title} …", flush=True)
+            cell_log = self.log
+        try:
+            c = run(cell_log)
+        finally:
+            if own_log:
+                with self._lock, open(self.log, "a") as lf:
+                    lf.write(cell_log.read_text(errors="replace"))
+                cell_log.unlink()
+        with self._lock:
+            self._done += 1
+            n = f"[{self._done}/{len(self.tasks)}] " if own_log else ""
+            print(f"{n}{title}: " if own_log else "", end="")
+            print(f"  {c['text']} ({c.get('seconds') or 0:.0f} s)" if not own_log else
+                  f"{c['text']} ({c.get('seconds') or 0:.0f} s)", flush=True)
+
+    def run(self):
+        if self.jobs == 1:
+            for title, run, _ in self.tasks:
+                self._one(title, run, False)
+            return
+        from concurrent.futures import ThreadPoolExecutor
+        lanes = max(1, (os.cpu_count() or 2) // 2)
+        n = {k: sum(1 for t in self.tasks if t[2] == k) for k in ("light", "heavy", "alone")}
+        print(f"matrix: {len(self.tasks)} cells, {self.jobs} at a time; {n['heavy']} heavy ones {lanes} at a time "
+              f"beside them; {n['alone']} alone at the end", flush=True)
+        with ThreadPoolExecutor(self.jobs) as pool, ThreadPoolExecutor(lanes) as heavy:
+            futures = [heavy.submit(self._one, title, run, True) for title, run, k in self.tasks if k == "heavy"]
+            futures += [pool.submit(self._one, title, run, True) for title, run, k in self.tasks if k == "light"]
+            for f in futures:
+                f.result()
+        for title, run, k in self.tasks:
+            if k == "alone":
+                self._one(title, run, True)
+
+
 def _phase(label: str, log, fn) -> dict:
     """Runs one cell's work; an exception in it (a missing program, a bug of the matrix's own) makes
     the cell ✗ with its reason, written to the log, and the job goes on."""
@@ -234,7 +296,7 @@ def machine() -> str:
             f"{platform.machine()}, Python {platform.python_version()}")
 
 
-def run_matrix(names=None, build=True, profile="ci", out_dir=None, readme=False, scale="full") -> int:
+def run_matrix(names=None, build=True, profile="ci", out_dir=None, readme=False, scale="full", jobs=1) -> int:
     impls = load_impls(names)
     sc = SCALES[scale]
     out_dir = Path(out_dir or ROOT / "reports")
@@ -244,15 +306,20 @@ def run_matrix(names=None, build=True, profile="ci", out_dir=None, readme=False,
     results: Dict[str, dict] = {}
     t0 = time.time()
     stressed_third_party = [i["name"] for i in impls if i.get("third_party") and "server" in i][:sc["stress_third_party"]]
+    queue = _Queue(log, jobs)
 
-    def cell(name, group, label, argv):
-        print(f"[{name}] {GROUP_TITLES[group]}: {label} …", flush=True)
-        start = time.monotonic()
+    def cell(name, group, label, argv, alone=False, heavy=False):
+        results[name][group][label] = None  # its place in the report, kept whatever order the cells end in
         # every cell's full report stays in <out>/cells/ (frameproof report makes the HTML pages from them)
         kept = out_dir / "cells" / (re.sub(r"[^A-Za-z0-9_-]+", "-", f"{name}--{group}--{label}").strip("-") + ".json")
-        c = results[name][group][label] = _phase(f"{name} {label}", log, lambda: _cell(*_fp(argv, log, kept)))
-        c["seconds"] = round(time.monotonic() - start, 1)  # where a run's time goes (matrix.json)
-        print(f"  {c['text']} ({c['seconds']:.0f} s)", flush=True)
+
+        def run(cell_log):
+            start = time.monotonic()
+            c = _phase(f"{name} {label}", cell_log, lambda: _cell(*_fp(argv, cell_log, kept)))
+            c["seconds"] = round(time.monotonic() - start, 1)  # where a run's time goes (matrix.json)
+            results[name][group][label] = c
+            return c
+        queue.add(f"[{name}] {GROUP_TITLES[group]}: {label}", run, alone, heavy and sc["heavy"])
 
     for impl in impls:
         name = impl["name"]
@@ -276,7 +343,7 @@ def run_matrix(names=None, build=True, profile="ci", out_dir=None, readme=False,
             # (impl.json "profile"): a smaller example budget may miss the counterexample (an xpass)
             cell(name, "codec", proto, ["run", "--testee", _cmd(impl, "testee"), "--protocol", proto, "--name", name,
                                      "--profile", impl.get("profile", profile)] + sc.get("run", []) +
-                 (["--xfail", str(Path(impl["dir"]) / xfail)] if xfail else []))
+                 (["--xfail", str(Path(impl["dir"]) / xfail)] if xfail else []), heavy=True)
         for proto in protos if "server" in impl else ():
             for label, codec in registry.get(proto).net_profiles():
                 server = f"{_cmd(impl, 'server')} {codec_args(codec)} --listen 127.0.0.1:0"
@@ -297,7 +364,7 @@ def run_matrix(names=None, build=True, profile="ci", out_dir=None, readme=False,
             cell(name, "net", f"{proto} stress", ["net", "--codec", json.dumps(codec.to_json()), "--stress", "--name", name,
                                                "--server-cmd", server] +
                  (sc["stress_own_limits"] if own else sc["stress"]) + pick +
-                 (["--xfail", str(Path(impl["dir"]) / xfail)] if xfail else []))
+                 (["--xfail", str(Path(impl["dir"]) / xfail)] if xfail else []), alone=sc["stress_alone"])
         for proto in protos if "load" in impl else ():
             # the default run, then the protocol's own (call variants, streams): Protocol.load_client_profiles
             for label, args in (("", f"--mode pipelined --window 16 --requests {sc['load_requests']}"),) + \
@@ -313,7 +380,7 @@ def run_matrix(names=None, build=True, profile="ci", out_dir=None, readme=False,
                 r["net"][f"{proto} suites"] = suites
                 continue
             for group, label, argv in suites["list"]:
-                cell(name, group, label, argv)
+                cell(name, group, label, argv, heavy=True)
     ok_impls = [i for i in impls if results[i["name"]]["build"] in (None, 0)]
     inter = {}
     conns, reqs = sc["interop"]
@@ -322,11 +389,16 @@ def run_matrix(names=None, build=True, profile="ci", out_dir=None, readme=False,
         servers = [i for i in ok_impls if "server" in i and proto in i.get("protocols", registry.names())]
         for c in clients:
             for s in servers:
-                print(f"[interop] {c['name']} load client → {s['name']} server, {proto} …", flush=True)
                 key = f"{proto}:{c['name']}->{s['name']}"
-                start = time.monotonic()
-                inter[key] = _phase(f"interop {key}", log, lambda: interop(c, s, proto, log, conns, reqs))
-                inter[key]["seconds"] = round(time.monotonic() - start, 1)
+                inter[key] = None
+
+                def run(cell_log, c=c, s=s, key=key, proto=proto):
+                    start = time.monotonic()
+                    r = inter[key] = _phase(f"interop {key}", cell_log, lambda: interop(c, s, proto, cell_log, conns, reqs))
+                    r["seconds"] = round(time.monotonic() - start, 1)
+                    return r
+                queue.add(f"[interop] {c['name']} load client → {s['name']} server, {proto}", run)
+    queue.run()
     doc = {"generated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "duration_s": round(time.time() - t0, 1),
            "profile": profile, "scale": scale, "machine": machine(), "implementations": [i["name"] for i in impls],
            "protocols": list(registry.names()),

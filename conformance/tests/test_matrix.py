@@ -179,3 +179,53 @@ def test_readme_matrix_shows_every_protocol_and_implementation():
     for proto in registry.names():
         assert any(proto in r for r in rows), f"the README's matrix has no row for {proto}"
     assert re.search(r"on \d{4}-\d\d-\d\dT", section) and "cores" in section and "min of wall time" in section
+
+
+def test_cells_run_side_by_side_keep_their_logs_whole_and_alone_runs_alone(tmp_path):
+    """matrix --jobs: cells at once, each cell's log joins matrix.log in one piece, and a cell added
+    ``alone`` (the stress group at full scale) starts only after every other cell ended."""
+    import threading
+    import time as _time
+    log = tmp_path / "matrix.log"
+    log.write_text("")
+    q = matrix._Queue(log, jobs=3)
+    running, peak, events = [], [0], []
+    lock = threading.Lock()
+
+    def task(i, alone=False):
+        def run(cell_log):
+            with lock:
+                running.append(i)
+                peak[0] = max(peak[0], len(running))
+                events.append(("start", i, tuple(running)))
+            for k in range(3):
+                with open(cell_log, "a") as lf:
+                    lf.write(f"cell {i} line {k}\n")
+                _time.sleep(0.05)
+            with lock:
+                running.remove(i)
+            return {"text": f"✓ {i}", "seconds": 0.1, "ok": True}
+        q.add(f"cell {i}", run, alone)
+    for i in range(6):
+        task(i)
+    task(99, alone=True)
+    task(6)
+    q.run()
+    assert peak[0] == 3, peak  # three at once, never more
+    start99 = next(e for e in events if e[1] == 99)
+    assert start99[2] == (99,) and events[-1][1] == 99, events  # alone, and after the others
+    lines = log.read_text().splitlines()
+    assert len(lines) == 8 * 3
+    for j in range(0, len(lines), 3):  # each cell's three lines together
+        assert len({ln.split(" line")[0] for ln in lines[j:j + 3]}) == 1, lines
+
+
+def test_one_job_runs_cells_in_order_on_the_shared_log(tmp_path):
+    log = tmp_path / "matrix.log"
+    log.write_text("")
+    q = matrix._Queue(log, jobs=1)
+    order = []
+    for i in range(4):
+        q.add(f"cell {i}", lambda cl, i=i: (order.append((i, cl)), {"text": "✓", "seconds": 0})[1], alone=i == 1)
+    q.run()
+    assert order == [(i, log) for i in range(4)]  # the order they were added, alone or not

@@ -48,6 +48,17 @@ inline fp::Bytes pattern(std::size_t n, std::uint8_t seed = 0) {
   return p;
 }
 
+// what a websocket session writes back (header and payload, one after the other); frames ignored
+struct WsSink {
+  fp::Bytes out;
+  template <class F>
+  void frame(const F&) {}
+  void reply(fp::ByteView h, fp::ByteView p, bool = false) {
+    out.insert(out.end(), h.begin(), h.end());
+    out.insert(out.end(), p.begin(), p.end());
+  }
+};
+
 struct OwnedFrame {
   std::uint8_t flag = 0;
   std::uint8_t sequence = 0;

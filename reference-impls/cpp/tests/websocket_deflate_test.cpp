@@ -168,15 +168,7 @@ TEST(WsDeflateCodec, BombStopsAtTheLimit) {  // WSD-LIM-1
 
 // ------------------------------------------------------------------ through fp-server's session
 
-struct Sink {
-  fp::Bytes out;
-  template <class F>
-  void frame(const F&) {}
-  void reply(fp::ByteView h, fp::ByteView p, bool = false) {
-    out.insert(out.end(), h.begin(), h.end());
-    out.insert(out.end(), p.begin(), p.end());
-  }
-};
+using Sink = fpt::WsSink;
 
 struct Frame {
   std::uint8_t byte0;

@@ -168,15 +168,7 @@ TEST(WebSocket, ErrorsAndCloseCodes) {
   EXPECT_EQ(f5.size(), 1u);
 }
 
-struct Sink {
-  fp::Bytes out;
-  template <class F>
-  void frame(const F&) {}
-  void reply(fp::ByteView h, fp::ByteView p, bool = false) {
-    out.insert(out.end(), h.begin(), h.end());
-    out.insert(out.end(), p.begin(), p.end());
-  }
-};
+using Sink = fpt::WsSink;
 
 TEST(WebSocket, EchoSession) {
   fp::WsSession s(kServer, "");
