@@ -69,18 +69,19 @@ took "suite tests"
 # overlap); step 3's logs are read when step 4 ends. Nothing in step 3 rewrites a program
 # step 4 runs: each build.sh there finds its outputs up to date (C# renames a new one into place).
 unit=$(mktemp -d)
-(
-  for dir in reference-impls/*/; do
-    [ -f "$dir/impl.json" ] || continue
-    name=$(basename "$dir")
-    if [ -z "${built[$dir]:-}" ]; then echo "$name: not built, its tests cannot run" >"$unit/$name.log"; echo 255 >"$unit/$name.rc"; continue; fi
+unit_pids=()
+for dir in reference-impls/*/; do  # each implementation's tests beside the others' (their heavy builds take the build lock)
+  [ -f "$dir/impl.json" ] || continue
+  name=$(basename "$dir")
+  if [ -z "${built[$dir]:-}" ]; then echo "$name: not built, its tests cannot run" >"$unit/$name.log"; echo 255 >"$unit/$name.rc"; continue; fi
+  (
     t=$SECONDS
     (cd "$dir" && bash test.sh) >"$unit/$name.log" 2>&1
     echo $? >"$unit/$name.rc"
     echo $((SECONDS - t)) >"$unit/$name.seconds"
-  done
-) &
-unit_pid=$!
+  ) &
+  unit_pids+=($!)
+done
 # (step 3 is read after step 4, below)
 echo "== 4. the main job's every path at small scale (frameproof matrix --scale small)"
 ./frameproof matrix --no-build --profile smoke --scale small --out reports/ci-matrix --jobs 4
@@ -117,7 +118,7 @@ read -r p f <<<"$(last_counts "$log")"
 add "$p" "$f"
 rm -f "$log"
 took "mutation sample"
-wait "$unit_pid"
+for pid in "${unit_pids[@]}"; do wait "$pid"; done
 took "rest of step 3"
 for dir in reference-impls/*/; do
   [ -f "$dir/impl.json" ] || continue
