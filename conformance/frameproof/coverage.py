@@ -34,7 +34,8 @@ DRAWN: Dict[str, Set[str]] = {}  # since the last reset: dimension -> classes dr
 DECLARING_MODULES = ("frameproof.protocols.rpc.strategies", "frameproof.protocols.rpc.net",
                      "frameproof.protocols.rpc.discovery_stateful",
                      "frameproof.protocols.websocket.handshake_grammar", "frameproof.protocols.websocket.net",
-                     "frameproof.protocols.websocket.client_opening", "frameproof.protocols.websocket.strategies")
+                     "frameproof.protocols.websocket.client_opening", "frameproof.protocols.websocket.strategies",
+                     "frameproof.protocols.websocket.deflate_net")
 
 
 def declare(name: str, classes: Iterable[str], requirements: Iterable[str]) -> str:

@@ -11,6 +11,7 @@ from frameproof import coverage as C
 from conftest import PY, PYTESTEE
 
 PYSERVER = f"{PY} -m frameproof.pyserver --listen 127.0.0.1:0"
+DEFLATE = '{"protocol": "websocket", "websocket": {"permessage_deflate": true}}'
 LOAD = (f"{PY} -m frameproof.pyload --connect {{host}}:{{port}} --connections 3 --payload 24 --timeout-ms 1000 "
         f"--json {{json}} --protocol websocket --mode pipelined --window 16 --requests 300")
 
@@ -22,6 +23,9 @@ RUNS = {
                    "--select", "*/net/ids_whole_range", "--select", "*/net/stream_ids_whole_range"),
     "websocket server": ("net", "--protocol", "websocket", "--server-cmd", f"{PYSERVER} --protocol websocket",
                          "--select", "*/net/handshake_grammar", "--select", "*/net/close_code_classes"),
+    "websocket server, permessage-deflate on": (
+        "net", "--codec", DEFLATE, "--server-cmd", f"{PYSERVER} --codec '{DEFLATE}'",
+        "--select", "*/net/deflate_negotiation"),
     "websocket client": ("net", "--protocol", "websocket", "--client", LOAD,
                          "--select", "*/client/opening_response_grammar"),
 }

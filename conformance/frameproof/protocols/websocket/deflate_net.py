@@ -14,6 +14,7 @@ from typing import List, Optional, Tuple
 
 from ... import netsuite as N
 from ...checks import CheckFailure
+from ...coverage import CASE_CLASSES, OWS_CLASSES, case_class, declare, note, ows_class
 from ...netsuite import Conn
 from . import deflate as D
 from .frames import BINARY, CLOSE, CONT, PING, TEXT, key_for, xor
@@ -323,9 +324,36 @@ NEG_FIXED = [
 ]
 
 
+# the classes of WSD-NEG-1..4's input space the drawn offers cover (frameproof.coverage; the ci
+# profile must draw every one: conformance/tests/test_class_coverage.py)
+_NEG = ["WSD-NEG-1", "WSD-NEG-2", "WSD-NEG-3", "WSD-NEG-4"]
+NEG_CASE = declare("wsd.neg.name_case", CASE_CLASSES, _NEG)  # of the extension token and each parameter name
+NEG_OWS = declare("wsd.neg.ows", OWS_CLASSES, _NEG)  # around ";", "=" and ","
+NEG_VALUE = declare("wsd.neg.value_form", ("none", "token", "quoted"), _NEG)
+NEG_BITS = declare("wsd.neg.window_bits", ("absent", "8", "9..15", "out of range", "malformed"), _NEG)
+NEG_PARAMS = declare("wsd.neg.params", ("known", "unknown", "repeated", "value where none is allowed"), _NEG)
+NEG_OFFERS = declare("wsd.neg.offers", ("1", "several", "other extension first"), _NEG)
+NEG_HEADERS = declare("wsd.neg.headers", ("1", "several"), _NEG)
+NEG_VERDICT = declare("wsd.neg.verdict", ("accepted", "declined"), _NEG)
+
+
+_KNOWN = ("server_no_context_takeover", "client_no_context_takeover", "server_max_window_bits",
+          "client_max_window_bits")
+
+
+def _bits_class(v: Optional[str]) -> str:
+    if v is None:
+        return "absent"
+    if not v.isdigit() or (len(v) > 1 and v[0] == "0"):
+        return "malformed"
+    n = int(v)
+    return "8" if n == 8 else "9..15" if 9 <= n <= 15 else "out of range"
+
+
 def offer_values():
     """Hypothesis: the Sec-WebSocket-Extensions values of a request, drawn over WSD-NEG-1's grammar
-    (case, OWS, quoted values, several offers, several headers) and WSD-NEG-2's invalid forms."""
+    (case, OWS, quoted values, several offers, several headers) and WSD-NEG-2's invalid forms; each
+    draw notes its classes (NEG_* above)."""
     from hypothesis import strategies as st
 
     def spell(s, mode):
@@ -338,25 +366,51 @@ def offer_values():
         st.tuples(st.just("server_max_window_bits"), st.one_of(value, value, st.none())),
         st.tuples(st.just("client_max_window_bits"), st.one_of(st.none(), value)),
         st.tuples(st.sampled_from(["foo", "x_max_window_bits", "mux"]), st.one_of(st.none(), st.just("1"))))
-    ows = st.sampled_from(["", "", " ", "  ", "\t"])
+    ows_st = st.sampled_from(["", "", " ", "  ", "\t", " \t"])
+
+    def ows(draw):
+        w = draw(ows_st)
+        note(NEG_OWS, ows_class(w))
+        return w
+
+    def spelled(draw, text):
+        out = spell(text, draw(st.integers(0, 3)))
+        note(NEG_CASE, case_class(out))
+        return out
 
     @st.composite
     def offer(draw):
         name = draw(st.sampled_from(["permessage-deflate"] * 5 + ["x-webkit-deflate-frame", "foo"]))
-        s = spell(name, draw(st.integers(0, 3)))
-        for pname, v in draw(st.lists(param, max_size=4)):
-            s += draw(ows) + ";" + draw(ows) + spell(pname, draw(st.integers(0, 3)))
+        s = spelled(draw, name)
+        params = draw(st.lists(param, max_size=4))
+        seen = set()
+        for pname, v in params:
+            s += ows(draw) + ";" + ows(draw) + spelled(draw, pname)
+            note(NEG_PARAMS, "repeated" if pname in seen else "known" if pname in _KNOWN else "unknown")
+            seen.add(pname)
+            if pname.endswith("_max_window_bits"):
+                note(NEG_BITS, _bits_class(v))
+            elif v is not None and pname in _KNOWN:
+                note(NEG_PARAMS, "value where none is allowed")
             if v is not None:
                 q = draw(st.booleans())
-                s += draw(ows) + "=" + draw(ows) + (f'"{v}"' if q else v)
-        return s
+                note(NEG_VALUE, "quoted" if q else "token")
+                s += ows(draw) + "=" + ows(draw) + (f'"{v}"' if q else v)
+            else:
+                note(NEG_VALUE, "none")
+        return name, s
 
     @st.composite
     def values(draw):
-        offers = draw(st.lists(offer(), min_size=1, max_size=4))
+        drawn = draw(st.lists(offer(), min_size=1, max_size=4))
+        offers = [s for _, s in drawn]
+        note(NEG_OFFERS, "1" if len(offers) == 1 else "several")
+        if drawn[0][0] != "permessage-deflate" and any(n == "permessage-deflate" for n, _ in drawn):
+            note(NEG_OFFERS, "other extension first")
         cuts = sorted(set(draw(st.lists(st.integers(1, len(offers) - 1), max_size=2)))) if len(offers) > 1 else []
         groups = [offers[a:b] for a, b in zip([0] + cuts, cuts + [len(offers)])]
-        return [(draw(ows) + "," + draw(ows)).join(g) for g in groups]
+        note(NEG_HEADERS, "1" if len(groups) == 1 else "several")
+        return [(ows(draw) + "," + ows(draw)).join(g) for g in groups]
     return values()
 
 
@@ -370,6 +424,7 @@ def negotiate_once(t, values: List[str], ctx: str):
     try:
         hdrs = client_handshake(c, extra=extra)
         agreed = check_answer(t.codec, hdrs, values, ctx)
+        note(NEG_VERDICT, "declined" if agreed is None else "accepted")
         if agreed is not None:
             link = Link(t, ctx=f"{ctx} (accepted as {hdrs['sec-websocket-extensions']!r}): ", conn=c, agreed=agreed)
             link.echo(b"negotiated " * 8, TEXT, what="a text message with the agreed parameters")
