@@ -167,7 +167,7 @@ class _Queue:
     """The matrix's cells, run in the order they were added. ``jobs`` > 1 runs that many at once (most
     cells wait on the network, on timeouts or on a program starting: at small scale the matrix uses a
     quarter of a core), each writing to a log of its own that joins matrix.log whole when it ends. A cell
-    added ``heavy`` (busy on a core for minutes) runs in a lane of its own, at most half the cores at
+    added ``heavy`` (busy on a core for minutes) runs in a lane of its own, two or half the cores at
     once, beside the others; one added ``alone`` runs after all the others, with nothing beside it."""
 
     def __init__(self, log: Path, jobs: int = 1):
@@ -207,7 +207,9 @@ class _Queue:
                 self._one(title, run, False)
             return
         from concurrent.futures import ThreadPoolExecutor
-        lanes = max(1, (os.cpu_count() or 2) // 2)
+        # two at least: a heavy cell keeps about one core busy (wstest and the server under test), so a
+        # single lane leaves a two-core machine half idle once the light cells are done
+        lanes = max(2, (os.cpu_count() or 2) // 2)
         n = {k: sum(1 for t in self.tasks if t[2] == k) for k in ("light", "heavy", "alone")}
         print(f"matrix: {len(self.tasks)} cells, {self.jobs} at a time; {n['heavy']} heavy ones {lanes} at a time "
               f"beside them; {n['alone']} alone at the end", flush=True)

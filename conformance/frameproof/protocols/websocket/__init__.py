@@ -327,6 +327,8 @@ class WebSocket(Protocol):
             picked = DEFLATE_SAMPLE_CASES if scale == "small" else DEFLATE_CASES
             argv = ["autobahn", flag, program, "--agent", impl["name"], "--cwd", impl["dir"], "--require-implemented",
                     "--cases", ",".join(picked)]
+            if scale != "small":  # 216 cases: 10-12 minutes alone on two cores, up to twice that beside other cells
+                argv += ["--timeout", "3600"]
             if xf.get(f"{side}_deflate"):
                 argv += ["--xfail", str(Path(impl["dir"]) / xf[f"{side}_deflate"])]
             out.append(("net" if side == "server" else "client", f"websocket autobahn permessage-deflate (as {side})", argv))
