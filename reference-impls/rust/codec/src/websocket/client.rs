@@ -48,6 +48,10 @@ pub struct ClientOpening {
     accept: String,
     /// The subprotocol offered, the only one the answer may name (RFC 6455 §4.1 point 6).
     offered: Option<String>,
+    /// The permessage-deflate offer made ([`CLIENT_OFFER`]), if any.
+    deflate: Option<Offer>,
+    /// What the server's answer agreed to (set by a complete, right answer).
+    agreed: std::cell::Cell<Option<Agreement>>,
 }
 
 /// A handshake request for `host`, path `/`, with a fresh random 16-byte key.
@@ -62,12 +66,28 @@ pub fn client_opening_to(host: &str, path: &str) -> ClientOpening {
 
 /// A handshake request for `path` on `host` offering `subprotocol` (`websocket.subprotocol`).
 pub fn client_opening_offering(host: &str, path: &str, subprotocol: Option<&str>) -> ClientOpening {
+    client_opening_with(host, path, subprotocol, false)
+}
+
+/// A handshake request for `path` on `host` offering `subprotocol` and, with `deflate`
+/// (`websocket.permessage_deflate`), permessage-deflate ([`CLIENT_OFFER`]); after a right answer
+/// [`ClientOpening::agreement`] says what the server accepted.
+pub fn client_opening_with(
+    host: &str,
+    path: &str,
+    subprotocol: Option<&str>,
+    deflate: bool,
+) -> ClientOpening {
     let mut nonce = [0u8; 16];
     getrandom::fill(&mut nonce).expect("the operating system's random source");
     let key = base64::engine::general_purpose::STANDARD.encode(nonce);
-    let offer = subprotocol
+    let mut offer = subprotocol
         .map(|p| format!("Sec-WebSocket-Protocol: {p}\r\n"))
         .unwrap_or_default();
+    let deflate = deflate.then_some(CLIENT_OFFER);
+    if let Some(o) = &deflate {
+        offer.push_str(&format!("Sec-WebSocket-Extensions: {}\r\n", o.header()));
+    }
     let request = format!(
         "GET {path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
 Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n{offer}\r\n"
@@ -77,6 +97,15 @@ Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n{offer}\r\n"
         request,
         accept: accept_for(&key),
         offered: subprotocol.map(str::to_string),
+        deflate,
+        agreed: std::cell::Cell::new(None),
+    }
+}
+
+impl ClientOpening {
+    /// permessage-deflate as the server's answer agreed it (None: not offered, or declined).
+    pub fn agreement(&self) -> Option<Agreement> {
+        self.agreed.get()
     }
 }
 
@@ -103,7 +132,7 @@ impl crate::protocol::Opening for ClientOpening {
                 resp.reason.unwrap_or("")
             ));
         }
-        check_upgrade_headers(resp.headers, self.offered.as_deref())?;
+        let agreed = check_upgrade_headers(resp.headers, self.offered.as_deref(), self.deflate)?;
         let accept = resp
             .headers
             .iter()
@@ -115,18 +144,21 @@ impl crate::protocol::Opening for ClientOpening {
                 self.accept
             ));
         }
+        self.agreed.set(agreed);
         Ok(Some(used))
     }
 }
 
 /// The checks of a 101 answer besides its accept key (WS-HS-7, RFC 6455 §4.1 points 2, 3, 5, 6):
 /// `Upgrade: websocket` and an `upgrade` token in `Connection` (names and values in any case,
-/// `Connection` a token list, possibly over repeated headers), no extension (this client asks
-/// for none) and no subprotocol but the one it offered, if any.
+/// `Connection` a token list, possibly over repeated headers), no extension unless the client
+/// offered permessage-deflate (then the answer's is checked, WSD-NEG-5, and is what the client
+/// follows) and no subprotocol but the one it offered, if any.
 fn check_upgrade_headers(
     headers: &[httparse::Header<'_>],
     offered: Option<&str>,
-) -> Result<(), String> {
+    deflate: Option<Offer>,
+) -> Result<Option<Agreement>, String> {
     let values = |name: &'static str| {
         headers
             .iter()
@@ -141,7 +173,18 @@ fn check_upgrade_headers(
     if !upgrade_token {
         return Err("handshake answer without an 'upgrade' token in Connection".into());
     }
+    let agreed = match &deflate {
+        Some(offer) => {
+            let v: Vec<String> = values("sec-websocket-extensions").collect();
+            check_response(offer, &v)
+                .map_err(|e| format!("permessage-deflate response refused (WSD-NEG-5): {e}"))?
+        }
+        None => None,
+    };
     for name in ["sec-websocket-extensions", "sec-websocket-protocol"] {
+        if name == "sec-websocket-extensions" && deflate.is_some() {
+            continue; // checked above
+        }
         let named = values(name).find(|v| !v.is_empty());
         if name == "sec-websocket-protocol" && named.is_some() && named.as_deref() == offered {
             continue; // the one subprotocol offered, selected
@@ -152,7 +195,7 @@ fn check_upgrade_headers(
             ));
         }
     }
-    Ok(())
+    Ok(agreed)
 }
 
 /// The client side of a websocket connection for a load client: each request a masked FIN

@@ -1,6 +1,7 @@
-//! permessage-deflate (RFC 7692) as spec/websocket-deflate.md states it, the server side: the
+//! permessage-deflate (RFC 7692) as spec/websocket-deflate.md states it: the
 //! `Sec-WebSocket-Extensions` grammar (WSD-NEG-1), the offer's parameters (WSD-NEG-2), the
-//! server's choice and response (WSD-NEG-3/4), and one direction's compressor and inflater
+//! server's choice and response (WSD-NEG-3/4), the client's offer and its check of the response
+//! (WSD-NEG-5), and one direction's compressor and inflater
 //! (WSD-CMP-*, WSD-CTX-*, WSD-LIM-1). Mirrors the Python reference
 //! (`conformance/frameproof/protocols/websocket/deflate.py`); zlib-rs (through flate2) does the
 //! DEFLATE work. Opt-in: only with the codec key `websocket.permessage_deflate`.
@@ -140,20 +141,15 @@ pub struct Agreement {
 impl Agreement {
     /// The response's `Sec-WebSocket-Extensions` value (WSD-NEG-3).
     pub fn header(&self) -> String {
-        let mut h = String::from(DEFLATE_NAME);
-        if self.server_no_context_takeover {
-            h.push_str("; server_no_context_takeover");
+        Offer {
+            server_no_context_takeover: self.server_no_context_takeover,
+            client_no_context_takeover: self.client_no_context_takeover,
+            server_max_window_bits: self.server_max_window_bits,
+            client_max_window_bits: self
+                .client_max_window_bits
+                .map_or(ClientBits::Absent, ClientBits::Bits),
         }
-        if self.client_no_context_takeover {
-            h.push_str("; client_no_context_takeover");
-        }
-        if let Some(b) = self.server_max_window_bits {
-            h.push_str(&format!("; server_max_window_bits={b}"));
-        }
-        if let Some(b) = self.client_max_window_bits {
-            h.push_str(&format!("; client_max_window_bits={b}"));
-        }
-        h
+        .header()
     }
 }
 
@@ -222,6 +218,97 @@ pub fn accept<S: AsRef<str>>(values: &[S]) -> Option<Agreement> {
         });
     }
     None
+}
+
+/// What a client offers (reference-impls/README.md, websocket): `client_max_window_bits` (it
+/// follows any window the server asks for) and `client_no_context_takeover`, a hint that binds
+/// the client to reset its compressor after every message whatever the response says (RFC 7692
+/// §7.1.1.2). Without the hint a server that wants the client to reset may decline the offer
+/// (Autobahn's 13.2, 13.5, 13.6 do).
+pub const CLIENT_OFFER: Offer = Offer {
+    server_no_context_takeover: false,
+    client_no_context_takeover: true,
+    server_max_window_bits: None,
+    client_max_window_bits: ClientBits::NoValue,
+};
+
+impl Offer {
+    /// The offer's `Sec-WebSocket-Extensions` value.
+    pub fn header(&self) -> String {
+        let mut h = String::from(DEFLATE_NAME);
+        if self.server_no_context_takeover {
+            h.push_str("; server_no_context_takeover");
+        }
+        if self.client_no_context_takeover {
+            h.push_str("; client_no_context_takeover");
+        }
+        if let Some(b) = self.server_max_window_bits {
+            h.push_str(&format!("; server_max_window_bits={b}"));
+        }
+        match self.client_max_window_bits {
+            ClientBits::Absent => {}
+            ClientBits::NoValue => h.push_str("; client_max_window_bits"),
+            ClientBits::Bits(b) => h.push_str(&format!("; client_max_window_bits={b}")),
+        }
+        h
+    }
+}
+
+/// A client's reading of the server's `Sec-WebSocket-Extensions` values after offering `offer`
+/// (WSD-NEG-5): `Ok(None)` when the server declined (no element), the agreement it must follow
+/// (with the offer's `client_no_context_takeover` hint kept), or `Err`: fail the connection (an
+/// element other than one permessage-deflate, an unknown, repeated or invalid parameter,
+/// `client_max_window_bits` not offered or without a value, a window larger than offered).
+pub fn check_response<S: AsRef<str>>(
+    offer: &Offer,
+    values: &[S],
+) -> Result<Option<Agreement>, String> {
+    let elements = parse_extensions(values)?;
+    let (name, params) = match elements.as_slice() {
+        [] => return Ok(None),
+        [one] => one,
+        _ => {
+            return Err(format!(
+                "{} extension elements in the response",
+                elements.len()
+            ))
+        }
+    };
+    if !name.eq_ignore_ascii_case(DEFLATE_NAME) {
+        return Err(format!("the response names {name:?}, not offered"));
+    }
+    let p = offer_params(params).ok_or_else(|| {
+        "a response parameter is unknown, repeated or has an invalid value".to_string()
+    })?;
+    let client_bits = match (p.client_max_window_bits, offer.client_max_window_bits) {
+        (ClientBits::Absent, _) => None,
+        (ClientBits::NoValue, _) => {
+            return Err("client_max_window_bits without a value in the response".into())
+        }
+        (ClientBits::Bits(_), ClientBits::Absent) => {
+            return Err("client_max_window_bits in the response, not in the offer".into())
+        }
+        (ClientBits::Bits(b), ClientBits::Bits(o)) if b > o => {
+            return Err(format!(
+                "client_max_window_bits={b}, larger than the {o} offered"
+            ))
+        }
+        (ClientBits::Bits(b), _) => Some(b),
+    };
+    if let (Some(b), Some(o)) = (p.server_max_window_bits, offer.server_max_window_bits) {
+        if b > o {
+            return Err(format!(
+                "server_max_window_bits={b}, larger than the {o} offered"
+            ));
+        }
+    }
+    Ok(Some(Agreement {
+        server_no_context_takeover: p.server_no_context_takeover,
+        client_no_context_takeover: p.client_no_context_takeover
+            || offer.client_no_context_takeover,
+        server_max_window_bits: p.server_max_window_bits,
+        client_max_window_bits: client_bits,
+    }))
 }
 
 /// zlib's state for a compressor with memLevel 8 at `bits` (WSD-LIM-2's estimate).

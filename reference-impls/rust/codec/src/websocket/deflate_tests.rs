@@ -398,3 +398,193 @@ fn final_block_then_new_stream_with_the_window() {
     i.finish(&mut m).unwrap();
     assert_eq!(m, b"abcdefgh abcdefgh");
 }
+
+/// The client's offer and its check of the response (WSD-NEG-5): every response a client must
+/// fail refused, the parameters a server may add followed, a declined offer no agreement.
+#[test]
+fn client_checks_the_response() {
+    assert_eq!(
+        CLIENT_OFFER.header(),
+        "permessage-deflate; client_no_context_takeover; client_max_window_bits"
+    );
+    let check = |v: &str| check_response(&CLIENT_OFFER, &[v]);
+    assert_eq!(check(""), Ok(None));
+    let a = check("permessage-deflate").unwrap().unwrap();
+    // the offer's hint binds the client whatever the response says
+    assert!(a.client_no_context_takeover && !a.server_no_context_takeover);
+    assert_eq!(
+        (a.server_max_window_bits, a.client_max_window_bits),
+        (None, None)
+    );
+    let a = check(
+        "PerMessage-Deflate ; server_no_context_takeover;client_max_window_bits=\"9\"; \
+         server_max_window_bits=10",
+    )
+    .unwrap()
+    .unwrap();
+    assert!(a.server_no_context_takeover);
+    assert_eq!(
+        (a.server_max_window_bits, a.client_max_window_bits),
+        (Some(10), Some(9))
+    );
+    for bad in [
+        "permessage-deflate; foo",
+        "permessage-deflate; server_no_context_takeover; server_no_context_takeover",
+        "permessage-deflate; server_max_window_bits=16",
+        "permessage-deflate; server_max_window_bits=010",
+        "permessage-deflate; server_max_window_bits",
+        "permessage-deflate; client_no_context_takeover=1",
+        "permessage-deflate; client_max_window_bits",
+        "permessage-deflate, permessage-deflate",
+        "x-webkit-deflate-frame",
+        "permessage-deflate; ",
+    ] {
+        assert!(check(bad).is_err(), "accepted {bad:?}");
+    }
+    // client_max_window_bits not offered, or larger than offered; server_max_window_bits larger
+    let plain = Offer::default();
+    assert!(check_response(&plain, &["permessage-deflate; client_max_window_bits=15"]).is_err());
+    let small = Offer {
+        server_max_window_bits: Some(10),
+        client_max_window_bits: ClientBits::Bits(10),
+        ..Offer::default()
+    };
+    assert!(check_response(&small, &["permessage-deflate; client_max_window_bits=11"]).is_err());
+    assert!(check_response(&small, &["permessage-deflate; server_max_window_bits=11"]).is_err());
+    assert!(check_response(&small, &["permessage-deflate; server_max_window_bits=10"]).is_ok());
+}
+
+/// The client's opening: the offer sent with `websocket.permessage_deflate`, the server's answer
+/// read into the agreement, a response naming the extension refused when nothing was offered.
+#[test]
+fn client_opening_offers_and_reads_the_agreement() {
+    use crate::protocol::Opening;
+    let c = client_opening_with("127.0.0.1:1", "/", None, true);
+    let req = String::from_utf8(c.request().to_vec()).unwrap();
+    assert!(req.contains(&format!(
+        "Sec-WebSocket-Extensions: {}\r\n",
+        CLIENT_OFFER.header()
+    )));
+    let ep = Endpoint {
+        permessage_deflate: true,
+        ..Endpoint::default()
+    };
+    let (r, _) = handshake_reply_at(c.request(), &ep).unwrap();
+    assert_eq!(c.response(&r.bytes), Ok(Some(r.bytes.len())));
+    assert_eq!(c.agreement(), r.deflate);
+    assert!(c.agreement().is_some_and(|a| a.client_no_context_takeover));
+    // declined: no agreement, and frames without compression
+    let (r, _) = handshake_reply_at(c.request(), &Endpoint::default()).unwrap();
+    assert_eq!(c.response(&r.bytes), Ok(Some(r.bytes.len())));
+    assert_eq!(c.agreement(), None);
+    let text = String::from_utf8(r.bytes).unwrap().replace(
+        "\r\n\r\n",
+        "\r\nSec-WebSocket-Extensions: permessage-deflate; foo\r\n\r\n",
+    );
+    assert!(c
+        .response(text.as_bytes())
+        .unwrap_err()
+        .contains("WSD-NEG-5"));
+    let plain = client_opening_with("127.0.0.1:1", "/", None, false);
+    let (r, _) = handshake_reply_at(plain.request(), &ep).unwrap();
+    assert!(!String::from_utf8(r.bytes.clone())
+        .unwrap()
+        .contains("Extensions"));
+    let named = String::from_utf8(r.bytes).unwrap().replace(
+        "\r\n\r\n",
+        "\r\nSec-WebSocket-Extensions: permessage-deflate\r\n\r\n",
+    );
+    assert!(plain.response(named.as_bytes()).is_err());
+}
+
+/// The client role of the echo session with the extension agreed: the server's compressed
+/// messages (fragmented, with context takeover) inflated, the echoes masked and compressed with
+/// the client's window, RSV1 on the one frame, and read back by a server session's inflater;
+/// with an 8-bit client window (zlib cannot compress with it) the echoes go uncompressed.
+#[test]
+fn client_session_inflates_and_compresses_masked() {
+    for (client_bits, compressed) in [(None, true), (Some(9), true), (Some(8), false)] {
+        let a = Agreement {
+            server_no_context_takeover: false,
+            client_no_context_takeover: true,
+            server_max_window_bits: None,
+            client_max_window_bits: client_bits,
+        };
+        let mut s = WsSession::client_with(1 << 20, Some(a));
+        let mut server = Deflater::new(15, false);
+        let mut reader = Inflater::new(client_bits.unwrap_or(15), true, 1 << 20);
+        let text = "a message the server compresses, with context. ".repeat(30);
+        for round in 0..3 {
+            let mut p = Vec::new();
+            server.compress(text.as_bytes(), &mut p);
+            let mut wire = BytesMut::new();
+            let (x, y) = p.split_at(p.len() / 2);
+            for (first, last, part) in [(true, false, x), (false, true, y)] {
+                let at = wire.len();
+                put_header(
+                    &mut wire,
+                    last,
+                    if first { TEXT } else { CONT },
+                    false,
+                    part.len(),
+                );
+                if first {
+                    wire[at] |= 0x40;
+                }
+                wire.put_slice(part);
+            }
+            s.extend(&wire);
+            let mut out = BytesMut::new();
+            let r = s.process(&mut out);
+            assert!(r.error.is_none(), "{client_bits:?}: {r:?}");
+            let mut d = WsDecoder::new(Role::Server, 0, 0);
+            d.set_deflate(true);
+            let (frames, e) = d.decode_stream([&out[..]]);
+            assert!(e.is_none(), "{e:?}");
+            assert_eq!(frames.len(), 1);
+            let f = &frames[0];
+            assert!(f.fin && f.masked && f.opcode == TEXT as u32, "{f:?}");
+            assert_eq!(f.rsv == 4, compressed, "round {round}: {f:?}");
+            let mut m = Vec::new();
+            if compressed {
+                reader.begin(&m);
+                reader.feed(&f.payload, &mut m).unwrap();
+                reader.finish(&mut m).unwrap();
+            } else {
+                m = f.payload.to_vec();
+            }
+            assert_eq!(m, text.as_bytes(), "{client_bits:?} round {round}");
+        }
+    }
+}
+
+/// The client's inflater keeps the limit (WSD-LIM-1: 1009) and refuses data that does not
+/// inflate (WSD-CMP-3: 1007), closing with a masked close frame.
+#[test]
+fn client_session_limits_and_invalid_data() {
+    let a = check_response(&CLIENT_OFFER, &["permessage-deflate"])
+        .unwrap()
+        .unwrap();
+    for (payload, code) in [
+        (vec![0u8; 64 * 1024], 1009u16),
+        (vec![0xff, 0xff, 0xff], 1007),
+    ] {
+        let mut s = WsSession::client_with(16 * 1024, Some(a));
+        let mut p = Vec::new();
+        Deflater::new(15, false).compress(&payload, &mut p);
+        let body = if code == 1009 { p } else { payload };
+        let mut wire = BytesMut::new();
+        put_header(&mut wire, true, BINARY, false, body.len());
+        wire[0] |= 0x40;
+        wire.put_slice(&body);
+        s.extend(&wire);
+        let mut out = BytesMut::new();
+        let r = s.process(&mut out);
+        assert!(r.closed && r.error.is_some(), "{code}: {r:?}");
+        let mut d = WsDecoder::new(Role::Server, 0, 0);
+        let (frames, _) = d.decode_stream([&out[..]]);
+        assert_eq!(frames.len(), 1);
+        assert!(frames[0].masked && frames[0].opcode == CLOSE as u32);
+        assert_eq!(frames[0].payload[..], code.to_be_bytes());
+    }
+}

@@ -112,6 +112,16 @@ pub fn put_masked_frame(
     mask(&mut out[at..], key, 0);
 }
 
+/// Appends a FIN frame: masked with `key` (a client's) or unmasked (a server's).
+pub fn put_frame(out: &mut BytesMut, opcode: u8, key: Option<[u8; 4]>, payload: &[u8]) {
+    match key {
+        None => put_server_frame(out, opcode, payload),
+        Some(k) => put_masked_frame(out, opcode, k, payload.len(), |p| {
+            p.copy_from_slice(payload)
+        }),
+    }
+}
+
 /// Encodes `f` exactly as given, or refuses it (§14: WS-HDR-2, WS-HDR-3, WS-CTL-1, WS-CTL-2,
 /// WS-MASK-4, WS-LIM-3, in that order) without writing anything. `max_payload` 0 = 10 MiB.
 pub fn encode(out: &mut BytesMut, f: &WsFrame, max_payload: u64) -> Result<(), ProtocolError> {

@@ -27,12 +27,14 @@ pub struct WsSession {
 }
 
 /// permessage-deflate on one connection (spec/websocket-deflate.md): the inflater of the
-/// client's messages and the compressor of the echoes (their zlib state created at the first
+/// peer's messages and the compressor of the echoes (their zlib state created at the first
 /// compressed message, WSD-LIM-2), and the message being reassembled.
 #[derive(Debug)]
 pub struct DeflateState {
     inflater: Inflater,
-    deflater: Deflater,
+    /// None: the agreed window is one zlib cannot compress with (8 bits, WSD-NEG-4), so the
+    /// echoes go uncompressed (WSD-FRM-1 allows it).
+    deflater: Option<Deflater>,
     /// The message in progress is compressed (RSV1 on its first frame).
     compressed: bool,
     /// Its bytes: inflated as its frames arrive, or as received; its UTF-8 state once inflated.
@@ -46,18 +48,20 @@ pub struct DeflateState {
 const KEEP: usize = 128 * 1024;
 
 impl DeflateState {
-    /// The server's side of agreement `a`: the client's messages inflated with their limit.
-    pub fn new(a: &Agreement, max_message: u64) -> Self {
+    /// `role`'s side of agreement `a`: the peer's messages inflated with their limit, ours
+    /// compressed with our window and context (RFC 7692 §7.1: `server_*` is the server's sending
+    /// side, `client_*` the client's).
+    pub fn new(a: &Agreement, max_message: u64, role: Role) -> Self {
+        let server = (a.server_max_window_bits, a.server_no_context_takeover);
+        let client = (a.client_max_window_bits, a.client_no_context_takeover);
+        let ((in_bits, in_reset), (out_bits, out_reset)) = match role {
+            Role::Server => (client, server),
+            Role::Client => (server, client),
+        };
+        let out_bits = out_bits.unwrap_or(15);
         DeflateState {
-            inflater: Inflater::new(
-                a.client_max_window_bits.unwrap_or(15),
-                a.client_no_context_takeover,
-                max_message,
-            ),
-            deflater: Deflater::new(
-                a.server_max_window_bits.unwrap_or(15),
-                a.server_no_context_takeover,
-            ),
+            inflater: Inflater::new(in_bits.unwrap_or(15), in_reset, max_message),
+            deflater: (out_bits >= 9).then(|| Deflater::new(out_bits, out_reset)),
             compressed: false,
             msg: Vec::new(),
             utf8: Utf8::default(),
@@ -118,15 +122,23 @@ impl DeflateState {
         Ok(fin)
     }
 
-    /// Appends the echo of the complete message: compressed, RSV1 on its (only) frame.
-    pub fn echo(&mut self, out: &mut BytesMut, opcode: u8) {
-        self.scratch.clear();
-        self.deflater.compress(&self.msg, &mut self.scratch);
-        out.reserve(10 + self.scratch.len());
+    /// Appends the echo of the complete message as one frame, masked with `key` (the client
+    /// role) or not: compressed with RSV1 set (WSD-FRM-1), or as it is where there is no
+    /// compressor.
+    pub fn echo(&mut self, out: &mut BytesMut, opcode: u8, key: Option<[u8; 4]>) {
         let at = out.len();
-        put_header(out, true, opcode, false, self.scratch.len());
-        out[at] |= 0x40; // RSV1 (WSD-FRM-1)
-        out.put_slice(&self.scratch);
+        let payload = match self.deflater.as_mut() {
+            Some(d) => {
+                self.scratch.clear();
+                d.compress(&self.msg, &mut self.scratch);
+                &self.scratch
+            }
+            None => &self.msg,
+        };
+        put_frame(out, opcode, key, payload);
+        if self.deflater.is_some() {
+            out[at] |= 0x40; // RSV1 (WSD-FRM-1)
+        }
     }
 
     /// The message is done: its buffers emptied (given back when large).
@@ -153,7 +165,7 @@ impl DeflateState {
 
     /// The zlib state (WSD-LIM-2).
     pub fn cost(&self) -> usize {
-        self.inflater.cost() + self.deflater.cost()
+        self.inflater.cost() + self.deflater.as_ref().map_or(0, Deflater::cost)
     }
 }
 
@@ -174,21 +186,30 @@ impl WsSession {
     /// The same echo service in the client role (fp-autobahn-client): unmasked frames in,
     /// masked frames with fresh random keys out (WS-MASK-*); `max` bounds frames and messages.
     pub fn client(max: u64) -> Self {
+        Self::client_with(max, None)
+    }
+
+    /// [`WsSession::client`] on a connection whose opening agreed permessage-deflate `deflate`
+    /// ([`ClientOpening::agreement`]): the server's messages inflated, the echoes compressed
+    /// with the client's window and context.
+    pub fn client_with(max: u64, deflate: Option<Agreement>) -> Self {
         let p = WebSocket::new(Role::Client, max, max);
-        WsSession {
+        let mut s = WsSession {
             keys: Some(Keys::default()),
             ..WsSession::new(&p, false, false)
+        };
+        if let Some(a) = &deflate {
+            s.io.dec.set_deflate(true);
+            let max = s.io.dec.max_message;
+            s.deflate = Some(Box::new(DeflateState::new(a, max, Role::Client)));
         }
+        s
     }
 
     /// Appends a FIN frame of this endpoint's role.
     fn put(&mut self, out: &mut BytesMut, opcode: u8, payload: &[u8]) {
-        match self.keys.as_mut() {
-            None => put_server_frame(out, opcode, payload),
-            Some(k) => put_masked_frame(out, opcode, k.key(), payload.len(), |p| {
-                p.copy_from_slice(payload)
-            }),
-        }
+        let key = self.keys.as_mut().map(Keys::key);
+        put_frame(out, opcode, key, payload);
     }
 
     /// Reads the opening handshake from the buffer; false while it is incomplete.
@@ -203,7 +224,7 @@ impl WsSession {
             if let Some(a) = &reply.deflate {
                 self.io.dec.set_deflate(true);
                 let max = self.io.dec.max_message;
-                self.deflate = Some(Box::new(DeflateState::new(a, max)));
+                self.deflate = Some(Box::new(DeflateState::new(a, max, Role::Server)));
             }
             self.io.dec.skip(used);
             self.opening = false;
@@ -252,12 +273,14 @@ impl WsSession {
             self.opcode = op;
         }
         let at = self.io.dec.position();
-        let d = self.deflate.as_mut().expect("deflate agreed");
+        let Some(d) = self.deflate.as_mut() else {
+            return;
+        };
         let text = self.opcode == TEXT;
         match d.frame(op != CONT, f.rsv & 4 != 0, text, f.fin, &f.payload, at) {
             Ok(true) => {
                 if !self.sink {
-                    d.echo(out, self.opcode);
+                    d.echo(out, self.opcode, self.keys.as_mut().map(Keys::key));
                 }
                 d.release();
             }

@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! fp-autobahn-client --connect HOST:PORT --agent NAME [--cases all|N] [--timeout-ms MS]
+//!                    [--codec JSON]
 //! ```
 //!
 //! `GET /getCaseCount` (one text message: the count), then for each case
@@ -11,6 +12,11 @@
 //! the websocket echo session of the codec in the client role (`WsSession::client`: masked frames
 //! out, unmasked in, the same message layer, UTF-8 checks and close handling as the server), with
 //! frames and messages up to 64 MiB. Exits 0 when every case ran; the verdicts are Autobahn's.
+//! `--codec` (a `websocket` codec, reference-impls/README.md) with `websocket.permessage_deflate`
+//! true offers permessage-deflate on every connection ([`CLIENT_OFFER`]), refuses an invalid
+//! response (WSD-NEG-5: the connection dropped, nothing sent, exit 1), and then inflates what the
+//! server sends and compresses the echoes as agreed (spec/websocket-deflate.md); its limits do
+//! not lower the 64 MiB.
 //! Every wait is bounded by `--timeout-ms` (default 60000) without a byte received.
 
 use std::io::{Read, Write};
@@ -19,14 +25,16 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use fp_net::Cli;
-use frameproof_codec::protocol::{open_blocking, ServerSession};
-use frameproof_codec::websocket::{client_opening_to, Role, WsDecoder, WsSession, TEXT};
+use frameproof_codec::protocol::{open_blocking, Protocol, ServerSession};
+use frameproof_codec::websocket::{
+    client_opening_with, Agreement, Role, WebSocket, WsDecoder, WsSession, TEXT,
+};
 use frameproof_codec::FrameDecoder;
 
 const CLI: Cli = Cli {
     program: "fp-autobahn-client",
     usage: "usage: fp-autobahn-client --connect HOST:PORT --agent NAME [--cases all|N] \
-[--timeout-ms MS]",
+[--timeout-ms MS] [--codec JSON]",
 };
 
 /// Frames and messages up to this size (Autobahn's largest are 16 MiB).
@@ -39,10 +47,26 @@ struct Config {
     /// `None`: every case.
     case: Option<u32>,
     timeout: Duration,
+    /// `websocket.permessage_deflate` of `--codec`: offer the extension.
+    deflate: bool,
 }
 
 fn parse() -> Result<Config, String> {
-    let o = CLI.parse(&["connect", "agent", "cases", "timeout-ms"], &[]);
+    let o = CLI.parse(&["connect", "agent", "cases", "timeout-ms", "codec"], &[]);
+    let deflate = match o.get("codec") {
+        None => false,
+        Some(_) => {
+            let cfg = o.codec()?;
+            if cfg.protocol != WebSocket::NAME {
+                return Err(format!(
+                    "--codec: protocol {:?}, not websocket",
+                    cfg.protocol
+                ));
+            }
+            let ws = WebSocket::from_config(&cfg).map_err(|e| format!("--codec: {e}"))?;
+            ws.endpoint.permessage_deflate
+        }
+    };
     let addr = o.required("connect")?.to_string();
     let agent = o.required("agent")?.to_string();
     if agent.is_empty()
@@ -70,21 +94,27 @@ fn parse() -> Result<Config, String> {
         agent,
         case,
         timeout: Duration::from_millis(ms),
+        deflate,
     })
 }
 
-/// Connects and runs the opening handshake for `path`; returns the stream and what followed the
-/// server's answer.
-fn open(cfg: &Config, path: &str) -> Result<(TcpStream, Vec<u8>), String> {
+/// Connects and runs the opening handshake for `path`; returns the stream, what followed the
+/// server's answer, and the permessage-deflate agreement (when offered and accepted).
+/// permessage-deflate is offered with `deflate` (the cases' connections, not the count's).
+fn open(
+    cfg: &Config,
+    path: &str,
+    deflate: bool,
+) -> Result<(TcpStream, Vec<u8>, Option<Agreement>), String> {
     let mut s = TcpStream::connect(&cfg.addr).map_err(|e| format!("connect {}: {e}", cfg.addr))?;
     s.set_nodelay(true).map_err(|e| e.to_string())?;
     s.set_read_timeout(Some(cfg.timeout))
         .map_err(|e| e.to_string())?;
     s.set_write_timeout(Some(cfg.timeout))
         .map_err(|e| e.to_string())?;
-    let opening = client_opening_to(&cfg.addr, path);
+    let opening = client_opening_with(&cfg.addr, path, None, deflate);
     let rest = open_blocking(&opening, &mut s).map_err(|e| format!("{path}: {e}"))?;
-    Ok((s, rest))
+    Ok((s, rest, opening.agreement()))
 }
 
 /// Reads until the server closes (or the timeout passes): the end of a closed session.
@@ -99,7 +129,7 @@ fn drain(s: &mut TcpStream) {
 
 /// `/getCaseCount`: the one text message the server sends is the count.
 fn case_count(cfg: &Config) -> Result<u32, String> {
-    let (mut s, rest) = open(cfg, "/getCaseCount")?;
+    let (mut s, rest, _) = open(cfg, "/getCaseCount", false)?;
     let mut dec = WsDecoder::new(Role::Client, MAX_MESSAGE, MAX_MESSAGE);
     dec.extend(&rest);
     let mut chunk = vec![0u8; READ_CHUNK];
@@ -123,8 +153,8 @@ fn case_count(cfg: &Config) -> Result<u32, String> {
 
 /// One connection of the echo session in the client role, until the server closes it.
 fn echo(cfg: &Config, path: &str) -> Result<(), String> {
-    let (mut s, rest) = open(cfg, path)?;
-    let mut session = WsSession::client(MAX_MESSAGE);
+    let (mut s, rest, agreed) = open(cfg, path, cfg.deflate)?;
+    let mut session = WsSession::client_with(MAX_MESSAGE, agreed);
     let mut out = BytesMut::new();
     session.extend(&rest);
     loop {
