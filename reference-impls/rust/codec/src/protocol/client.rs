@@ -113,6 +113,13 @@ pub trait ClientMatcher<T> {
     /// Processes one received frame.
     fn receive(&mut self, frame: &Self::Frame) -> Received<T>;
 
+    /// A received frame as the client reads it, before [`Self::receive`]: `Ok(None)` as it is,
+    /// `Ok(Some(f))` with what the opening negotiated undone (websocket: a compressed message
+    /// inflated), `Err` when that fails (the reply is then an error).
+    fn incoming(&mut self, _frame: &Self::Frame) -> Result<Option<Self::Frame>, String> {
+        Ok(None)
+    }
+
     /// Completes the requests whose deadline is `<= now`, and whatever the protocol fails
     /// with them.
     fn expire(&mut self, now: u64) -> Expired<T> {
@@ -142,6 +149,11 @@ pub trait Opening: Send {
     /// The bytes received so far: `Ok(None)` while the response is incomplete, `Ok(Some(n))`
     /// when its `n` bytes are complete and right (frames follow them), `Err` when it is wrong.
     fn response(&self, buf: &[u8]) -> Result<Option<usize>, String>;
+    /// Once the response was complete and right: what it agreed to beyond the protocol's base
+    /// (websocket: the `Sec-WebSocket-Extensions` value accepted), read by [`Protocol::opened`](super::Protocol::opened).
+    fn negotiated(&self) -> Option<String> {
+        None
+    }
 }
 
 /// Runs a client's opening handshake on a blocking stream: writes the request, reads until the

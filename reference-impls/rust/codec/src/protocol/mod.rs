@@ -192,6 +192,13 @@ pub trait Protocol: Sized + Clone + Send + Sync + 'static {
         None
     }
 
+    /// The protocol of one connection whose opening handshake `opening` completed: what the
+    /// server's answer agreed to ([`Opening::negotiated`]; websocket: permessage-deflate), else
+    /// this one.
+    fn opened(&self, _opening: &dyn Opening) -> Self {
+        self.clone()
+    }
+
     /// Appends what a client sends before it closes (websocket: a close frame with code 1000)
     /// and returns true, or false where the protocol has nothing to say.
     fn put_goodbye(&self, _out: &mut BytesMut) -> bool {

@@ -147,6 +147,10 @@ impl crate::protocol::Opening for ClientOpening {
         self.agreed.set(agreed);
         Ok(Some(used))
     }
+
+    fn negotiated(&self) -> Option<String> {
+        self.agreement().map(|a| a.header())
+    }
 }
 
 /// The checks of a 101 answer besides its accept key (WS-HS-7, RFC 6455 §4.1 points 2, 3, 5, 6):
@@ -205,6 +209,8 @@ pub struct WsClient<T> {
     pub(super) m: FifoMatcher<T>,
     pub(super) keys: Keys,
     pub(super) proto: WebSocket,
+    /// permessage-deflate agreed: requests compressed, echoes inflated (the session's state).
+    pub(super) deflate: Option<Box<DeflateState>>,
 }
 
 impl<T> ClientMatcher<T> for WsClient<T> {
@@ -218,12 +224,40 @@ impl<T> ClientMatcher<T> for WsClient<T> {
     ) -> SendResult {
         let ws = self.proto;
         let keys = &mut self.keys;
+        let deflate = &mut self.deflate;
         send_fifo(&mut self.m, keep, || {
             ws.check_request(p.len)?;
             let Payload { len, out, fill } = p;
-            put_masked_frame(out, ws.opcode, keys.key(), len, fill);
+            match deflate {
+                None => put_masked_frame(out, ws.opcode, keys.key(), len, fill),
+                Some(d) => d.send(out, ws.opcode, keys.key(), len, fill),
+            }
             Ok(())
         })
+    }
+
+    /// A compressed echo (RSV1) inflated into one frame without RSV1; 1007/1009-class failures
+    /// (WSD-CMP-3, WSD-LIM-1, WSD-CMP-4) and a fragmented compressed echo are errors.
+    fn incoming(&mut self, f: &WsFrame) -> Result<Option<WsFrame>, String> {
+        let Some(d) = self.deflate.as_mut() else {
+            return Ok(None);
+        };
+        if f.rsv & 4 == 0 || f.opcode >= 8 {
+            return Ok(None);
+        }
+        if !f.fin {
+            return Err("a compressed echo in more than one frame".into());
+        }
+        let text = f.opcode == u32::from(TEXT);
+        let r = d.frame(true, true, text, true, &f.payload, 0);
+        let inflated = r.map(|_| Bytes::copy_from_slice(d.message()));
+        d.release();
+        let payload = inflated.map_err(|e| format!("the echo does not inflate: {e}"))?;
+        Ok(Some(WsFrame {
+            rsv: 0,
+            payload,
+            ..f.clone()
+        }))
     }
 
     /// Data frames complete the oldest request; control frames complete nothing.

@@ -588,3 +588,51 @@ fn client_session_limits_and_invalid_data() {
         assert_eq!(frames[0].payload[..], code.to_be_bytes());
     }
 }
+
+/// The load client with `websocket.permessage_deflate`: it offers, reads the agreement into its
+/// connection's protocol ([`Protocol::opened`]), sends masked compressed requests the server
+/// session inflates and echoes compressed, and inflates the echoes before matching them.
+#[test]
+fn load_client_compresses_and_inflates() {
+    use crate::protocol::ClientMatcher;
+    let cfg = CodecConfig::parse(
+        r#"{"protocol": "websocket", "websocket": {"permessage_deflate": true}}"#,
+    )
+    .unwrap();
+    let p = WebSocket::from_config(&cfg).unwrap();
+    let opening = p.client_side().opening("127.0.0.1:1").unwrap();
+    let mut server = p.net_session(false).unwrap();
+    server.extend(opening.request());
+    let mut answer = BytesMut::new();
+    assert!(server.process(&mut answer).error.is_none());
+    assert_eq!(opening.response(&answer), Ok(Some(answer.len())));
+    let conn = p.client_side().opened(&*opening);
+    assert!(conn.deflate.is_some_and(|a| a.client_no_context_takeover));
+    let mut client = conn.client::<u32>(1_000_000);
+    let mut dec = conn.decoder();
+    let payload = b"compressible payload, compressible payload, compressible payload".repeat(8);
+    for i in 0..3u32 {
+        let mut out = BytesMut::new();
+        client
+            .send_request(0, i, payload.len(), &mut out, |b| {
+                b.copy_from_slice(&payload)
+            })
+            .unwrap();
+        assert_eq!(out[0] & 0x40, 0x40, "RSV1 on the request");
+        assert!(out.len() < payload.len(), "compressed: {} bytes", out.len());
+        server.extend(&out);
+        let mut echo = BytesMut::new();
+        assert!(server.process(&mut echo).error.is_none());
+        dec.extend(&echo);
+        let f = dec.decode().unwrap().unwrap();
+        assert_eq!(f.rsv, 4);
+        let g = client.incoming(&f).unwrap().unwrap();
+        assert_eq!((g.rsv, &g.payload[..]), (0, &payload[..]));
+        assert!(matches!(client.receive(&g), crate::matcher::Received::Reply(t) if t == i));
+    }
+    // without the codec key: no offer, no agreement, frames as they are
+    let plain = WebSocket::from_config(&CodecConfig::named("websocket")).unwrap();
+    let o = plain.client_side().opening("127.0.0.1:1").unwrap();
+    assert!(!String::from_utf8_lossy(o.request()).contains("Extensions"));
+    assert_eq!(plain.client_side().opened(&*o).deflate, None);
+}

@@ -15,6 +15,9 @@ pub struct WebSocket {
     pub opcode: u8,
     /// The echo service's path and subprotocol (`websocket.path`, `websocket.subprotocol`).
     pub endpoint: Endpoint,
+    /// A client's connection after its opening: permessage-deflate as the server agreed it
+    /// ([`Protocol::opened`]).
+    pub deflate: Option<Agreement>,
 }
 
 impl WebSocket {
@@ -26,6 +29,7 @@ impl WebSocket {
             max_message: d.max_message,
             opcode: BINARY,
             endpoint: Endpoint::default(),
+            deflate: None,
         }
     }
 
@@ -129,7 +133,9 @@ impl Protocol for WebSocket {
     }
 
     fn decoder(&self) -> WsDecoder {
-        WsDecoder::new(self.role, self.max_frame, self.max_message)
+        let mut d = WsDecoder::new(self.role, self.max_frame, self.max_message);
+        d.set_deflate(self.deflate.is_some());
+        d
     }
 
     fn encode(&self, f: &WsFrame, out: &mut BytesMut) -> Result<(), ProtocolError> {
@@ -227,6 +233,9 @@ impl Protocol for WebSocket {
             m: FifoMatcher::new(timeout, usize::MAX),
             keys: Keys::default(),
             proto: *self,
+            deflate: self
+                .deflate
+                .map(|a| Box::new(DeflateState::new(&a, self.max_message, Role::Client))),
         }
     }
 
@@ -334,11 +343,20 @@ impl Protocol for WebSocket {
 
     fn opening(&self, host: &str) -> Option<Box<dyn crate::protocol::Opening>> {
         let path = self.endpoint.path.unwrap_or("/");
-        Some(Box::new(client_opening_offering(
+        Some(Box::new(client_opening_with(
             host,
             path,
             self.endpoint.subprotocol,
+            self.endpoint.permessage_deflate,
         )))
+    }
+
+    /// permessage-deflate as the answer agreed it (`websocket.permessage_deflate`: offered).
+    fn opened(&self, opening: &dyn crate::protocol::Opening) -> Self {
+        let deflate = opening
+            .negotiated()
+            .and_then(|v| check_response(&CLIENT_OFFER, &[v]).ok().flatten());
+        WebSocket { deflate, ..*self }
     }
 
     fn put_goodbye(&self, out: &mut BytesMut) -> bool {

@@ -141,6 +141,28 @@ impl DeflateState {
         }
     }
 
+    /// Sends a message of `len` bytes written by `fill` as one masked frame (the load client),
+    /// compressed as [`Self::echo`] does.
+    pub fn send(
+        &mut self,
+        out: &mut BytesMut,
+        opcode: u8,
+        key: [u8; 4],
+        len: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) {
+        self.msg.clear();
+        self.msg.resize(len, 0);
+        fill(&mut self.msg);
+        self.echo(out, opcode, Some(key));
+        self.release();
+    }
+
+    /// The complete message (after [`Self::frame`] returned true).
+    pub fn message(&self) -> &[u8] {
+        &self.msg
+    }
+
     /// The message is done: its buffers emptied (given back when large).
     pub fn release(&mut self) {
         self.msg.clear();

@@ -10,7 +10,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::cli::Mode;
-use crate::connection::{fail_pending, goodbye, on_frame, send_request, Run, READ_CHUNK};
+use crate::connection::{fail_pending, goodbye, on_frame, send_request, Opened, Run, READ_CHUNK};
 use crate::report::Report;
 
 /// Per-packet mode (a batch of 1) and batched mode (`--batch N`): a batch of requests written
@@ -20,13 +20,13 @@ use crate::report::Report;
 pub async fn batch_connection<P: Protocol>(
     run: Arc<Run<P>>,
     mut stream: TcpStream,
-    leftover: BytesMut,
+    opened: Opened<P>,
     quota: Option<u64>,
 ) -> Report {
     let mut rep = Report::new();
     let len = run.cfg.payload;
-    let mut m = run.client();
-    let mut dec = run.decoder(&leftover);
+    let mut m = run.client(&opened);
+    let mut dec = run.decoder(&opened);
     let size = if run.cfg.mode == Mode::Batched {
         run.cfg.window as u64
     } else {

@@ -38,13 +38,13 @@ impl<P: Protocol> Run<P> {
         t.saturating_duration_since(self.start).as_micros() as u64
     }
     /// A client for one connection.
-    pub fn client(&self) -> Client<P> {
-        self.proto.client(self.cfg.timeout.as_micros() as u64)
+    pub fn client(&self, c: &Opened<P>) -> Client<P> {
+        c.proto.client(self.cfg.timeout.as_micros() as u64)
     }
     /// A decoder for one connection, holding what followed the opening handshake.
-    pub fn decoder(&self, leftover: &[u8]) -> P::Decoder {
-        let mut d = self.proto.decoder();
-        d.extend(leftover);
+    pub fn decoder(&self, c: &Opened<P>) -> P::Decoder {
+        let mut d = c.proto.decoder();
+        d.extend(&c.leftover);
         d
     }
     /// The payload of request `index` (text protocols: its hex form).
@@ -65,17 +65,27 @@ impl<P: Protocol> Run<P> {
     }
 }
 
-/// The opening handshake of one connection, where the protocol has one: the bytes that followed
-/// the server's answer (frames), or why it failed.
+/// One connection after its opening handshake: the bytes that followed the server's answer
+/// (frames), and the protocol as the handshake left it ([`Protocol::opened`]: websocket with
+/// permessage-deflate agreed or not).
+pub struct Opened<P> {
+    pub leftover: BytesMut,
+    pub proto: P,
+}
+
+/// The opening handshake of one connection, where the protocol has one, or why it failed.
 pub async fn open<P: Protocol>(
     proto: &P,
     host: &str,
     stream: &mut TcpStream,
     timeout: Duration,
-) -> Result<BytesMut, String> {
+) -> Result<Opened<P>, String> {
     let mut buf = BytesMut::new();
     let Some(opening) = proto.opening(host) else {
-        return Ok(buf);
+        return Ok(Opened {
+            leftover: buf,
+            proto: proto.clone(),
+        });
     };
     let deadline = tokio::time::Instant::now() + timeout;
     match tokio::time::timeout_at(deadline, stream.write_all(opening.request())).await {
@@ -86,7 +96,10 @@ pub async fn open<P: Protocol>(
     loop {
         if let Some(n) = opening.response(&buf)? {
             let _ = buf.split_to(n);
-            return Ok(buf);
+            return Ok(Opened {
+                leftover: buf,
+                proto: proto.opened(&*opening),
+            });
         }
         buf.reserve(4096);
         match tokio::time::timeout_at(deadline, stream.read_buf(&mut buf)).await {
@@ -184,6 +197,12 @@ pub fn on_frame<P: Protocol>(
     rep: &mut Report,
     len: usize,
 ) -> bool {
+    // what the opening negotiated undone first (websocket: a compressed echo inflated)
+    let (inflated, why) = match m.incoming(f) {
+        Ok(g) => (g, None),
+        Err(e) => (None, Some(e)),
+    };
+    let f = inflated.as_ref().unwrap_or(f);
     let got = m.receive(f);
     if !P::STRAYS_ARE_ERRORS && matches!(got, Received::Unmatched | Received::PeerRequest) {
         return false;
@@ -192,7 +211,9 @@ pub fn on_frame<P: Protocol>(
     match got {
         Received::Reply(tag) => {
             let payload = P::payload(f);
-            if let Err(why) = run.proto.check_reply(f) {
+            if let Some(why) = why {
+                rep.error(format!("request {}: {why}", tag.index));
+            } else if let Err(why) = run.proto.check_reply(f) {
                 rep.error(format!("request {}: {why}", tag.index));
             } else if !run.matches(tag.index, len, payload) {
                 rep.error(format!(

@@ -120,7 +120,7 @@ async fn run<P: Protocol>(proto: P, cfg: Config) -> i32 {
             Err(_) => return fail(format!("connection {i} to {}: timed out", cfg.addr)),
         };
         match open(&proto, &cfg.addr, &mut s, cfg.timeout).await {
-            Ok(leftover) => streams.push((s, leftover)),
+            Ok(opened) => streams.push((s, opened)),
             Err(e) => return fail(format!("connection {i} to {}: {e}", cfg.addr)),
         }
     }
@@ -133,7 +133,7 @@ async fn run<P: Protocol>(proto: P, cfg: Config) -> i32 {
         cfg: cfg.clone(),
     });
     let mut handles = Vec::with_capacity(cfg.connections);
-    for (i, (stream, leftover)) in streams.into_iter().enumerate() {
+    for (i, (stream, opened)) in streams.into_iter().enumerate() {
         // The first N % C connections send one more (README contract).
         let quota = cfg.requests.map(|n| {
             let c = cfg.connections as u64;
@@ -142,12 +142,12 @@ async fn run<P: Protocol>(proto: P, cfg: Config) -> i32 {
         let run = run.clone();
         handles.push(tokio::spawn(async move {
             match run.cfg.mode {
-                Mode::Receive => receive_connection(run, stream, leftover, quota).await,
+                Mode::Receive => receive_connection(run, stream, opened, quota).await,
                 Mode::PerPacket | Mode::Batched => {
-                    batch_connection(run, stream, leftover, quota).await
+                    batch_connection(run, stream, opened, quota).await
                 }
-                Mode::Pipelined => echo_connection(run, stream, leftover, quota).await,
-                Mode::Stream => stream_connection(run, stream, leftover, quota).await,
+                Mode::Pipelined => echo_connection(run, stream, opened, quota).await,
+                Mode::Stream => stream_connection(run, stream, opened, quota).await,
             }
         }));
     }

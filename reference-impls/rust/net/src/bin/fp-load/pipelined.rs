@@ -17,7 +17,8 @@ use tokio::net::TcpStream;
 use tokio::sync::{Notify, Semaphore};
 
 use crate::connection::{
-    fail_pending, goodbye, max_batch_frames, on_frame, send_request, Client, Run, READ_CHUNK,
+    fail_pending, goodbye, max_batch_frames, on_frame, send_request, Client, Opened, Run,
+    READ_CHUNK,
 };
 use crate::report::Report;
 
@@ -39,12 +40,12 @@ struct Conn<P: Protocol> {
 pub async fn echo_connection<P: Protocol>(
     run: Arc<Run<P>>,
     stream: TcpStream,
-    leftover: BytesMut,
+    opened: Opened<P>,
     quota: Option<u64>,
 ) -> Report {
     let (rd, wr) = stream.into_split();
     let conn = Arc::new(Conn::<P> {
-        matcher: Mutex::new(run.client()),
+        matcher: Mutex::new(run.client(&opened)),
         window: Semaphore::new(run.cfg.window),
         sent: AtomicU64::new(0),
         writer_done: AtomicBool::new(false),
@@ -52,7 +53,7 @@ pub async fn echo_connection<P: Protocol>(
         writer_error: Mutex::new(None),
     });
     let mut writer = tokio::spawn(write_requests(run.clone(), conn.clone(), wr, quota));
-    let (mut rep, mut rd, dec, failed) = read_replies(&run, &conn, rd, &leftover).await;
+    let (mut rep, mut rd, dec, failed) = read_replies(&run, &conn, rd, &opened).await;
     // The reader only returns when the writer is done or the connection failed: the writer
     // hands its half back when it is done (a failed connection closes the window, which ends it).
     match tokio::time::timeout(run.cfg.timeout, &mut writer).await {
@@ -155,10 +156,10 @@ async fn read_replies<P: Protocol>(
     run: &Run<P>,
     conn: &Conn<P>,
     mut rd: OwnedReadHalf,
-    leftover: &[u8],
+    opened: &Opened<P>,
 ) -> (Report, OwnedReadHalf, P::Decoder, bool) {
     let mut rep = Report::new();
-    let mut dec = run.decoder(leftover);
+    let mut dec = run.decoder(opened);
     let len = run.cfg.payload;
     let mut failed = false;
     loop {

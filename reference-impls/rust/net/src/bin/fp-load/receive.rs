@@ -10,7 +10,7 @@ use frameproof_codec::FrameDecoder;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::connection::{describe, max_batch_frames, Run, READ_CHUNK};
+use crate::connection::{describe, max_batch_frames, Opened, Run, READ_CHUNK};
 use crate::report::Report;
 
 /// Receive mode: write requests in batches of `window` frames, expect no replies; then
@@ -19,13 +19,13 @@ use crate::report::Report;
 pub async fn receive_connection<P: Protocol>(
     run: Arc<Run<P>>,
     stream: TcpStream,
-    leftover: BytesMut,
+    opened: Opened<P>,
     quota: Option<u64>,
 ) -> Report {
     let mut rep = Report::new();
     let (mut rd, mut wr) = stream.into_split();
     let len = run.cfg.payload;
-    let mut m = run.client();
+    let mut m = run.client(&opened);
     let mut batch = BytesMut::with_capacity(READ_CHUNK);
     loop {
         let remaining = quota.map_or(u64::MAX, |q| q - rep.sent);
@@ -64,7 +64,7 @@ pub async fn receive_connection<P: Protocol>(
         let _ = tokio::time::timeout(run.cfg.timeout, wr.write_all(&bye)).await;
     }
     let _ = wr.shutdown().await;
-    let mut dec = run.decoder(&leftover);
+    let mut dec = run.decoder(&opened);
     let deadline = tokio::time::Instant::now() + run.cfg.timeout;
     loop {
         dec.buffer_mut().reserve(READ_CHUNK);

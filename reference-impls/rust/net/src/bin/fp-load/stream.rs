@@ -10,7 +10,7 @@ use frameproof_codec::FrameDecoder;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::connection::{describe, Run, Tag, READ_CHUNK};
+use crate::connection::{describe, Opened, Run, Tag, READ_CHUNK};
 use crate::report::Report;
 
 /// Reads the next frame, waiting at most until `deadline`.
@@ -55,7 +55,7 @@ async fn write_by(
 pub async fn stream_connection<P: Protocol>(
     run: Arc<Run<P>>,
     mut stream: TcpStream,
-    leftover: BytesMut,
+    opened: Opened<P>,
     quota: Option<u64>,
 ) -> Report {
     let mut rep = Report::new();
@@ -67,7 +67,7 @@ pub async fn stream_connection<P: Protocol>(
     let frames = run.cfg.frames_per_stream;
     let window = run.cfg.window;
     let timeout = run.cfg.timeout;
-    let mut dec = run.decoder(&leftover);
+    let mut dec = run.decoder(&opened);
     let mut out = BytesMut::with_capacity(READ_CHUNK);
     let mut inflight: std::collections::VecDeque<Tag> = std::collections::VecDeque::new();
     let mut next_id: u32 = 0;
