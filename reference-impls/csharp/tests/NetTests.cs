@@ -244,6 +244,8 @@ namespace Frameproof.Tests
         [TestCase("fp-load.exe", "--protocol standard --connect 127.0.0.1:9 --requests 1 --mode batched --batch 256", "--batch must be at most 255")]
         [TestCase("fp-autobahn-client.exe", "--connect 127.0.0.1:9", "option --agent is required")]
         [TestCase("fp-autobahn-client.exe", "--connect 127.0.0.1:9 --agent a --cases some", "--cases must be 'all' or a number")]
+        [TestCase("fp-autobahn-client.exe", "--connect 127.0.0.1:9 --agent a --codec \"{\\\"protocol\\\": \\\"standard\\\"}\"", "--codec: the protocol must be websocket")]
+        [TestCase("fp-autobahn-client.exe", "--connect 127.0.0.1:9 --agent a --codec \"{\\\"protocol\\\": \\\"websocket\\\", \\\"websocket\\\": {\\\"permessage_deflate\\\": 1}}\"", "--codec: ")]
         public void UsageErrors_Exit2_OneLineThenUsage(string exe, string args, string why)
         {
             string stdout, stderr;

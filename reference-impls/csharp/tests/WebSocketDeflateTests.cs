@@ -97,11 +97,11 @@ namespace Frameproof.Tests
 
         static readonly byte[] Key = { 0x37, 0xfa, 0x21, 0x3d };
 
-        /// <summary>A masked client frame, RSV1 set when <paramref name="rsv1"/>.</summary>
-        static byte[] Frame(bool fin, bool rsv1, byte opcode, byte[] payload)
+        /// <summary>A masked client frame (unmasked: a server's), RSV1 set when <paramref name="rsv1"/>.</summary>
+        static byte[] Frame(bool fin, bool rsv1, byte opcode, byte[] payload, bool masked = true)
         {
-            var b = new byte[WsEncoder.HeaderLength(payload.Length, true) + payload.Length];
-            WsEncoder.Write(fin, opcode, Key, payload, b);
+            var b = new byte[WsEncoder.HeaderLength(payload.Length, masked) + payload.Length];
+            WsEncoder.Write(fin, opcode, masked ? Key : new byte[0], payload, b);
             if (rsv1) b[0] |= 0x40;
             return b;
         }
@@ -124,12 +124,13 @@ namespace Frameproof.Tests
             public byte[] Payload;
         }
 
-        /// <summary>The server's output as frames (client role, RSV1 allowed); clears it.</summary>
-        static List<WsFrameCopy> Out(WsEchoSession s)
+        /// <summary>A session's output as frames (RSV1 allowed); clears it. A server's output is read in
+        /// the client role (unmasked frames), a <paramref name="client"/>'s in the server role (they must be masked).</summary>
+        static List<WsFrameCopy> Out(WsEchoSession s, bool client = false)
         {
             var log = new Log();
-            using (var d = new WsDecoder(false) { AllowRsv1 = true })
-                Assert.IsTrue(d.Feed(s.Output, log), "the server's output decodes: " + d.Error.Message);
+            using (var d = new WsDecoder(client) { AllowRsv1 = true })
+                Assert.IsTrue(d.Feed(s.Output, log), "the " + (client ? "client" : "server") + "'s output decodes: " + d.Error.Message);
             s.ClearOutput();
             return log.Frames;
         }
@@ -236,17 +237,14 @@ namespace Frameproof.Tests
         {
             string answer;
             using (WsEchoSession s = Open(DeflateCodec, "permessage-deflate; client_max_window_bits=9", out answer))
-            using (var client = new PerMessageDeflate(new DeflateParams { ServerMaxWindowBits = 9 }, 0))   // the client's compressor (9 bits)
+            using (var client = new PerMessageDeflate(new DeflateParams { ClientMaxWindowBits = 9 }, 0, true))   // the client's compressor (9 bits)
             using (var reader = new PerMessageDeflate(new DeflateParams(), 0))
             using (var msg = new NativeBuffer())
             {
                 var rnd = new Random(7);
                 for (int m = 0; m < 20; m++)
                 {
-                    var text = new StringBuilder();
-                    int words = rnd.Next(0, 20000);
-                    for (int w = 0; w < words; w++) text.Append("w").Append(rnd.Next(0, 300)).Append(' ');
-                    byte[] plain = Encoding.UTF8.GetBytes(text.ToString());
+                    byte[] plain = Words(rnd, 20000, 300);
                     byte[] c = client.Compress(plain).ToArray();
                     int cut = c.Length / 2;
                     s.Receive(T.Concat(Frame(false, true, WsOpcodes.Text, c.AsSpan(0, cut).ToArray()), Frame(true, false, 0, c.AsSpan(cut).ToArray())));
@@ -259,6 +257,15 @@ namespace Frameproof.Tests
                     CollectionAssert.AreEqual(plain, msg.Slice(0, n).ToArray(), "message " + m);
                 }
             }
+        }
+
+        /// <summary>Up to <paramref name="most"/> words "wN " (N below <paramref name="vocabulary"/>): text that compresses.</summary>
+        static byte[] Words(Random rnd, int most, int vocabulary)
+        {
+            var text = new StringBuilder();
+            int words = rnd.Next(0, most);
+            for (int w = 0; w < words; w++) text.Append("w").Append(rnd.Next(0, vocabulary)).Append(' ');
+            return Encoding.UTF8.GetBytes(text.ToString());
         }
 
         [TestCase("continuation")]
@@ -357,6 +364,251 @@ namespace Frameproof.Tests
             Assert.IsTrue(on.PermessageDeflate);
             Assert.IsFalse(((WebSocketCodec)Registry.Create(CodecSpec.Named("websocket"))).PermessageDeflate);
             Assert.Throws<FormatException>(() => CodecJson.Parse("{\"protocol\": \"websocket\", \"websocket\": {\"permessage_deflate\": 1}}"));
+        }
+            // ---------------------------------------------------------------- the client's side (WSD-NEG-5)
+
+        static DeflateParams Response(DeflateParams offer, string value, out string error)
+        {
+            return WsDeflateNegotiation.CheckResponse(value == null ? new string[0] : new[] { value }, offer, out error);
+        }
+
+        [Test]
+        public void Client_Offer_Header()
+        {
+            string key;
+            string req = WsHandshake.Request("h", "/", out key, null, WsDeflateNegotiation.ClientOffer());
+            StringAssert.Contains("\r\nSec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n", req);
+            StringAssert.DoesNotContain("Extensions", WsHandshake.Request("h", "/", out key));
+            // the server side reads the client's offer as the client means it
+            Assert.AreEqual("permessage-deflate; client_max_window_bits=15", Agreed(WsDeflateNegotiation.ClientOffer().Header()));
+        }
+
+        [TestCase(null, null)]
+        [TestCase("", null)]
+        [TestCase("permessage-deflate", "permessage-deflate")]
+        [TestCase("PerMessage-Deflate ;Client_Max_Window_Bits = \"9\"", "permessage-deflate; client_max_window_bits=9")]
+        [TestCase("permessage-deflate; client_max_window_bits=15; server_no_context_takeover",
+            "permessage-deflate; server_no_context_takeover; client_max_window_bits=15")]
+        [TestCase("permessage-deflate; client_no_context_takeover; server_max_window_bits=10",
+            "permessage-deflate; client_no_context_takeover; server_max_window_bits=10")]
+        [TestCase("permessage-deflate; client_max_window_bits=8", "permessage-deflate; client_max_window_bits=8")]
+        public void Client_Accepts_Responses_WsdNeg5(string response, string expected)
+        {
+            string error;
+            DeflateParams p = Response(WsDeflateNegotiation.ClientOffer(), response, out error);
+            Assert.IsNull(error, "WSD-NEG-5: parameters it did not ask for are accepted and followed");
+            Assert.AreEqual(expected, p == null ? null : p.Header());
+        }
+
+        [TestCase("permessage-deflate; foo")]
+        [TestCase("permessage-deflate; server_no_context_takeover; server_no_context_takeover")]
+        [TestCase("permessage-deflate; server_max_window_bits=16")]
+        [TestCase("permessage-deflate; server_max_window_bits=010")]
+        [TestCase("permessage-deflate; server_max_window_bits")]
+        [TestCase("permessage-deflate; client_no_context_takeover=1")]
+        [TestCase("permessage-deflate; client_max_window_bits")]            // a response must give the value
+        [TestCase("permessage-deflate; client_max_window_bits=7")]
+        [TestCase("permessage-deflate, permessage-deflate")]
+        [TestCase("permessage-deflate, x-foo")]
+        [TestCase("x-webkit-deflate-frame")]
+        [TestCase("permessage-deflate;")]
+        [TestCase("permessage-deflate; server_max_window_bits=\"10")]
+        public void Client_Refuses_Responses_WsdNeg5(string response)
+        {
+            string error;
+            Assert.IsNull(Response(WsDeflateNegotiation.ClientOffer(), response, out error));
+            Assert.IsNotNull(error, "WSD-NEG-5: '" + response + "' fails the connection");
+        }
+
+        [Test]
+        public void Client_Refuses_Windows_It_Did_Not_Offer_WsdNeg5()
+        {
+            string error;
+            Assert.IsNull(Response(new DeflateParams(), "permessage-deflate; client_max_window_bits=15", out error));
+            StringAssert.Contains("not in the offer", error);
+            Assert.IsNull(Response(new DeflateParams { ClientMaxWindowBits = 10 }, "permessage-deflate; client_max_window_bits=11", out error));
+            StringAssert.Contains("larger than", error);
+            Assert.IsNull(Response(new DeflateParams { ServerMaxWindowBits = 10 }, "permessage-deflate; server_max_window_bits=11", out error));
+            StringAssert.Contains("larger than", error);
+            DeflateParams p = Response(new DeflateParams { ClientNoContextTakeover = true }, "permessage-deflate", out error);
+            Assert.IsTrue(p.ClientNoContextTakeover, "the offer's client_no_context_takeover binds the client");
+        }
+
+        static string Answer101(string key, string extensions)
+        {
+            return "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: "
+                + WsHandshake.AcceptFor(key) + "\r\n" + (extensions == null ? "" : "Sec-WebSocket-Extensions: " + extensions + "\r\n");
+        }
+
+        [Test]
+        public void Client_Checks_The_101_And_Fails_The_Connection_With_1002_WsdNeg5()
+        {
+            string key;
+            WsHandshake.Request("h", "/", out key);
+            DeflateParams agreed;
+            bool fail;
+            Assert.IsNull(WsHandshake.CheckAnswer(Answer101(key, "permessage-deflate; server_no_context_takeover"), key, null,
+                WsDeflateNegotiation.ClientOffer(), out agreed, out fail));
+            Assert.IsTrue(agreed.ServerNoContextTakeover);
+            Assert.IsNull(WsHandshake.CheckAnswer(Answer101(key, null), key, null, WsDeflateNegotiation.ClientOffer(), out agreed, out fail));
+            Assert.IsNull(agreed, "declined");
+            // not offered: any extension is refused (WS-HS-7)
+            StringAssert.Contains("WS-HS-7", WsHandshake.CheckAnswer(Answer101(key, "permessage-deflate"), key));
+            // offered, an invalid response: the connection is failed with 1002 and nothing else
+            string error = WsHandshake.CheckAnswer(Answer101(key, "permessage-deflate; foo"), key, null,
+                WsDeflateNegotiation.ClientOffer(), out agreed, out fail);
+            StringAssert.Contains("WSD-NEG-5", error);
+            Assert.IsTrue(fail);
+            using (var c = new WsEchoSession(true, 0, 0, false, false))
+            {
+                c.FailConnection(new ProtocolError("WSD-NEG-5", 0, error));
+                List<WsFrameCopy> f = Out(c, true);
+                Assert.AreEqual(1, f.Count);
+                Assert.AreEqual(WsOpcodes.Close, f[0].Opcode);
+                Assert.AreEqual(1002, CloseCode(f[0]));
+                Assert.IsTrue(c.Closed);
+            }
+        }
+
+        /// <summary>An unmasked (server) frame.</summary>
+        static byte[] ServerFrame(bool fin, bool rsv1, byte opcode, byte[] payload) { return Frame(fin, rsv1, opcode, payload, false); }
+
+        /// <summary>A client echo session after a 101 that agreed <paramref name="response"/>.</summary>
+        static WsEchoSession Client(string response, long maxMessage = 0)
+        {
+            string error;
+            DeflateParams p = Response(WsDeflateNegotiation.ClientOffer(), response, out error);
+            Assert.IsNull(error);
+            var c = new WsEchoSession(true, 0, maxMessage, false, false);
+            c.Agree(p);
+            return c;
+        }
+
+        /// <summary>RFC 7692 §7.2.3.2 from the client: "Hello" twice with context takeover, the second echo
+        /// a back-reference; with client_no_context_takeover both echoes are the same bytes.</summary>
+        [TestCase("permessage-deflate", "F248CDC9C90700", "F200110000")]
+        [TestCase("permessage-deflate; client_no_context_takeover", "F248CDC9C90700", "F248CDC9C90700")]
+        [TestCase("permessage-deflate; client_max_window_bits=9", "F248CDC9C90700", "F200110000")]
+        public void Client_Echoes_Compressed_And_Masked_WsdFrm1_Ctx1(string response, string first, string second)
+        {
+            using (WsEchoSession c = Client(response))
+            {
+                c.Receive(ServerFrame(true, true, WsOpcodes.Text, T.Hex("f248cdc9c90700")));
+                // fragmented, with a ping between the fragments
+                c.Receive(T.Concat(ServerFrame(false, true, WsOpcodes.Text, T.Hex("f248")), ServerFrame(true, false, WsOpcodes.Ping, T.Hex("01")),
+                    ServerFrame(true, false, 0, T.Hex("cdc9c90700"))));
+                List<WsFrameCopy> f = Out(c, true);
+                Assert.AreEqual(3, f.Count);
+                Assert.AreEqual(4u, f[0].Rsv, "WSD-FRM-1");
+                Assert.AreEqual(first, T.ToHex(f[0].Payload), "WSD-CMP-1");
+                Assert.AreEqual(WsOpcodes.Pong, f[1].Opcode);
+                Assert.AreEqual(0u, f[1].Rsv, "never RSV1 on a control frame");
+                Assert.AreEqual(4u, f[2].Rsv);
+                Assert.AreEqual(second, T.ToHex(f[2].Payload), "WSD-CTX-1");
+                Assert.IsFalse(c.Closed);
+            }
+        }
+
+        [Test]
+        public void Client_Resets_Its_Inflater_With_Server_No_Context_Takeover_WsdCtx1()
+        {
+            using (WsEchoSession c = Client("permessage-deflate"))
+            {
+                c.Receive(ServerFrame(true, true, WsOpcodes.Text, T.Hex("f248cdc9c90700")));
+                c.Receive(ServerFrame(true, true, WsOpcodes.Text, T.Hex("f200110000")));   // refers back: fine
+                Assert.AreEqual(2, Out(c, true).Count);
+            }
+            using (WsEchoSession c = Client("permessage-deflate; server_no_context_takeover"))
+            {
+                c.Receive(ServerFrame(true, true, WsOpcodes.Text, T.Hex("f248cdc9c90700")));
+                c.Receive(ServerFrame(true, true, WsOpcodes.Text, T.Hex("f200110000")));
+                List<WsFrameCopy> f = Out(c, true);
+                Assert.AreEqual(1007, CloseCode(f[f.Count - 1]), "WSD-CMP-3: the window was reset, the reference is invalid");
+            }
+        }
+
+        /// <summary>zlib cannot keep to a 256-byte window (WSD-NEG-4): held to 8 bits, the client sends
+        /// its messages uncompressed (WSD-FRM-1) and still inflates the server's.</summary>
+        [Test]
+        public void Client_With_Eight_Window_Bits_Sends_Uncompressed()
+        {
+            using (WsEchoSession c = Client("permessage-deflate; client_max_window_bits=8"))
+            {
+                c.Receive(ServerFrame(true, true, WsOpcodes.Text, T.Hex("f248cdc9c90700")));
+                List<WsFrameCopy> f = Out(c, true);
+                Assert.AreEqual(0u, f[0].Rsv);
+                Assert.AreEqual("Hello", Encoding.UTF8.GetString(f[0].Payload));
+                Assert.IsFalse(c.PerMessageDeflate.Compresses);
+            }
+        }
+
+        [Test]
+        public void Client_Invalid_Deflate_1007_And_Bomb_1009()
+        {
+            using (WsEchoSession c = Client("permessage-deflate"))
+            {
+                c.Receive(ServerFrame(true, true, WsOpcodes.Binary, T.Hex("ff")));
+                Assert.AreEqual(1007, CloseCode(Out(c, true)[0]), "WSD-CMP-3");
+            }
+            byte[] bomb;
+            using (var z = new PerMessageDeflate(new DeflateParams(), 0)) bomb = z.Compress(new byte[1 << 20]).ToArray();
+            const int max = 100 * 1024;
+            using (WsEchoSession c = Client("permessage-deflate", max))
+            {
+                c.Receive(ServerFrame(true, true, WsOpcodes.Binary, bomb));
+                List<WsFrameCopy> f = Out(c, true);
+                Assert.AreEqual(1, f.Count, "no echo");
+                Assert.AreEqual(1009, CloseCode(f[0]), "WSD-LIM-1");
+                Assert.LessOrEqual(c.PerMessageDeflate.Inflated, max + 64 * 1024);
+            }
+        }
+
+        /// <summary>A client and a server session back to back, in every context mode and window: messages
+        /// of up to 200 KB bounce between them, each compressed by one and inflated by the other.</summary>
+        [TestCase("permessage-deflate; client_max_window_bits")]
+        [TestCase("permessage-deflate; client_max_window_bits=9; client_no_context_takeover")]
+        [TestCase("permessage-deflate; client_max_window_bits=12; server_max_window_bits=9")]
+        [TestCase("permessage-deflate; server_no_context_takeover; server_max_window_bits=10; client_max_window_bits")]
+        public void Client_And_Server_Sessions_Round_Trip(string offer)
+        {
+            string answer;
+            using (WsEchoSession s = Open(DeflateCodec, offer, out answer))
+            {
+                const string name = "Sec-WebSocket-Extensions: ";
+                string ext = null;
+                foreach (string line in answer.Split(new[] { "\r\n" }, StringSplitOptions.None))
+                    if (line.StartsWith(name, StringComparison.Ordinal)) ext = line.Substring(name.Length);
+                Assert.IsNotNull(ext);
+                string error;
+                DeflateParams o = WsDeflateNegotiation.OfferParams(WsDeflateNegotiation.Parse(new[] { offer })[0].Params);
+                DeflateParams agreed = WsDeflateNegotiation.CheckResponse(new[] { ext }, o, out error);
+                Assert.IsNull(error);
+                using (var c = new WsEchoSession(true, 0, 0, false, false))
+                {
+                    c.Agree(agreed);
+                    var rnd = new Random(11);
+                    for (int m = 0; m < 8; m++)
+                    {
+                        byte[] plain = Words(rnd, 30000, 500);
+                        // sent uncompressed (it enters no window, WSD-CTX-3), then echoed compressed both ways
+                        byte[] wire = ServerFrame(true, false, WsOpcodes.Text, plain);
+                        for (int hop = 0; hop < 4; hop++)   // client -> server -> client -> server
+                        {
+                            WsEchoSession to = hop % 2 == 0 ? c : s;
+                            Assert.IsTrue(to.Receive(wire), "message " + m + " hop " + hop + ": " + to.Error.Message);
+                            wire = to.Output.ToArray();
+                            List<WsFrameCopy> f = hop % 2 == 0 ? Out(to, true) : Out(to);
+                            Assert.AreEqual(1, f.Count);
+                            Assert.AreEqual(4u, f[0].Rsv, "every echo compressed");
+                        }
+                        // the last echo, read by the client, is the message
+                        c.Collected = new List<byte[]>();
+                        Assert.IsTrue(c.Receive(wire));
+                        CollectionAssert.AreEqual(plain, c.Collected[0], "message " + m);
+                        c.Collected = null;
+                    }
+                }
+            }
         }
     }
 }

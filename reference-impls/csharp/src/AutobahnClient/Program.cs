@@ -17,11 +17,17 @@ namespace Frameproof.AutobahnClient
     /// the websocket module's echo session in the client role (<see cref="WsEchoSession"/>: masked
     /// replies with fresh keys, pings answered, the close answered with its code, a protocol error
     /// answered with the close code of WS-ERR-1), with no message size limit below 64 MiB.
+    /// <c>--codec JSON</c> (a websocket codec, reference-impls/README.md) sets the frame and message
+    /// limits (limits.max_payload, websocket.max_message; absent: 64 MiB each) and, with
+    /// <c>"websocket": {"permessage_deflate": true}</c>, offers permessage-deflate on every connection
+    /// (<see cref="WsDeflateNegotiation.ClientOffer"/>; spec/websocket-deflate.md): a response it cannot
+    /// accept fails the connection (WSD-NEG-5: close 1002, nothing else sent), an agreed one makes the
+    /// session inflate what it receives within max_message (1009 past it) and compress its echoes.
     /// Exit 0 when every case ran (the verdicts are Autobahn's), 1 if one could not, 2 on usage errors.
     /// </summary>
     public static class Program
     {
-        const string Usage = "usage: fp-autobahn-client --connect HOST:PORT --agent NAME [--cases all|N] [--case-timeout SECONDS]";
+        const string Usage = "usage: fp-autobahn-client --connect HOST:PORT --agent NAME [--cases all|N] [--case-timeout SECONDS] [--codec JSON]";
         const long Limit = 64L * 1024 * 1024;
         const int MaxAnswerHead = 64 * 1024;
 
@@ -31,9 +37,19 @@ namespace Frameproof.AutobahnClient
             IPEndPoint ep;
             string hostPort, agent, cases;
             double caseTimeout;
+            Config cfg;
             try
             {
-                var o = new Options(args, new string[0], new[] { "connect", "agent", "cases", "case-timeout" });
+                var o = new Options(args, new string[0], new[] { "connect", "agent", "cases", "case-timeout", "codec" });
+                cfg = new Config();
+                if (o.Has("codec"))
+                {
+                    var ws = o.CreateCodec() as WebSocketCodec;
+                    if (ws == null) throw new UsageException("--codec: the protocol must be websocket");
+                    cfg.MaxFrame = ws.MaxFrame;
+                    cfg.MaxMessage = ws.MaxMessage;
+                    if (ws.PermessageDeflate) cfg.Offer = WsDeflateNegotiation.ClientOffer();
+                }
                 hostPort = o.Require("connect");
                 ep = Options.ParseEndPoint(hostPort);
                 agent = o.Require("agent");
@@ -50,7 +66,7 @@ namespace Frameproof.AutobahnClient
             int count;
             try
             {
-                List<byte[]> got = Session(ep, host, "/getCaseCount", 30, true);
+                List<byte[]> got = Session(cfg, ep, host, "/getCaseCount", 30, true);
                 if (got.Count == 0) throw new InvalidOperationException("no message with the case count");
                 count = int.Parse(Encoding.UTF8.GetString(got[0]).Trim(), CultureInfo.InvariantCulture);
             }
@@ -66,14 +82,14 @@ namespace Frameproof.AutobahnClient
             var sw = Stopwatch.StartNew();
             for (int i = 1; i <= n; i++)
             {
-                try { Session(ep, host, "/runCase?case=" + i + "&agent=" + a, caseTimeout, false); }
+                try { Session(cfg, ep, host, "/runCase?case=" + i + "&agent=" + a, caseTimeout, false); }
                 catch (Exception e)
                 {
                     failed++;
                     Console.Out.WriteLine("autobahn client: case " + i + " did not run to its end: " + e.Message);
                 }
             }
-            try { Session(ep, host, "/updateReports?agent=" + a, 60, false); }
+            try { Session(cfg, ep, host, "/updateReports?agent=" + a, 60, false); }
             catch (Exception e)
             {
                 Console.Out.WriteLine("autobahn client: /updateReports failed: " + e.Message);
@@ -83,22 +99,29 @@ namespace Frameproof.AutobahnClient
             return failed == 0 ? 0 : 1;
         }
 
+        /// <summary>The limits and the permessage-deflate offer (null: none) of every connection.</summary>
+        sealed class Config
+        {
+            public long MaxFrame = Limit, MaxMessage = Limit;
+            public DeflateParams Offer;
+        }
+
         /// <summary>One connection: the opening handshake, then the echo session until the server
         /// closes TCP (at most <paramref name="timeoutS"/>; after our own close, 5 s more at most).
         /// Returns the collected messages when <paramref name="collect"/>.</summary>
-        static List<byte[]> Session(IPEndPoint ep, string host, string path, double timeoutS, bool collect)
+        static List<byte[]> Session(Config cfg, IPEndPoint ep, string host, string path, double timeoutS, bool collect)
         {
             var deadline = Stopwatch.StartNew();
             long limitMs = (long)(timeoutS * 1000);
             using (var s = new Socket(ep.AddressFamily, SocketType.Stream, ProtocolType.Tcp))
-            using (var session = new WsEchoSession(true, Limit, Limit, false, false))
+            using (var session = new WsEchoSession(true, cfg.MaxFrame, cfg.MaxMessage, false, false))
             {
                 if (collect) session.Collected = new List<byte[]>();
                 s.NoDelay = true;
                 s.Connect(ep);
                 string hostHeader = (host.Contains(":") && !host.StartsWith("[", StringComparison.Ordinal) ? "[" + host + "]" : host) + ":" + ep.Port;
                 string key;
-                string request = WsHandshake.Request(hostHeader, path, out key);
+                string request = WsHandshake.Request(hostHeader, path, out key, null, cfg.Offer);
                 request = request.Substring(0, request.Length - 2) + "User-Agent: frameproof-autobahn-client-csharp\r\n\r\n";
                 s.Send(Encoding.ASCII.GetBytes(request));
 
@@ -112,8 +135,21 @@ namespace Frameproof.AutobahnClient
                     if (m <= 0) throw new InvalidOperationException("connection closed during the handshake");
                     have += m;
                 }
-                string error = WsHandshake.CheckAnswer(Encoding.GetEncoding("iso-8859-1").GetString(buf, 0, end - 4), key);
-                if (error != null) throw new InvalidOperationException("opening handshake: " + error);
+                DeflateParams agreed;
+                bool failConnection;
+                string error = WsHandshake.CheckAnswer(Encoding.GetEncoding("iso-8859-1").GetString(buf, 0, end - 4), key, null,
+                    cfg.Offer, out agreed, out failConnection);
+                if (error != null)
+                {
+                    if (failConnection)   // WSD-NEG-5: the connection is open but unusable: close 1002, then TCP
+                    {
+                        session.FailConnection(new ProtocolError("WSD-NEG-5", 0, error));
+                        s.SendTimeout = Remaining(deadline, limitMs);
+                        s.Send(session.OutputBuffer, 0, session.OutputLength, SocketFlags.None);
+                    }
+                    throw new InvalidOperationException("opening handshake: " + error);
+                }
+                if (agreed != null) session.Agree(agreed);
                 if (have > end) session.Receive(new ReadOnlySpan<byte>(buf, end, have - end));
 
                 long closingSince = -1;

@@ -5,10 +5,13 @@ namespace Frameproof.Codec
 {
     /// <summary>
     /// One connection's permessage-deflate state once the extension was agreed (spec/websocket-deflate.md
-    /// §3-§6), mirroring Deflater / Inflater of conformance/frameproof/protocols/websocket/deflate.py:
-    /// the server's compressor (window <c>server_max_window_bits</c>, reset after each message with
-    /// <c>server_no_context_takeover</c>) and the inflater of the client's messages (15-bit window, reset
-    /// before each message with <c>client_no_context_takeover</c>). The zlib state is created lazily
+    /// §3-§6), mirroring Deflater / Inflater of conformance/frameproof/protocols/websocket/deflate.py,
+    /// for either role: this end's compressor (window <c>server_max_window_bits</c> for a server,
+    /// <c>client_max_window_bits</c> for a client; reset after each message with that side's
+    /// <c>*_no_context_takeover</c>) and the inflater of the peer's messages (15-bit window, reset
+    /// before each message with the peer's <c>*_no_context_takeover</c>). A client told to compress with
+    /// 8 window bits sends every message uncompressed (<see cref="Compresses"/>; zlib cannot keep to a
+    /// 256-byte window, WSD-NEG-4, and WSD-FRM-1 allows it). The zlib state is created lazily
     /// (WSD-LIM-2: an idle connection costs nothing more) and freed by <see cref="Dispose"/>.
     /// Inflating stops one byte past the message limit, in steps of at most <see cref="Step"/> bytes
     /// (WSD-LIM-1).
@@ -24,7 +27,8 @@ namespace Frameproof.Codec
 
         public readonly DeflateParams Agreed;
         readonly long _maxMessage;
-        readonly int _serverBits;
+        readonly int _ownBits;          // this end's compressor window (9..15), or 8: nothing is compressed
+        readonly bool _ownReset, _peerReset;
         Zlib.ZStream* _def, _inf;
         bool _ended;        // the message being inflated had a final block: the rest of it is ignored (WSD-CMP-5)
         bool _streamEnded;  // the inflater's stream ended: the next message starts a new one
@@ -36,13 +40,21 @@ namespace Frameproof.Codec
         /// <summary>The message limit (websocket.max_message) on the inflated size.</summary>
         public long MaxMessage { get { return _maxMessage; } }
 
-        public PerMessageDeflate(DeflateParams agreed, long maxMessage)
+        /// <summary>The state of an agreement for a server (<paramref name="client"/> false) or a client.</summary>
+        public PerMessageDeflate(DeflateParams agreed, long maxMessage, bool client = false)
         {
             Agreed = agreed;
             _maxMessage = maxMessage <= 0 ? WsOpcodes.DefaultMaxMessage : Math.Min(maxMessage, WsOpcodes.ArrayLimit - Step);
-            _serverBits = agreed.ServerMaxWindowBits == 0 ? 15 : agreed.ServerMaxWindowBits;
-            if (_serverBits < 9) throw new ArgumentException("zlib compresses raw DEFLATE with 9..15 window bits (WSD-NEG-4)");
+            int bits = client ? agreed.ClientMaxWindowBits : agreed.ServerMaxWindowBits;
+            _ownBits = bits <= 0 ? 15 : bits;
+            _ownReset = client ? agreed.ClientNoContextTakeover : agreed.ServerNoContextTakeover;
+            _peerReset = client ? agreed.ServerNoContextTakeover : agreed.ClientNoContextTakeover;
+            if (_ownBits < 9 && !client) throw new ArgumentException("zlib compresses raw DEFLATE with 9..15 window bits (WSD-NEG-4)");
         }
+
+        /// <summary>This end compresses its messages: false for a client limited to 8 window bits, which
+        /// sends them uncompressed (RSV1 clear, WSD-FRM-1).</summary>
+        public bool Compresses { get { return _ownBits >= 9; } }
 
         /// <summary>Memory held by the zlib state and the compression buffer (WSD-LIM-2): zlib's own
         /// figures with memLevel 8, a deflater 2^(bits+2) + 128 KiB + its 6 KiB struct, an inflater (15 bits)
@@ -52,7 +64,7 @@ namespace Frameproof.Codec
             get
             {
                 long n = 0;
-                if (_def != null) n += (1L << (_serverBits + 2)) + (128 << 10) + (6 << 10);
+                if (_def != null) n += (1L << (_ownBits + 2)) + (128 << 10) + (6 << 10);
                 if (_inf != null) n += 44 << 10;
                 if (_out != null) n += _out.Length;
                 return n;
@@ -62,7 +74,7 @@ namespace Frameproof.Codec
         // ---------------------------------------------------------------- inflating (WSD-CMP-2..5, CTX-*, LIM-1)
 
         /// <summary>The first frame of a compressed message: the inflater is created, or reset where the
-        /// client keeps no context (WSD-CTX-1), or, after a final block, started on a new stream whose
+        /// peer keeps no context (WSD-CTX-1), or, after a final block, started on a new stream whose
         /// dictionary is the window so far (WSD-CMP-5).</summary>
         public void BeginMessage()
         {
@@ -70,7 +82,7 @@ namespace Frameproof.Codec
             Inflated = 0;
             _ended = false;
             if (_inf == null) { _inf = Zlib.NewInflater(15); _streamEnded = false; return; }
-            if (Agreed.ClientNoContextTakeover) { Zlib.InflateReset(_inf); _streamEnded = false; return; }
+            if (_peerReset) { Zlib.InflateReset(_inf); _streamEnded = false; return; }
             if (_streamEnded)
             {
                 var dict = new byte[1 << 15];
@@ -148,7 +160,8 @@ namespace Frameproof.Codec
         public ReadOnlySpan<byte> Compress(ReadOnlySpan<byte> message)
         {
             if (_disposed) throw new ObjectDisposedException("PerMessageDeflate");
-            if (_def == null) _def = Zlib.NewDeflater(Level, _serverBits);
+            if (!Compresses) throw new InvalidOperationException("this end compresses nothing (8 window bits, WSD-NEG-4)");
+            if (_def == null) _def = Zlib.NewDeflater(Level, _ownBits);
             int n = message.Length;
             long bound = (long)n + (n >> 12) + (n >> 14) + (n >> 25) + 64;
             if (_out == null || _out.Length < bound) _out = new byte[Math.Max(256, bound)];
@@ -175,7 +188,7 @@ namespace Frameproof.Codec
                 z->AvailIn = 0;
                 z->NextOut = null;
             }
-            if (Agreed.ServerNoContextTakeover) Zlib.DeflateReset(z);
+            if (_ownReset) Zlib.DeflateReset(z);
             if (outLen >= 4 && _out[outLen - 4] == 0 && _out[outLen - 3] == 0 && _out[outLen - 2] == 0xff && _out[outLen - 1] == 0xff) outLen -= 4;
             if (outLen == 0) { _out[0] = 0; outLen = 1; }
             return new ReadOnlySpan<byte>(_out, 0, outLen);

@@ -33,7 +33,8 @@ namespace Frameproof.Codec
     }
 
     /// <summary>
-    /// The server's side of the permessage-deflate negotiation (WSD-NEG-1..4), mirroring
+    /// Both sides of the permessage-deflate negotiation: the server's (WSD-NEG-1..4) and the client's
+    /// offer and its check of the response (WSD-NEG-5), mirroring
     /// conformance/frameproof/protocols/websocket/deflate.py: the Sec-WebSocket-Extensions list in
     /// every legal spelling (RFC 6455 §9.1, RFC 7230 §3.2.6), each offer validated, the first acceptable
     /// one answered.
@@ -208,6 +209,58 @@ namespace Frameproof.Codec
                 };
             }
             return null;
+        }
+
+        /// <summary>What a client offers (reference-impls/README.md, websocket): <c>client_max_window_bits</c>
+        /// without a value (it follows any window the server asks for, WSD-CTX-2) and nothing else.</summary>
+        public static DeflateParams ClientOffer()
+        {
+            return new DeflateParams { ClientMaxWindowBits = DeflateParams.WindowBitsNoValue };
+        }
+
+        /// <summary>A client's reading of the server's Sec-WebSocket-Extensions values (none: an empty
+        /// list) after offering <paramref name="offer"/> (WSD-NEG-5): the agreement to follow, or null
+        /// with <paramref name="error"/> null (the server declined), or null with <paramref name="error"/>
+        /// set: fail the connection (a list that does not parse, an element other than one
+        /// permessage-deflate, an unknown, repeated or invalid parameter, <c>client_max_window_bits</c>
+        /// without a value or not offered, a window larger than offered). Parameters the offer did not
+        /// ask for are accepted and followed.</summary>
+        public static DeflateParams CheckResponse(IList<string> values, DeflateParams offer, out string error)
+        {
+            error = null;
+            List<Element> elements;
+            try { elements = Parse(values); }
+            catch (FormatException e) { error = "Sec-WebSocket-Extensions does not parse: " + e.Message; return null; }
+            if (elements.Count == 0) return null;
+            if (elements.Count > 1 || !string.Equals(elements[0].Name, Name, StringComparison.OrdinalIgnoreCase))
+            {
+                var names = new List<string>();
+                foreach (Element e in elements) names.Add(e.Name);
+                error = "the response names [" + string.Join(", ", names) + "]; the offer was " + Name + " alone";
+                return null;
+            }
+            DeflateParams p = OfferParams(elements[0].Params);
+            if (p == null || p.ClientMaxWindowBits == DeflateParams.WindowBitsNoValue)
+            {
+                error = "a response parameter is unknown, repeated or has an invalid value: " + string.Join(", ", values);
+                return null;
+            }
+            if (p.ClientMaxWindowBits != 0)
+            {
+                if (offer.ClientMaxWindowBits == 0) { error = "client_max_window_bits in the response, not in the offer"; return null; }
+                if (offer.ClientMaxWindowBits > 0 && p.ClientMaxWindowBits > offer.ClientMaxWindowBits)
+                {
+                    error = "client_max_window_bits=" + p.ClientMaxWindowBits + ", larger than the " + offer.ClientMaxWindowBits + " offered";
+                    return null;
+                }
+            }
+            if (offer.ServerMaxWindowBits != 0 && p.ServerMaxWindowBits > offer.ServerMaxWindowBits)
+            {
+                error = "server_max_window_bits=" + p.ServerMaxWindowBits + ", larger than the " + offer.ServerMaxWindowBits + " offered";
+                return null;
+            }
+            if (offer.ClientNoContextTakeover) p.ClientNoContextTakeover = true;   // the offer's hint binds the client
+            return p;
         }
 
         /// <summary><see cref="Accept(IList{string})"/> of one (comma-joined) header value; null for none.</summary>

@@ -54,8 +54,20 @@ namespace Frameproof.Codec
 
         /// <summary>Accept permessage-deflate in the opening handshake (websocket.permessage_deflate;
         /// server role with the handshake only): the first acceptable offer is taken, compressed messages
-        /// are inflated (limit on the inflated size) and every echo is compressed.</summary>
+        /// are inflated (limit on the inflated size) and every echo is compressed. (A client reads its
+        /// own 101 and calls <see cref="Agree"/>.)</summary>
         public bool Deflate;
+
+        /// <summary>permessage-deflate was agreed (<paramref name="agreed"/>) in the opening handshake:
+        /// for a server, read by <see cref="Receive"/>; for a client, by its caller, which read the 101
+        /// (<see cref="WsHandshake.CheckAnswer(string, string, string, DeflateParams, out DeflateParams, out bool)"/>).
+        /// Compressed messages are inflated and every echo is compressed from then on; the zlib state comes
+        /// with the first compressed message (WSD-LIM-2).</summary>
+        public void Agree(DeflateParams agreed)
+        {
+            _pmd = new PerMessageDeflate(agreed, _maxMessage, _client);
+            _decoder.AllowRsv1 = true;
+        }
 
         /// <summary>The agreed permessage-deflate state, or null (not agreed).</summary>
         public PerMessageDeflate PerMessageDeflate { get { return _pmd; } }
@@ -94,11 +106,7 @@ namespace Frameproof.Codec
                 DeflateParams agreed;
                 WriteAscii(WsHandshake.Answer(head, out ok, out requirement, Path, Subprotocol, Deflate && !_client && !_sink, out agreed));
                 _head = null;
-                if (ok && agreed != null)
-                {
-                    _pmd = new PerMessageDeflate(agreed, _maxMessage);   // its zlib state comes with the first compressed message
-                    _decoder.AllowRsv1 = true;
-                }
+                if (ok && agreed != null) Agree(agreed);
                 if (!ok)
                 {
                     Close(new ProtocolError(requirement, 0, "opening handshake refused"));
@@ -137,6 +145,13 @@ namespace Frameproof.Codec
             if (Closed) return;
             if (_head != null) { Close(default(ProtocolError)); return; }
             Close(_decoder.Finish() ? default(ProtocolError) : _decoder.Error);
+        }
+
+        /// <summary>Fails the connection (WS-ERR-1): the close frame of <paramref name="e"/>'s requirement,
+        /// if it has one, then closed; e.g. a client refusing a permessage-deflate response (WSD-NEG-5).</summary>
+        public void FailConnection(ProtocolError e)
+        {
+            if (!Closed) Fail(e);
         }
 
         void Fail(ProtocolError e)
@@ -249,14 +264,13 @@ namespace Frameproof.Codec
             else Reply(opcode, payload);
         }
 
-        /// <summary>An echo on a connection with permessage-deflate: compressed, RSV1 on its (only) frame (WSD-FRM-1).</summary>
-        unsafe void ReplyCompressed(byte opcode, ReadOnlySpan<byte> payload)
+        /// <summary>An echo on a connection with permessage-deflate: compressed, RSV1 on its (only) frame
+        /// (WSD-FRM-1); uncompressed where this end compresses nothing (a client held to 8 window bits).</summary>
+        void ReplyCompressed(byte opcode, ReadOnlySpan<byte> payload)
         {
-            ReadOnlySpan<byte> c = _pmd.Compress(payload);
-            int at = ReserveAt(WsEncoder.HeaderLength(c.Length, false) + c.Length);
-            int written = WsEncoder.Write(true, opcode, null, c, OutputBuffer, at);
+            if (!_pmd.Compresses) { Reply(opcode, payload); return; }
+            int at = Reply(opcode, _pmd.Compress(payload));
             OutputBuffer[at] |= 0x40;
-            Commit(written);
         }
 
         void Append(ReadOnlySpan<byte> p)
@@ -266,12 +280,15 @@ namespace Frameproof.Codec
             _msgLen += p.Length;
         }
 
-        unsafe void Reply(byte opcode, ReadOnlySpan<byte> payload)
+        /// <summary>One FIN frame, masked with a fresh key in the client role; returns where it starts in
+        /// <see cref="ServerSession.OutputBuffer"/>.</summary>
+        unsafe int Reply(byte opcode, ReadOnlySpan<byte> payload)
         {
             int at = ReserveAt(WsEncoder.HeaderLength(payload.Length, _client) + payload.Length);
-            if (!_client) { Commit(WsEncoder.Write(true, opcode, null, payload, OutputBuffer, at)); return; }
+            if (!_client) { Commit(WsEncoder.Write(true, opcode, null, payload, OutputBuffer, at)); return at; }
             _keys.Next(_key);
             fixed (byte* k = _key) Commit(WsEncoder.Write(true, opcode, k, payload, OutputBuffer, at));
+            return at;
         }
 
         void WriteAscii(string s)

@@ -139,12 +139,20 @@ namespace Frameproof.Codec
         /// <summary>A client's opening request (WS-HS-1) with a fresh random key.</summary>
         public static string Request(string host, string path, out string key, string subprotocol = null)
         {
+            return Request(host, path, out key, subprotocol, null);
+        }
+
+        /// <summary><see cref="Request(string, string, out string, string)"/> offering
+        /// <paramref name="deflate"/> (permessage-deflate, null: no Sec-WebSocket-Extensions).</summary>
+        public static string Request(string host, string path, out string key, string subprotocol, DeflateParams deflate)
+        {
             var k = new byte[16];
             using (var rng = RandomNumberGenerator.Create()) rng.GetBytes(k);
             key = Convert.ToBase64String(k);
             return "GET " + path + " HTTP/1.1\r\nHost: " + host + "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: "
                 + key + "\r\nSec-WebSocket-Version: 13\r\n"
-                + (subprotocol == null ? "" : "Sec-WebSocket-Protocol: " + subprotocol + "\r\n") + "\r\n";
+                + (subprotocol == null ? "" : "Sec-WebSocket-Protocol: " + subprotocol + "\r\n")
+                + (deflate == null ? "" : "Sec-WebSocket-Extensions: " + deflate.Header() + "\r\n") + "\r\n";
         }
 
         /// <summary>websocket.path: a request target, "/" then visible ASCII.</summary>
@@ -177,10 +185,26 @@ namespace Frameproof.Codec
 
         /// <summary>Checks a server's answer head (WS-HS-7, RFC 6455 §4.1, the client's checks 1-6):
         /// status 101, <c>Upgrade: websocket</c>, the <c>upgrade</c> token of <c>Connection</c>,
-        /// Sec-WebSocket-Accept for <paramref name="key"/>, no extension (our clients offer none) and no
+        /// Sec-WebSocket-Accept for <paramref name="key"/>, no extension (none offered) and no
         /// subprotocol but <paramref name="offered"/> (websocket.subprotocol), if any. Returns null if it is right, else what is wrong.</summary>
         public static string CheckAnswer(string head, string key, string offered = null)
         {
+            DeflateParams agreed;
+            bool failConnection;
+            return CheckAnswer(head, key, offered, null, out agreed, out failConnection);
+        }
+
+        /// <summary><see cref="CheckAnswer(string, string, string)"/> after offering permessage-deflate
+        /// (<paramref name="deflate"/>; null: nothing offered, and a response naming an extension is
+        /// refused, WS-HS-7): <paramref name="agreed"/> is the agreement to follow, null when the server
+        /// declined. A response the client cannot accept (WSD-NEG-5) is an error with
+        /// <paramref name="failConnection"/> set: the 101 is otherwise right, so the client fails the
+        /// WebSocket connection (close 1002, nothing else sent).</summary>
+        public static string CheckAnswer(string head, string key, string offered, DeflateParams deflate,
+            out DeflateParams agreed, out bool failConnection)
+        {
+            agreed = null;
+            failConnection = false;
             string first;
             Dictionary<string, string> h;
             if (!Parse(head, out first, out h)) return "malformed answer head";
@@ -188,14 +212,19 @@ namespace Frameproof.Codec
             if (parts.Length < 2 || parts[0] != "HTTP/1.1" || parts[1] != "101") return "status line '" + first + "' (expected 101)";
             if (!HasToken(h, "upgrade", "websocket")) return "no 'Upgrade: websocket'";
             if (!HasToken(h, "connection", "upgrade")) return "no 'Connection: Upgrade'";
-            if (NamesAny(h, "sec-websocket-extensions")) return "the server named an extension that was not offered (WS-HS-7)";
+            if (deflate == null && NamesAny(h, "sec-websocket-extensions")) return "the server named an extension that was not offered (WS-HS-7)";
             string named;
             if (NamesAny(h, "sec-websocket-protocol") && !(offered != null && h.TryGetValue("sec-websocket-protocol", out named) && named == offered))
                 return "the server named a subprotocol that was not offered (WS-HS-7)";
             string accept;
             if (!h.TryGetValue("sec-websocket-accept", out accept) || accept != AcceptFor(key))
                 return "Sec-WebSocket-Accept '" + accept + "', expected '" + AcceptFor(key) + "'";
-            return null;
+            string extensions, error = null;
+            if (deflate != null && h.TryGetValue("sec-websocket-extensions", out extensions))
+                agreed = WsDeflateNegotiation.CheckResponse(new[] { extensions }, deflate, out error);
+            if (error == null) return null;
+            failConnection = true;
+            return error + " (WSD-NEG-5)";
         }
     }
 }

@@ -36,7 +36,7 @@ namespace Frameproof.Codec
             {
                 case "WS-UTF8-1": case "WS-UTF8-2": case "WS-CLOSE-3": case "WSD-CMP-3": case "WSD-CMP-4": return 1007;
                 case "WS-LIM-1": case "WS-LIM-2": case "WSD-LIM-1": return 1009;
-                case "WSD-FRM-2":
+                case "WSD-FRM-2": case "WSD-NEG-5":
                 case "WS-HDR-2": case "WS-HDR-3": case "WS-LEN-3": case "WS-LEN-4": case "WS-MASK-1": case "WS-MASK-2":
                 case "WS-CTL-1": case "WS-CTL-2": case "WS-FRAG-2": case "WS-FRAG-3": case "WS-CLOSE-1": case "WS-CLOSE-2":
                     return 1002;
