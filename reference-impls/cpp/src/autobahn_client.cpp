@@ -30,7 +30,10 @@ constexpr auto kCloseWait = std::chrono::seconds(5);  // after our close frame: 
 
 std::string usage() {
   return "usage: fp-autobahn-client --connect HOST:PORT --agent NAME [--cases all|N] [--case-timeout SECONDS]\n"
+         "                          [--codec JSON]\n"
          "  --cases N         only the first N cases (default: all)\n"
+         "  --codec JSON      a websocket codec; websocket.permessage_deflate true offers permessage-deflate\n"
+         "                    on every case's connection (spec/websocket-deflate.md)\n"
          "  --case-timeout S  seconds per case (default 120)\n";
 }
 
@@ -53,8 +56,8 @@ struct Out {
 
 class Connection {
  public:
-  Connection(const fp::cli::HostPort& hp, std::string hostport, Clock::time_point deadline)
-      : hp_(hp), hostport_(std::move(hostport)), deadline_(deadline) {}
+  Connection(const fp::cli::HostPort& hp, std::string hostport, Clock::time_point deadline, bool deflate)
+      : hp_(hp), hostport_(std::move(hostport)), deadline_(deadline), deflate_(deflate) {}
   ~Connection() {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -69,7 +72,7 @@ class Connection {
       return "connect failed: " + std::string(std::strerror(errno));
     int one = 1;
     setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    const fp::WsClientOpening o = fp::WsClientOpening::make(hostport_, path);
+    const fp::WsClientOpening o = fp::WsClientOpening::make(hostport_, path, {}, deflate_);
     std::string request = o.request;
     request.insert(request.size() - 2, "User-Agent: frameproof-cpp-autobahn-client\r\n");
     if (!send_all(fp::ByteView(reinterpret_cast<const std::uint8_t*>(request.data()), request.size())))
@@ -83,9 +86,11 @@ class Connection {
       if (n <= 0) return "connection closed or timed out during the handshake";
       head.append(buf, static_cast<std::size_t>(n));
     }
-    if (std::string why = o.check(std::string_view(head).substr(0, end + 4)); !why.empty()) return why;
+    std::optional<fp::wsd::Params> agreed;
+    if (std::string why = o.check(std::string_view(head).substr(0, end + 4), &agreed); !why.empty()) return why;
     const fp::WebSocket proto(fp::Limits{kLimit}, /*client=*/true, kLimit);
     fp::WsSession session(proto, /*own_role=*/true);
+    if (agreed) session.enable_deflate(*agreed);
     fp::ByteView rest(reinterpret_cast<const std::uint8_t*>(head.data()) + end + 4, head.size() - end - 4);
     session.feed(rest, out);
     std::optional<Clock::time_point> closing;
@@ -151,6 +156,7 @@ class Connection {
   fp::cli::HostPort hp_;
   std::string hostport_;
   Clock::time_point deadline_;
+  bool deflate_;  // offer permessage-deflate
   int fd_ = -1;
 };
 
@@ -169,15 +175,22 @@ std::string url_escape(const std::string& s) {
 }
 
 std::string run_one(const fp::cli::HostPort& hp, const std::string& hostport, const std::string& path, double secs,
-                    Out& out) {
-  Connection c(hp, hostport, Clock::now() + std::chrono::milliseconds(static_cast<long long>(secs * 1000)));
+                    Out& out, bool deflate = false) {
+  Connection c(hp, hostport, Clock::now() + std::chrono::milliseconds(static_cast<long long>(secs * 1000)), deflate);
   return c.run(path, out);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  fp::cli::Args args(argc, argv, usage(), {}, {"connect", "agent", "cases", "case-timeout"});
+  fp::cli::Args args(argc, argv, usage(), {}, {"connect", "agent", "cases", "case-timeout", "codec"});
+  bool deflate = false;
+  if (args.has("codec")) {
+    const auto c = fp::cli::codec_option(args);
+    const auto* ws = std::get_if<fp::WebSocket>(&c.protocol);
+    if (!ws) args.die("--codec: a websocket codec is required");
+    deflate = ws->endpoint() && ws->endpoint()->permessage_deflate;
+  }
   if (!args.has("connect")) args.die("--connect HOST:PORT is required");
   if (!args.has("agent")) args.die("--agent NAME is required");
   const std::string hostport = args.str("connect");
@@ -210,7 +223,7 @@ int main(int argc, char** argv) {
   for (std::uint64_t i = 1; i <= n; ++i) {
     Out out;
     const std::string err =
-        run_one(*hp, hostport, "/runCase?case=" + std::to_string(i) + "&agent=" + agent, case_timeout, out);
+        run_one(*hp, hostport, "/runCase?case=" + std::to_string(i) + "&agent=" + agent, case_timeout, out, deflate);
     if (!err.empty()) {
       ++failed;
       std::printf("autobahn client: case %llu did not run to its end: %s\n", static_cast<unsigned long long>(i), err.c_str());

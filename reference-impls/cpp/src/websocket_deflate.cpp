@@ -169,6 +169,28 @@ std::optional<Agreement> accept(const std::vector<std::string_view>& values, con
   return std::nullopt;
 }
 
+ResponseCheck check_response(const Params& offer, const std::vector<std::string_view>& values) {
+  const auto elements = parse_extensions(values);
+  if (!elements) return {std::nullopt, "the response's Sec-WebSocket-Extensions does not parse"};
+  if (elements->empty()) return {};  // declined
+  if (elements->size() > 1)
+    return {std::nullopt, std::to_string(elements->size()) + " extension elements in the response"};
+  const Element& e = elements->front();
+  if (ws::ascii_lower(e.name) != kName) return {std::nullopt, "the response names " + e.name + ", not offered"};
+  auto p = offer_params(e.params);
+  if (!p) return {std::nullopt, "a response parameter is unknown, repeated or has an invalid value"};
+  if (p->client_max_window_bits == kBare) return {std::nullopt, "client_max_window_bits without a value in the response"};
+  if (p->client_max_window_bits && !offer.client_max_window_bits)
+    return {std::nullopt, "client_max_window_bits in the response, not in the offer"};
+  if (p->client_max_window_bits && offer.client_max_window_bits != kBare &&
+      p->client_max_window_bits > offer.client_max_window_bits)
+    return {std::nullopt, "client_max_window_bits larger than offered"};
+  if (offer.server_max_window_bits && p->server_max_window_bits > offer.server_max_window_bits)
+    return {std::nullopt, "server_max_window_bits larger than offered"};
+  p->client_no_context_takeover = p->client_no_context_takeover || offer.client_no_context_takeover;
+  return {p, {}};
+}
+
 // ------------------------------------------------------------------ zlib
 
 struct Z {
@@ -319,6 +341,11 @@ std::string WsSession::negotiate_deflate(const std::string* offers) {
   pmd_ = std::make_unique<wsd::Extension>(a->params, dec_.max_message());
   dec_.allow_rsv1();
   return "Sec-WebSocket-Extensions: " + a->header + "\r\n";
+}
+
+void WsSession::enable_deflate(const wsd::Params& agreed) {
+  pmd_ = std::make_unique<wsd::Extension>(agreed, dec_.max_message(), client_);
+  dec_.allow_rsv1();
 }
 
 std::optional<ProtocolError> WsSession::inflate_frame(const WsFrame& f) {

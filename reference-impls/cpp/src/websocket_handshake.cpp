@@ -162,24 +162,28 @@ WsSession::HandshakeResult WsSession::answer_handshake() {
 // ---------------------------------------------------------------------------------------------
 // The client side of the opening handshake
 
-WsClientOpening WsClientOpening::make(std::string_view host, std::string_view path, std::string_view subprotocol) {
+WsClientOpening WsClientOpening::make(std::string_view host, std::string_view path, std::string_view subprotocol,
+                                      bool deflate) {
   std::uint8_t nonce[16];
   random_bytes(nonce, sizeof nonce);
   WsClientOpening o;
   o.key = base64(ByteView(nonce, sizeof nonce));
   o.offered = std::string(subprotocol);
+  o.deflate = deflate;
   o.request = "GET " + std::string(path) + " HTTP/1.1\r\nHost: " + std::string(host) +
               "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: " + o.key +
               "\r\nSec-WebSocket-Version: 13\r\n" +
-              (o.offered.empty() ? std::string() : "Sec-WebSocket-Protocol: " + o.offered + "\r\n") + "\r\n";
+              (o.offered.empty() ? std::string() : "Sec-WebSocket-Protocol: " + o.offered + "\r\n") +
+              (deflate ? "Sec-WebSocket-Extensions: " + wsd::kClientOffer.header() + "\r\n" : std::string()) + "\r\n";
   return o;
 }
 
 // WS-HS-7 (RFC 6455 §4.1, the client's checks 1-6): status 101 (any reason phrase, an empty one
 // too), `Upgrade: websocket` and the `upgrade` token of `Connection` (case-insensitive token lists,
-// repeated headers joined), the accept value of our key, no extension (this client offers none; an
-// empty list names none) and no subprotocol but the one offered (websocket.subprotocol), if any.
-std::string WsClientOpening::check(std::string_view head) const {
+// repeated headers joined), the accept value of our key, no extension unless permessage-deflate was
+// offered (then its response is checked, WSD-NEG-5; an empty list names none) and no subprotocol but
+// the one offered (websocket.subprotocol), if any.
+std::string WsClientOpening::check(std::string_view head, std::optional<wsd::Params>* agreed) const {
   const auto end = head.find("\r\n\r\n");
   const std::vector<std::string_view> lines = split(head.substr(0, end), "\r\n");
   const std::string_view status = lines[0];
@@ -195,7 +199,15 @@ std::string WsClientOpening::check(std::string_view head) const {
     const auto t = tokens(header_value(*headers, name), false);
     return std::any_of(t.begin(), t.end(), [](const std::string& x) { return !x.empty(); });
   };
-  if (names_any("sec-websocket-extensions")) return "handshake answer names an extension that was not offered";
+  if (deflate) {
+    const std::string* ext = header_value(*headers, "sec-websocket-extensions");
+    const auto r = wsd::check_response(wsd::kClientOffer, ext ? std::vector<std::string_view>{*ext}
+                                                             : std::vector<std::string_view>{});
+    if (!r.error.empty()) return "permessage-deflate response refused (WSD-NEG-5): " + r.error;
+    if (agreed) *agreed = r.agreed;
+  } else if (names_any("sec-websocket-extensions")) {
+    return "handshake answer names an extension that was not offered";
+  }
   const std::string* sub = header_value(*headers, "sec-websocket-protocol");
   if (names_any("sec-websocket-protocol") && !(sub && !offered.empty() && *sub == offered))
     return "handshake answer names a subprotocol that was not offered";

@@ -315,4 +315,104 @@ TEST(WsDeflateSession, ErrorsAndCloseCodes) {
   EXPECT_FALSE(ok.s.error());
 }
 
+
+// ------------------------------------------------------------------ the client's side (fp-autobahn-client)
+
+TEST(WsDeflateClient, ChecksTheResponse) {  // WSD-NEG-5
+  using fp::wsd::check_response;
+  const auto& offer = fp::wsd::kClientOffer;
+  EXPECT_EQ(offer.header(), "permessage-deflate; client_no_context_takeover; client_max_window_bits");
+  auto r = check_response(offer, {});
+  EXPECT_TRUE(r.error.empty() && !r.agreed);
+  r = check_response(offer, {"permessage-deflate"});
+  ASSERT_TRUE(r.agreed) << r.error;
+  EXPECT_TRUE(r.agreed->client_no_context_takeover);  // the offer's hint binds the client
+  EXPECT_FALSE(r.agreed->server_no_context_takeover);
+  r = check_response(offer, {"PerMessage-Deflate ; server_no_context_takeover;client_max_window_bits=\"9\"; "
+                             "server_max_window_bits=10"});
+  ASSERT_TRUE(r.agreed) << r.error;
+  EXPECT_TRUE(r.agreed->server_no_context_takeover);
+  EXPECT_EQ(r.agreed->client_max_window_bits, 9);
+  EXPECT_EQ(r.agreed->server_max_window_bits, 10);
+  for (const char* bad : {"permessage-deflate; foo",
+                          "permessage-deflate; server_no_context_takeover; server_no_context_takeover",
+                          "permessage-deflate; server_max_window_bits=16", "permessage-deflate; server_max_window_bits=010",
+                          "permessage-deflate; server_max_window_bits", "permessage-deflate; client_no_context_takeover=1",
+                          "permessage-deflate; client_max_window_bits", "permessage-deflate, permessage-deflate",
+                          "x-webkit-deflate-frame", "permessage-deflate; "}) {
+    EXPECT_FALSE(check_response(offer, {bad}).error.empty()) << bad;
+  }
+  const fp::wsd::Params plain;
+  EXPECT_FALSE(check_response(plain, {"permessage-deflate; client_max_window_bits=15"}).error.empty());
+  const fp::wsd::Params small{false, false, 10, 10};
+  EXPECT_FALSE(check_response(small, {"permessage-deflate; client_max_window_bits=11"}).error.empty());
+  EXPECT_FALSE(check_response(small, {"permessage-deflate; server_max_window_bits=11"}).error.empty());
+  EXPECT_TRUE(check_response(small, {"permessage-deflate; server_max_window_bits=10"}).error.empty());
+}
+
+TEST(WsDeflateClient, OpeningOffersAndReadsTheAgreement) {
+  const auto o = fp::WsClientOpening::make("127.0.0.1:1", "/", {}, true);
+  EXPECT_NE(o.request.find("\r\nSec-WebSocket-Extensions: " + fp::wsd::kClientOffer.header() + "\r\n"), std::string::npos);
+  Sink sink;
+  fp::WsSession server(proto(R"({"permessage_deflate": true})"));
+  server.feed(fp::ByteView(reinterpret_cast<const std::uint8_t*>(o.request.data()), o.request.size()), sink);
+  const std::string head(sink.out.begin(), sink.out.end());
+  std::optional<fp::wsd::Params> agreed;
+  EXPECT_EQ(o.check(head, &agreed), "");
+  ASSERT_TRUE(agreed);
+  EXPECT_TRUE(agreed->client_no_context_takeover);
+  const auto with = [&](const std::string& ext) {
+    std::string h = head;
+    h.insert(h.size() - 2, "Sec-WebSocket-Extensions: " + ext + "\r\n");
+    return h;
+  };
+  EXPECT_NE(o.check(with("permessage-deflate; foo"), &agreed).find("WSD-NEG-5"), std::string::npos);
+  const auto plain = fp::WsClientOpening::make("127.0.0.1:1", "/");
+  EXPECT_EQ(plain.request.find("Extensions"), std::string::npos);
+}
+
+// The client's masked frames in `b` (payload unmasked).
+std::vector<Frame> masked_frames(fp::ByteView b) {
+  std::vector<Frame> out;
+  while (b.size() >= 6) {
+    EXPECT_TRUE(b[1] & 0x80);
+    std::size_t n = b[1] & 0x7f, h = 2;
+    if (n == 126) n = (b[2] << 8) | b[3], h = 4;
+    const std::uint8_t* key = b.data() + h;
+    fp::Bytes p(b.begin() + h + 4, b.begin() + h + 4 + n);
+    fp::ws::mask(p.data(), p.size(), key);
+    out.push_back({b[0], std::move(p)});
+    b = b.subspan(h + 4 + n);
+  }
+  return out;
+}
+
+TEST(WsDeflateClient, SessionInflatesAndEchoesMaskedCompressed) {  // WSD-FRM-1, WSD-CTX-1, WSD-NEG-4
+  for (int client_bits : {0, 9, 8}) {
+    const fp::WebSocket p(fp::Limits{1 << 20}, /*client=*/true, 1 << 20);
+    fp::WsSession s(p, /*own_role=*/true);
+    s.enable_deflate(fp::wsd::Params{false, true, 0, client_bits});
+    fp::wsd::Deflater server(15, false);
+    fp::wsd::Inflater reader(true);
+    const fp::Bytes text = bytes(std::string(40, 'a') + "a message with context, a message with context");
+    for (int m = 0; m < 3; ++m) {
+      fp::Bytes z;
+      server.compress(text, z);
+      fp::Bytes in(10);
+      in.resize(fp::ws::put_header(in.data(), 0xC1, false, z.size()));
+      in.insert(in.end(), z.begin(), z.end());
+      Sink sink;
+      s.feed(in, sink);
+      ASSERT_FALSE(s.error()) << s.error()->message;
+      const auto r = masked_frames(sink.out);
+      ASSERT_EQ(r.size(), 1u);
+      EXPECT_EQ(r[0].byte0, client_bits == 8 ? 0x81 : 0xC1) << client_bits;  // uncompressed at 8 bits
+      fp::Bytes out;
+      if (client_bits == 8) out = r[0].payload;
+      else ASSERT_FALSE(reader.feed(r[0].payload, true, out));
+      EXPECT_EQ(out, text) << client_bits << " " << m;
+    }
+  }
+}
+
 }  // namespace

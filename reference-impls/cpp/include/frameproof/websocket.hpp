@@ -269,6 +269,9 @@ class WsSession {
   // The echo service with `proto`'s role, after a handshake done elsewhere: a client role
   // receives unmasked frames and sends its replies masked with fresh keys (fp-autobahn-client).
   WsSession(const WebSocket& proto, bool own_role);
+  // The opening (done elsewhere, fp-autobahn-client) agreed permessage-deflate: the peer's compressed
+  // messages are inflated, the echoes compressed with this role's window and context.
+  void enable_deflate(const wsd::Params& agreed);
 
   std::span<std::uint8_t> prepare();
   void commit(std::size_t n);
@@ -397,7 +400,8 @@ class WsSession {
         return;
       }
       if (!f.fin) return;
-      reply_frame(out, msg_op_, deflate_message(), false, true);
+      if (pmd_->compress) reply_frame(out, msg_op_, deflate_message(), false, true);
+      else reply_frame(out, msg_op_, msg_, false);  // a window zlib cannot compress with
       if (pmd_->zout.capacity() > (64u << 10)) Bytes().swap(pmd_->zout);
     } else {
       msg_.insert(msg_.end(), f.payload.begin(), f.payload.end());
@@ -459,11 +463,15 @@ struct WsClientOpening {
   std::string request;  // GET ... with a fresh Sec-WebSocket-Key
   std::string key;
   std::string offered;  // the subprotocol offered (empty: none), the only one the answer may name
-  // `host` for the Host header, `path` the request target, `subprotocol` offered unless empty.
-  static WsClientOpening make(std::string_view host, std::string_view path, std::string_view subprotocol = {});
+  bool deflate = false;  // permessage-deflate offered (wsd::kClientOffer)
+  // `host` for the Host header, `path` the request target, `subprotocol` offered unless empty,
+  // permessage-deflate with `deflate`.
+  static WsClientOpening make(std::string_view host, std::string_view path, std::string_view subprotocol = {},
+                              bool deflate = false);
   // The response head (up to and including the blank line): empty if it is a 101 with the right
-  // Sec-WebSocket-Accept, else why not.
-  [[nodiscard]] std::string check(std::string_view head) const;
+  // Sec-WebSocket-Accept, else why not. With `deflate`, the extension's response is checked
+  // (WSD-NEG-5) and what it agreed goes to `agreed` (nullopt: declined).
+  [[nodiscard]] std::string check(std::string_view head, std::optional<wsd::Params>* agreed = nullptr) const;
 };
 
 class WebSocket {

@@ -68,6 +68,24 @@ struct Agreement {
 // The first offer this server supports among `values`, or nullopt: declined (no header).
 std::optional<Agreement> accept(const std::vector<std::string_view>& values, const Policy& policy = {});
 
+// What a client offers (fp-autobahn-client --codec, reference-impls/README.md): client_max_window_bits
+// without a value (it follows any window the server asks for) and client_no_context_takeover, a hint
+// that binds the client to reset its compressor after every message whatever the response says
+// (RFC 7692 §7.1.1.2); without it a server that wants the client to reset may decline (Autobahn's
+// 13.2, 13.5, 13.6 do).
+inline const Params kClientOffer{false, true, 0, kBare};
+
+// A client's reading of the server's Sec-WebSocket-Extensions values after offering `offer`
+// (WSD-NEG-5): `agreed` nullopt and no error when the server declined, the agreement it must follow
+// (the offer's client_no_context_takeover hint kept), or `error`: fail the connection (an element other
+// than one permessage-deflate, an unknown, repeated or invalid parameter, client_max_window_bits not
+// offered or without a value, a window larger than offered).
+struct ResponseCheck {
+  std::optional<Params> agreed;
+  std::string error;
+};
+ResponseCheck check_response(const Params& offer, const std::vector<std::string_view>& values);
+
 // ------------------------------------------------------------------ messages (WSD-CMP-*, CTX-*, LIM-*)
 
 struct Z;  // a zlib stream (websocket_deflate.cpp)
@@ -122,14 +140,26 @@ class Inflater {
   std::unique_ptr<Z, ZFree> z_;
 };
 
-// One connection's extension once accepted: the agreement and both directions (the zlib state of
-// each created at the connection's first compressed message, WSD-LIM-2), and the compressed echo.
+// One connection's extension once accepted, on the server's side or (`client`) the client's: the
+// agreement and both directions (the zlib state of each created at the connection's first compressed
+// message, WSD-LIM-2), and the compressed echo. server_* parameters are the server's sending side,
+// client_* the client's (RFC 7692 §7.1).
 struct Extension {
-  Extension(const Params& agreed, std::uint64_t max_message)
+  Extension(const Params& agreed, std::uint64_t max_message, bool client = false)
       : params(agreed),
-        deflater(agreed.server_max_window_bits ? agreed.server_max_window_bits : 15, agreed.server_no_context_takeover),
-        inflater(agreed.client_no_context_takeover, max_message) {}
+        compress(own_bits(agreed, client) >= 9),
+        deflater(own_bits(agreed, client),
+                 client ? agreed.client_no_context_takeover : agreed.server_no_context_takeover),
+        inflater(client ? agreed.server_no_context_takeover : agreed.client_no_context_takeover, max_message) {}
+  // The window this side compresses with (15 unless the agreement states one).
+  static int own_bits(const Params& a, bool client) {
+    const int b = client ? a.client_max_window_bits : a.server_max_window_bits;
+    return b > 0 ? b : 15;
+  }
   Params params;
+  // false: the agreed window is one zlib cannot compress with (8 bits, WSD-NEG-4); this side's
+  // messages then go uncompressed (WSD-FRM-1 allows it)
+  bool compress;
   Deflater deflater;
   Inflater inflater;
   Bytes zout;  // the payload of the last compressed echo
