@@ -136,6 +136,36 @@ namespace Frameproof.Tests
             }
         }
 
+        /// <summary>fp-load offering permessage-deflate to fp-server accepting it (websocket.permessage_deflate
+        /// on both): every echo inflated and verified; the server's received payload bytes (as on the wire)
+        /// well below the messages' size shows the requests went compressed. Declined by a server without the
+        /// key, the same run goes uncompressed.</summary>
+        [TestCase(true, "--mode pipelined --window 16 --variant text")]
+        [TestCase(true, "--mode batched")]
+        [TestCase(false, "--mode pipelined --window 16 --variant text")]
+        public void Load_PermessageDeflate_AgainstServer(bool serverDeflate, string args)
+        {
+            const string on = "\"{\\\"protocol\\\": \\\"websocket\\\", \\\"websocket\\\": {\\\"permessage_deflate\\\": true}}\"";
+            const int requests = 400, payload = 2000;
+            using (var srv = new ServerProcess((serverDeflate ? "--codec " + on : "--protocol websocket") + " --listen 127.0.0.1:0"))
+            {
+                string json = Path.Combine(Path.GetTempPath(), "fp-cs-load-" + Guid.NewGuid().ToString("N") + ".json");
+                string stdout, stderr;
+                int rc = RunProgram("fp-load.exe", "--codec " + on + " --connect 127.0.0.1:" + srv.Port + " --connections 2 --requests " + requests
+                    + " --payload " + payload + " " + args + " --json " + json, out stdout, out stderr);
+                Assert.AreEqual(0, rc, stdout + stderr);
+                string report = File.ReadAllText(json);
+                File.Delete(json);
+                StringAssert.Contains("\"replies_verified\": " + requests + ", \"errors\": 0", report);
+                string counters = srv.Stop();
+                StringAssert.Contains("\"protocol_errors\": 0", counters);
+                var m = System.Text.RegularExpressions.Regex.Match(counters, "\"bytes\": (\\d+)");
+                long bytes = long.Parse(m.Groups[1].Value);
+                if (serverDeflate) Assert.Less(bytes, requests * (long)payload * 3 / 4, "compressed requests: " + counters);
+                else Assert.AreEqual(requests * (long)payload + 2 * 2, bytes, "uncompressed (and the two closes' codes): " + counters);
+            }
+        }
+
         [TestCase("epoll")]
         [TestCase("blocking")]
         [TestCase("saea")]

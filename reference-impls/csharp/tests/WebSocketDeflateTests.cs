@@ -527,6 +527,17 @@ namespace Frameproof.Tests
             }
         }
 
+        /// <summary>A decoder without a message limit (the load client's: long.MaxValue) reads a compressed
+        /// message: the allowance for DEFLATE's overhead saturates instead of overflowing.</summary>
+        [Test]
+        public void Unbounded_Decoder_Reads_Compressed_Messages()
+        {
+            var log = new Log();
+            using (var d = new WsDecoder(false, long.MaxValue, long.MaxValue) { AllowRsv1 = true })
+                Assert.IsTrue(d.Feed(ServerFrame(true, true, WsOpcodes.Text, T.Hex("f248cdc9c90700")), log), d.Error.Message);
+            Assert.AreEqual(4u, log.Frames[0].Rsv);
+        }
+
         /// <summary>zlib cannot keep to a 256-byte window (WSD-NEG-4): held to 8 bits, the client sends
         /// its messages uncompressed (WSD-FRM-1) and still inflates the server's.</summary>
         [Test]

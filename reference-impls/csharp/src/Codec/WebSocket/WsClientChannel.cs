@@ -13,7 +13,12 @@ namespace Frameproof.Codec
     /// the opening handshake with a random key (WS-HS-1, the 101 and Sec-WebSocket-Accept checked),
     /// then each message as one FIN frame masked with a fresh key (WS-MASK-3/4), binary or text by
     /// variant; echoes matched FIFO (<see cref="FifoMatcher"/>) with their opcode checked; at the end
-    /// a close frame with code 1000, answered by the server's close.
+    /// a close frame with code 1000, answered by the server's close. With websocket.permessage_deflate
+    /// the handshake offers permessage-deflate (<see cref="WsDeflateNegotiation.ClientOffer"/>), a
+    /// response WSD-NEG-5 refuses is an error (nothing is sent), and once agreed each request is sent
+    /// compressed (RSV1; uncompressed where the client is held to 8 window bits) and each compressed echo
+    /// is inflated within websocket.max_message (<see cref="PerMessageDeflate"/>, client role) before it
+    /// is matched and verified.
     /// </summary>
     public sealed class WsClientChannel : ClientChannel, IWsFrameHandler, IMatchObserver
     {
@@ -29,6 +34,12 @@ namespace Frameproof.Codec
         byte[] _msg;             // a fragmented echo being reassembled (the server sends none)
         int _msgLen;
         byte _msgOp;
+        readonly DeflateParams _offer;   // the permessage-deflate offer, or null
+        PerMessageDeflate _pmd;          // the agreement's state, or null
+        readonly NativeBuffer _inflated = new NativeBuffer();   // the compressed echo in progress, inflated
+        int _inflatedLen;
+        bool _msgCompressed;
+        ProtocolError _error;            // an echo that does not inflate (WSD-CMP-3, WSD-LIM-1)
 
         public WsClientChannel(WebSocketCodec codec, IClientObserver observer, long timeoutMs, bool text)
         {
@@ -37,11 +48,12 @@ namespace Frameproof.Codec
             _opcode = text ? WsOpcodes.Text : WsOpcodes.Binary;
             _matcher = new FifoMatcher(this, timeoutMs);
             _decoder = new WsDecoder(false, long.MaxValue, long.MaxValue);
+            if (codec.PermessageDeflate) _offer = WsDeflateNegotiation.ClientOffer();
         }
 
         public override byte[] OpeningRequest(string host)
         {
-            return Encoding.ASCII.GetBytes(WsHandshake.Request(host, _codec.Path ?? "/", out _handshakeKey, _codec.Subprotocol));
+            return Encoding.ASCII.GetBytes(WsHandshake.Request(host, _codec.Path ?? "/", out _handshakeKey, _codec.Subprotocol, _offer));
         }
 
         public override int AcceptOpening(ReadOnlySpan<byte> received, out string error)
@@ -54,15 +66,28 @@ namespace Frameproof.Codec
                 return 0;
             }
             string head = Encoding.GetEncoding("iso-8859-1").GetString(received.Slice(0, end - 4).ToArray());
-            error = WsHandshake.CheckAnswer(head, _handshakeKey, _codec.Subprotocol);
-            return error == null ? end : -1;
+            DeflateParams agreed;
+            bool failConnection;
+            error = WsHandshake.CheckAnswer(head, _handshakeKey, _codec.Subprotocol, _offer, out agreed, out failConnection);
+            if (error != null) return -1;
+            if (agreed != null)
+            {
+                _pmd = new PerMessageDeflate(agreed, _codec.MaxMessage, true);
+                _decoder.AllowRsv1 = true;
+            }
+            return end;
         }
 
+        /// <summary>One masked FIN frame; a data frame compressed (RSV1) once permessage-deflate was agreed.</summary>
         int Encode(byte opcode, ReadOnlySpan<byte> payload, SendBuffer output)
         {
+            bool compress = _pmd != null && _pmd.Compresses && !WsOpcodes.IsControl(opcode);
+            if (compress) payload = _pmd.Compress(payload);
             _keys.Next(_key);
             int need = WsEncoder.HeaderLength(payload.Length, true) + payload.Length;
-            int n = WsEncoder.Write(true, opcode, _key, payload, output.Reserve(need));
+            Span<byte> d = output.Reserve(need);
+            int n = WsEncoder.Write(true, opcode, _key, payload, d);
+            if (compress) d[0] |= 0x40;
             output.Commit(n);
             return n;
         }
@@ -84,7 +109,7 @@ namespace Frameproof.Codec
             return true;
         }
 
-        public override bool Feed(ReadOnlySpan<byte> data) { return _decoder.Feed(data, this) || !_decoder.Failed; }
+        public override bool Feed(ReadOnlySpan<byte> data) { return (_decoder.Feed(data, this) || !_decoder.Failed) && !_error.IsSet; }
 
         public bool OnFrame(ref WsFrame f)
         {
@@ -94,12 +119,33 @@ namespace Frameproof.Codec
                 case WsOpcodes.Close: _peerClosed = true; return false;
                 case WsOpcodes.Ping: case WsOpcodes.Pong: return true;   // the echo server sends neither
             }
-            if (f.Opcode != WsOpcodes.Continuation) { _msgOp = f.Opcode; _msgLen = 0; }
+            if (f.Opcode != WsOpcodes.Continuation) { _msgOp = f.Opcode; _msgLen = 0; _msgCompressed = f.Rsv != 0; }
+            if (_msgCompressed) return Inflate(ref f);
             if (f.Fin && f.Opcode != WsOpcodes.Continuation) { _matcher.OnFrame(_msgOp, 0, f.Payload); return true; }
             if (_msg == null || _msgLen + f.Payload.Length > _msg.Length) Array.Resize(ref _msg, Math.Max(4096, (_msgLen + f.Payload.Length) * 2));
             f.Payload.CopyTo(new Span<byte>(_msg, _msgLen, f.Payload.Length));
             _msgLen += f.Payload.Length;
             if (f.Fin) { _matcher.OnFrame(_msgOp, 0, new ReadOnlySpan<byte>(_msg, 0, _msgLen)); _msgLen = 0; }
+            return true;
+        }
+
+        /// <summary>A frame of a compressed echo, inflated onto the message (WSD-CMP-2, within
+        /// websocket.max_message: WSD-LIM-1); the whole echo is matched at its last frame.</summary>
+        bool Inflate(ref WsFrame f)
+        {
+            if (f.Opcode != WsOpcodes.Continuation) { _pmd.BeginMessage(); _inflatedLen = 0; }
+            string why;
+            int code = _pmd.InflateFrame(f.Payload, f.Fin, _inflated, ref _inflatedLen, out why);
+            if (code != 0)
+            {
+                _error = new ProtocolError(code == 1009 ? "WSD-LIM-1" : "WSD-CMP-3", f.Offset, why, new WebSocketCloseDetail((uint)code));
+                return false;
+            }
+            if (!f.Fin) return true;
+            _matcher.OnFrame(_msgOp, 0, _inflated.Slice(0, _inflatedLen));
+            _inflatedLen = 0;
+            if (_inflated.Capacity > 64 * 1024) _inflated.Free();
+            _pmd.EndMessage();
             return true;
         }
 
@@ -114,7 +160,7 @@ namespace Frameproof.Codec
         public void OnUnmatched(byte flag, byte sequence, ReadOnlySpan<byte> payload) { _observer.OnUnmatched(flag, sequence, payload); }
 
         public override bool Finish() { return _decoder.Finish(); }
-        public override ProtocolError Error { get { return _decoder.Error; } }
+        public override ProtocolError Error { get { return _error.IsSet ? _error : _decoder.Error; } }
         public override void Expire(long nowMs) { _matcher.Expire(nowMs); }
         public override void FailAll() { _matcher.FailAll(); }
         public override bool Failed { get { return _matcher.Failed; } }
@@ -136,6 +182,8 @@ namespace Frameproof.Codec
         {
             _decoder.Dispose();
             _keys.Dispose();
+            _inflated.Dispose();
+            if (_pmd != null) _pmd.Dispose();
         }
     }
 }

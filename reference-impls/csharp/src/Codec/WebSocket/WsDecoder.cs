@@ -306,9 +306,10 @@ namespace Frameproof.Codec
             if ((_op == WsOpcodes.Text || _op == WsOpcodes.Binary) && _inMessage) return Fail("WS-FRAG-3", "data frame inside a fragmented message");
             if ((long)n > _maxFrame) return Fail("WS-LIM-1", "frame payload of " + n + " bytes exceeds the maximum " + _maxFrame);
             // a compressed message's limit is on its inflated size (WSD-LIM-1); its payload may exceed
-            // that by DEFLATE's stored-block overhead
+            // that by DEFLATE's stored-block overhead (saturating: a limit of long.MaxValue stays that)
             bool compressed = _op == WsOpcodes.Continuation ? _msgCompressed : rsv1;
-            long maxMessage = compressed ? _maxMessage + (_maxMessage >> 10) + 1024 : _maxMessage;
+            long slack = (_maxMessage >> 10) + 1024;
+            long maxMessage = !compressed ? _maxMessage : _maxMessage > long.MaxValue - slack ? long.MaxValue : _maxMessage + slack;
             if (!control && (_op == WsOpcodes.Continuation ? _size : 0) + (long)n > maxMessage)
                 return Fail("WS-LIM-2", "message would exceed the maximum " + _maxMessage);
             if ((long)n > WsOpcodes.ArrayLimit || (!control && (_op == WsOpcodes.Continuation ? _size : 0) + (long)n > WsOpcodes.ArrayLimit))
