@@ -96,3 +96,19 @@ def test_client_fails_invalid_deflate_responses(frameproof, fault):
         assert rc == 1 and "WSD-NEG-5" in failed(doc), out[-2000:]
     else:
         assert rc == 0 and doc["totals"]["passed"] == 1, out[-2000:]
+
+
+def test_a_close_1002_is_a_refusal_and_any_other_frame_is_not():
+    # WSD-NEG-5 lets a client fail the connection with a close 1002 (and nothing else): that first
+    # frame counts as refusing the response; a data frame, or a close with another code, does not
+    from frameproof.oracle import Frame
+    from frameproof.protocols.websocket.client_opening import _is_close
+    from frameproof.protocols.websocket.frames import BINARY, CLOSE, WsHeader
+
+    def frame(opcode, payload):
+        return Frame(0, 0, payload, WsHeader(True, 0, opcode, True, b"\0\0\0\0"))
+    assert _is_close(frame(CLOSE, (1002).to_bytes(2, "big")), 1002)
+    assert not _is_close(frame(CLOSE, (1000).to_bytes(2, "big")), 1002)
+    assert not _is_close(frame(CLOSE, b""), 1002)
+    assert not _is_close(frame(BINARY, (1002).to_bytes(2, "big")), 1002)
+    assert not _is_close(None, 1002)
