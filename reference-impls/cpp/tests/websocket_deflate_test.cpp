@@ -321,13 +321,16 @@ TEST(WsDeflateSession, ErrorsAndCloseCodes) {
 TEST(WsDeflateClient, ChecksTheResponse) {  // WSD-NEG-5
   using fp::wsd::check_response;
   const auto& offer = fp::wsd::kClientOffer;
-  EXPECT_EQ(offer.header(), "permessage-deflate; client_no_context_takeover; client_max_window_bits");
+  EXPECT_EQ(offer.header(), "permessage-deflate; client_max_window_bits");
   auto r = check_response(offer, {});
   EXPECT_TRUE(r.error.empty() && !r.agreed);
   r = check_response(offer, {"permessage-deflate"});
   ASSERT_TRUE(r.agreed) << r.error;
-  EXPECT_TRUE(r.agreed->client_no_context_takeover);  // the offer's hint binds the client
+  EXPECT_FALSE(r.agreed->client_no_context_takeover);
   EXPECT_FALSE(r.agreed->server_no_context_takeover);
+  // a response may add client_no_context_takeover unasked (WSD-NEG-5); an offer's hint binds
+  EXPECT_TRUE(check_response(offer, {"permessage-deflate; client_no_context_takeover"}).agreed->client_no_context_takeover);
+  EXPECT_TRUE(check_response(fp::wsd::Params{false, true, 0, fp::wsd::kBare}, {"permessage-deflate"}).agreed->client_no_context_takeover);
   r = check_response(offer, {"PerMessage-Deflate ; server_no_context_takeover;client_max_window_bits=\"9\"; "
                              "server_max_window_bits=10"});
   ASSERT_TRUE(r.agreed) << r.error;
@@ -360,7 +363,7 @@ TEST(WsDeflateClient, OpeningOffersAndReadsTheAgreement) {
   std::optional<fp::wsd::Params> agreed;
   EXPECT_EQ(o.check(head, &agreed), "");
   ASSERT_TRUE(agreed);
-  EXPECT_TRUE(agreed->client_no_context_takeover);
+  EXPECT_EQ(agreed->client_max_window_bits, 15);
   const auto with = [&](const std::string& ext) {
     std::string h = head;
     h.insert(h.size() - 2, "Sec-WebSocket-Extensions: " + ext + "\r\n");
@@ -391,9 +394,10 @@ TEST(WsDeflateClient, SessionInflatesAndEchoesMaskedCompressed) {  // WSD-FRM-1,
   for (int client_bits : {0, 9, 8}) {
     const fp::WebSocket p(fp::Limits{1 << 20}, /*client=*/true, 1 << 20);
     fp::WsSession s(p, /*own_role=*/true);
-    s.enable_deflate(fp::wsd::Params{false, true, 0, client_bits});
+    const bool reset = client_bits == 9;  // client_no_context_takeover agreed, or the context kept
+    s.enable_deflate(fp::wsd::Params{false, reset, 0, client_bits});
     fp::wsd::Deflater server(15, false);
-    fp::wsd::Inflater reader(true);
+    fp::wsd::Inflater reader(reset);
     const fp::Bytes text = bytes(std::string(40, 'a') + "a message with context, a message with context");
     for (int m = 0; m < 3; ++m) {
       fp::Bytes z;

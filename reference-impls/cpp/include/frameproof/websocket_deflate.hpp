@@ -69,15 +69,14 @@ struct Agreement {
 std::optional<Agreement> accept(const std::vector<std::string_view>& values, const Policy& policy = {});
 
 // What a client offers (fp-autobahn-client --codec, reference-impls/README.md): client_max_window_bits
-// without a value (it follows any window the server asks for) and client_no_context_takeover, a hint
-// that binds the client to reset its compressor after every message whatever the response says
-// (RFC 7692 §7.1.1.2); without it a server that wants the client to reset may decline (Autobahn's
-// 13.2, 13.5, 13.6 do).
-inline const Params kClientOffer{false, true, 0, kBare};
+// without a value (it follows any window the server asks for), no hint: a server that wants the client
+// to reset its compressor says client_no_context_takeover in its response, which the client follows
+// (WSD-NEG-5); otherwise the client keeps its context (WSD-CTX-1).
+inline const Params kClientOffer{false, false, 0, kBare};
 
 // A client's reading of the server's Sec-WebSocket-Extensions values after offering `offer`
 // (WSD-NEG-5): `agreed` nullopt and no error when the server declined, the agreement it must follow
-// (the offer's client_no_context_takeover hint kept), or `error`: fail the connection (an element other
+// (an offer's client_no_context_takeover hint kept, RFC 7692 §7.1.1.2), or `error`: fail the connection (an element other
 // than one permessage-deflate, an unknown, repeated or invalid parameter, client_max_window_bits not
 // offered or without a value, a window larger than offered).
 struct ResponseCheck {

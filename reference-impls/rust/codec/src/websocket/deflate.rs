@@ -221,13 +221,12 @@ pub fn accept<S: AsRef<str>>(values: &[S]) -> Option<Agreement> {
 }
 
 /// What a client offers (reference-impls/README.md, websocket): `client_max_window_bits` (it
-/// follows any window the server asks for) and `client_no_context_takeover`, a hint that binds
-/// the client to reset its compressor after every message whatever the response says (RFC 7692
-/// §7.1.1.2). Without the hint a server that wants the client to reset may decline the offer
-/// (Autobahn's 13.2, 13.5, 13.6 do).
+/// follows any window the server asks for), no hint: a server that wants the client to reset its
+/// compressor says `client_no_context_takeover` in its response, which the client follows
+/// (WSD-NEG-5), and otherwise the client keeps its context (WSD-CTX-1).
 pub const CLIENT_OFFER: Offer = Offer {
     server_no_context_takeover: false,
-    client_no_context_takeover: true,
+    client_no_context_takeover: false,
     server_max_window_bits: None,
     client_max_window_bits: ClientBits::NoValue,
 };
@@ -256,7 +255,8 @@ impl Offer {
 
 /// A client's reading of the server's `Sec-WebSocket-Extensions` values after offering `offer`
 /// (WSD-NEG-5): `Ok(None)` when the server declined (no element), the agreement it must follow
-/// (with the offer's `client_no_context_takeover` hint kept), or `Err`: fail the connection (an
+/// (with the offer's `client_no_context_takeover` hint kept, if it had one: RFC 7692 §7.1.1.2), or
+/// `Err`: fail the connection (an
 /// element other than one permessage-deflate, an unknown, repeated or invalid parameter,
 /// `client_max_window_bits` not offered or without a value, a window larger than offered).
 pub fn check_response<S: AsRef<str>>(

@@ -405,13 +405,25 @@ fn final_block_then_new_stream_with_the_window() {
 fn client_checks_the_response() {
     assert_eq!(
         CLIENT_OFFER.header(),
-        "permessage-deflate; client_no_context_takeover; client_max_window_bits"
+        "permessage-deflate; client_max_window_bits"
     );
     let check = |v: &str| check_response(&CLIENT_OFFER, &[v]);
     assert_eq!(check(""), Ok(None));
     let a = check("permessage-deflate").unwrap().unwrap();
-    // the offer's hint binds the client whatever the response says
-    assert!(a.client_no_context_takeover && !a.server_no_context_takeover);
+    assert!(!a.client_no_context_takeover && !a.server_no_context_takeover);
+    // a response may add client_no_context_takeover unasked (WSD-NEG-5); an offer's hint binds
+    let a = check("permessage-deflate; client_no_context_takeover")
+        .unwrap()
+        .unwrap();
+    assert!(a.client_no_context_takeover);
+    let hint = Offer {
+        client_no_context_takeover: true,
+        ..CLIENT_OFFER
+    };
+    let a = check_response(&hint, &["permessage-deflate"])
+        .unwrap()
+        .unwrap();
+    assert!(a.client_no_context_takeover);
     assert_eq!(
         (a.server_max_window_bits, a.client_max_window_bits),
         (None, None)
@@ -472,7 +484,9 @@ fn client_opening_offers_and_reads_the_agreement() {
     let (r, _) = handshake_reply_at(c.request(), &ep).unwrap();
     assert_eq!(c.response(&r.bytes), Ok(Some(r.bytes.len())));
     assert_eq!(c.agreement(), r.deflate);
-    assert!(c.agreement().is_some_and(|a| a.client_no_context_takeover));
+    assert!(c
+        .agreement()
+        .is_some_and(|a| a.client_max_window_bits == Some(15)));
     // declined: no agreement, and frames without compression
     let (r, _) = handshake_reply_at(c.request(), &Endpoint::default()).unwrap();
     assert_eq!(c.response(&r.bytes), Ok(Some(r.bytes.len())));
@@ -503,16 +517,22 @@ fn client_opening_offers_and_reads_the_agreement() {
 /// with an 8-bit client window (zlib cannot compress with it) the echoes go uncompressed.
 #[test]
 fn client_session_inflates_and_compresses_masked() {
-    for (client_bits, compressed) in [(None, true), (Some(9), true), (Some(8), false)] {
+    // (client window, compressed, client_no_context_takeover agreed)
+    for (client_bits, compressed, reset) in [
+        (None, true, false),
+        (Some(9), true, true),
+        (Some(8), false, false),
+    ] {
         let a = Agreement {
             server_no_context_takeover: false,
-            client_no_context_takeover: true,
+            client_no_context_takeover: reset,
             server_max_window_bits: None,
             client_max_window_bits: client_bits,
         };
         let mut s = WsSession::client_with(1 << 20, Some(a));
         let mut server = Deflater::new(15, false);
-        let mut reader = Inflater::new(client_bits.unwrap_or(15), true, 1 << 20);
+        let mut reader = Inflater::new(client_bits.unwrap_or(15), reset, 1 << 20);
+        let mut sizes = Vec::new();
         let text = "a message the server compresses, with context. ".repeat(30);
         for round in 0..3 {
             let mut p = Vec::new();
@@ -554,6 +574,11 @@ fn client_session_inflates_and_compresses_masked() {
                 m = f.payload.to_vec();
             }
             assert_eq!(m, text.as_bytes(), "{client_bits:?} round {round}");
+            sizes.push(f.payload.len());
+        }
+        // with context kept the echoes after the first refer back to it (WSD-CTX-1)
+        if compressed {
+            assert_eq!(sizes[1] < sizes[0], !reset, "{client_bits:?}: {sizes:?}");
         }
     }
 }
@@ -607,7 +632,7 @@ fn load_client_compresses_and_inflates() {
     assert!(server.process(&mut answer).error.is_none());
     assert_eq!(opening.response(&answer), Ok(Some(answer.len())));
     let conn = p.client_side().opened(&*opening);
-    assert!(conn.deflate.is_some_and(|a| a.client_no_context_takeover));
+    assert!(conn.deflate.is_some_and(|a| !a.client_no_context_takeover));
     let mut client = conn.client::<u32>(1_000_000);
     let mut dec = conn.decoder();
     let payload = b"compressible payload, compressible payload, compressible payload".repeat(8);
