@@ -191,7 +191,8 @@ def main(argv=None):
                    help="cells run at once (default 4; 1: one after the other, as a log to read top to bottom). "
                         "Most cells wait on the network or a timeout, so this divides the wall time; at full scale "
                         "the cells that keep a core busy for minutes (codec suites with the long stream, the "
-                        "Autobahn testsuite) run in a lane of their own, two or half the cores at once")
+                        "Autobahn testsuite) run in a lane of their own, two or half the cores at once, and the stress "
+                        "group (its latency is a measurement) runs last, alone")
     m.add_argument("--update-readme", action="store_true", help="copy the matrix into README.md")
     m.set_defaults(fn=cmd_matrix)
 

@@ -37,8 +37,10 @@ SCALES = {
              # the long-stream test past 4 GiB in every codec cell (small: the ci profile's 64 MiB)
              "run": ["--long-stream", "4.5G"],
              # cells that keep a core busy for minutes (the long stream, the whole Autobahn testsuite) run
-             # in a lane of their own, at most half the cores at once (_Queue)
-             "heavy": True, "stress_alone": False},
+             # in a lane of their own (_Queue); the stress group's healthy-request p99 (2 s) is measured
+             # with nothing else running: beside the other cells and a CI run it read 2.1-2.5 s (rust,
+             # maximal_unfinished_frames, 2026-11-28), a figure of the machine's load, not of the server
+             "heavy": True, "stress_alone": True},
     "small": {"stress": ["--stress-scale", SMALL_SCALE, "--stress-grace-s", "3", "--stress-p99-ms", "5000"]
                         + SMALL_LIMITS,
               "stress_own_limits": ["--stress-scale", SMALL_SCALE, "--stress-grace-s", "3", "--stress-p99-ms", "5000"],
