@@ -109,6 +109,7 @@ IMPL_ALLOWED = {
     # programs of one protocol: the Autobahn testsuite's client side is websocket's alone
     ("cpp/src/autobahn_client.cpp", "websocket"): "fp-autobahn-client speaks only websocket (Autobahn)",
     ("rust/net/src/bin/fp-autobahn-client.rs", "websocket"): "fp-autobahn-client speaks only websocket (Autobahn)",
+    ("csharp/src/AutobahnClient/Program.cs", "websocket"): "fp-autobahn-client speaks only websocket (Autobahn)",
     # baselines of one protocol, outside the registry on purpose (tools/bench compares against them)
     ("rust/baselines/src/bin/fp-tokio-lf-echo.rs", "length-field"): "a length-field echo over tokio-util's "
                                                                      "LengthDelimitedCodec, the peer baseline",
