@@ -196,6 +196,12 @@ def c_counts(t):
             diffs.append(f"replies_verified: client says {rep.get('replies_verified')}, server wrote {s.replies} correct replies")
     if rep.get("errors") != 0:
         diffs.append(f"errors: client reports {rep.get('errors')} against a correct server: {rep.get('error_details')}")
+    from . import protocols
+    ext = protocols.get(t.protocol).client_extension(t.codec)
+    if ext and s.extended < s.connections:
+        # the codec switches an extension on: a client that never offered it has checked nothing of it
+        diffs.append(f"extension: the codec switches {ext} on, but {s.connections - s.extended} of "
+                     f"{s.connections} connections did not agree on it (the client did not offer it)")
     if r.rc != 0:
         diffs.append(f"exit status {r.rc} after a clean run")
     if diffs:

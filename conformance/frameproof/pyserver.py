@@ -57,6 +57,7 @@ class Stats:
     corrupted: int = 0  # replies corrupted on purpose
     dropped: int = 0  # requests not answered on purpose
     strays: int = 0  # frames written on purpose before a reply, answering nothing (rpc: RPC-MATCH-2, -4)
+    extended: int = 0  # connections whose opening agreed on an extension (websocket: permessage-deflate)
     error_details: list = field(default_factory=list)
     refused: int = 0  # connections beyond --max-connections, accepted and closed at once (RES-6)
     accept_errors: int = 0  # accepts that failed for want of descriptors (RES-7)
@@ -165,6 +166,7 @@ class EchoConn(asyncio.Protocol):
                 return
             if getattr(self.opening, "extension", None) is not None:  # an extension the opening agreed on
                 self.dec, self.replier = srv.proto.extension_session(srv.codec, self.opening.extension, srv.fault)
+                srv.stats.extended += 1
             self.opening, data = None, rest
             if not data:
                 srv._account(self)
@@ -188,6 +190,14 @@ class EchoConn(asyncio.Protocol):
                     st.note(f"connection {self.no}: {bad}")
             if srv.sink:
                 continue
+            # a replier that compresses (permessage-deflate) must drop or corrupt a reply before it
+            # compresses it: arm it for the next counted reply
+            echo = getattr(self.replier, "echo", None)
+            pre = echo is not None and hasattr(echo, "next_reply")
+            if pre:
+                nxt = srv._seen + 1
+                echo.next_reply = "drop" if srv.drop_every and nxt % srv.drop_every == 0 else \
+                    "corrupt" if srv.corrupt_every and nxt % srv.corrupt_every == 0 else None
             try:
                 reply = self.replier(frame)
             except CodecError as e:  # the endpoint closes the connection on this frame
@@ -207,7 +217,11 @@ class EchoConn(asyncio.Protocol):
                 st.dropped += 1
                 st.replies -= 1
                 continue
-            if srv.corrupt_every and srv._seen % srv.corrupt_every == 0 and reply.payload:
+            if pre:
+                if echo.done == "corrupt":
+                    st.corrupted += 1
+                echo.done = None
+            elif srv.corrupt_every and srv._seen % srv.corrupt_every == 0 and reply.payload:
                 from dataclasses import replace
                 # bit 0 only: text stays valid UTF-8, so the client sees a wrong payload, not a broken stream
                 reply = replace(reply, payload=bytes([reply.payload[0] ^ 0x01]) + reply.payload[1:])

@@ -80,6 +80,26 @@ def test_deflate_net_profile_only_for_servers_that_claim_it():
     assert json.loads(argv[argv.index("--codec") + 1])["websocket"]["permessage_deflate"] is True
     assert argv[argv.index("--server-cmd") + 1].startswith("srv --codec ") and "permessage_deflate" in argv[4]
     assert argv[-2:] == ["--xfail", "/tmp/x/gaps.txt"]
+    # the load client's cell: only where "load" claims the extension ("client" is the Autobahn client's)
+    impl["load"] = "ld"
+    impl["websocket_extensions"]["client"] = ["permessage-deflate"]
+    assert [g for g, lab, _ in ws.matrix_suites(impl, cmd, "smoke", "small") if lab == label] == ["net"]
+    impl["websocket_extensions"]["load"] = ["permessage-deflate"]
+    cells = [(lab, argv) for group, lab, argv in ws.matrix_suites(impl, cmd, "smoke", "small") if group == "client"]
+    assert [lab for lab, _ in cells] == [label]
+    argv = cells[0][1]
+    assert json.loads(argv[argv.index("--codec") + 1])["websocket"]["permessage_deflate"] is True
+    client = argv[argv.index("--client") + 1]
+    assert client.startswith("ld --codec ") and "permessage_deflate" in client and "--requests 1000" in client
+
+
+def test_client_cases_require_the_offer_under_a_deflate_codec(frameproof):
+    # under a codec with permessage-deflate on, a load client that never offers it (here the Python one,
+    # which has no deflate) fails HAR-COUNT-1: it would otherwise pass every client case unchecked
+    rc, out, doc = frameproof("net", "--codec", json.dumps(ON), "--client", LOAD, "--requirement", "HAR-COUNT-1",
+                              timeout=300)
+    assert rc == 1 and failed(doc) == {"HAR-COUNT-1"}, out[-2000:]
+    assert "did not agree on it" in out, out[-2000:]
 
 
 LOAD = (f"{PY} -m frameproof.pyload --protocol websocket --connect {{host}}:{{port}} --connections 2 --requests 20 "
@@ -112,3 +132,32 @@ def test_a_close_1002_is_a_refusal_and_any_other_frame_is_not():
     assert not _is_close(frame(CLOSE, b""), 1002)
     assert not _is_close(frame(BINARY, (1002).to_bytes(2, "big")), 1002)
     assert not _is_close(None, 1002)
+
+
+@pytest.mark.parametrize("act", ["corrupt", "drop"])
+def test_checking_server_corrupts_or_drops_before_compressing(act):
+    # HAR-VERIFY-1/2 under permessage-deflate: the checking server of `frameproof net --client` alters or
+    # withholds a reply before it is compressed, so that with context takeover the client's inflater and
+    # the server's deflater stay in step: the replies after it still inflate to the echoed messages
+    from frameproof.oracle import Frame
+    from frameproof.protocols.websocket.deflate import Deflater, Inflater, Params
+    from frameproof.protocols.websocket.deflate_session import session
+    from frameproof.protocols.websocket.frames import TEXT, WsHeader
+    codec = Codec.from_json(ON)
+    _, reply = session(codec, Params(client_max_window_bits=15))
+    client_out, client_in = Deflater(15), Inflater(15)
+    messages = [b"the same words again and again %d " % i * 8 for i in range(6)]
+    got = []
+    for i, m in enumerate(messages):
+        if i == 2:
+            reply.echo.next_reply = act
+        r = reply(Frame(0, 0, client_out.compress(m), WsHeader(True, 4, TEXT, True, b"\0\0\0\0")))
+        assert r.header.rsv == 4
+        done, reply.echo.done = reply.echo.done, None
+        assert (done == act) == (i == 2)
+        if i == 2 and act == "drop":
+            assert r.payload == m  # never compressed: the deflater's window never saw it
+            continue
+        got.append(client_in.inflate(r.payload))
+    want = [m if i != 2 else bytes([m[0] ^ 1]) + m[1:] for i, m in enumerate(messages) if not (i == 2 and act == "drop")]
+    assert got == want

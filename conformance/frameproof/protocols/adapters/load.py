@@ -30,6 +30,11 @@ class LoadClient:
         (to it); False for protocol traffic around them (stream set-up, close frames). Default: all."""
         return True
 
+    def client_extension(self, codec):
+        """The extension ``codec`` switches on that a load client must offer and get on every
+        connection (the checking server counts the connections that agreed on one), or None."""
+        return None
+
     def client_request_check(self):
         """A fresh per-connection checker the checking server calls as ``check(frame) -> str|None``
         (the HAR-CLI-1 violation, if any) on every request a load client sends."""

@@ -223,6 +223,9 @@ class WebSocket(Protocol):
     def server_opening(self, codec, fault=""):
         return reference.ServerOpening(fault, codec)
 
+    def client_extension(self, codec):
+        return "permessage-deflate" if getattr(codec, "permessage_deflate", None) else None
+
     def extension_session(self, codec, agreed, fault=""):
         """(decoder, replier) of a connection whose opening accepted permessage-deflate."""
         from .deflate_session import session
@@ -318,6 +321,16 @@ class WebSocket(Protocol):
             argv = ["net", "--codec", json.dumps(codec), "--server-cmd", server, "--name", impl["name"]]
             xfail = (impl.get("xfail_net") or {}).get(label)
             out.append(("net", label, argv + (["--xfail", str(Path(impl["dir"]) / xfail)] if xfail else [])))
+        if cmd("load") and "permessage-deflate" in exts.get("load", ()):
+            # the load client with the extension on (its codec's websocket.permessage_deflate): the client
+            # cases against the checking server, which accepts the offer and corrupts or drops a reply
+            # before it compresses it (HAR-VERIFY-*), and the client's side of the agreement (WSD-NEG-5)
+            label, codec = self.DEFLATE_PROFILE
+            j = json.dumps(codec)
+            client = (f"{cmd('load')} --codec {shlex.quote(j)} --connect {{host}}:{{port}} --connections 4 --payload 32 "
+                      f"--mode pipelined --window 16 --requests {1000 if scale == 'small' else 4000} "
+                      "--timeout-ms 2000 --json {json}")
+            out.append(("client", label, ["net", "--codec", j, "--client", client, "--name", impl["name"]]))
         for side, key, flag in (("server", "server", "--server-cmd"), ("client", "autobahn_client", "--client-cmd")):
             program = cmd(key)
             if not program or "permessage-deflate" not in exts.get(side, ()):

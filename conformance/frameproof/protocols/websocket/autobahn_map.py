@@ -1,4 +1,5 @@
-"""Which WS-* requirements (spec/websocket.md) each Autobahn testsuite case checks: one table,
+"""Which WS-* requirements (spec/websocket.md) and, for 12.* and 13.*, WSD-* requirements
+(spec/websocket-deflate.md) each Autobahn testsuite case checks: one table,
 from Autobahn's case groups (categories 1-7, 9, 10, 12, 13 of autobahntestsuite 25.10.1) to
 requirement IDs. The first row whose glob matches a case ID wins, so specific rows come first.
 
@@ -88,12 +89,16 @@ TABLE: List[Tuple[str, Tuple[str, ...], str]] = [
     ("9.8.*", ("WS-STR-2", "WS-ECHO-1"), "1000 binary messages of 0 B to 4 KiB, round trips"),
     # 10: miscellaneous
     ("10.1.1", ("WS-FRAG-1", "WS-ECHO-1"), "64 KiB text message auto-fragmented in frames of 1300 bytes"),
-    # 12, 13: permessage-deflate. A server that declines it: UNIMPLEMENTED, the expected verdict (WS-HS-5).
-    # One that implements it (impl.json "websocket_extensions") runs them in a cell of their own with
-    # --require-implemented; spec/websocket-deflate.md is what they check then. Its WSD-* IDs are named by
-    # frameproof's own deflate cases (protocols/websocket/deflate_net.py), not here
-    ("12.*", ("WS-HS-5",), "permessage-deflate (RFC 7692): declined, or accepted and the payload classes echoed"),
-    ("13.*", ("WS-HS-5",), "permessage-deflate parameters (RFC 7692): declined, or negotiated and echoed"),
+    # 12, 13: permessage-deflate, run only against a peer that implements it (impl.json
+    # "websocket_extensions"), in a cell of its own with --require-implemented: they check
+    # spec/websocket-deflate.md (WSD-*). A server that declines the extension never runs them (WS-HS-5)
+    ("12.*", ("WSD-NEG-1", "WSD-NEG-3", "WSD-FRM-1", "WSD-CMP-1", "WSD-CMP-2", "WSD-CMP-4", "WSD-CTX-1"),
+     "permessage-deflate, the default offer: messages of five payload classes (JSON, a bitmap, German text, "
+     "HTML, PDF) and many sizes, echoed compressed with context takeover"),
+    ("13.*", ("WSD-NEG-1", "WSD-NEG-3", "WSD-NEG-4", "WSD-FRM-1", "WSD-CMP-1", "WSD-CMP-2", "WSD-CTX-1",
+              "WSD-CTX-2"),
+     "permessage-deflate parameter sets: no context takeover on either side, window bits 8 to 15, "
+     "several offers of which the first acceptable one wins"),
 ]
 
 #: the categories `frameproof autobahn` runs by default (issue 14: 1-7, 9, 10)
@@ -144,11 +149,12 @@ def row(case: str):
 
 
 def requirements(case: str, side: str = "server") -> List[str]:
-    """The WS-* IDs case ``case`` checks on the endpoint under test (``side``: server or client)."""
+    """The WS-*/WSD-* IDs case ``case`` checks on the endpoint under test (``side``: server or client)."""
     r = row(case)
     if r is None:
         return []
     ids = list(r[1])
-    if side == "client":
-        ids = ["WS-MASK-2" if i == "WS-MASK-1" else i for i in ids]
+    if side == "client":  # the client's rules: unmasked frames refused; the server's response checked
+        swap = {"WS-MASK-1": "WS-MASK-2", "WSD-NEG-1": "WSD-NEG-5", "WSD-NEG-3": "WSD-NEG-5", "WSD-NEG-4": "WSD-NEG-5"}
+        ids = list(dict.fromkeys(swap.get(i, i) for i in ids))
     return ids

@@ -20,6 +20,10 @@ class DeflateEcho(reference.Echo):
         self.agreed, self.max_message = agreed, max_message
         self.compressed = False
         self._deflater = self._inflater = None
+        #: set by the checking server of `frameproof net --client` (pyserver.EchoServer): "corrupt" or
+        #: "drop" for the next echoed message, done before it is compressed, so that the client's
+        #: inflater context stays in step with this deflater's (WSD-CTX-1); ``done`` says it was done
+        self.next_reply, self.done = None, None
 
     def inflater(self) -> Inflater:
         if self._inflater is None:
@@ -56,6 +60,12 @@ class DeflateEcho(reference.Echo):
             raise CodecError(INFLATE_REQ.get(e.code, "WSD-CMP-3"), 0, e.reason) from None
         if self.opcode == TEXT and not reference.utf8_ok(message):
             raise CodecError("WSD-CMP-4", 0, "the inflated text is not UTF-8")
+        act, self.next_reply = self.next_reply, None
+        if act == "drop":  # never sent: kept out of the deflater's window too
+            self.done = act
+            return Frame(0, 0, message, WsHeader(True, 4, self.opcode, False, b""))
+        if act == "corrupt" and message:  # bit 0 of the first octet: text stays UTF-8
+            message, self.done = bytes([message[0] ^ 0x01]) + message[1:], act
         return Frame(0, 0, self.deflater().compress(message), WsHeader(True, 4, self.opcode, False, b""))
 
 
