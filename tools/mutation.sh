@@ -6,14 +6,11 @@
 #   bash tools/mutation.sh report     # results/mutation-DATE.{md,json} from what the runs left in .mutation/
 # Installs what it needs: cargo-mutants (crates.io) and cosmic-ray (PyPI), pinned. Needs the suite's
 # venv (tools/bootstrap.sh) and, for Rust, cargo. Work files and outcomes are kept in .mutation/.
+#   bash tools/mutation.sh cargo-tools  # only install cargo-mutants (tools/test.sh: while it bootstraps)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-[ -x .venv/bin/frameproof ] || bash tools/bootstrap.sh
-if ! .venv/bin/python -c 'import cosmic_ray' 2>/dev/null; then
-  .venv/bin/pip install -q 'cosmic-ray==8.7.0'
-fi
-if [ "${1:-}" != report ]; then
+cargo_tools() {
   if ! command -v cargo >/dev/null 2>&1 && [ -f "$HOME/.cargo/env" ]; then
     # shellcheck disable=SC1091
     . "$HOME/.cargo/env"
@@ -21,5 +18,14 @@ if [ "${1:-}" != report ]; then
   if ! cargo mutants --version 2>/dev/null | grep -q '^cargo-mutants 27\.'; then
     cargo install --locked cargo-mutants@27.1.0
   fi
+}
+if [ "${1:-}" = cargo-tools ]; then
+  cargo_tools
+  exit
 fi
+[ -x .venv/bin/frameproof ] || bash tools/bootstrap.sh
+if ! .venv/bin/python -c 'import cosmic_ray' 2>/dev/null; then
+  .venv/bin/pip install -q 'cosmic-ray==8.7.0'
+fi
+[ "${1:-}" = report ] || cargo_tools
 exec .venv/bin/python tools/mutation/run.py "$@"
