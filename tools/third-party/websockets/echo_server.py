@@ -6,7 +6,8 @@ It follows the echo-server contract of reference-impls/README.md where it applie
 ``LISTENING host:port``, echoes every text and binary message with its opcode, and on SIGTERM/SIGINT
 prints one JSON line of counters and exits 0. Configuration (said so in the README's results):
 ``max_size`` 64 MiB (websockets' default is 1 MiB, which fails Autobahn's 9.* by design) and no
-permessage-deflate (frameproof's websocket spec declines every extension, WS-HS-5); both flags change that.
+permessage-deflate (frameproof's websocket spec declines every extension, WS-HS-5); both flags change that,
+and so does a ``--codec`` with ``"websocket": {"permessage_deflate": true}`` (spec/websocket-deflate.md).
 Given ``--codec``/``--protocol`` (as ``frameproof net`` and the benchmark runner start an fp-server),
 ``max_size`` is the profile's frame limit (``limits.max_payload``, 10 MiB by default): websockets has one
 size limit, on a whole message, so the message limit (``websocket.max_message``) cannot be expressed.
@@ -53,6 +54,12 @@ def codec_max_size(text):
     return int((codec.get("limits") or {}).get("max_payload") or 10 * 1024 * 1024)
 
 
+def codec_deflate(text):
+    """``websocket.permessage_deflate`` of a ``--codec`` profile (spec/websocket-deflate.md): websockets'
+    own permessage-deflate, with its defaults, when true."""
+    return bool((json.loads(text).get("websocket") or {}).get("permessage_deflate"))
+
+
 async def main(args):
     host, _, port = args.listen.rpartition(":")
     stop = asyncio.Event()
@@ -82,5 +89,6 @@ if __name__ == "__main__":
     a = ap.parse_args()
     if a.protocol or a.codec:
         a.max_size = codec_max_size(a.codec or json.dumps({"protocol": a.protocol}))
+        a.compression = a.compression or (a.codec is not None and codec_deflate(a.codec))
     asyncio.run(main(a))
     sys.exit(0)

@@ -15,7 +15,7 @@ function checkKeys(obj, allowed, where) {
   }
 }
 
-/** {maxPayload, maxMessage} of a codec JSON text; throws on anything but a websocket server codec. */
+/** {maxPayload, maxMessage, permessageDeflate} of a codec JSON text; throws on anything but a websocket server codec. */
 function parseCodec(text) {
   let c;
   try {
@@ -27,17 +27,19 @@ function parseCodec(text) {
   if (c.protocol !== 'websocket') {
     throw new Error(`--codec: protocol ${JSON.stringify(c.protocol)} is not served by this wrapper (websocket only)`);
   }
-  const out = { maxPayload: DEFAULT_MAX_PAYLOAD, maxMessage: DEFAULT_MAX_MESSAGE };
+  const out = { maxPayload: DEFAULT_MAX_PAYLOAD, maxMessage: DEFAULT_MAX_MESSAGE, permessageDeflate: false };
   if (c.limits !== undefined) {
     checkKeys(c.limits, ['max_payload'], '--codec limits');
     if (c.limits.max_payload) out.maxPayload = Number(c.limits.max_payload);
   }
   if (c.websocket !== undefined) {
-    checkKeys(c.websocket, ['role', 'max_message'], '--codec websocket');
+    checkKeys(c.websocket, ['role', 'max_message', 'permessage_deflate'], '--codec websocket');
     if (c.websocket.role !== undefined && c.websocket.role !== 'server') {
       throw new Error(`--codec: role ${JSON.stringify(c.websocket.role)}: this is a server`);
     }
     if (c.websocket.max_message) out.maxMessage = Number(c.websocket.max_message);
+    // spec/websocket-deflate.md: ws's own permessage-deflate (its defaults) when the profile asks for it
+    out.permessageDeflate = c.websocket.permessage_deflate === true;
   }
   return out;
 }

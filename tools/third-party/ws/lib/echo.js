@@ -13,7 +13,7 @@ const MAX_OUTPUT = 1 << 20;
 /** The WebSocketServer options of the echo service for a codec ({maxPayload, maxMessage}). */
 function serverOptions(codec) {
   return {
-    perMessageDeflate: false,
+    perMessageDeflate: codec.permessageDeflate === true,
     maxPayload: maxPayloadOption(codec),
     handleProtocols: (offered) => (offered.has('frameproof.echo') ? 'frameproof.echo' : false),
   };
