@@ -231,6 +231,9 @@ class EchoConn(asyncio.Protocol):
                 st.strays += len(stray)
                 batch += [srv.ref.encode(srv.codec, f, 2 ** 31 - 1) for f in stray]
             batch.append(srv.ref.encode(srv.codec, reply, 2 ** 31 - 1))
+        # an error's traceback keeps this frame, and its locals, until the cycle collector runs: the echo
+        # (and a message it is assembling) must not outlive the connection's close through it (RES-*)
+        echo = None
         if srv.fault == "reverse-order":
             batch.reverse()
         if batch:

@@ -239,7 +239,7 @@ TEST(WsDeflateSession, OptInAndHandshake) {
   Conn on(proto(R"({"permessage_deflate": true})"), offer);
   EXPECT_NE(on.head.find("\r\nSec-WebSocket-Extensions: permessage-deflate; client_max_window_bits=15\r\n"), std::string::npos);
   Conn plain(fp::WebSocket(), "");
-  EXPECT_EQ(on.s.held(), plain.s.held());  // no zlib state before the first compressed message (WSD-LIM-2)
+  EXPECT_EQ(on.s.held(), plain.s.held());  // no zlib state before the first compressed message (WSD-LIM-3)
   EXPECT_THROW(proto(R"({"permessage_deflate": 1})"), fp::CodecError);
 }
 

@@ -168,7 +168,7 @@ namespace Frameproof.Tests
             using (WsEchoSession s = Open(DeflateCodec, "permessage-deflate; client_max_window_bits", out answer))
             {
                 StringAssert.Contains("Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits=15\r\n", answer);
-                Assert.AreEqual(0, s.HeldState, "WSD-LIM-2: no zlib state before the first compressed message");
+                Assert.AreEqual(0, s.HeldState, "WSD-LIM-3: no zlib state before the first compressed message");
                 s.Receive(Frame(true, true, WsOpcodes.Text, T.Hex("f248cdc9c90700")));
                 Assert.Greater(s.HeldState, 0, "WSD-LIM-2: the state is counted");
                 s.Receive(Frame(true, true, WsOpcodes.Text, T.Hex("f200110000")));

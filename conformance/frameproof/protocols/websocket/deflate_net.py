@@ -699,6 +699,50 @@ def c_bomb(t):
         N.watched(t, body, ctx, rss_bound_kib=bound)
 
 
+# ------------------------------------------------------------------ idle connections (WSD-LIM-3)
+
+IDLE_CONNS = 200
+IDLE_KIB = 32  # a connection's allowance; an eager zlib deflater and inflater hold about 86 KiB resident
+
+
+def _idle_growth(t, offer, ctx) -> Optional[int]:
+    """The server's VmRSS growth (KiB) while IDLE_CONNS connections sit idle after their opening, each
+    offering ``offer`` (accepted) or nothing."""
+    conns = []
+    before = N.rss_kib(t.pid)
+    try:
+        for _ in range(IDLE_CONNS):
+            if offer:
+                conns.append(Link(t, offer, ctx).c)
+            else:
+                conns.append(Conn(t))
+        time.sleep(0.3)
+        after = N.rss_kib(t.pid)
+    finally:
+        for c in conns:
+            c.close()
+    time.sleep(0.3)
+    return None if before is None or after is None else after - before
+
+
+def c_idle_lazy(t):
+    """200 idle connections that agreed on the extension cost the server at most 32 KiB a connection more
+    resident memory than 200 without it: no zlib state before the first compressed message."""
+    ctx = f"{IDLE_CONNS} connections idle after their opening"
+    if N.rss_kib(t.pid) is None:
+        from ...netsuite import SkipCase
+        raise SkipCase("the server's memory is not visible here (no /proc/<pid>/status for it)")
+    _idle_growth(t, None, ctx)  # warm-up: the server's own buffers and tables for that many connections
+    on = _idle_growth(t, "permessage-deflate; client_max_window_bits", ctx + " (with the extension): ")
+    off = _idle_growth(t, None, ctx)
+    bound = IDLE_CONNS * IDLE_KIB
+    if on - off > bound:
+        raise CheckFailure(f"{ctx}:\n  expected the server's resident memory to grow by at most {bound} KiB more "
+                           f"with permessage-deflate than without ({IDLE_KIB} KiB a connection)\n  actual   +{on} KiB "
+                           f"with it, +{off} KiB without (+{(on - off) // IDLE_CONNS} KiB a connection): zlib state "
+                           "made before the first compressed message", ["WSD-LIM-3"])
+
+
 def cases() -> list:
     from ...netsuite import NetCase
     on = deflate_on
@@ -730,4 +774,7 @@ def cases() -> list:
         NetCase("deflate_bomb_1009", ["WSD-LIM-1", "WSD-LIM-2"], "About 1 MiB on the wire inflating to 1 GiB, whole "
                 "and fragmented: close 1009 without holding it (peak RSS watched), a healthy connection alongside",
                 c_bomb, hostile=True, when=on),
+        NetCase("deflate_idle_lazy", ["WSD-LIM-3"], f"{IDLE_CONNS} connections idle after agreeing on the extension "
+                f"cost at most {IDLE_KIB} KiB a connection more than without it (zlib state made lazily)", c_idle_lazy,
+                when=on),
     ]

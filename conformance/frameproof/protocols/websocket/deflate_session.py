@@ -2,8 +2,10 @@
 the Python reference server's decoder and replier once the opening handshake accepted an offer
 (reference.ServerOpening.extension). Compressed messages are inflated within the message limit
 (WSD-LIM-1), checked as UTF-8 once inflated (WSD-CMP-4) and echoed compressed (WSD-FRM-1, CMP-1);
-the zlib state is made at the first compressed message (WSD-LIM-2)."""
+the zlib state is made at the first compressed message (WSD-LIM-3)."""
 from __future__ import annotations
+
+import zlib
 
 from ...oracle import Frame
 from ...reference import CodecError
@@ -24,6 +26,10 @@ class DeflateEcho(reference.Echo):
         #: "drop" for the next echoed message, done before it is compressed, so that the client's
         #: inflater context stays in step with this deflater's (WSD-CTX-1); ``done`` says it was done
         self.next_reply, self.done = None, None
+        if fault == "ws-deflate-eager-state":  # planted: zlib's state made at the opening (WSD-LIM-3)
+            inflater, deflater = self.inflater(), self.deflater()
+            inflater._z = inflater._new()
+            deflater._z = zlib.compressobj(deflater.level, zlib.DEFLATED, -deflater.window_bits)
 
     def inflater(self) -> Inflater:
         if self._inflater is None:

@@ -5,7 +5,7 @@
 //   offer_params       one offer's parameters, validated (WSD-NEG-2), or nullopt: declined
 //   accept             the server's choice among the offers and its response (WSD-NEG-3/4)
 //   Deflater/Inflater  one direction's compression and inflation (WSD-CMP-*, CTX-*, LIM-*), on zlib,
-//                      their state created at the first compressed message (WSD-LIM-2)
+//                      their state created at the first compressed message (WSD-LIM-3)
 // The session side (RSV1, the message, the echo) is in WsSession (websocket.hpp,
 // websocket_deflate.cpp); the decoder's RSV1 rules (WSD-FRM-2) in WsDecoder.
 #pragma once
@@ -100,7 +100,7 @@ class Deflater {
   // The payload of one compressed message (WSD-CMP-1) into `out` (replaced): sync-flushed, its last
   // four octets 00 00 ff ff removed; an empty result is the single octet 0x00.
   void compress(ByteView message, Bytes& out);
-  // Bytes held by zlib's state (0 before the first message, WSD-LIM-2).
+  // Bytes held by zlib's state (0 before the first message, WSD-LIM-3).
   [[nodiscard]] std::size_t held() const;
 
  private:

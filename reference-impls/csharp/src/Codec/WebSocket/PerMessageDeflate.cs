@@ -12,7 +12,7 @@ namespace Frameproof.Codec
     /// before each message with the peer's <c>*_no_context_takeover</c>). A client told to compress with
     /// 8 window bits sends every message uncompressed (<see cref="Compresses"/>; zlib cannot keep to a
     /// 256-byte window, WSD-NEG-4, and WSD-FRM-1 allows it). The zlib state is created lazily
-    /// (WSD-LIM-2: an idle connection costs nothing more) and freed by <see cref="Dispose"/>.
+    /// (WSD-LIM-3: an idle connection costs nothing more) and freed by <see cref="Dispose"/>.
     /// Inflating stops one byte past the message limit, in steps of at most <see cref="Step"/> bytes
     /// (WSD-LIM-1).
     /// </summary>

@@ -62,7 +62,7 @@ namespace Frameproof.Codec
         /// for a server, read by <see cref="Receive"/>; for a client, by its caller, which read the 101
         /// (<see cref="WsHandshake.CheckAnswer(string, string, string, DeflateParams, out DeflateParams, out bool)"/>).
         /// Compressed messages are inflated and every echo is compressed from then on; the zlib state comes
-        /// with the first compressed message (WSD-LIM-2).</summary>
+        /// with the first compressed message (WSD-LIM-3).</summary>
         public void Agree(DeflateParams agreed)
         {
             _pmd = new PerMessageDeflate(agreed, _maxMessage, _client);

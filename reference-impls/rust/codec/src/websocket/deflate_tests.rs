@@ -350,7 +350,7 @@ fn bomb_is_1009_within_one_step() {
     assert!(r.error.is_none(), "{r:?}");
 }
 
-/// The zlib state is created at the first compressed message and counted (WSD-LIM-2); without
+/// The zlib state is created at the first compressed message and counted (WSD-LIM-3; counted: WSD-LIM-2); without
 /// context takeover it is given back after each message.
 #[test]
 fn state_is_lazy_and_counted() {
