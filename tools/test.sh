@@ -4,14 +4,11 @@
 #     that needs a program finds it;
 #  2. the Python suite's own tests (the suite bites, runner robustness, spec coverage, vectors vs the
 #     Kaitai oracle, network suite vs broken servers/clients, the main job's report reading);
-#  3. each reference implementation's unit tests (reference-impls/*/test.sh), beside step 2;
+#  3. each reference implementation's unit tests (reference-impls/*/test.sh), beside steps 4 and 5;
 #  4. the main job's every path at small scale: `frameproof matrix --scale small` (the stress group,
 #     Autobahn as server and client, load clients, interop, third-party columns);
-#  5. the fixed mutation sample (tools/mutation.sh sample), beside step 4: mutants of the Rust and
-#     Python reference codecs that frameproof must catch.
-# Where CI's time goes (two cores; every step but the matrix keeps both busy): the steps overlap so
-# that the matrix's network waits and the bootstrap's downloads are filled with work (cargo-mutants
-# is compiled while tools/bootstrap.sh installs), and the time of each step is printed at the end.
+#  5. the fixed mutation sample (tools/mutation.sh sample): mutants of the Rust and Python reference
+#     codecs that frameproof must catch.
 # A skipped test fails the run unless .ci/allowed-skips names it with a reason.
 # Ends with one line "N passed, N failed, N skipped"; exit 0 only if nothing failed.
 set -uo pipefail
@@ -19,7 +16,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 mkdir -p reports
 # step 5's tool, compiled while the bootstrap mostly downloads (tools/mutation.sh installs it itself
-# if this fails, e.g. before rustup is there)
+# if this fails, e.g. before rustup is there). Measured on this machine: running step 3 beside
+# step 2 instead is slower, since the C++ tests hold the shared build lock that step 2's fuzz builds
+# wait on.
 bash tools/mutation.sh cargo-tools >reports/cargo-tools.log 2>&1 &
 tools_pid=$!
 bash tools/bootstrap.sh || { echo "0 passed, 1 failed, 0 skipped"; exit 1; }
@@ -46,24 +45,6 @@ for dir in reference-impls/*/ tools/third-party/*/; do
   rm -f "$log"
 done
 took builds
-# Step 3 runs beside step 2 (the suite's tests); its logs are read at the end. Nothing in step 3
-# rewrites a program steps 2 and 4 run: each build.sh there finds its outputs up to date (C# renames
-# a new one into place), and heavy builds take the shared build lock.
-unit=$(mktemp -d)
-unit_pids=()
-for dir in reference-impls/*/; do  # each implementation's tests beside the others' (their heavy builds take the build lock)
-  [ -f "$dir/impl.json" ] || continue
-  name=$(basename "$dir")
-  if [ -z "${built[$dir]:-}" ]; then echo "$name: not built, its tests cannot run" >"$unit/$name.log"; echo 255 >"$unit/$name.rc"; continue; fi
-  (
-    t=$SECONDS
-    (cd "$dir" && bash test.sh) >"$unit/$name.log" 2>&1
-    echo $? >"$unit/$name.rc"
-    echo $((SECONDS - t)) >"$unit/$name.seconds"
-  ) &
-  unit_pids+=($!)
-done
-# (step 3 is read at the end, below)
 echo "== 2. suite tests (pytest)"
 .venv/bin/python -m pytest conformance/tests -q -n 2 -p no:cacheprovider --junitxml=reports/suite-tests.xml
 rc=$?
@@ -90,12 +71,24 @@ PY
 [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
 add "$p" "$f"
 took "suite tests"
-# step 5 beside step 4: the mutants' builds and suites fill the matrix's network waits; its output
-# is shown after the matrix's
-mut=$(mktemp)
-wait "$tools_pid"
-bash tools/mutation.sh sample >"$mut" 2>&1 &
-mut_pid=$!
+# Steps 3 and 4 run side by side (CI's time: the C++ sanitizer build and the matrix's network waits
+# overlap); step 3's logs are read when step 4 ends. Nothing in step 3 rewrites a program
+# step 4 runs: each build.sh there finds its outputs up to date (C# renames a new one into place).
+unit=$(mktemp -d)
+unit_pids=()
+for dir in reference-impls/*/; do  # each implementation's tests beside the others' (their heavy builds take the build lock)
+  [ -f "$dir/impl.json" ] || continue
+  name=$(basename "$dir")
+  if [ -z "${built[$dir]:-}" ]; then echo "$name: not built, its tests cannot run" >"$unit/$name.log"; echo 255 >"$unit/$name.rc"; continue; fi
+  (
+    t=$SECONDS
+    (cd "$dir" && bash test.sh) >"$unit/$name.log" 2>&1
+    echo $? >"$unit/$name.rc"
+    echo $((SECONDS - t)) >"$unit/$name.seconds"
+  ) &
+  unit_pids+=($!)
+done
+# (step 3 is read after step 4, below)
 echo "== 4. the main job's every path at small scale (frameproof matrix --scale small)"
 ./frameproof matrix --no-build --profile smoke --scale small --out reports/ci-matrix --jobs 4
 rc=$?
@@ -122,20 +115,22 @@ PY
 [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
 add "$p" "$f"
 took "matrix (small)"
-echo "== 5. the fixed mutation sample (tools/mutation/ci-sample.toml), beside step 4: frameproof must catch every mutant"
-wait "$mut_pid"
-grep -E '^(caught|MISSED|mutation:)' "$mut" || tail -30 "$mut"
-read -r p f <<<"$(last_counts "$mut")"
+# step 5 runs before step 3's logs are read: the C++ unit tests (sanitizers) outlast the matrix
+echo "== 5. the fixed mutation sample (tools/mutation/ci-sample.toml): frameproof must catch every mutant"
+log=$(mktemp)
+wait "$tools_pid"
+bash tools/mutation.sh sample 2>&1 | tee "$log" | grep -E '^(caught|MISSED|mutation:)'
+read -r p f <<<"$(last_counts "$log")"
 [ -z "${p:-}" ] && { p=0; f=1; }
 add "$p" "$f"
-rm -f "$mut"
-took "mutation sample (after the matrix)"
+rm -f "$log"
+took "mutation sample"
 for pid in "${unit_pids[@]}"; do wait "$pid"; done
 took "rest of step 3"
 for dir in reference-impls/*/; do
   [ -f "$dir/impl.json" ] || continue
   name=$(basename "$dir")
-  echo "== 3. $name: unit tests (ran beside step 2, $(cat "$unit/$name.seconds" 2>/dev/null || echo '?') s)"
+  echo "== 3. $name: unit tests (ran beside steps 4 and 5, $(cat "$unit/$name.seconds" 2>/dev/null || echo '?') s)"
   log=$unit/$name.log
   rc=$(cat "$unit/$name.rc" 2>/dev/null || echo 255)
   tail -5 "$log"
@@ -146,7 +141,7 @@ for dir in reference-impls/*/; do
   read -r p f <<<"$counts"
   [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
   add "$p" "$f"
-  times+=("$name tests $(cat "$unit/$name.seconds" 2>/dev/null || echo '?') s (beside step 2)")
+  times+=("$name tests $(cat "$unit/$name.seconds" 2>/dev/null || echo '?') s (beside steps 4 and 5)")
 done
 rm -rf "$unit"
 echo "== skipped tests (allowed only where .ci/allowed-skips names them)"
