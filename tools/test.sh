@@ -117,13 +117,16 @@ add "$p" "$f"
 took "matrix (small)"
 # step 5 runs before step 3's logs are read: the C++ unit tests (sanitizers) outlast the matrix
 echo "== 5. the fixed mutation sample (tools/mutation/ci-sample.toml): frameproof must catch every mutant"
-log=$(mktemp)
+log=reports/mutation-sample.log  # kept: what a MISSED line's run printed
 wait "$tools_pid"
 bash tools/mutation.sh sample 2>&1 | tee "$log" | grep -E '^(caught|MISSED|mutation:)'
 read -r p f <<<"$(last_counts "$log")"
 [ -z "${p:-}" ] && { p=0; f=1; }
 add "$p" "$f"
-rm -f "$log"
+if [ "$f" -ne 0 ]; then  # the failing run's own words (a baseline's failed requirement, a build error)
+  echo "-- $log, the lines before each failure:"
+  grep -n -B12 -E '^(MISSED|baseline:)|FAILED|^error' "$log" | tail -60
+fi
 took "mutation sample"
 for pid in "${unit_pids[@]}"; do wait "$pid"; done
 took "rest of step 3"

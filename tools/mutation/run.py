@@ -39,6 +39,7 @@ WORK = ROOT / ".mutation"
 RUST = ROOT / "reference-impls/rust"
 VENV = ROOT / ".venv/bin"
 HERE = Path(__file__).resolve().parent
+PROFILE = "mutants"  # reference-impls/rust/Cargo.toml: the cargo profile of every build here
 PROTOCOLS = {"standard": "standard", "length-field": "length_field", "rpc": "rpc", "websocket": "websocket"}
 
 
@@ -54,7 +55,8 @@ def rust_args(proto: str, net: bool) -> list[str]:
     return ["cargo", "mutants", "--test-package", "fp-testee"] + (["--test-package", "fp-net"] if net else []) + [
         "--file", f"codec/src/{mod}/**", "--file", f"codec/src/{mod}.rs", "--exclude", f"codec/src/{mod}/tests.rs",
         "--cargo-test-arg=--test", "--cargo-test-arg=frameproof_suite",
-        "--timeout", "240", "--build-timeout", "900", "--no-shuffle", "--jobs", "1", "--baseline", "skip"]
+        "--timeout", "240", "--build-timeout", "900", "--no-shuffle", "--jobs", "1", "--baseline", "skip",
+        "--profile", PROFILE]
 
 
 def rust_env(protos: list[str], net: bool, profile: str) -> dict:
@@ -69,7 +71,8 @@ def rust_baseline(protos: list[str], net: bool, profile: str) -> bool:
     """frameproof passes on the unmutated workspace. cargo-mutants' own baseline tests the mutated
     package (the codec crate), not --test-package, so it is skipped and done here instead."""
     pkgs = ["-p", "fp-testee"] + (["-p", "fp-net"] if net else [])
-    ok = sh(["cargo", "test", *pkgs, "--test", "frameproof_suite"], cwd=RUST, env=rust_env(protos, net, profile)) == 0
+    ok = sh(["cargo", "test", "--profile", PROFILE, *pkgs, "--test", "frameproof_suite"], cwd=RUST,
+            env=rust_env(protos, net, profile)) == 0
     if not ok:
         print(f"baseline: frameproof fails on the unmutated Rust code ({', '.join(protos)}): no mutant tested")
     return ok
@@ -326,7 +329,7 @@ def sample(args) -> int:
         t0 = time.monotonic()
         sh(["cargo", "mutants", "--test-package", "fp-testee", "--cargo-test-arg=--test",
             "--cargo-test-arg=frameproof_suite", "--timeout", "240", "--build-timeout", "900", "--no-shuffle",
-            "--jobs", "1", "--baseline", "skip", "-o", str(out)] + select,
+            "--jobs", "1", "--baseline", "skip", "--profile", PROFILE, "-o", str(out)] + select,
            cwd=RUST, env=rust_env(list(PROTOCOLS), False, "smoke"))
         got = rust_outcomes(out)
         for x in listed:

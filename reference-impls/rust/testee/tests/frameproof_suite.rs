@@ -35,7 +35,9 @@ fn main() {
         .collect();
     let profile = env::var("FRAMEPROOF_PROFILE").unwrap_or_else(|_| "smoke".into());
     let mut codec = Command::new(&bin);
-    codec.args(["run", "--testee", testee, "--profile", &profile, "-x", "--timeout", "5"]);
+    // 20 s a request: a mutant that loops is still caught, and a slow answer on a busy machine (CI runs
+    // this beside the C++ sanitizer tests) is not taken for one
+    codec.args(["run", "--testee", testee, "--profile", &profile, "-x", "--timeout", "20"]);
     for p in &protocols {
         codec.args(["--protocol", p]);
     }
