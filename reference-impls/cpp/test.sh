@@ -7,7 +7,7 @@
 #   3. the pytest tests in tests/ (the repo's venv, ../../.venv: the suite's reference codecs build
 #      and read the frames): fp-server and fp-load end to end on 127.0.0.1, once for the release and
 #      once for the sanitizer binaries; each skipped test on a line "SKIPPED <test>: <reason>".
-# Heavy steps take the shared build lock. The last line is exactly "N passed, N failed".
+# Builds take the shared build lock (running the tests does not). The last line is exactly "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")"
 here=$(pwd)
@@ -22,7 +22,7 @@ ko() { failed=$((failed + 1)); echo "FAIL $1${2:+: $2}"; }
 # ctest in a build dir; adds its counts (a run that reports nothing counts as one failure).
 run_ctest() {
   local dir=$1 label=$2 out
-  out=$("${lock[@]}" ctest --test-dir "$dir" --output-on-failure --timeout 300 -j2 2>&1)
+  out=$(ctest --test-dir "$dir" --output-on-failure --timeout 300 -j2 2>&1)
   echo "$out" | grep -E '% tests passed|\*\*\*Failed|\*\*\*Exception|\*\*\*Timeout|Not Run' | tail -20
   local line
   line=$(echo "$out" | grep -E '[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' | tail -1)

@@ -16,7 +16,10 @@ if command -v flock >/dev/null 2>&1; then
 fi
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-"${lock[@]}" cargo test --locked 2>&1 | tee "$log"
+# the shared build lock is held while cargo compiles, not while the tests run (the other
+# implementations' builds wait on it: CI runs the three test.sh side by side)
+"${lock[@]}" cargo test --locked --no-run 2>&1 | grep -v -E '^ +Executable ' >&2
+cargo test --locked 2>&1 | tee "$log"
 test_rc=${PIPESTATUS[0]}
 # The discovery crate's etcd-backed registry (feature "etcd") and its tests against a real etcd
 # (each test starts its own on 127.0.0.1): they need etcd-server and protoc, installed here with
@@ -29,7 +32,8 @@ if [ ${#need[@]} -gt 0 ] && command -v apt-get >/dev/null 2>&1; then
   { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}"; } >&2 || true
 fi
 if command -v etcd >/dev/null 2>&1 && command -v protoc >/dev/null 2>&1; then
-  "${lock[@]}" cargo test --locked --release -p fp-discovery --features etcd 2>&1 | tee -a "$log"
+  "${lock[@]}" cargo test --locked --release -p fp-discovery --features etcd --no-run 2>&1 | grep -v -E '^ +Executable ' >&2
+  cargo test --locked --release -p fp-discovery --features etcd 2>&1 | tee -a "$log"
   etcd_rc=${PIPESTATUS[0]}
   [ "$etcd_rc" -ne 0 ] && test_rc=$etcd_rc
 else
