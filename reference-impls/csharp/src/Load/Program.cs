@@ -407,12 +407,14 @@ namespace Frameproof.Load
             {
                 return Options.UsageError(e, Usage);
             }
-            try { return Run(cfg); }
+            int rc;
+            try { rc = Run(cfg); }
             catch (Exception e)
             {
                 Console.Error.WriteLine("fp-load: " + e.Message);
-                return 1;
+                rc = 1;
             }
+            return ProcessExit.Quit(rc);
         }
 
         static LoadConfig Parse(string[] args)
