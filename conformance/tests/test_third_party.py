@@ -121,6 +121,12 @@ def test_third_party_manifest(name):
         assert (proto in impl["protocols"]) != (proto in impl.get("skipped", {})), \
             f"{name}: {proto!r} must be in exactly one of 'protocols' and 'skipped'"
     labels = {lab for p in impl["protocols"] for lab, _ in registry.get(p).net_profiles()}
+    # and the network cells a protocol makes for this implementation alone (websocket: the deflate
+    # profile of a server whose "websocket_extensions" claims it), as the matrix makes them
+    whole = {**impl, "dir": str(THIRD_PARTY / name)}
+    for p in impl["protocols"]:
+        suites = registry.get(p).matrix_suites(whole, lambda key: "true" if key in impl else None, "ci", "small")
+        labels |= {label for group, label, argv in suites if group == "net" and argv[:1] == ["net"]}
     for key, keys in (("xfail", set(impl["protocols"])), ("xfail_net", labels), ("xfail_autobahn", {"server", "client"})):
         for k, f in (impl.get(key) or {}).items():
             assert k in keys, f"{name}: {key} names {k!r}, not one of {sorted(keys)}"
