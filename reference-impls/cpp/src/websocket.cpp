@@ -410,10 +410,48 @@ void WebSocket::request_payload(std::size_t variant, std::uint64_t index, std::u
 std::size_t WebSocket::write_request(std::uint8_t* dst, WsFrame& header, std::size_t variant, std::uint64_t index,
                                      std::size_t len) const {
   fresh_key(header.key);  // WS-MASK-3: a fresh key for every frame
+  if (load_ && load_->ext.compress) {
+    // permessage-deflate agreed: the message compressed (WSD-CMP-1), RSV1 on its one frame (WSD-FRM-1)
+    WsLoadDeflate& d = *load_;
+    d.plain.resize(len);
+    request_payload(variant, index, d.plain.data(), len);
+    d.ext.deflater.compress(ByteView(d.plain.data(), len), d.ext.zout);
+    WsFrame h = header;
+    h.rsv = 4;
+    const std::size_t hl = write_header(dst, h, d.ext.zout.size());
+    std::memcpy(dst + hl, d.ext.zout.data(), d.ext.zout.size());
+    mask(dst + hl, d.ext.zout.size(), header.key.data());
+    return hl + d.ext.zout.size();
+  }
   const std::size_t h = write_header(dst, header, len);
   request_payload(variant, index, dst + h, len);
   mask(dst + h, len, header.key.data());
   return h + len;
+}
+
+void WebSocket::opened(const std::optional<wsd::Params>& agreed, WsDecoder& dec) {
+  load_.reset();
+  if (!agreed) return;
+  load_ = std::make_shared<WsLoadDeflate>(*agreed, max_message());
+  dec.allow_rsv1();
+}
+
+const WsFrame& WebSocket::incoming(const WsFrame& f, WsFrame& scratch, std::string& why) const {
+  if (!load_ || (f.rsv & 4) == 0 || control_opcode(f.opcode)) return f;
+  if (!f.fin || f.opcode == kCont) {
+    why = "a compressed echo in more than one frame";
+    return f;
+  }
+  WsLoadDeflate& d = *load_;
+  d.inflated.clear();
+  if (const auto e = d.ext.inflater.feed(f.payload, true, d.inflated)) {
+    why = "the echo does not inflate (" + std::string(e->requirement) + "): " + e->reason;
+    return f;
+  }
+  scratch = f;
+  scratch.rsv = 0;
+  scratch.payload = ByteView(d.inflated.data(), d.inflated.size());
+  return scratch;
 }
 
 Bytes WebSocket::closing_frame() const {

@@ -198,6 +198,12 @@ struct Z {
   bool deflate = false;
 };
 
+std::size_t compress_bound(std::size_t n) {
+  // deflateBound without a stream is zlib's most conservative bound; the sync flush adds an empty
+  // stored block (5 octets, 4 of them removed again) and at most a byte of pending bits
+  return static_cast<std::size_t>(deflateBound(nullptr, static_cast<uLong>(n))) + 16;
+}
+
 void ZFree::operator()(Z* z) const {
   if (z->deflate) deflateEnd(&z->s);
   else inflateEnd(&z->s);

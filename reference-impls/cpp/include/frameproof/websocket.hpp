@@ -98,6 +98,16 @@ struct WsFrame {
 };
 
 class WebSocket;
+class WsDecoder;
+
+// One fp-load connection's permessage-deflate, once its opening agreed it: the extension in the
+// client role, the plain payload of the request being compressed, the inflated echo.
+struct WsLoadDeflate {
+  WsLoadDeflate(const wsd::Params& agreed, std::uint64_t max_message) : ext(agreed, max_message, true) {}
+  wsd::Extension ext;
+  Bytes plain;
+  Bytes inflated;
+};
 
 // The receiving endpoint of one connection (after the opening handshake): frames judged in the
 // order of spec §14, unmasked in place as they arrive, text checked as it arrives (fail-fast,
@@ -460,6 +470,7 @@ class WsSession {
 
 // The client side of the opening handshake (fp-load, fp-autobahn-client).
 struct WsClientOpening {
+  using Agreed = std::optional<wsd::Params>;  // what check() found agreed (fp-load: Connection::opening)
   std::string request;  // GET ... with a fresh Sec-WebSocket-Key
   std::string key;
   std::string offered;  // the subprotocol offered (empty: none), the only one the answer may name
@@ -513,8 +524,22 @@ class WebSocket {
   [[nodiscard]] WsClientOpening opening(std::string_view host) const {
     if (!endpoint_) return WsClientOpening::make(host, "/");
     return WsClientOpening::make(host, endpoint_->path.empty() ? "/" : endpoint_->path,
-                                 endpoint_->offers ? std::string_view(endpoint_->subprotocol) : std::string_view());
+                                 endpoint_->offers ? std::string_view(endpoint_->subprotocol) : std::string_view(),
+                                 endpoint_->permessage_deflate);
   }
+  // fp-load: this copy (one connection's) after its opening agreed `agreed` (permessage-deflate;
+  // nullopt: declined or not offered): requests go compressed from now on, compressed echoes are
+  // inflated (incoming), and `dec` takes RSV1 on a message's first frame.
+  void opened(const std::optional<wsd::Params>& agreed, WsDecoder& dec);
+  // fp-load: the room write_request may need for a payload of `len` bytes.
+  [[nodiscard]] std::size_t request_bound(const WsFrame& h, std::size_t len) const {
+    return load_ ? ws::kMaxHeader + wsd::compress_bound(len) : header_bound(h) + len;
+  }
+  // fp-load: a received data frame as the request it answers carried it: a compressed echo (RSV1)
+  // inflated into `scratch` (its payload held by this connection until the next call), which is
+  // returned; any other frame is returned as it is. A compressed echo that does not inflate, or
+  // comes in more than one frame, sets `why` (reported against the request it answers).
+  const WsFrame& incoming(const WsFrame& f, WsFrame& scratch, std::string& why) const;
   [[nodiscard]] const char* truncation_requirement() const { return "WS-STR-3"; }
   static bool has_endpoint(std::string_view e) { return e.empty() || e == "echo"; }
 
@@ -560,6 +585,7 @@ class WebSocket {
   bool client_;
   std::uint64_t max_message_;
   std::shared_ptr<const WsEndpoint> endpoint_;
+  std::shared_ptr<WsLoadDeflate> load_;  // fp-load: this connection's agreement (opened)
   [[nodiscard]] WebSocket with_endpoint(WebSocket w) const {
     w.endpoint_ = endpoint_;
     return w;

@@ -94,6 +94,10 @@ struct ZFree {
 
 // One sender's compressor: window_bits 9..15; `reset`: no context takeover (the state is freed after
 // every message, so an idle connection holds none).
+// The most bytes Deflater::compress can give for a message of n bytes (zlib's deflateBound and the
+// sync flush's empty block): fp-load sizes a request's room with it.
+std::size_t compress_bound(std::size_t n);
+
 class Deflater {
  public:
   explicit Deflater(int window_bits = 15, bool reset = false, int level = 6);

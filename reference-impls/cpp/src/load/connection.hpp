@@ -208,10 +208,13 @@ class Connection {
         }
         if (n > 0) head.append(buf, static_cast<std::size_t>(n));
       }
-      if (const std::string why = o.check(std::string_view(head).substr(0, end + 4)); !why.empty()) {
+      typename P::ClientOpening::Agreed agreed{};
+      if (const std::string why = o.check(std::string_view(head).substr(0, end + 4), &agreed); !why.empty()) {
         error(why);
         return false;
       }
+      // what the opening agreed (websocket: permessage-deflate) holds for the rest of the connection
+      proto_.opened(agreed, decoder_);
       fp::ByteView rest(reinterpret_cast<const std::uint8_t*>(head.data()) + end + 4, head.size() - end - 4);
       while (!rest.empty()) {
         auto space = decoder_.prepare();

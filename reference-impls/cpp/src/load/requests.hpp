@@ -177,7 +177,10 @@ class Requests : public Connection<P> {
       const std::uint64_t index = take_index();
       client_.begin(kind, index, now);
       const std::size_t at = out_.size();
-      out_.resize(at + proto_.header_bound(*header) + opt_.payload);
+      std::size_t room = proto_.header_bound(*header) + opt_.payload;
+      if constexpr (requires { proto_.request_bound(*header, opt_.payload); })
+        room = proto_.request_bound(*header, opt_.payload);  // websocket: a compressed payload may grow
+      out_.resize(at + room);
       if constexpr (requires { proto_.write_request(out_.data(), *header, opt_.variant, index, opt_.payload); }) {
         // the protocol writes the whole request (e.g. websocket: a fresh masking key, masked)
         out_.resize(at + proto_.write_request(out_.data() + at, *header, opt_.variant, index, opt_.payload));
@@ -209,12 +212,18 @@ class Requests : public Connection<P> {
     }
   }
 
-  void on_frame(const FrameT& f, std::uint64_t now) {
+  void on_frame(const FrameT& received, std::uint64_t now) {
     // websocket: a ping is answered with a pong (WS-PING-1), a pong ignored (WS-PING-2); neither
     // is a reply nor an error
-    if constexpr (requires { proto_.answer_control(f, out_); }) {
-      if (proto_.answer_control(f, out_)) return;
+    if constexpr (requires { proto_.answer_control(received, out_); }) {
+      if (proto_.answer_control(received, out_)) return;
     }
+    // what the opening negotiated undone first (websocket: a compressed echo inflated)
+    std::string undone;
+    const FrameT* g = &received;
+    FrameT scratch;
+    if constexpr (requires { proto_.incoming(received, scratch, undone); }) g = &proto_.incoming(received, scratch, undone);
+    const FrameT& f = *g;
     const fp::Match m = client_.complete(f);
     if (m.kind != fp::Match::Kind::Reply && !strays_are_errors()) return;  // rpc: RPC-MATCH-2, RPC-MATCH-4
     ++res_.received;
@@ -229,6 +238,10 @@ class Requests : public Connection<P> {
         break;
     }
     const std::string request = "request " + std::to_string(m.id) + ": ";
+    if (!undone.empty()) {
+      error(request + undone);
+      return;
+    }
     if (auto bad = P::Client::check_echo(f, request_)) {
       error(request + *bad);
       return;
