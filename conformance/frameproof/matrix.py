@@ -374,8 +374,9 @@ def run_matrix(names=None, build=True, profile="ci", out_dir=None, readme=False,
             for label, args in (("", f"--mode pipelined --window 16 --requests {sc['load_requests']}"),) + \
                     tuple(registry.get(proto).load_client_profiles):
                 key = f"{proto} {label}".strip()
+                size = "" if "--payload" in args.split() else "--payload 32 "  # a profile may name its own
                 client = (f"{_cmd(impl, 'load')} --protocol {proto} --connect {{host}}:{{port}} --connections 4 "
-                          f"--payload 32 {args} --timeout-ms 2000 --json {{json}}")
+                          f"{size}{args} --timeout-ms 2000 --json {{json}}")
                 cell(name, "client", f"{key}", ["net", "--protocol", proto, "--client", client, "--name", name])
         for proto in protos:  # the protocol's own extra suites (websocket: the Autobahn testsuite)
             suites = _phase(f"{name} {proto} suites", log, lambda: {"list": registry.get(proto).matrix_suites(

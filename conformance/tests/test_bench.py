@@ -107,6 +107,43 @@ def test_short_run_writes_well_formed_results(tmp_path):
         assert f"]({p.name})" in md
 
 
+def test_deflate_rows_run_on_servers_that_have_the_extension(tmp_path):
+    """websocket's own rows (issue 30): --variant prose uncompressed on every server, and with
+    permessage-deflate (the codec overlay) on the servers whose impl.json lists the extension only;
+    the load client offers it (the server counted compressed frames as the client's requests)."""
+    if not all((RUST / b).exists() for b in ("fp-server", "fp-load", "fp-raw-echo", "fp-calib")):
+        pytest.skip("Rust programs not built (bash reference-impls/rust/build.sh)")
+    rc, out = bench("--smoke", "--servers", "rust,raw", "--clients", "rust", "--protocols", "websocket",
+                    "--concurrency", "1", "--no-netns", "--no-alloc", "--runs", "2", "--duration", "0.1",
+                    "--out", str(tmp_path), "--name", "d", "--allow-noisy", "--quiet-seconds", "0.2")
+    assert rc == 0, out
+    doc = json.loads((tmp_path / "d.json").read_text())
+    assert _check_schema()(doc) == []
+    own = {(r["server"], r["scenario"].get("tag")): r for r in doc["results"] if r["scenario"]["group"] == "deflate"}
+    assert set(own) == {("rust", "uncompressed"), ("raw", "uncompressed"), ("rust", "permessage-deflate")}, sorted(own)
+    z = own[("rust", "permessage-deflate")]
+    assert z["ok"] and z["scenario"]["codec"]["websocket"]["permessage_deflate"] is True, z
+    assert z["scenario"]["args"] == ["--variant", "prose"] and z["key"].endswith("/prose/permessage-deflate")
+    assert z["cpu_ns_per_msg"]["client"]["total"] > 0
+    assert all(c["ok"] for c in doc["server_checks"]), doc["server_checks"]
+    md = (tmp_path / "d.md").read_text()
+    assert "--variant prose [permessage-deflate] |" in md and "--variant prose [uncompressed] |" in md
+
+
+def test_instruction_rows_follow_the_servers_extensions():
+    _fpbench()
+    from fpbench.core import Program
+    from fpbench.instructions import by_codec, scenarios
+    plain = Program("x", ["x"])
+    ext = Program("y", ["y"], extensions=("permessage-deflate",))
+    assert [s.tag for s in scenarios("websocket", plain)] == ["", "", "uncompressed"]
+    sc = scenarios("websocket", ext)
+    assert [s.tag for s in sc] == ["", "", "uncompressed", "permessage-deflate"]
+    groups = by_codec(sc)  # one server process a codec: the deflate row gets its own
+    assert [len(g) for g in groups] == [3, 1] and groups[1][0].codec.to_json()["websocket"]["permessage_deflate"]
+    assert [s.tag for s in scenarios("standard", ext)] == ["", ""]
+
+
 def _check_schema():
     sys.path.insert(0, str(ROOT / "tools" / "bench"))
     from fpbench.report import check_schema

@@ -389,13 +389,17 @@ WsFrame WebSocket::frame_from_json(const nlohmann::ordered_json& j) const {
 
 WsFrame WebSocket::variant_request(std::size_t variant) const {
   WsFrame f;
-  f.opcode = variant == 1 ? kText : kBinary;
+  f.opcode = variant == 0 ? kBinary : kText;
   f.masked = true;  // WS-MASK-4: a client's frames are masked
   f.key_len = 4;
   return f;
 }
 
 void WebSocket::request_payload(std::size_t variant, std::uint64_t index, std::uint8_t* dst, std::size_t n) const {
+  if (variant == 2) {
+    prose_payload(index, dst, n);
+    return;
+  }
   if (variant != 1) {
     load_payload(index, dst, n);
     return;
@@ -453,6 +457,40 @@ const WsFrame& WebSocket::incoming(const WsFrame& f, WsFrame& scratch, std::stri
   scratch.payload = ByteView(d.inflated.data(), d.inflated.size());
   return scratch;
 }
+
+namespace ws {
+namespace {
+constexpr std::string_view kProseWords[64] = {
+    "the", "of", "and", "to", "in", "is", "that", "it",
+    "for", "was", "on", "are", "as", "with", "his", "they",
+    "at", "be", "this", "from", "have", "or", "by", "one",
+    "had", "not", "but", "what", "all", "were", "when", "we",
+    "there", "can", "an", "your", "which", "their", "said", "if",
+    "do", "will", "each", "about", "how", "up", "out", "them",
+    "then", "she", "many", "some", "so", "these", "would", "other",
+    "into", "has", "more", "her", "two", "like", "him", "see"};
+}  // namespace
+
+void prose_payload(std::uint64_t index, std::uint8_t* dst, std::size_t n) {
+  char digits[24];
+  const int nd = std::snprintf(digits, sizeof digits, "%llu", static_cast<unsigned long long>(index));
+  std::size_t at = 0;
+  for (int i = 0; i < nd && at < n; ++i) dst[at++] = static_cast<std::uint8_t>(digits[i]);
+  std::uint64_t s = index;
+  while (at < n) {
+    s += 0x9E3779B97F4A7C15ull;
+    std::uint64_t z = s;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    dst[at++] = ' ';
+    for (const char c : kProseWords[z >> 58]) {
+      if (at == n) break;
+      dst[at++] = static_cast<std::uint8_t>(c);
+    }
+  }
+}
+}  // namespace ws
 
 Bytes WebSocket::closing_frame() const {
   WsFrame f;

@@ -385,3 +385,22 @@ TEST(WebSocketHandshake, EndpointPathAndSubprotocol) {
   EXPECT_THROW(fp::parse_codec(std::string_view(R"({"protocol": "websocket", "websocket": {"path": "ws"}})")), fp::CodecError);
   EXPECT_THROW(fp::parse_codec(std::string_view(R"({"protocol": "websocket", "websocket": {"subprotocol": "a, b"}})")), fp::CodecError);
 }
+
+TEST(WebSocketLoad, ProsePayloadsAreTheContracts) {
+  // the Python reference's text (conformance/frameproof/protocols/websocket/load.py, prose)
+  const std::pair<std::uint64_t, std::string_view> cases[] = {
+      {0, "0 into what of him that have are she the"},
+      {12345, "12345 for with it are there or it what when other are had th"},
+      {~0ull, "18446744073709551615 has more his what up so two"}};
+  const fp::WebSocket ws;
+  for (const auto& [index, want] : cases) {
+    std::string got(want.size(), '\0');
+    ws.request_payload(2, index, reinterpret_cast<std::uint8_t*>(got.data()), got.size());
+    EXPECT_EQ(got, want);
+    std::string cut(5, '\0');  // cut inside the digits
+    fp::ws::prose_payload(index, reinterpret_cast<std::uint8_t*>(cut.data()), cut.size());
+    EXPECT_EQ(cut, want.substr(0, 5));
+  }
+  EXPECT_EQ(fp::WebSocket::variants()[2], "prose");
+  EXPECT_EQ(ws.variant_request(2).opcode, fp::ws::kText);
+}

@@ -7,6 +7,24 @@ namespace Frameproof.Tests
     [TestFixture]
     public class LoadSupportTests
     {
+        // the Python reference's text (conformance/frameproof/protocols/websocket/load.py, prose)
+        [TestCase(0L, "0 into what of him that have are she the")]
+        [TestCase(12345L, "12345 for with it are there or it what when other are had th")]
+        [TestCase(-1L, "18446744073709551615 has more his what up so two")]  // 2^64 - 1
+        public void ProsePayload_IsTheContracts(long index, string want)
+        {
+            byte[] w = System.Text.Encoding.ASCII.GetBytes(want);
+            var got = new byte[w.Length];
+            ProsePayload.Fill(index, got);
+            Assert.AreEqual(want, System.Text.Encoding.ASCII.GetString(got));
+            Assert.IsTrue(ProsePayload.Matches(index, w.Length, w));
+            Assert.IsFalse(ProsePayload.Matches(index + 1, w.Length, w), "another request's payload");
+            Assert.IsFalse(ProsePayload.Matches(index, w.Length + 1, w), "wrong length");
+            var ws = (WebSocketCodec)Registry.Create(CodecSpec.Named("websocket"));
+            Assert.AreEqual("prose", ws.LoadVariants[2]);
+            Assert.IsTrue(ws.VerifyLoadPayload(2, index, w.Length, w));
+        }
+
         [TestCase(0)]
         [TestCase(3)]
         [TestCase(8)]

@@ -100,6 +100,7 @@ class Program:
     sink: bool = True        # server: has --sink (receive scenarios); third-party servers do not
     threads: bool = True     # server: has --threads N (the instruction counts run one worker); third-party ones do not
     modes: tuple = ("per-packet", "pipelined", "receive")  # client: supported modes
+    extensions: tuple = ()   # server: what it has beyond the contract (impl.json "websocket_extensions" "server")
     goodbye: bool = True     # client: ends each connection with the protocol's goodbye frames (fp-blast does not)
 
     def cmd(self, extra: List[str]) -> str:
@@ -138,6 +139,11 @@ def reference_impls() -> List[dict]:
     return out
 
 
+def _extensions(impl: dict) -> tuple:
+    """What an implementation's server has beyond the contract (impl.json "websocket_extensions")."""
+    return tuple((impl.get("websocket_extensions") or {}).get("server", ()))
+
+
 def servers_and_clients(extra_clients: Dict[str, str]):
     servers, clients, benches = [], [], {}
     rust_protocols = registry.names()
@@ -147,7 +153,7 @@ def servers_and_clients(extra_clients: Dict[str, str]):
             rust_protocols = protos
         if "server" in d:
             servers.append(Program(d["name"], _impl_argv(d["dir"], d["server"]), protocols=protos,
-                                   stats=d["name"] == "rust"))
+                                   stats=d["name"] == "rust", extensions=_extensions(d)))
         if "load" in d:
             clients.append(Program(d["name"], _impl_argv(d["dir"], d["load"]), protocols=protos))
         if "bench" in d:
@@ -160,7 +166,7 @@ def servers_and_clients(extra_clients: Dict[str, str]):
         if "server" in d:
             servers.append(Program(d["name"], _impl_argv(f.parent, d["server"]), kind="third-party",
                                    protocols=_known(d.get("protocols", ())), sink=bool(d.get("sink")),
-                                   threads=bool(d.get("threads"))))
+                                   threads=bool(d.get("threads")), extensions=_extensions(d)))
     # The Rust baselines: the raw echo and fp-blast work with every protocol of the Rust codec
     # library; a protocol's own baselines (Protocol.bench_baselines) with that protocol only.
     servers.append(Program("raw", [str(RUST_BIN / "fp-raw-echo")], kind="baseline", stats=True,
@@ -304,19 +310,41 @@ class Scenario:
     group: str = ""      # concurrency | payload | receive | a protocol's own (Protocol.bench_scenarios)
     args: tuple = ()     # more fp-load arguments (a protocol's own scenarios: --variant, --frames-per-stream)
     seed: Optional[dict] = None  # the seed's figure for this row, printed beside ours
+    # a protocol's own scenarios: codec keys merged over bench_codec's (websocket: permessage_deflate),
+    # the name they go by in the row's key and label, and what a server must have to run the row
+    # (impl.json "websocket_extensions" "server": Program.extensions)
+    overlay: Optional[dict] = None
+    tag: str = ""
+    needs: tuple = ()
 
     @property
     def key(self) -> str:
         return f"{self.protocol}/{self.mode}/{self.payload}B/c{self.connections}/w{self.window}" + \
-            "".join(f"/{a.lstrip('-')}" for a in self.args)
+            "".join(f"/{a.lstrip('-')}" for a in self.args) + (f"/{self.tag}" if self.tag else "")
 
     @property
     def codec(self):
-        """The codec of both ends: the protocol's choice for this payload size (Protocol.bench_codec)."""
-        return registry.get(self.protocol).bench_codec(self.payload)
+        """The codec of both ends: the protocol's choice for this payload size (Protocol.bench_codec),
+        with the scenario's overlay merged over it."""
+        c = registry.get(self.protocol).bench_codec(self.payload)
+        if not self.overlay:
+            return c
+        return registry.get(self.protocol).codec_from_json(_merged(c.to_json(), self.overlay))
 
     def to_json(self) -> dict:
-        return dict(self.__dict__, args=list(self.args), codec=self.codec.to_json())
+        d = dict(self.__dict__, args=list(self.args), codec=self.codec.to_json(), needs=list(self.needs))
+        for k in ("overlay", "tag", "needs"):
+            if not d[k]:
+                del d[k]
+        return d
+
+
+def _merged(base: dict, over: dict) -> dict:
+    """``over`` merged into ``base`` key by key (nested objects merged too)."""
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
 
 
 def client_args(s: Scenario, addr: str, duration: float, jpath: str, connections: Optional[int] = None,
@@ -515,7 +543,8 @@ def run_matrix(scenarios: List[Scenario], servers: List[Program], clients: List[
         if cl is None or s.mode not in cl.modes:
             continue
         for srv in servers:
-            if s.protocol in srv.protocols and (srv.sink or s.mode != "receive"):
+            if s.protocol in srv.protocols and (srv.sink or s.mode != "receive") \
+                    and all(n in srv.extensions for n in s.needs):
                 plan.setdefault(_cfg_key(s), {}).setdefault((s.key, s.group), (s, []))[1].append((srv, cl))
     for s in cross:
         for srv in servers:

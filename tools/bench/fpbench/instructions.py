@@ -51,11 +51,30 @@ def managed(p: Program) -> bool:
     return Path(p.argv[0]).name in MANAGED or (len(p.argv) > 1 and p.argv[1] == "-m")
 
 
-def scenarios(proto: str) -> List[Scenario]:
-    """Per-packet C=1 and pipelined C=4 with the protocol's seed window, 32 B."""
+def scenarios(proto: str, srv: Optional[Program] = None) -> List[Scenario]:
+    """Per-packet C=1 and pipelined C=4 with the protocol's seed window, 32 B; then the protocol's
+    own rows of the matrix that need a codec of their own (``Protocol.bench_scenarios`` with a
+    ``codec`` overlay, quick set: websocket's permessage-deflate beside the same text uncompressed),
+    pipelined C=4, where ``srv`` has what they need."""
     w = registry.get(proto).pipeline_window
-    return [Scenario(proto, "per-packet", 32, 1, 1, "instructions"),
-            Scenario(proto, "pipelined", 32, 4, w, "instructions")]
+    out = [Scenario(proto, "per-packet", 32, 1, 1, "instructions"),
+           Scenario(proto, "pipelined", 32, 4, w, "instructions")]
+    own = registry.get(proto).bench_scenarios(True)
+    if any(d.get("codec") for d in own):
+        for d in own:
+            if srv is None or all(n in srv.extensions for n in d.get("needs", ())):
+                out.append(Scenario(proto, "pipelined", d["payload"], 4, d["window"], "instructions",
+                                    tuple(d["args"]), None, d.get("codec"), d.get("tag", ""), tuple(d.get("needs", ()))))
+    return out
+
+
+def by_codec(scs: List[Scenario]):
+    """The scenarios in groups of one codec (one server process each), in order."""
+    from .core import codec_key
+    groups: dict = {}
+    for s in scs:
+        groups.setdefault(codec_key(s.codec), []).append(s)
+    return list(groups.values())
 
 
 def _requests_args(s: Scenario, n: int, addr: str, jpath: str) -> List[str]:
@@ -64,7 +83,7 @@ def _requests_args(s: Scenario, n: int, addr: str, jpath: str) -> List[str]:
                                "--json", jpath]
     if s.mode != "per-packet":
         a += ["--window", str(s.window)]
-    return a
+    return a + list(s.args)
 
 
 def _load(client: Program, s: Scenario, n: int, addr: str) -> dict:
@@ -111,11 +130,16 @@ def read_summary(path: str) -> Optional[int]:
 
 
 def measure_server(srv: Program, proto: str, client: Program, n: int, warmup: int = 2000) -> List[dict]:
-    """Rows for one server and protocol: every scenario at N and 2N messages."""
+    """Rows for one server and protocol: every scenario at N and 2N messages, one server process
+    for each codec the scenarios need."""
+    return [row for sc in by_codec(scenarios(proto, srv)) for row in _measure(srv, proto, client, n, warmup, sc)]
+
+
+def _measure(srv: Program, proto: str, client: Program, n: int, warmup: int, sc: List[Scenario]) -> List[dict]:
     rows = []
     tmp = tempfile.mkdtemp(prefix="fpbench-cg-")
     base = os.path.join(tmp, "cg.out")
-    codec = registry.get(proto).bench_codec(32)
+    codec = sc[0].codec
     cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={base}", f"--log-file={tmp}/vg.log"]
     cmdline = " ".join(cmd) + " " + srv.cmd(codec_argv(codec) + ["--listen", "127.0.0.1:0"] + one_worker(srv))
     try:
@@ -123,11 +147,10 @@ def measure_server(srv: Program, proto: str, client: Program, n: int, warmup: in
     except RuntimeError as e:
         shutil.rmtree(tmp, ignore_errors=True)
         return [{"server": srv.name, "protocol": proto, "key": s.key, "ok": False, "error": str(e)[:300]}
-                for s in scenarios(proto)]
+                for s in sc]
     seen: set = set()
     try:
         pid = rs.proc.pid
-        sc = scenarios(proto)
         w = _load(client, sc[-1], warmup, rs.addr)
         if not w["ok"]:
             return [{"server": srv.name, "protocol": proto, "key": s.key, "ok": False,
@@ -170,21 +193,22 @@ def timed_ns(srv: Program, proto: str, client: Program, runs: int, duration: flo
     """Native (no valgrind) ns per message in the same scenarios: 1e9 / verified msg/s, the
     median of ``runs`` runs of ``duration`` s (noisy on a shared machine; the counts are not)."""
     out = []
-    codec = registry.get(proto).bench_codec(32)
-    try:
-        pre = " ".join(PIN["server"] or [])  # pinned as the matrix is (run_client_once pins the client alike)
-        rs = start_server((pre + " " + srv.cmd(codec_argv(codec) + ["--listen", "127.0.0.1:0"] + one_worker(srv))).strip(),
-                          cwd=str(ROOT))
-    except RuntimeError as e:
-        return [{"server": srv.name, "protocol": proto, "error": str(e)[:300]}]
-    try:
-        for s in scenarios(proto):
-            vals = [r["msgs_per_s"] for r in (run_client_once(client, s, rs.addr, duration) for _ in range(runs))
-                    if r.get("ok") and r.get("msgs_per_s")]
-            st = _median_spread([1e9 / v for v in vals])
-            out.append({"server": srv.name, "protocol": proto, "key": s.key, "ns_per_msg": st})
-    finally:
-        rs.stop()
+    for sc in by_codec(scenarios(proto, srv)):
+        try:
+            pre = " ".join(PIN["server"] or [])  # pinned as the matrix is (run_client_once pins the client alike)
+            rs = start_server((pre + " " + srv.cmd(codec_argv(sc[0].codec) + ["--listen", "127.0.0.1:0"]
+                                                   + one_worker(srv))).strip(), cwd=str(ROOT))
+        except RuntimeError as e:
+            out.append({"server": srv.name, "protocol": proto, "error": str(e)[:300]})
+            continue
+        try:
+            for s in sc:
+                vals = [r["msgs_per_s"] for r in (run_client_once(client, s, rs.addr, duration) for _ in range(runs))
+                        if r.get("ok") and r.get("msgs_per_s")]
+                st = _median_spread([1e9 / v for v in vals])
+                out.append({"server": srv.name, "protocol": proto, "key": s.key, "ns_per_msg": st})
+        finally:
+            rs.stop()
     return out
 
 

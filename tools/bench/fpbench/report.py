@@ -61,7 +61,7 @@ def _cell(r) -> str:
 def _label(sc: dict) -> str:
     label = f"{sc['mode']} {sc['payload']} B, C={sc['connections']}" + (
         "" if sc["mode"] == "per-packet" else f", N={sc['window']}" if sc["mode"] == "batched" else f", W={sc['window']}")
-    return label + "".join(f" {a}" for a in sc.get("args", []))
+    return label + "".join(f" {a}" for a in sc.get("args", [])) + (f" [{sc['tag']}]" if sc.get("tag") else "")
 
 
 def cpu_section(rows: List[dict], servers: List[str], doc: dict) -> List[str]:

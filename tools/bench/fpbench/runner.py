@@ -280,7 +280,8 @@ def main(args) -> int:
             own = [dict(d, connections=min(d["connections"], 4)) for d in own[:1] + own[-1:]] if own else []
         for d in own:
             scenarios.append(Scenario(p, d["mode"], d["payload"], d["connections"], d["window"], d["group"],
-                                      tuple(d["args"]), d["seed"]))
+                                      tuple(d["args"]), d["seed"], d.get("codec"), d.get("tag", ""),
+                                      tuple(d.get("needs", ()))))
         if not quick:
             cross.append(Scenario(p, "pipelined", 32, 16, w, "cross-client"))
             cross.append(Scenario(p, "per-packet", 32, 16, 1, "cross-client"))

@@ -16,7 +16,10 @@ class Benchmarks:
         shape): dicts with ``group``, ``mode`` (an fp-load mode), ``payload``, ``connections``,
         ``window`` (pipelined window / stream window), ``args`` (more fp-load arguments, e.g.
         ``["--variant", "bidi"]``) and ``seed`` (the seed's figure for that row: ``{"msgs_per_s": N,
-        "what": "where it was measured"}``, or None). Default none."""
+        "what": "where it was measured"}``, or None); optionally ``codec`` (codec keys merged over
+        ``bench_codec``'s, e.g. ``{"websocket": {"permessage_deflate": True}}``), ``tag`` (the row's name for
+        them, in its key and label) and ``needs`` (what a server must list in impl.json's
+        ``websocket_extensions.server`` to run the row). Default none."""
         return []
 
     def bench_codec(self, payload: int):

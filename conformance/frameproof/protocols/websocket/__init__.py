@@ -130,7 +130,7 @@ class WebSocket(Protocol):
         "ws-deflate-eager-state": "WSD-LIM-3",  # makes zlib's state at the opening, not at the first message
     }
     #: planted bugs of the Python load client (frameproof.pyload --fault), caught by client_cases
-    load_faults = {**load.FAULTS, **load.DEFLATE_FAULTS}
+    load_faults = {**load.FAULTS, **load.DEFLATE_FAULTS, **load.PROSE_FAULTS}
 
     # -- configuration
     def codec_from_json(self, d):
@@ -245,7 +245,8 @@ class WebSocket(Protocol):
     # -- the load client
     load_variants = load.VARIANTS
     load_goodbye_frames = 1  # the close frame (code 1000) each connection ends with
-    load_client_profiles = (("text", "--variant text --mode pipelined --window 16 --requests 4000"),)
+    load_client_profiles = (("text", "--variant text --mode pipelined --window 16 --requests 4000"),
+                            ("prose", "--variant prose --mode pipelined --window 16 --requests 4000 --payload 200"))
 
     def load_side(self, codec, variant):
         return load.WsLoadSide(self, codec, variant)
@@ -273,12 +274,35 @@ class WebSocket(Protocol):
                 return None
             if h.opcode not in (TEXT, BINARY) or not h.fin:
                 return f"frame {st['n']} is opcode {h.opcode} fin={h.fin}; the load client sends single-frame messages"
+            # --variant prose: the payload names its index (decimal, then a space; the text variant's hex
+            # has no space), and the rest must be the contract's words for it (load.prose)
+            first, space, _ = bytes(f.payload).partition(b" ")
+            if h.opcode == TEXT and space and first.isdigit():
+                want = load.prose(int(first), len(f.payload))
+                if bytes(f.payload) != want:
+                    at = next(i for i, (a, b) in enumerate(zip(bytes(f.payload), want)) if a != b)
+                    return (f"frame {st['n']}: prose payload of request {int(first)} differs from the contract's at "
+                            f"byte {at}: {bytes(f.payload)[max(0, at - 8):at + 16]!r}, expected {want[max(0, at - 8):at + 16]!r}")
             return None
         return check
 
     def stress_codec(self):
         """1 MiB frames, 4 MiB messages (the message limit must fit the stress budget too)."""
         return WsCodec("websocket", self.STRESS_FRAME, "server", 4 * self.STRESS_FRAME)
+
+    # -- benchmarks: permessage-deflate (spec/websocket-deflate.md) against the same text uncompressed.
+    #: The payload is fp-load's --variant prose (English words, load.prose: DEFLATE takes 1 KiB to about
+    #: a third with the context of earlier messages), not the hex text, which repeats every 16 characters
+    def bench_scenarios(self, quick=False):
+        out = []
+        for size in ((1024,) if quick else (256, 1024, 16384)):
+            w = self.pipeline_window if size <= 1024 else 16
+            base = {"group": "deflate", "mode": "pipelined", "payload": size, "connections": 16, "window": w,
+                    "args": ["--variant", "prose"], "seed": None}
+            out.append(dict(base, tag="uncompressed"))
+            out.append(dict(base, tag="permessage-deflate", codec={"websocket": {"permessage_deflate": True}},
+                            needs=["permessage-deflate"]))
+        return out
 
     # -- the main job: the real Autobahn testsuite beside frameproof's own suites
     #: the frame limit servers run with under Autobahn: its 9.1.6/9.2.6 send 16 MiB frames, which

@@ -11,13 +11,41 @@ from ...loadside import LoadSide, payload_for
 from .frames import BINARY, CLOSE, TEXT, frame
 from .reference import accept_for
 
-VARIANTS = ("binary", "text")
+VARIANTS = ("binary", "text", "prose")
+
+#: --variant prose (reference-impls/README.md, fp-load): text of English words, about as compressible
+#: as prose is (DEFLATE: 2.3x for 1 KiB alone, 3x with the context of earlier messages), where the hex
+#: of the text variant repeats every 16 characters (60x at 1 KiB): the benchmark's permessage-deflate
+#: rows. 64 of the commonest English words, picked by splitmix64 (six bits a word).
+PROSE_WORDS = ("the of and to in is that it for was on are as with his they at be this from have or by one had "
+               "not but what all were when we there can an your which their said if do will each about how up "
+               "out them then she many some so these would other into has more her two like him see").split()
+_M64 = (1 << 64) - 1
+
+
+def prose(index: int, size: int, neighbour: bool = False) -> bytes:
+    """The prose payload of request ``index``: its decimal digits, then words (" " + word) drawn by
+    splitmix64 from the state ``index`` (state += 0x9E3779B97F4A7C15 before each draw; the word is
+    the top six bits of the mixed state), cut at ``size`` bytes. Unique per index while ``size``
+    holds its digits; the checking server reads the index back from them (client_request_check).
+    ``neighbour``: the planted bug ws-prose-neighbour-word (the word after the contract's)."""
+    out = bytearray(str(index).encode())
+    s = index & _M64
+    while len(out) < size:
+        s = (s + 0x9E3779B97F4A7C15) & _M64
+        z = ((s ^ (s >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+        z ^= z >> 31
+        out += b" " + PROSE_WORDS[(z >> 58) ^ neighbour].encode()
+    return bytes(out[:size])
 #: planted bugs of the Python load client (`python -m frameproof.pyload --fault NAME`): name -> requirement
 FAULTS = {"ws-client-header-case": "WS-HS-7",  # compares header names case-sensitively
           "ws-client-exact-connection": "WS-HS-7"}  # takes `Connection: Upgrade` only, not a token list
 #: planted bugs of the permessage-deflate layer (spec/websocket-deflate.md), caught by the client case
 #: deflate_response_refused
 DEFLATE_FAULTS = {"ws-client-ignores-extensions": "WSD-NEG-5"}  # never reads Sec-WebSocket-Extensions
+#: a planted bug of --variant prose, caught by the checking server (client_request_check, HAR-CLI-1)
+PROSE_FAULTS = {"ws-prose-neighbour-word": "HAR-CLI-1"}  # draws the word next to the contract's
 
 
 class WsLoadSide(LoadSide):
@@ -28,7 +56,7 @@ class WsLoadSide(LoadSide):
         self.ref = proto.reference
         self.codec = proto.net_client_codec(codec)
         self.variant = variant
-        self.opcode = TEXT if variant == "text" else BINARY
+        self.opcode = TEXT if variant in ("text", "prose") else BINARY
         self.pending = collections.deque()  # (key, entry), in send order: echoes come back in order
         self.next_key = 0
         self.key = base64.b64encode(os.urandom(16)).decode()
@@ -84,6 +112,8 @@ class WsLoadSide(LoadSide):
         return self.head[end + 4:]
 
     def payload(self, index, size):
+        if self.variant == "prose":
+            return prose(index, size, self.fault == "ws-prose-neighbour-word")
         if self.opcode == TEXT:  # the hex of the binary payload: valid UTF-8, unique per index
             return payload_for(index, (size + 1) // 2).hex()[:size].encode()
         return payload_for(index, size)

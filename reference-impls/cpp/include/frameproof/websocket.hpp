@@ -83,6 +83,10 @@ std::string base64(ByteView b);
 void random_bytes(std::uint8_t* out, std::size_t n);
 // ASCII lowercase (HTTP header names and tokens, the codec JSON's role).
 std::string ascii_lower(std::string_view s);
+// fp-load --variant prose: n bytes of the prose payload of request `index` (its decimal digits, then
+// " word" after " word", each of 64 common English words picked by the top six bits of splitmix64 of a
+// state started at `index`; reference-impls/README.md, the Python reference's load.prose).
+void prose_payload(std::uint64_t index, std::uint8_t* dst, std::size_t n);
 }  // namespace ws
 
 // One websocket frame. `key`/`key_len`: the masking key as given (key_len 5 = more than 4 bytes,
@@ -560,11 +564,12 @@ class WebSocket {
   [[nodiscard]] nlohmann::ordered_json frame_json(const WsFrame& f) const;
   [[nodiscard]] WsFrame frame_from_json(const nlohmann::ordered_json& j) const;
 
-  // fp-load --variant: binary (default) or text messages, single FIN frames, masked.
-  static std::vector<std::string_view> variants() { return {"binary", "text"}; }
+  // fp-load --variant: binary (default), text (hex) or prose (English words) messages, single FIN
+  // frames, masked.
+  static std::vector<std::string_view> variants() { return {"binary", "text", "prose"}; }
   [[nodiscard]] WsFrame variant_request(std::size_t variant) const;
   // fp-load: the payload of request `index` (text: the first n characters of the lowercase hex
-  // of the binary payload, so valid UTF-8 and unique per index).
+  // of the binary payload, so valid UTF-8 and unique per index; prose: ws::prose_payload).
   void request_payload(std::size_t variant, std::uint64_t index, std::uint8_t* dst, std::size_t n) const;
   // fp-load: writes request `index` whole at dst: the header of `header` with a fresh masking key
   // (WS-MASK-3, set in `header`), then its payload (request_payload), masked. Returns the bytes

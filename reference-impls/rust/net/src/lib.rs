@@ -297,6 +297,83 @@ pub fn text_payload_matches(index: u64, len: usize, payload: &[u8]) -> bool {
         })
 }
 
+/// `--variant prose`: 64 of the commonest English words (reference-impls/README.md, fp-load).
+const PROSE_WORDS: [&[u8]; 64] = [
+    b"the", b"of", b"and", b"to", b"in", b"is", b"that", b"it",
+    b"for", b"was", b"on", b"are", b"as", b"with", b"his", b"they",
+    b"at", b"be", b"this", b"from", b"have", b"or", b"by", b"one",
+    b"had", b"not", b"but", b"what", b"all", b"were", b"when", b"we",
+    b"there", b"can", b"an", b"your", b"which", b"their", b"said", b"if",
+    b"do", b"will", b"each", b"about", b"how", b"up", b"out", b"them",
+    b"then", b"she", b"many", b"some", b"so", b"these", b"would", b"other",
+    b"into", b"has", b"more", b"her", b"two", b"like", b"him", b"see",
+];
+
+/// The prose payload of request `index`, byte by byte: its decimal digits, then " word" after
+/// " word", each word the top six bits of splitmix64 of the running state (started at `index`,
+/// increased by 0x9E3779B97F4A7C15 before each draw). The same text in every implementation; the
+/// checking server reads the index back from the digits.
+struct Prose {
+    digits: [u8; 20],
+    nd: usize,
+    at: usize,
+    state: u64,
+    word: &'static [u8],
+    k: usize,
+}
+
+impl Prose {
+    fn new(index: u64) -> Self {
+        let mut digits = [0u8; 20];
+        let mut nd = 0;
+        let mut v = index;
+        loop {
+            digits[nd] = b'0' + (v % 10) as u8;
+            nd += 1;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        digits[..nd].reverse();
+        Prose { digits, nd, at: 0, state: index, word: b"", k: 0 }
+    }
+}
+
+impl Iterator for Prose {
+    type Item = u8;
+    fn next(&mut self) -> Option<u8> {
+        if self.at < self.nd {
+            self.at += 1;
+            return Some(self.digits[self.at - 1]);
+        }
+        if self.k == self.word.len() {
+            self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+            self.word = PROSE_WORDS[(z >> 58) as usize];
+            self.k = 0;
+            return Some(b' ');
+        }
+        self.k += 1;
+        Some(self.word[self.k - 1])
+    }
+}
+
+/// The prose payload (`--variant prose`) of request `index`, `buf.len()` bytes of it.
+pub fn fill_prose_payload(index: u64, buf: &mut [u8]) {
+    for (c, p) in buf.iter_mut().zip(Prose::new(index)) {
+        *c = p;
+    }
+}
+
+/// Whether `payload` is exactly the prose payload of request `index` of length `len`.
+pub fn prose_payload_matches(index: u64, len: usize, payload: &[u8]) -> bool {
+    payload.len() == len && payload.iter().zip(Prose::new(index)).all(|(&a, b)| a == b)
+}
+
 fn seed(index: u64) -> u8 {
     (index.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8
 }
@@ -437,5 +514,22 @@ mod tests {
         assert_eq!(json_string("a\"b\\c\n\u{1}"), "\"a\\\"b\\\\c\\n\\u0001\"");
         assert_eq!(json_f64(1.23456, 2), "1.23");
         assert_eq!(json_f64(f64::NAN, 2), "0");
+    }
+
+    #[test]
+    fn prose_payloads_are_the_contracts() {
+        // the Python reference's text (conformance/frameproof/protocols/websocket/load.py, prose)
+        for (index, want) in [
+            (0u64, &b"0 into what of him that have are she the"[..]),
+            (12345, b"12345 for with it are there or it what when other are had th"),
+            (u64::MAX, b"18446744073709551615 has more his what up so two"),
+        ] {
+            let mut buf = vec![0u8; want.len()];
+            fill_prose_payload(index, &mut buf);
+            assert_eq!(buf, want);
+            assert!(prose_payload_matches(index, want.len(), want));
+            assert!(!prose_payload_matches(index + 1, want.len(), want));
+            assert!(!prose_payload_matches(index, want.len() + 1, want));
+        }
     }
 }

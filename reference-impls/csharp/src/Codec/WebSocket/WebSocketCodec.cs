@@ -125,12 +125,13 @@ namespace Frameproof.Codec
 
         // ---------------------------------------------------------------- load client
 
-        /// <summary>binary (default): the load payloads as they are; text: the lowercase hex of them.</summary>
-        public override string[] LoadVariants { get { return new[] { "binary", "text" }; } }
+        /// <summary>binary (default): the load payloads as they are; text: the lowercase hex of them;
+        /// prose: English words (<see cref="ProsePayload"/>).</summary>
+        public override string[] LoadVariants { get { return new[] { "binary", "text", "prose" }; } }
 
         public override ClientChannel NewClientChannel(IClientObserver observer, long timeoutMs, int variant)
         {
-            return new WsClientChannel(this, observer, timeoutMs, variant == 1);
+            return new WsClientChannel(this, observer, timeoutMs, variant != 0);
         }
 
         [ThreadStatic] static byte[] _binary;
@@ -139,6 +140,7 @@ namespace Frameproof.Codec
         /// payload of that index (valid UTF-8, unique per index).</summary>
         public override void FillLoadPayload(int variant, long index, Span<byte> dst)
         {
+            if (variant == 2) { ProsePayload.Fill(index, dst); return; }
             if (variant != 1) { base.FillLoadPayload(variant, index, dst); return; }
             if (_binary == null || _binary.Length < dst.Length) _binary = new byte[Math.Max(64, dst.Length)];
             Span<byte> b = new Span<byte>(_binary, 0, dst.Length);
@@ -152,6 +154,7 @@ namespace Frameproof.Codec
 
         public override bool VerifyLoadPayload(int variant, long index, int length, ReadOnlySpan<byte> payload)
         {
+            if (variant == 2) return ProsePayload.Matches(index, length, payload);
             if (variant != 1) return base.VerifyLoadPayload(variant, index, length, payload);
             if (payload.Length != length) return false;
             var expect = new byte[length];

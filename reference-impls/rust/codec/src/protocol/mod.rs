@@ -33,6 +33,17 @@ pub use fields::*;
 pub use raw_echo::*;
 pub use server::*;
 
+/// The payloads of a load client's requests (reference-impls/README.md, fp-load `--variant`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PayloadForm {
+    /// The binary pattern of the request's index.
+    Binary,
+    /// The lowercase hex of the binary pattern, cut to the payload size.
+    Hex,
+    /// English words drawn from the index (`--variant prose`: text as compressible as prose).
+    Prose,
+}
+
 /// One protocol: its configuration and factories for its endpoints.
 pub trait Protocol: Sized + Clone + Send + Sync + 'static {
     /// The registered name, e.g. `"standard"`.
@@ -175,10 +186,10 @@ pub trait Protocol: Sized + Clone + Send + Sync + 'static {
         self
     }
 
-    /// The load client's payloads are text: the lowercase hex of the binary pattern, cut to the
-    /// payload size (websocket's text messages must be UTF-8).
-    fn text_payloads(&self) -> bool {
-        false
+    /// What the load client's payloads are (`--variant`): the binary pattern, or text for
+    /// protocols whose messages must be UTF-8 (websocket).
+    fn payload_form(&self) -> PayloadForm {
+        PayloadForm::Binary
     }
 
     /// This protocol as a network client uses it (websocket: the client role, which receives

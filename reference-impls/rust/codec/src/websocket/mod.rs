@@ -21,8 +21,8 @@ use sha1::{Digest, Sha1};
 use crate::config::{CodecConfig, ConfigError};
 use crate::matcher::{FifoMatcher, Received, RequestMatcher};
 use crate::protocol::{
-    ClientMatcher, Decoding, FrameFields, Protocol, ReplyRewriter, Rewrite, RewriteState, Served,
-    ServerSession,
+    ClientMatcher, Decoding, FrameFields, PayloadForm, Protocol, ReplyRewriter, Rewrite, RewriteState,
+    Served, ServerSession,
 };
 use crate::{FrameDecoder, ProtocolError, Violation};
 

@@ -13,6 +13,8 @@ pub struct WebSocket {
     pub max_message: u64,
     /// The load client's messages: TEXT or BINARY (`--variant`).
     pub opcode: u8,
+    /// `--variant prose`: TEXT messages of English words (else hex text or binary).
+    pub prose: bool,
     /// The echo service's path and subprotocol (`websocket.path`, `websocket.subprotocol`).
     pub endpoint: Endpoint,
     /// A client's connection after its opening: permessage-deflate as the server agreed it
@@ -28,6 +30,7 @@ impl WebSocket {
             max_frame: d.max_frame,
             max_message: d.max_message,
             opcode: BINARY,
+            prose: false,
             endpoint: Endpoint::default(),
             deflate: None,
         }
@@ -321,11 +324,12 @@ impl Protocol for WebSocket {
         Ok(())
     }
 
-    const VARIANTS: &'static [&'static str] = &["binary", "text"];
+    const VARIANTS: &'static [&'static str] = &["binary", "text", "prose"];
 
     fn with_variant(self, variant: &str) -> Self {
         WebSocket {
-            opcode: if variant == "text" { TEXT } else { BINARY },
+            opcode: if variant == "binary" { BINARY } else { TEXT },
+            prose: variant == "prose",
             ..self
         }
     }
@@ -337,8 +341,12 @@ impl Protocol for WebSocket {
         }
     }
 
-    fn text_payloads(&self) -> bool {
-        self.opcode == TEXT
+    fn payload_form(&self) -> PayloadForm {
+        match (self.opcode, self.prose) {
+            (TEXT, true) => PayloadForm::Prose,
+            (TEXT, false) => PayloadForm::Hex,
+            _ => PayloadForm::Binary,
+        }
     }
 
     fn opening(&self, host: &str) -> Option<Box<dyn crate::protocol::Opening>> {

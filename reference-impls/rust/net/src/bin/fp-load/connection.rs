@@ -5,9 +5,11 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use fp_net::{fill_payload, fill_text_payload, payload_matches, text_payload_matches};
+use fp_net::{
+    fill_payload, fill_prose_payload, fill_text_payload, payload_matches, prose_payload_matches, text_payload_matches,
+};
 use frameproof_codec::matcher::Received;
-use frameproof_codec::protocol::{ClientMatcher, Protocol};
+use frameproof_codec::protocol::{ClientMatcher, PayloadForm, Protocol};
 use frameproof_codec::FrameDecoder;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -47,20 +49,20 @@ impl<P: Protocol> Run<P> {
         d.extend(&c.leftover);
         d
     }
-    /// The payload of request `index` (text protocols: its hex form).
+    /// The payload of request `index` (`--variant`: binary, hex text or prose).
     pub fn fill(&self, index: u64, p: &mut [u8]) {
-        if self.proto.text_payloads() {
-            fill_text_payload(index, p)
-        } else {
-            fill_payload(index, p)
+        match self.proto.payload_form() {
+            PayloadForm::Binary => fill_payload(index, p),
+            PayloadForm::Hex => fill_text_payload(index, p),
+            PayloadForm::Prose => fill_prose_payload(index, p),
         }
     }
     /// Whether `payload` is request `index`'s payload of `len` bytes.
     pub fn matches(&self, index: u64, len: usize, payload: &[u8]) -> bool {
-        if self.proto.text_payloads() {
-            text_payload_matches(index, len, payload)
-        } else {
-            payload_matches(index, len, payload)
+        match self.proto.payload_form() {
+            PayloadForm::Binary => payload_matches(index, len, payload),
+            PayloadForm::Hex => text_payload_matches(index, len, payload),
+            PayloadForm::Prose => prose_payload_matches(index, len, payload),
         }
     }
 }
