@@ -114,13 +114,14 @@ def test_deflate_rows_run_on_servers_that_have_the_extension(tmp_path):
     if not all((RUST / b).exists() for b in ("fp-server", "fp-load", "fp-raw-echo", "fp-calib")):
         pytest.skip("Rust programs not built (bash reference-impls/rust/build.sh)")
     rc, out = bench("--smoke", "--servers", "rust,raw", "--clients", "rust", "--protocols", "websocket",
-                    "--concurrency", "1", "--no-netns", "--no-alloc", "--runs", "2", "--duration", "0.1",
+                    "--groups", "deflate", "--no-netns", "--no-alloc", "--runs", "2", "--duration", "0.1",
                     "--out", str(tmp_path), "--name", "d", "--allow-noisy", "--quiet-seconds", "0.2")
     assert rc == 0, out
     doc = json.loads((tmp_path / "d.json").read_text())
     assert _check_schema()(doc) == []
     own = {(r["server"], r["scenario"].get("tag")): r for r in doc["results"] if r["scenario"]["group"] == "deflate"}
     assert set(own) == {("rust", "uncompressed"), ("raw", "uncompressed"), ("rust", "permessage-deflate")}, sorted(own)
+    assert len(doc["results"]) == 3  # --groups deflate: nothing else ran
     z = own[("rust", "permessage-deflate")]
     assert z["ok"] and z["scenario"]["codec"]["websocket"]["permessage_deflate"] is True, z
     assert z["scenario"]["args"] == ["--variant", "prose"] and z["key"].endswith("/prose/permessage-deflate")

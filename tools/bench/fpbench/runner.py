@@ -29,6 +29,8 @@ def add_arguments(b):
     b.add_argument("--concurrency", help="comma-separated connection counts (default 1,4,16,64,256,1024)")
     b.add_argument("--servers", help="only these servers (comma-separated: rust,csharp,cpp,raw,tokio-lf)")
     b.add_argument("--protocols", help="only these protocols (comma-separated; default every registered one)")
+    b.add_argument("--groups", help="only the scenarios of these groups (comma-separated: concurrency, payload, "
+                                   "receive-batched, receive-blast, cross-client, or a protocol's own, e.g. deflate)")
     b.add_argument("--clients", help="only these load clients (comma-separated; the first is the primary client)")
     b.add_argument("--client", action="append", default=[], metavar="NAME=CMD",
                    help="an extra load client following the fp-load contract (validated, then used like the others)")
@@ -285,6 +287,14 @@ def main(args) -> int:
         if not quick:
             cross.append(Scenario(p, "pipelined", 32, 16, w, "cross-client"))
             cross.append(Scenario(p, "per-packet", 32, 16, 1, "cross-client"))
+    if args.groups:
+        want = set(args.groups.split(","))
+        scenarios = [sc for sc in scenarios if sc.group in want]
+        cross = [sc for sc in cross if sc.group in want]
+        if not scenarios and not cross:
+            print(f"bench: --groups {args.groups}: no scenario of the protocols asked for is in these groups",
+                  file=sys.stderr)
+            return 2
     refs = [c for c in clients if c.kind in ("reference", "extra") and "pipelined" in c.modes]
     if args.clients:
         primary = refs[0] if refs else clients[0]
