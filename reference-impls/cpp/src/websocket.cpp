@@ -129,10 +129,6 @@ std::string ascii_lower(std::string_view s) {
   return o;
 }
 
-}  // namespace ws
-
-namespace {
-
 // Masking keys from the system's entropy source, drawn 4 KiB at a time (one syscall per 1024 keys).
 void fresh_key(std::array<std::uint8_t, 4>& key) {
   thread_local std::array<std::uint8_t, 4096> pool;
@@ -144,6 +140,10 @@ void fresh_key(std::array<std::uint8_t, 4>& key) {
   std::memcpy(key.data(), pool.data() + pool.size() - left, 4);
   left -= 4;
 }
+
+}  // namespace ws
+
+namespace {
 
 std::string str(ByteView v) { return {reinterpret_cast<const char*>(v.data()), v.size()}; }
 
@@ -386,111 +386,6 @@ WsFrame WebSocket::frame_from_json(const nlohmann::ordered_json& j) const {
   f.key_len = static_cast<std::uint8_t>(std::min<std::size_t>(key.size(), 5));  // 5: too long
   return f;
 }
-
-WsFrame WebSocket::variant_request(std::size_t variant) const {
-  WsFrame f;
-  f.opcode = variant == 0 ? kBinary : kText;
-  f.masked = true;  // WS-MASK-4: a client's frames are masked
-  f.key_len = 4;
-  return f;
-}
-
-void WebSocket::request_payload(std::size_t variant, std::uint64_t index, std::uint8_t* dst, std::size_t n) const {
-  if (variant == 2) {
-    prose_payload(index, dst, n);
-    return;
-  }
-  if (variant != 1) {
-    load_payload(index, dst, n);
-    return;
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
-  thread_local std::vector<std::uint8_t> bin;  // reused: no allocation per request
-  bin.resize((n + 1) / 2);
-  load_payload(index, bin.data(), bin.size());
-  for (std::size_t i = 0; i < n; ++i) dst[i] = static_cast<std::uint8_t>(kHex[(bin[i / 2] >> (i % 2 ? 0 : 4)) & 15]);
-}
-
-std::size_t WebSocket::write_request(std::uint8_t* dst, WsFrame& header, std::size_t variant, std::uint64_t index,
-                                     std::size_t len) const {
-  fresh_key(header.key);  // WS-MASK-3: a fresh key for every frame
-  if (load_ && load_->ext.compress) {
-    // permessage-deflate agreed: the message compressed (WSD-CMP-1), RSV1 on its one frame (WSD-FRM-1)
-    WsLoadDeflate& d = *load_;
-    d.plain.resize(len);
-    request_payload(variant, index, d.plain.data(), len);
-    d.ext.deflater.compress(ByteView(d.plain.data(), len), d.ext.zout);
-    WsFrame h = header;
-    h.rsv = 4;
-    const std::size_t hl = write_header(dst, h, d.ext.zout.size());
-    std::memcpy(dst + hl, d.ext.zout.data(), d.ext.zout.size());
-    mask(dst + hl, d.ext.zout.size(), header.key.data());
-    return hl + d.ext.zout.size();
-  }
-  const std::size_t h = write_header(dst, header, len);
-  request_payload(variant, index, dst + h, len);
-  mask(dst + h, len, header.key.data());
-  return h + len;
-}
-
-void WebSocket::opened(const std::optional<wsd::Params>& agreed, WsDecoder& dec) {
-  load_.reset();
-  if (!agreed) return;
-  load_ = std::make_shared<WsLoadDeflate>(*agreed, max_message());
-  dec.allow_rsv1();
-}
-
-const WsFrame& WebSocket::incoming(const WsFrame& f, WsFrame& scratch, std::string& why) const {
-  if (!load_ || (f.rsv & 4) == 0 || control_opcode(f.opcode)) return f;
-  if (!f.fin || f.opcode == kCont) {
-    why = "a compressed echo in more than one frame";
-    return f;
-  }
-  WsLoadDeflate& d = *load_;
-  d.inflated.clear();
-  if (const auto e = d.ext.inflater.feed(f.payload, true, d.inflated)) {
-    why = "the echo does not inflate (" + std::string(e->requirement) + "): " + e->reason;
-    return f;
-  }
-  scratch = f;
-  scratch.rsv = 0;
-  scratch.payload = ByteView(d.inflated.data(), d.inflated.size());
-  return scratch;
-}
-
-namespace ws {
-namespace {
-constexpr std::string_view kProseWords[64] = {
-    "the", "of", "and", "to", "in", "is", "that", "it",
-    "for", "was", "on", "are", "as", "with", "his", "they",
-    "at", "be", "this", "from", "have", "or", "by", "one",
-    "had", "not", "but", "what", "all", "were", "when", "we",
-    "there", "can", "an", "your", "which", "their", "said", "if",
-    "do", "will", "each", "about", "how", "up", "out", "them",
-    "then", "she", "many", "some", "so", "these", "would", "other",
-    "into", "has", "more", "her", "two", "like", "him", "see"};
-}  // namespace
-
-void prose_payload(std::uint64_t index, std::uint8_t* dst, std::size_t n) {
-  char digits[24];
-  const int nd = std::snprintf(digits, sizeof digits, "%llu", static_cast<unsigned long long>(index));
-  std::size_t at = 0;
-  for (int i = 0; i < nd && at < n; ++i) dst[at++] = static_cast<std::uint8_t>(digits[i]);
-  std::uint64_t s = index;
-  while (at < n) {
-    s += 0x9E3779B97F4A7C15ull;
-    std::uint64_t z = s;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    dst[at++] = ' ';
-    for (const char c : kProseWords[z >> 58]) {
-      if (at == n) break;
-      dst[at++] = static_cast<std::uint8_t>(c);
-    }
-  }
-}
-}  // namespace ws
 
 Bytes WebSocket::closing_frame() const {
   WsFrame f;

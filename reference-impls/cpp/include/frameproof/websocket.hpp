@@ -81,6 +81,8 @@ std::string accept_key(std::string_view key);
 std::string base64(ByteView b);
 // Fills `out` with bytes from the system's entropy source (masking keys, handshake nonces).
 void random_bytes(std::uint8_t* out, std::size_t n);
+// A fresh masking key (WS-MASK-3) from the entropy source, drawn 4 KiB at a time.
+void fresh_key(std::array<std::uint8_t, 4>& key);
 // ASCII lowercase (HTTP header names and tokens, the codec JSON's role).
 std::string ascii_lower(std::string_view s);
 // fp-load --variant prose: n bytes of the prose payload of request `index` (its decimal digits, then
