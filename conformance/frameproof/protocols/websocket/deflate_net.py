@@ -733,9 +733,14 @@ def c_idle_lazy(t):
         from ...netsuite import SkipCase
         raise SkipCase("the server's memory is not visible here (no /proc/<pid>/status for it)")
     _idle_growth(t, None, ctx)  # warm-up: the server's own buffers and tables for that many connections
-    on = _idle_growth(t, "permessage-deflate; client_max_window_bits", ctx + " (with the extension): ")
-    off = _idle_growth(t, None, ctx)
     bound = IDLE_CONNS * IDLE_KIB
+    for attempt in range(2):  # a second pair of measurements before a verdict: a collector's timing moves RSS
+        on = _idle_growth(t, "permessage-deflate; client_max_window_bits", ctx + " (with the extension): ")
+        # a runtime that hands memory back while the baseline runs (Mono's collector shrinking its heap: -17 MiB
+        # once, in a CI run) reads as negative growth; the baseline is then no growth, not a credit
+        off = max(_idle_growth(t, None, ctx), 0)
+        if on - off <= bound:
+            break
     if on - off > bound:
         raise CheckFailure(f"{ctx}:\n  expected the server's resident memory to grow by at most {bound} KiB more "
                            f"with permessage-deflate than without ({IDLE_KIB} KiB a connection)\n  actual   +{on} KiB "
