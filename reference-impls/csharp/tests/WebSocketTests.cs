@@ -355,7 +355,7 @@ namespace Frameproof.Tests
         public void LoadChannel_HandshakeTextFifoClose_AgainstTheServerSession()
         {
             var codec = (WebSocketCodec)Registry.Create(CodecSpec.Named("websocket"));
-            CollectionAssert.AreEqual(new[] { "binary", "text" }, codec.LoadVariants);
+            CollectionAssert.AreEqual(new[] { "binary", "text", "prose" }, codec.LoadVariants);
             var log = new ClientLog();
             ClientChannel ch = codec.NewClientChannel(log, 1000, 1);
             using (var server = (WsEchoSession)codec.NewSession(false))
