@@ -528,7 +528,7 @@ mod tests {
             fill_prose_payload(index, &mut buf);
             assert_eq!(buf, want);
             assert!(prose_payload_matches(index, want.len(), want));
-            assert!(!prose_payload_matches(index + 1, want.len(), want));
+            assert!(!prose_payload_matches(index.wrapping_add(1), want.len(), want));
             assert!(!prose_payload_matches(index, want.len() + 1, want));
         }
     }
