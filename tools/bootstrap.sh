@@ -24,3 +24,5 @@ gen=conformance/frameproof/_generated
 if [ ! -f "$gen/testee_pb2.py" ] || [ -n "$(find schemas -newer "$gen/testee_pb2.py" -print -quit)" ]; then
   bash tools/gen.sh
 fi
+# the package's bytecode, once, where the environment lets Python keep it (tools/test.sh)
+[ -n "${PYTHONDONTWRITEBYTECODE:-}" ] || .venv/bin/python -m compileall -q conformance/frameproof >/dev/null || true

@@ -5,5 +5,6 @@
 # Reports: reports/matrix.md, reports/matrix.json (per-test detail in reports/matrix.log).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+unset PYTHONDONTWRITEBYTECODE  # keep compiled bytecode: see tools/test.sh
 bash "$root/tools/bootstrap.sh"
 exec "$root/frameproof" matrix "$@"

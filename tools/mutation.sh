@@ -10,6 +10,9 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+# cosmic-ray rewrites reference.py in a copy, often within the second and at the same size: a
+# __pycache__ entry written for the original would then be run instead of the mutant
+export PYTHONDONTWRITEBYTECODE=1
 cargo_tools() {
   if ! command -v cargo >/dev/null 2>&1 && [ -f "$HOME/.cargo/env" ]; then
     # shellcheck disable=SC1091
