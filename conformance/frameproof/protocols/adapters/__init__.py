@@ -7,6 +7,7 @@ Each adapter's members are listed in docs/adding-a-protocol.md (section 2).
 """
 from __future__ import annotations
 
+from ... import lazy
 from .bench import Benchmarks
 from .commands import Commands
 from .docs import Docs

@@ -2,15 +2,16 @@
 prefix in one of several profiles (offset, size), replies matched FIFO."""
 from __future__ import annotations
 
-from hypothesis import strategies as st
-
-from ... import properties as P
+from ... import lazy
 from ...long_stream import long_stream_check
 from ...oracle import Frame
 from ..base import Protocol, echo_serve
 from . import net, oracle, reference
 from .oracle import VALID_SIZES, LengthFieldCodec, encode_length
-from .strategies import LengthFieldStrategies
+
+# imported on first use (frameproof/lazy.py): a process that only encodes, decodes or serves never needs them
+st = lazy.module("hypothesis.strategies")
+P = lazy.module("frameproof.properties")
 
 VARINT_EDGES = [b"\xff\xff\xff\xff\x07", b"\xff\xff\xff\xff\x7f", b"\x80\x80\x80\x80\x08", b"\x80\x80\x80\x80\x80\x01",
                 b"\x80\x80\x80\x80\x80", b"\x80\x00", b"\xff\x7f", b"\x80\x80\x01", b"\xff\xff\x03", b"\x80"]
@@ -28,7 +29,7 @@ class LengthField(Protocol):
     stop_requirement = "LF-STR-4"
     truncation_requirement = "LF-STR-3"
     reference = reference
-    strategies = LengthFieldStrategies()
+    strategies = lazy.LazyAttribute("frameproof.protocols.length_field.strategies:LengthFieldStrategies")
     corpus_id = 1  # byte 0 of the native fuzz targets' input; its bits 0-3: the profile (CORPUS_PROFILES)
     mutants = {
         "lf-big-endian-default": "LF-FMT-2",

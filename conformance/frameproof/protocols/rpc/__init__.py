@@ -2,19 +2,22 @@
 body; unary calls matched by request id, and a stream echo endpoint beside the unary one."""
 from __future__ import annotations
 
-from hypothesis import given, strategies as st
-
+from ... import lazy
 from ... import oracle as O
-from ... import properties as P
 from ...long_stream import long_stream_check
 from ...checks import CheckFailure, check_serve, chunk, chunk_every
 from ...oracle import Error, Frame
 from ..base import Protocol
 from . import frames as K
-from . import discovery, discovery_suite, load, net, oracle, reference
+from . import discovery, discovery_pb, load, net, oracle, reference
 from .frames import RpcHeader
 from .oracle import RpcCodec
-from .strategies import RpcStrategies
+
+# imported on first use (frameproof/lazy.py): a process that only encodes, decodes or serves never needs them
+st = lazy.module("hypothesis.strategies")
+P = lazy.module("frameproof.properties")
+discovery_suite = lazy.module("frameproof.protocols.rpc.discovery_suite")
+given = lazy.given
 
 _HEADER_KEYS = ("type", "flags", "id", "service", "method", "error_code", "version", "reserved")
 
@@ -113,7 +116,7 @@ class Rpc(Protocol):
     stop_requirement = "RPC-STR-4"
     truncation_requirement = "RPC-STR-3"
     reference = reference
-    strategies = RpcStrategies()
+    strategies = lazy.LazyAttribute("frameproof.protocols.rpc.strategies:RpcStrategies")
     mutants = {
         "rpc-length-little-endian": "RPC-HDR-1",
         "rpc-ignores-version": "RPC-HDR-3",
@@ -289,17 +292,17 @@ class Rpc(Protocol):
     def registry_script(self, req):
         """The Python reference registry's answer to a registry script (spec/testee.md, ``discovery``):
         in-process, or on etcd when the request names one."""
-        ops = [discovery_suite.op_from_pb(op) for op in req.ops]
+        ops = [discovery_pb.op_from_pb(op) for op in req.ops]
         if not req.HasField("etcd"):
             results, events = discovery.ScriptRunner().run(ops)
-            return discovery_suite.response_to_pb(results, events)
+            return discovery_pb.response_to_pb(results, events)
         from .discovery_etcd import EtcdRegistry
         reg = EtcdRegistry(req.etcd.endpoint, req.etcd.prefix, req.etcd.lease_ttl_s, req.etcd.request_timeout_ms / 1000)
         try:
             results, events = discovery.ScriptRunner(reg).run(ops)
         finally:
             reg.close(abandon=req.etcd.abandon)
-        return discovery_suite.response_to_pb(results, events)
+        return discovery_pb.response_to_pb(results, events)
 
     def net_request(self, seq, payload):
         return K.request(seq, payload)

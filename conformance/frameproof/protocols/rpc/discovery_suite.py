@@ -13,7 +13,7 @@ module is the property table; each check lives in a module of its own, re-export
 """
 from __future__ import annotations
 
-from ... import properties as P
+from ... import lazy
 from .discovery_compare import (_concurrent_diff, _ev_key, _list_diff, _res_text, _unwatched,  # noqa: F401
                                 check_script, describe_op, event_diff, result_diff)
 from .discovery_etcd_cluster import etcd_cluster
@@ -27,6 +27,8 @@ from .discovery_scripts import (A, B, BAD_NAMES, DEREG, DISC, INSTANCES, REG, RE
 from .discovery_stateful import RegistryMachine, stateful  # noqa: F401
 from .discovery_stats import DIST_LISTS, DIST_SEEDS, chi_square, distribution  # noqa: F401
 from .discovery_threads import threads  # noqa: F401
+
+P = lazy.module("frameproof.properties")  # on first use (frameproof/lazy.py)
 
 FEATURE = "discovery"
 

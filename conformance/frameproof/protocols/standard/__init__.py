@@ -2,15 +2,16 @@
 (flag, sequence, length), replies matched by sequence number."""
 from __future__ import annotations
 
-from hypothesis import strategies as st
-
-from ... import properties as P
+from ... import lazy
 from ...long_stream import long_stream_check
 from ...oracle import Frame
 from ..base import Protocol, echo_serve
 from . import net, oracle, reference
 from .oracle import StandardCodec
-from .strategies import StandardStrategies
+
+# imported on first use (frameproof/lazy.py): a process that only encodes, decodes or serves never needs them
+st = lazy.module("hypothesis.strategies")
+P = lazy.module("frameproof.properties")
 
 _FUZZ_EDGES = [0, 65534, 65535, 0xFFFE, 2 ** 31 - 1, 2 ** 31, 2 ** 32 - 1, 70000]
 
@@ -24,7 +25,7 @@ class Standard(Protocol):
     stop_requirement = "STD-STR-4"
     truncation_requirement = "STD-STR-3"
     reference = reference
-    strategies = StandardStrategies()
+    strategies = lazy.LazyAttribute("frameproof.protocols.standard.strategies:StandardStrategies")
     corpus_id = 0  # byte 0 of the native fuzz targets' input (conformance/FUZZING.md)
     mutants = {
         "wrong-byte-order": "STD-HDR-1",
