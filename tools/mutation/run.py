@@ -130,6 +130,12 @@ def py_test_command(tree: Path, proto: str, net: bool, profile: str) -> str:
     if net:
         cmd += (f" && {VENV / 'frameproof'} net --protocol {proto} "
                 f"--server-cmd '{mutated} -m frameproof.pyserver --protocol {proto} --listen 127.0.0.1:0'")
+        # and the Python load client built on the mutated codec (its reply checks, e.g. reply_ok), under
+        # the client suite against the checking server: a client that rejects good replies or accepts
+        # bad ones fails HAR-VERIFY-*/HAR-COUNT-1
+        cmd += (f" && {VENV / 'frameproof'} net --protocol {proto} --client \"{mutated} -m frameproof.pyload "
+                f"--protocol {proto} --connect {{host}}:{{port}} --connections 2 --payload 24 --mode pipelined "
+                f"--window 8 --requests 500 --timeout-ms 1000 --json {{json}}\"")
     return cmd
 
 
