@@ -199,7 +199,11 @@ How the suites ran: the codec suite (`frameproof run`) on each testee with the w
 file (profile `ci`, or the wrapper's impl.json `"profile"`); the network suite (`frameproof net`) on each
 echo server with the spec's default limits; each protocol's own suites as `frameproof matrix` runs them
 (websocket: Autobahn, `frameproof autobahn`, wstest 25.10.1, categories 1-7, 9, 10, as server with a 64 MiB
-limit, as tools/autobahn/peers.py runs every server, and as client where the wrapper has one). A library
+limit, as tools/autobahn/peers.py runs every server, and as client where the wrapper has one). Where a
+wrapper's server offers permessage-deflate (impl.json `"websocket_extensions"`: websockets, ws), the network
+suite runs again with the extension on (spec/websocket-deflate.md, the `WSD-*` cases) and so does Autobahn, on a
+sample of 12.* and 13.* (one case of each of their 12 groups; the reference implementations run all 216 in the
+main job). gorilla's compression is left off: it has no context takeover (its README here). A library
 without a frame layer (gorilla) or whose parser reports messages, not frames (ws) has no `decode` results:
 those tests are skipped, never counted as passed. The websocket testees name each error's offset from a
 length-only walk over the input (the libraries do not report where the offending frame starts); everything
