@@ -143,6 +143,8 @@ def test_instruction_rows_follow_the_servers_extensions():
     groups = by_codec(sc)  # one server process a codec: the deflate row gets its own
     assert [len(g) for g in groups] == [3, 1] and groups[1][0].codec.to_json()["websocket"]["permessage_deflate"]
     assert [s.tag for s in scenarios("standard", ext)] == ["", ""]
+    # under callgrind the pair runs at a window of at most 16, the same for both codecs
+    assert {s.window for s in sc[2:]} == {16}
 
 
 def _check_schema():
