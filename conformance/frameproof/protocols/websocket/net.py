@@ -140,9 +140,14 @@ def _refused(t, head: bytes, want, ctx):
     c = _raw(t)
     try:
         c.send(head)
-        status, hdrs = read_head(c)
+        try:
+            status, hdrs = read_head(c)
+        except CheckFailure as e:  # no answer at all: say which request and what was due
+            raise CheckFailure(f"{ctx}:\n  expected status {_statuses(want)}\n  actual   {e}\n"
+                               f"  request: {head.decode('latin-1')!r}", e.requirements) from None
         if status not in want:
-            raise CheckFailure(f"{ctx}:\n  expected status {_statuses(want)}\n  actual   {status}")
+            raise CheckFailure(f"{ctx}:\n  expected status {_statuses(want)}\n  actual   {status}\n"
+                               f"  request: {head.decode('latin-1')!r}")
         return hdrs
     finally:
         c.close()
@@ -220,7 +225,11 @@ def _opens(t, data: bytes, key: str, pieces: List[bytes], ctx: str):
             c.send(piece)
             if i < len(pieces) - 1:
                 time.sleep(0.002)  # one segment each (the client sets TCP_NODELAY)
-        status, hdrs = read_head(c)
+        try:
+            status, hdrs = read_head(c)
+        except CheckFailure as e:
+            raise CheckFailure(f"{ctx}:\n  expected 101 with Sec-WebSocket-Accept {accept_for(key)}\n  actual   {e}\n"
+                               f"  request ({len(pieces)} segments): {data.decode('latin-1')!r}", e.requirements) from None
         if status != 101 or hdrs.get("sec-websocket-accept") != accept_for(key):
             raise CheckFailure(f"{ctx}:\n  expected 101 with Sec-WebSocket-Accept {accept_for(key)}\n  actual   {status}"
                                f" {hdrs}\n  request ({len(pieces)} segments): {data.decode('latin-1')!r}")
