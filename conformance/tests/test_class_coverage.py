@@ -18,7 +18,8 @@ LOAD = (f"{PY} -m frameproof.pyload --connect {{host}}:{{port}} --connections 3 
 # the tests that note classes, each run as a user runs it (every report is schema-checked by conftest)
 RUNS = {
     "codec properties": ("run", "--testee", PYTESTEE, "--profile", "ci", "--protocol", "rpc", "--protocol",
-                         "websocket", "--select", "*/prop_*", "--select", "*/discovery_registry_stateful"),
+                         "websocket", "--select", "*/prop_*", "--select", "*/discovery_registry_stateful",
+                         "--select", "websocket/*/serve_scripted"),
     "rpc server": ("net", "--protocol", "rpc", "--server-cmd", f"{PYSERVER} --protocol rpc",
                    "--select", "*/net/ids_whole_range", "--select", "*/net/stream_ids_whole_range"),
     "websocket server": ("net", "--protocol", "websocket", "--server-cmd", f"{PYSERVER} --protocol websocket",
