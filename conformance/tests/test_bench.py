@@ -2,6 +2,7 @@
 tests check that harness validation rejects a miscounting load client (and accepts a correct
 one), and that a seconds-long run writes a well-formed results set (JSON schema, Markdown, PNG)."""
 import json
+import os
 import subprocess
 import sys
 import time
@@ -520,3 +521,24 @@ def test_cpu_window_reads_a_busy_process_and_divides_by_verified_replies():
     assert row["server"]["total"] == 4000.0 and row["heavier"] == "client"
     assert cpu.per_message({"ok": True, "requests_sent": 10, "cpu": {"client_user_s": 1e-6, "client_sys_s": 0}}) \
         == {"client": {"user": 100.0, "sys": 0.0, "total": 100.0}}
+
+
+def test_scaling_tiny_run(tmp_path):
+    """bench --scaling (issue 28): every listed server at --threads 1 and 2, client on the other CPU and
+    on the same one; each row has msg/s, both sides' CPU per message and the cores the server used."""
+    if not all((RUST / b).exists() for b in ("fp-load", "fp-server", "fp-raw-echo")):
+        pytest.skip("Rust programs not built (bash reference-impls/rust/build.sh)")
+    rc, log_ = bench("--scaling", "--smoke", "--servers", "rust,raw", "--clients", "rust", "--protocols", "standard",
+                     "--allow-noisy", "--quiet-seconds", "0.2", "--out", str(tmp_path), "--name", "s")
+    assert rc == 0, log_
+    sc = json.loads((tmp_path / "s.json").read_text())["scaling"]
+    got = {(r["server"], r["placement"], r["threads"]) for r in sc["rows"]}
+    assert got == {(s, p, t) for s in ("rust", "raw") for p in ("split", "same-core") for t in (1, 2)}, got
+    for r in sc["rows"]:
+        assert r["ok"] and r["msgs_per_s"]["median"] > 0, r
+        c = r["cpu_ns_per_msg"]
+        assert c["server"]["total"] > 0 and c["client"]["total"] > 0 and r["server_cores_busy"] > 0, r
+        # where each side ran: one CPU for both in same-core, two in split (this machine has 2)
+        assert (r["server_cpu"] == r["client_cpu"]) == (r["placement"] == "same-core" or os.cpu_count() < 2), r
+    md = (tmp_path / "s.md").read_text()
+    assert "### standard" in md and "split, --threads 2" in md and "| rust |" in md and "| raw |" in md

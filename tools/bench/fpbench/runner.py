@@ -12,7 +12,7 @@ from pathlib import Path
 from frameproof import protocols as registry
 from frameproof.paths import ROOT
 
-from . import allocations, core, instructions, netns, quiet, report, soak, study
+from . import allocations, core, instructions, netns, quiet, report, scaling, soak, study
 from .core import Scenario, log
 
 FULL_CONC = [1, 4, 16, 64, 256, 1024]
@@ -45,6 +45,9 @@ def add_arguments(b):
                    help="only the instruction counts (callgrind): Ir per echoed message of every native server; "
                         "writes instructions-<date>.{json,md} (also part of the full run)")
     b.add_argument("--no-instructions", action="store_true", help="full run without the instruction counts")
+    b.add_argument("--scaling", action="store_true",
+                   help="only the scaling table: every server at --threads 1 and 2, its load client on the other CPU "
+                        "and on the same one; writes scaling-<date>.{json,md}")
     b.add_argument("--instructions-messages", type=int, metavar="N",
                    help="echoes per counted window (N and 2N; default 20000, quick 5000)")
     b.add_argument("--method-study", action="store_true",
@@ -184,6 +187,31 @@ def main_instructions(args, servers, clients) -> int:
     return 1 if problems else 0
 
 
+def main_scaling(args, servers, clients) -> int:
+    """--scaling: worker threads and placement (fpbench.scaling)."""
+    t0 = time.monotonic()
+    client = next((c for c in clients if c.name == "rust"), clients[0])
+    before = quiet_before(args)
+    machine = core.machine(0.25)
+    runs = args.runs or (2 if args.smoke else 5)
+    duration = args.duration or (0.1 if args.smoke else 1.0)  # 1 s: ~100 ticks of /proc CPU time a run
+    protos = _protocols(args)
+    log(f"== scaling: {len(protos)} protocols, placements split and same-core, --threads 1 and 2")
+    sc = scaling.run(servers, client, protos, runs, duration, quiet.idlest_cpu(before))
+    q = quiet_after(args, before)
+    machine["loadavg_end"] = list(os.getloadavg())
+    doc = {"schema": "frameproof-scaling/1", "date": datetime.date.today().isoformat(), "command": _command(),
+           "machine": machine, "quiet": q, "scaling": sc, "elapsed_s": round(time.monotonic() - t0, 1)}
+    stem = destination(args, q, args.name or f"scaling-{doc['date']}")
+    core.write_json(f"{stem}.json", doc)
+    md = [f"# frameproof scaling {doc['date']}", "", f"Command: `{doc['command']}`  ",
+          f"Machine: {machine.get('cpu_model')}, {machine.get('cpus')} CPUs  "] + quiet.banner(q) + [""] + \
+        scaling.markdown(sc)
+    Path(f"{stem}.md").write_text("\n".join(md) + "\n", encoding="utf-8")
+    log(f"== wrote {stem}.json and {stem}.md in {doc['elapsed_s']} s: {'every row OK' if sc['ok'] else 'FAILED rows'}")
+    return 0 if sc["ok"] else 1
+
+
 def main_soak(args, servers, clients) -> int:
     """--soak MINUTES: verified echo under the stress group (fpbench.soak)."""
     t0 = time.monotonic()
@@ -242,6 +270,8 @@ def main(args) -> int:
         return main_instructions(args, servers, clients)
     if args.soak:
         return main_soak(args, servers, clients)
+    if args.scaling:
+        return main_scaling(args, servers, clients)
     date = datetime.date.today().isoformat()
     for c in clients:
         core.probe_modes(c)
