@@ -83,13 +83,17 @@ def _fp(args, log):
         return subprocess.call(cmd, cwd=ROOT, stdout=lf, stderr=subprocess.STDOUT)
 
 
-def run_all(reports: Path, extra: bool):
+def run_all(reports: Path, extra: bool, only=()):
+    """Every wrapper's suites (or, with `only`, those wrappers' alone: the other reports and their index
+    entries are kept as they are)."""
     reports.mkdir(parents=True, exist_ok=True)
+    idx = reports / "index.json"
+    index = [e for e in json.loads(idx.read_text()) if e["name"] not in only] if only and idx.exists() else []
     for f in reports.glob("*--*.json"):
-        f.unlink()
+        if not only or f.name.split("--", 1)[0] in only:
+            f.unlink()
     log = reports / "run.log"
     log.write_text("")
-    index = []
 
     def run(name, proto, suite, title, args, xfail=None):
         if "--xfail" in args:
@@ -104,6 +108,8 @@ def run_all(reports: Path, extra: bool):
 
     for impl in wrappers():
         name = impl["name"]
+        if only and name not in only:
+            continue
         print(f"[{name}] build", flush=True)
         if subprocess.call(impl["build"], cwd=impl["dir"], stdout=subprocess.DEVNULL) != 0:
             print(f"[{name}] build FAILED: no results", flush=True)
@@ -317,6 +323,8 @@ def main():
     ap.add_argument("--run", action="store_true", help="build every wrapper and run its suites first")
     ap.add_argument("--no-extra", action="store_true",
                     help="with --run: leave out the protocols' own suites (Autobahn)")
+    ap.add_argument("--only", action="append", default=[], metavar="NAME",
+                    help="with --run: run only this wrapper's suites (repeatable), keeping the others' reports")
     ap.add_argument("--reports", default=str(ROOT / "reports" / "third-party"))
     ap.add_argument("--out", default=str(PAGE))
     ap.add_argument("--check", action="store_true", help="compare instead of writing; exit 1 if the page is stale")
@@ -324,7 +332,10 @@ def main():
     reports = Path(args.reports)
     if args.run:
         t0 = time.monotonic()
-        run_all(reports, not args.no_extra)
+        unknown = set(args.only) - {w["name"] for w in wrappers()}
+        if unknown:
+            ap.error(f"--only: no wrapper named {', '.join(sorted(unknown))}")
+        run_all(reports, not args.no_extra, tuple(args.only))
         print(f"suites run in {time.monotonic() - t0:.0f} s; reports in {reports}")
     text = render(reports)
     out = Path(args.out)

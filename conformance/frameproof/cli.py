@@ -85,7 +85,7 @@ def tidy_junit(args):
 def cmd_matrix(args):
     from .matrix import run_matrix
     return run_matrix(args.impl, build=not args.no_build, profile=args.profile, out_dir=args.out,
-                      readme=args.update_readme, scale=args.scale, jobs=args.jobs)
+                      readme=args.update_readme, scale=args.scale, jobs=args.jobs, merge=args.merge)
 
 
 def cmd_list(args):
@@ -194,6 +194,11 @@ def main(argv=None):
                         "Autobahn testsuite) run in a lane of their own, two or half the cores at once, and the stress "
                         "group (its latency is a measurement) runs last, alone")
     m.add_argument("--update-readme", action="store_true", help="copy the matrix into README.md")
+    m.add_argument("--merge", metavar="MATRIX_JSON",
+                   help="add this run's columns (with --impl: a column added later) to an earlier run's matrix.json "
+                        "of the same profile and scale, replacing columns of the same name, and pair this run's "
+                        "programs with the earlier ones' for interop; the report and README say which run each "
+                        "column came from")
     m.set_defaults(fn=cmd_matrix)
 
     args = ap.parse_args(argv)

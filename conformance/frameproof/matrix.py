@@ -300,8 +300,29 @@ def machine() -> str:
             f"{platform.machine()}, Python {platform.python_version()}")
 
 
-def run_matrix(names=None, build=True, profile="ci", out_dir=None, readme=False, scale="full", jobs=1) -> int:
+def run_matrix(names=None, build=True, profile="ci", out_dir=None, readme=False, scale="full", jobs=1,
+               merge=None) -> int:
     impls = load_impls(names)
+    earlier, others = None, []
+    if merge:
+        # --merge: this run's columns join an earlier matrix.json (the main job's), so that a column added
+        # later (a new third-party wrapper) does not need the whole 100-minute job again; the README says
+        # which columns came from which run (readme_section)
+        try:
+            earlier = json.loads(Path(merge).read_text())
+        except (OSError, ValueError) as e:
+            print(f"matrix --merge {merge}: {e}")
+            return 2
+        if (earlier.get("profile"), earlier.get("scale")) != (profile, scale):
+            print(f"matrix --merge: {merge} was run with profile {earlier.get('profile')}, scale "
+                  f"{earlier.get('scale')}; this run is profile {profile}, scale {scale}: columns of different "
+                  f"runs would not compare")
+            return 2
+        here = {i["name"] for i in impls}
+        known = {d["name"] for d in load_impls()}
+        # the earlier run's programs take part in the interop pairs with this run's (their builds are used as
+        # they are: a missing one fails its pairs)
+        others = [i for i in load_impls([n for n in earlier["implementations"] if n in known and n not in here])]
     sc = SCALES[scale]
     out_dir = Path(out_dir or ROOT / "reports")
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -390,10 +411,12 @@ def run_matrix(names=None, build=True, profile="ci", out_dir=None, readme=False,
     inter = {}
     conns, reqs = sc["interop"]
     for proto in registry.names():
-        clients = [i for i in ok_impls if "load" in i and proto in i.get("protocols", registry.names())]
-        servers = [i for i in ok_impls if "server" in i and proto in i.get("protocols", registry.names())]
+        clients = [i for i in ok_impls + others if "load" in i and proto in i.get("protocols", registry.names())]
+        servers = [i for i in ok_impls + others if "server" in i and proto in i.get("protocols", registry.names())]
         for c in clients:
             for s in servers:
+                if c in others and s in others:
+                    continue  # a pair of the earlier run: its result is there
                 key = f"{proto}:{c['name']}->{s['name']}"
                 inter[key] = None
 
@@ -409,6 +432,10 @@ def run_matrix(names=None, build=True, profile="ci", out_dir=None, readme=False,
            "protocols": list(registry.names()),
            "third_party": [i["name"] for i in impls if i.get("third_party")], "results": results, "interop": inter,
            "interop_size": {"connections": conns, "requests": reqs}}
+    cells = list(_all_cells(doc))  # this run's: what its exit status says
+    took = doc["duration_s"]
+    if earlier is not None:
+        doc = merged(earlier, doc)
     (out_dir / "matrix.json").write_text(json.dumps(doc, indent=1))
     md = render(doc)
     (out_dir / "matrix.md").write_text(md)
@@ -422,11 +449,10 @@ def run_matrix(names=None, build=True, profile="ci", out_dir=None, readme=False,
     if readme:
         update_readme(readme_section(doc, md))
         print("README.md matrix section updated")
-    cells = list(_all_cells(doc))
     slow = sorted(((v.get("seconds") or 0, k) for k, v in cells), reverse=True)[:8]
     print("slowest cells: " + ", ".join(f"{k} {t:.0f} s" for t, k in slow))
     bad = [k for k, v in cells if not v["ok"]]
-    print(f"matrix: {len(cells) - len(bad)} passed, {len(bad)} failed ({doc['duration_s']:.0f} s)")
+    print(f"matrix: {len(cells) - len(bad)} passed, {len(bad)} failed ({took:.0f} s)")
     off_schema = report.schema_problems(doc, "matrix")  # schemas/matrix.schema.json: a bug of ours, said plainly
     if off_schema:
         print("matrix.json does not follow schemas/matrix.schema.json:\n  " + "\n  ".join(off_schema[:20]))
@@ -440,10 +466,38 @@ def run_matrix(names=None, build=True, profile="ci", out_dir=None, readme=False,
     return 0
 
 
+def _run_of(doc) -> dict:
+    return {k: doc[k] for k in ("generated", "duration_s", "machine", "implementations")}
+
+
+def merged(earlier: dict, doc: dict) -> dict:
+    """The earlier matrix with this run's columns put in (replacing a column of the same name) and its
+    interop pairs added; ``runs`` lists every run a column came from, the first being the whole job."""
+    out = dict(earlier)
+    out["results"] = {**earlier["results"], **doc["results"]}
+    out["interop"] = {**earlier["interop"], **doc["interop"]}
+    out["implementations"] = earlier["implementations"] + [n for n in doc["implementations"]
+                                                           if n not in earlier["implementations"]]
+    out["third_party"] = earlier["third_party"] + [n for n in doc["third_party"] if n not in earlier["third_party"]]
+    runs = [r for r in earlier.get("runs") or [_run_of(earlier)]]
+    for r in runs:  # a column run again belongs to the newest run only
+        r["implementations"] = [n for n in r["implementations"] if n not in doc["implementations"]]
+    out["runs"] = [r for r in runs if r["implementations"]] + [_run_of(doc)]
+    return out
+
+
 def readme_section(doc, md) -> str:
-    return (f"_Generated by `bash tools/main.sh --update-readme` (`frameproof matrix`, profile {doc['profile']}, "
-            f"scale {doc['scale']}) on {doc['generated']}, in {doc['duration_s'] / 60:.0f} min of wall time, "
-            f"on {doc['machine']}._\n\n" + md)
+    runs = doc.get("runs") or [_run_of(doc)]
+    first, later = runs[0], runs[1:]
+    text = (f"_Generated by `bash tools/main.sh --update-readme` (`frameproof matrix`, profile {doc['profile']}, "
+            f"scale {doc['scale']}) on {first['generated']}, in {first['duration_s'] / 60:.0f} min of wall time, "
+            f"on {first['machine']}")
+    for r in later:
+        names = r["implementations"]
+        text += (f"; the column{'s' if len(names) > 1 else ''} {', '.join(names)} (and {'their' if len(names) > 1 else 'its'} interop pairs) "
+                 f"added by `frameproof matrix {' '.join('--impl ' + n for n in names)} --merge <that run's matrix.json>` "
+                 f"on {r['generated']}, in {r['duration_s'] / 60:.0f} min")
+    return text + "._\n\n" + md
 
 
 def _all_cells(doc):

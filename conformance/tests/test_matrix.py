@@ -229,3 +229,33 @@ def test_one_job_runs_cells_in_order_on_the_shared_log(tmp_path):
         q.add(f"cell {i}", lambda cl, i=i: (order.append((i, cl)), {"text": "✓", "seconds": 0})[1], alone=i == 1)
     q.run()
     assert order == [(i, log) for i in range(4)]  # the order they were added, alone or not
+
+
+def test_merge_adds_a_later_column_and_says_which_run_made_it():
+    """matrix --merge: a column run later joins the whole job's matrix (replacing one of the same name), its
+    interop pairs are added, the result still follows the schema, and the README line names both runs."""
+    from frameproof import report as rep
+    cell = {"ok": True, "text": "✓ 1/1"}
+
+    def doc(names, third, when, secs, interop):
+        return {"generated": when, "duration_s": secs, "profile": "ci", "scale": "full", "machine": "2 cores",
+                "implementations": names, "protocols": ["websocket"], "third_party": third,
+                "results": {n: {"build": 0, "codec": {}, "net": {"websocket": dict(cell, text=f"{n} {when}")},
+                                "client": {}} for n in names},
+                "interop": {k: cell for k in interop}, "interop_size": {"connections": 1, "requests": 1}}
+    earlier = doc(["rust", "gorilla"], ["gorilla"], "2026-11-28T12:00:00Z", 6000, ["websocket:rust->gorilla"])
+    later = doc(["gorilla", "newlib"], ["gorilla", "newlib"], "2026-11-28T18:00:00Z", 600, ["websocket:rust->newlib"])
+    m = matrix.merged(earlier, later)
+    assert m["implementations"] == ["rust", "gorilla", "newlib"] and m["third_party"] == ["gorilla", "newlib"]
+    assert m["results"]["gorilla"]["net"]["websocket"]["text"].endswith("18:00:00Z")  # replaced, not kept
+    assert set(m["interop"]) == {"websocket:rust->gorilla", "websocket:rust->newlib"}
+    assert [r["implementations"] for r in m["runs"]] == [["rust"], ["gorilla", "newlib"]]
+    assert rep.schema_problems(m, "matrix") == []
+    line = matrix.readme_section(m, matrix.render(m)).splitlines()[0]
+    assert "on 2026-11-28T12:00:00Z, in 100 min of wall time" in line and "cores" in line
+    assert "the columns gorilla, newlib" in line and "--impl gorilla --impl newlib --merge" in line and "in 10 min" in line
+    # merged again: the runs stay one entry a run, each column under the run that made it last
+    m2 = matrix.merged(m, doc(["rust"], [], "2026-11-29T09:00:00Z", 60, []))
+    assert [r["implementations"] for r in m2["runs"]] == [["gorilla", "newlib"], ["rust"]]
+    # and a run with no --merge reads as before
+    assert "added by" not in matrix.readme_section(earlier, "")
