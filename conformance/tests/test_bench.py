@@ -55,8 +55,7 @@ def test_short_run_writes_well_formed_results(tmp_path):
     if not all((RUST / b).exists() for b in needed):
         pytest.skip("Rust programs not built (bash reference-impls/rust/build.sh)")
     # the floor (tools/bench/floor, C over epoll): built here, a second with cc
-    fb = subprocess.run(["bash", str(ROOT / "tools/bench/floor/build.sh")], capture_output=True, text=True, timeout=300)
-    assert fb.returncode == 0, fb.stdout + fb.stderr
+    _build_floors()
     # two protocols and the Rust fp-load only: seconds, and independent of protocols being added right now
     rc, out = bench("--smoke", "--servers", "rust,raw,floor,floor-uring", "--clients", "rust", "--protocols", "standard,length-field",
                     "--no-netns", "--no-alloc",
@@ -109,6 +108,112 @@ def test_short_run_writes_well_formed_results(tmp_path):
     assert pngs and all(p.exists() and p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
     for p in pngs:
         assert f"]({p.name})" in md
+
+
+def _build_floors():
+    fb = subprocess.run(["bash", str(ROOT / "tools/bench/floor/build.sh")], capture_output=True, text=True, timeout=300)
+    assert fb.returncode == 0, fb.stdout + fb.stderr
+    return ROOT / "tools/bench/floor/build"
+
+
+def test_floors_rewrite_rpc_and_websocket_in_a_short_run(tmp_path):
+    """The floors' rpc and websocket replies (issue 28): rewritten as raw's rewriters do, so the verifying
+    Rust fp-load accepts every reply in each mode, the servers' counters agree with the clients', and the
+    CPU table sets these protocols against the floor, not raw."""
+    if not all((RUST / b).exists() for b in ("fp-load", "fp-raw-echo", "fp-calib")):
+        pytest.skip("Rust programs not built (bash reference-impls/rust/build.sh)")
+    _build_floors()
+    rc, out = bench("--smoke", "--servers", "raw,floor,floor-uring", "--clients", "rust", "--protocols", "rpc,websocket",
+                    "--groups", "concurrency,receive-batched", "--no-netns", "--no-alloc", "--runs", "2",
+                    "--duration", "0.1", "--out", str(tmp_path), "--name", "f", "--allow-noisy", "--quiet-seconds", "0.2")
+    assert rc == 0, out
+    doc = json.loads((tmp_path / "f.json").read_text())
+    assert _check_schema()(doc) == []
+    rows = {(r["server"], r["scenario"]["protocol"], r["scenario"]["mode"]): r for r in doc["results"]}
+    for floor in ("floor", "floor-uring"):
+        for proto in ("rpc", "websocket"):
+            for mode in ("per-packet", "pipelined", "receive"):
+                r = rows.get((floor, proto, mode))
+                assert r and r["ok"] and r["msgs_per_s"]["n"] == 2, (floor, proto, mode, r)
+    assert all(c["ok"] for c in doc["server_checks"]), doc["server_checks"]
+    cpu = (tmp_path / "f.md").read_text().split("## CPU per message (ns)")[1].split("\n## ")[0]
+    for proto in ("rpc", "websocket"):
+        table = cpu.split(f"### {proto}\n")[1].split("\n### ")[0]
+        assert "× floor)" in table and "× raw)" not in table, table
+
+
+def test_floor_replies_equal_raw_echo_byte_for_byte():
+    """The floors answer rpc and websocket with raw's bytes (its ReplyRewriter implementations), whatever
+    the split of the stream: every rpc kind (REQUEST and STREAM_INIT with names, clipped names, DATA, END,
+    kinds that get nothing), and websocket's handshake (subprotocol offered), text, binary, continuation
+    and RSV bits, ping, pong and the close; with --sink only what is sent even then."""
+    import random
+    import select
+    import signal
+    import socket
+    import struct
+    if not (RUST / "fp-raw-echo").exists():
+        pytest.skip("Rust programs not built (bash reference-impls/rust/build.sh)")
+    build = _build_floors()
+    rng = random.Random(28)
+
+    def ws_frame(op, payload, fin=True, rsv=0):
+        n, key = len(payload), rng.randbytes(4)
+        ext = bytes([0x80 | n]) if n < 126 else bytes([0x80 | 126]) + struct.pack(">H", n) if n < 65536 \
+            else bytes([0x80 | 127]) + struct.pack(">Q", n)
+        return bytes([(0x80 if fin else 0) | rsv << 4 | op]) + ext + key + bytes(c ^ key[i % 4] for i, c in enumerate(payload))
+
+    ws = (b"GET /echo HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: keep-alive, Upgrade\r\n"
+          b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+          b"Sec-WebSocket-Protocol: chat, frameproof.echo\r\nSec-WebSocket-Extensions: permessage-deflate\r\n\r\n")
+    for op, n, fin, rsv in ((1, 5, True, 0), (2, 0, True, 0), (9, 3, True, 0), (2, 126, False, 0), (0, 70000, True, 0),
+                            (10, 2, True, 0), (2, 65535, True, 4), (1, 125, True, 0), (2, 1000, True, 0)):
+        ws += ws_frame(op, rng.randbytes(n), fin, rsv)
+    ws += ws_frame(8, struct.pack(">H", 1000) + b"bye")
+
+    def rpc_frame(kind, flags, id_, body):
+        return b"GRPC" + bytes([1, kind, flags, 0]) + struct.pack(">II", id_, len(body)) + body
+
+    names = struct.pack(">H", 15) + b"frameproof.Echo" + struct.pack(">H", 4) + b"echo"
+    long_names = struct.pack(">H", 300) + b"s" * 300 + struct.pack(">H", 20000) + b"m" * 20000
+    rpc = b"".join(rpc_frame(k, f, i, b) for i, (k, f, b) in enumerate((
+        (0x01, 0x05, names + rng.randbytes(47)), (0x01, 0x02, long_names + rng.randbytes(70000)), (0x01, 0, b""),
+        (0x01, 0, names[:9]), (0x10, 0, names), (0x12, 0x04, rng.randbytes(128)), (0x12, 0, b""), (0x03, 0, b"hb"),
+        (0x13, 0, b""), (0x10, 0, long_names + b"xy"), (0x12, 0, rng.randbytes(65536)), (0x14, 0, b""),
+        (0x01, 0x01, names + rng.randbytes(1024)))))
+
+    def replies(exe, proto, data, sink):
+        p = subprocess.Popen([str(exe), "--protocol", proto, "--listen", "127.0.0.1:0"] + (["--sink"] if sink else []),
+                             stdout=subprocess.PIPE, text=True)
+        try:
+            host, port = p.stdout.readline().split()[1].rsplit(":", 1)
+            c = socket.create_connection((host, int(port)), timeout=10)
+            c.setblocking(False)
+            out, i, deadline, split = bytearray(), 0, time.time() + 20, random.Random(7)
+            while time.time() < deadline:
+                r, w, _ = select.select([c], [c] if i < len(data) else [], [], 0.5)
+                if r:
+                    b = c.recv(1 << 20)
+                    if not b:
+                        break
+                    out += b
+                if w:  # the stream in splits of 1 byte to 64 KiB, so that headers straddle reads
+                    i += c.send(data[i:i + split.choice((1, 2, 3, 7, 100, 4096, 65536))])
+                    if i == len(data) and proto == "rpc":
+                        c.shutdown(socket.SHUT_WR)  # rpc has no goodbye: the end of stream is
+            c.close()
+        finally:
+            p.send_signal(signal.SIGTERM)
+            counters = json.loads(p.communicate(timeout=10)[0].strip().splitlines()[-1])
+        return bytes(out), {k: counters[k] for k in ("connections", "frames", "bytes")}
+
+    for proto, data in (("rpc", rpc), ("websocket", ws)):
+        for sink in (False, True):
+            want = replies(RUST / "fp-raw-echo", proto, data, sink)
+            assert want[0] or sink, (proto, "raw echo sent nothing")
+            for exe in ("fp-floor-epoll", "fp-floor-uring"):
+                if (build / exe).exists():
+                    assert replies(build / exe, proto, data, sink) == want, (exe, proto, sink)
 
 
 def test_deflate_rows_run_on_servers_that_have_the_extension(tmp_path):

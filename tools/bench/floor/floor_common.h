@@ -2,10 +2,13 @@
  * cJSON, Debian libcjson-dev), the listening socket, the stop signals, the header walk and the
  * counters.
  *
- * The walk is fp-raw-echo's (reference-impls/rust/codec/src/protocol/raw_echo.rs): `standard` sets
- * bit 7 of each frame's flag byte in place (request 0x01 -> reply 0x81); `length-field` (offset 0, a
- * little-endian field of 1, 2 or 4 bytes) leaves the bytes as they are. Both only count frames: they
- * assume the well-formed request streams of the load clients and validate nothing. */
+ * Every protocol is answered as fp-raw-echo answers it (reference-impls/rust/codec/src/protocol/
+ * raw_echo.rs), from the headers alone. The walk here serves the protocols whose reply is the request
+ * with at most a byte changed, in place: `standard` sets bit 7 of each frame's flag byte (request
+ * 0x01 -> reply 0x81); `length-field` (offset 0, a little-endian field of 1, 2 or 4 bytes) leaves the
+ * bytes as they are. `rpc` and `websocket`, whose replies differ in length from their requests, are
+ * rewritten into a reused output buffer instead (floor_rewrite.h). All of them only count frames:
+ * they assume the well-formed request streams of the load clients and validate nothing. */
 #ifndef FP_FLOOR_COMMON_H
 #define FP_FLOOR_COMMON_H
 
@@ -21,7 +24,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-enum floor_proto { STANDARD, LENGTH_FIELD };
+enum floor_proto { STANDARD, LENGTH_FIELD, RPC, WEBSOCKET };
+#define FLOOR_REWRITES (g_proto == RPC || g_proto == WEBSOCKET) /* replies written apart, not in place */
 
 struct walk {  /* one connection's place in its stream */
   uint8_t hdr[8];
@@ -32,6 +36,9 @@ struct walk {  /* one connection's place in its stream */
 static enum floor_proto g_proto;
 static unsigned g_width = 2; /* length-field: the field's bytes */
 static int g_sink;
+/* websocket: the echo service's request target (NULL: any) and subprotocol (codec JSON
+ * websocket.path, websocket.subprotocol; spec/websocket.md §13) */
+static const char *g_ws_path, *g_ws_sub = "frameproof.echo";
 static struct {
   uint64_t connections, frames, bytes, reads, read_bytes;
 } g_counters;
@@ -46,8 +53,38 @@ static void floor_usage(const char *prog) {
   exit(2);
 }
 
-/* {"protocol": "standard"} or {"protocol": "length-field", "length_field": {"offset": 0, "size": 1|2|4}};
- * any other profile is refused (exit 2), as fp-raw-echo refuses it. */
+/* websocket.path / websocket.subprotocol when given: a string whose every byte passes `ok`, kept;
+ * another value refuses the profile (exit 2), as the Rust codec's configuration does. */
+static void floor_ws_name(const cJSON *ws, const char *key, int (*ok)(const char *), const char **into, const char *prog) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(ws, key);
+  if (!v || cJSON_IsNull(v)) return;
+  if (!cJSON_IsString(v) || !ok(v->valuestring)) {
+    fprintf(stderr, "%s: codec.websocket.%s is not a valid %s\n", prog, key, key);
+    exit(2);
+  }
+  *into = strdup(v->valuestring);
+}
+
+static int floor_path_ok(const char *p) {  /* '/' then visible ASCII */
+  if (*p != '/') return 0;
+  for (; *p; p++)
+    if (*p < 0x21 || *p > 0x7e) return 0;
+  return 1;
+}
+
+static int floor_token_ok(const char *p) {  /* an HTTP token (RFC 9110 §5.6.2) */
+  if (!*p) return 0;
+  for (; *p; p++)
+    if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || strchr("!#$%&'*+-.^_`|~", *p)))
+      return 0;
+  return 1;
+}
+
+/* {"protocol": "standard"}, {"protocol": "length-field", "length_field": {"offset": 0, "size": 1|2|4}},
+ * {"protocol": "rpc", ...} or {"protocol": "websocket", "websocket": {"path": P, "subprotocol": S, ...}};
+ * keys the floor does not need are accepted and ignored (limits, rpc.max_body, websocket.role,
+ * websocket.permessage_deflate: offers are always declined, as fp-raw-echo declines them). Any
+ * other profile is refused (exit 2), as fp-raw-echo refuses it. */
 static void floor_parse_codec(const char *json, const char *prog) {
   cJSON *root = cJSON_Parse(json);
   const cJSON *p = root ? cJSON_GetObjectItemCaseSensitive(root, "protocol") : NULL;
@@ -68,8 +105,17 @@ static void floor_parse_codec(const char *json, const char *prog) {
       exit(2);
     }
     g_width = (unsigned)size;
+  } else if (strcmp(p->valuestring, "rpc") == 0) {
+    g_proto = RPC;
+  } else if (strcmp(p->valuestring, "websocket") == 0) {
+    g_proto = WEBSOCKET;
+    const cJSON *ws = cJSON_GetObjectItemCaseSensitive(root, "websocket");
+    if (cJSON_IsObject(ws)) {
+      floor_ws_name(ws, "path", floor_path_ok, &g_ws_path, prog);
+      floor_ws_name(ws, "subprotocol", floor_token_ok, &g_ws_sub, prog);
+    }
   } else {
-    fprintf(stderr, "%s: no header walk for %s (standard, length-field)\n", prog, p->valuestring);
+    fprintf(stderr, "%s: no header walk for %s (standard, length-field, rpc, websocket)\n", prog, p->valuestring);
     exit(2);
   }
   cJSON_Delete(root);

@@ -2,12 +2,16 @@
  *
  *   fp-floor-uring (--codec JSON | --protocol NAME) --listen HOST:PORT [--sink] [--stats] [--threads N]
  *
- * fp-floor-epoll's echo (same header walk, floor_walk.h) with io_uring doing the system calls: one
- * multishot accept, one multishot receive per connection into a ring of provided buffers (registered
- * with the kernel once, handed back after each send), and the send of each received buffer straight
- * from it, one send in flight per connection (later buffers queue behind it, so replies keep their
- * order). One thread, one ring; counters on SIGTERM in fp-server's format. liburing from Debian
- * (liburing-dev 2.3: io_uring_register_buf_ring, io_uring_prep_recv_multishot).
+ * fp-floor-epoll's echo (same header walk, floor_common.h; same rewriters, floor_rewrite.h) with
+ * io_uring doing the system calls: one multishot accept, one multishot receive per connection into a
+ * ring of provided buffers (registered with the kernel once, handed back after each send), and the
+ * send of each received buffer straight from it, one send in flight per connection (later buffers
+ * queue behind it, so replies keep their order). rpc and websocket, whose replies are not made in
+ * place, write each buffer's replies into an output buffer of its own (one per provided buffer,
+ * reused), sent in its place; the provided buffer is held until that send is done, so a peer that does
+ * not read still runs the ring dry and stops being read. One thread, one ring; counters on SIGTERM in
+ * fp-server's format. liburing from Debian (liburing-dev 2.3: io_uring_register_buf_ring,
+ * io_uring_prep_recv_multishot).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -23,7 +27,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "floor_common.h"
+#include "floor_rewrite.h"
 
 #define NBUF 1024   /* provided buffers (a power of two) */
 #define BUFSZ 16384 /* each */
@@ -37,7 +41,9 @@ struct pend {  /* a received buffer waiting for its send */
 
 struct uconn {
   struct walk w;
+  struct rw r;      /* rpc, websocket */
   int fd;
+  int closing;      /* the stream is over (websocket's close answered): ends once its replies are sent */
   int sending;      /* a send is in flight */
   int receiving;    /* the multishot receive is armed (its last completion has not come) */
   int eof;          /* the peer closed or a send failed: freed once nothing is in flight */
@@ -53,6 +59,7 @@ static int g_given_back;
 static struct io_uring ring;
 static struct io_uring_buf_ring *br;
 static uint8_t *bufs;
+static struct outbuf g_outs[NBUF]; /* rpc, websocket: the replies to provided buffer i */
 static int g_sfd;
 
 static uint64_t tag(enum op op, struct uconn *c) { return ((uint64_t)(uintptr_t)c) | (uint64_t)op; }
@@ -85,7 +92,8 @@ static void arm_recv(struct uconn *c) {
 static void send_head(struct uconn *c) {
   struct pend *p = &c->q[c->qh];
   struct io_uring_sqe *s = sqe();
-  io_uring_prep_send(s, c->fd, bufs + (size_t)p->bid * BUFSZ + p->off, p->len - p->off, MSG_NOSIGNAL);
+  const uint8_t *from = FLOOR_REWRITES ? g_outs[p->bid].p : bufs + (size_t)p->bid * BUFSZ;
+  io_uring_prep_send(s, c->fd, from + p->off, p->len - p->off, MSG_NOSIGNAL);
   io_uring_sqe_set_data64(s, tag(OP_SEND, c));
   c->sending = 1;
 }
@@ -102,6 +110,7 @@ static void finish(struct uconn *c) {
     c->qn--;
   }
   close(c->fd);
+  rw_free(&c->r);
   free(c);
 }
 
@@ -124,35 +133,54 @@ static void on_recv(struct uconn *c, int res, unsigned flags) {
   uint8_t *b = bufs + (size_t)bid * BUFSZ;
   g_counters.reads++;
   g_counters.read_bytes += (uint64_t)res;
-  floor_walk(&c->w, b, (size_t)res);
-  if (g_sink) {
+  unsigned len = (unsigned)res; /* what goes back, 0 for nothing */
+  if (c->closing) {
+    len = 0; /* nothing is read after the close (WS-CLOSE-4) */
+  } else if (!FLOOR_REWRITES) {
+    floor_walk(&c->w, b, (size_t)res);
+    if (g_sink) len = 0;
+  } else {
+    struct outbuf *o = &g_outs[bid];
+    o->len = 0;
+    rw_feed(&c->r, b, (size_t)res, o); /* with --sink: websocket's handshake, pongs, close only */
+    len = (unsigned)o->len;
+    if (rw_closed(&c->r)) c->closing = 1;
+  }
+  if (!len) {
     give_back(bid);
   } else {
-    c->q[(c->qh + c->qn) % NBUF] = (struct pend){bid, (unsigned)res, 0};
+    c->q[(c->qh + c->qn) % NBUF] = (struct pend){bid, len, 0};
     c->qn++;
     if (!c->sending) send_head(c);
+  }
+  if (c->closing && !c->sending) { /* nothing left to send: end it now */
+    c->eof = 1;
+    finish(c);
+    return;
   }
   if (!c->receiving && !c->eof) arm_recv(c);
 }
 
 static void on_send(struct uconn *c, int res) {
   c->sending = 0;
-  if (res < 0) {
+  if (res < 0) { /* the peer is gone: what is queued goes nowhere */
     c->eof = 1;
-  } else {
-    struct pend *p = &c->q[c->qh];
-    p->off += (unsigned)res;
-    if (p->off >= p->len) {
-      give_back(p->bid);
-      c->qh = (c->qh + 1) % NBUF;
-      c->qn--;
-    }
-  }
-  if (c->eof) {
     finish(c);
     return;
   }
-  if (c->qn) send_head(c);
+  struct pend *p = &c->q[c->qh];
+  p->off += (unsigned)res;
+  if (p->off >= p->len) {
+    give_back(p->bid);
+    c->qh = (c->qh + 1) % NBUF;
+    c->qn--;
+  }
+  if (c->qn) { /* the replies queued go out even after the peer's end of stream, as the echo owes them */
+    send_head(c);
+    return;
+  }
+  if (c->closing) c->eof = 1; /* the last reply (websocket's close) is sent */
+  if (c->eof) finish(c);
 }
 
 /* After a batch of completions: the starved connections receive again if buffers came back. */

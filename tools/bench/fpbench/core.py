@@ -171,12 +171,13 @@ def servers_and_clients(extra_clients: Dict[str, str]):
     # library; a protocol's own baselines (Protocol.bench_baselines) with that protocol only.
     servers.append(Program("raw", [str(RUST_BIN / "fp-raw-echo")], kind="baseline", stats=True,
                            protocols=tuple(rust_protocols)))
-    # The floors: one thread of C over epoll (and over io_uring), the same header walk, nothing else;
-    # built by tools/bench/run.sh (tools/bench/floor/build.sh), left out and said so where they are not
+    # The floors: one thread of C over epoll (and over io_uring), raw's header walk (standard, length-field)
+    # or reply rewriters (rpc, websocket), nothing else; built by tools/bench/run.sh
+    # (tools/bench/floor/build.sh), left out and said so where they are not
     for name, exe in (("floor", "fp-floor-epoll"), ("floor-uring", "fp-floor-uring")):
         if (FLOOR_BIN / exe).exists():
             servers.append(Program(name, [str(FLOOR_BIN / exe)], kind="baseline", stats=True,
-                                   protocols=("standard", "length-field")))
+                                   protocols=("standard", "length-field", "rpc", "websocket")))
         else:
             log(f"bench: {FLOOR_BIN / exe} not built (bash tools/bench/floor/build.sh): no {name} rows")
     own: Dict[tuple, tuple] = {}
@@ -403,7 +404,7 @@ def run_client_once(c: Program, s: Scenario, addr: str, duration: float, wrap: O
     r = {"rc": rc, "wall_s": round(wall, 3), "cpu": used}
     if rep:
         r.update({k: rep.get(k) for k in ("connections", "requests_sent", "replies_received", "replies_verified", "errors",
-                                          "duration_s", "msgs_per_s", "mb_per_s")})
+                                          "duration_s", "msgs_per_s", "mb_per_s", "streams_completed")})
         r["latency_us"] = rep.get("latency_us")
         if rep.get("error_details"):
             r["error_details"] = rep["error_details"][:3]
@@ -461,6 +462,9 @@ def sent(e: dict, client: Program, r: dict):
     """A client run's frames into its server's expected count: its requests, and (for a client that
     ends its connections with them) the protocol's goodbye frames on each of its connections."""
     e["sent"] += r.get("requests_sent") or 0
+    # rpc stream mode: each completed stream also sent its STREAM_INIT and STREAM_END, which a server that
+    # counts every frame it reads (raw's rewriter, the floors) counts and ours do not
+    e["control"] = e.get("control", 0) + 2 * (r.get("streams_completed") or 0)
     if client.goodbye and r.get("requests_sent"):
         e["goodbye"] += e["goodbye_each"] * (r.get("connections") or 0)
 
@@ -473,7 +477,7 @@ def write_json(path, doc: dict):
 
 def tally(name: str, cmd: str, protocol: str) -> dict:
     """What a server's clients sent, for server_check (core.sent adds to it)."""
-    return {"sent": 0, "goodbye": 0, "name": name, "cmd": cmd,
+    return {"sent": 0, "goodbye": 0, "control": 0, "name": name, "cmd": cmd,
             "goodbye_each": registry.get(protocol).load_goodbye_frames}
 
 
@@ -484,12 +488,15 @@ def server_check(e: dict, code, counters) -> dict:
     (the third-party servers); no protocol error."""
     frames = (counters or {}).get("frames")
     expected = e["sent"] + e["goodbye"]
-    ok = counters is not None and frames in (e["sent"], expected) and (counters.get("protocol_errors") or 0) == 0
+    control = e.get("control", 0)
+    ok = counters is not None and frames in (e["sent"], expected, e["sent"] + control, expected + control) \
+        and (counters.get("protocol_errors") or 0) == 0
     if not ok:
         log(f"  ! server {e['name']}: counters {counters} vs {e['sent']} requests and {e['goodbye']} goodbye "
             f"frames sent by the clients")
     return {"server": e["name"], "command": e["cmd"], "exit": code, "counters": counters,
             "client_requests_sent": e["sent"], "client_goodbye_frames": e["goodbye"],
+            "client_stream_control_frames": control,
             "expected_frames": expected, "ok": ok}
 
 

@@ -72,8 +72,8 @@ def cpu_section(rows: List[dict], servers: List[str], doc: dict) -> List[str]:
     L = ["", "## CPU per message (ns), server and load client", "",
          "Cells: the server's CPU time per verified message (user + system, every thread, from /proc/<pid>/stat "
          "over the client's run), then `·` the load client's (getrusage), medians of the runs; in parentheses the "
-         "server's as a multiple of the floor's (`floor`: one thread of C over epoll with raw's header walk, "
-         "tools/bench/floor) where the protocol has one, else of `raw`'s. Whichever side spends more per message limited the run; unlike msg/s, "
+         "server's as a multiple of the floor's (`floor`: one thread of C over epoll doing what raw does, its header walk or, for rpc and websocket, "
+         "its reply rewriters, tools/bench/floor) where the protocol has one, else of `raw`'s. Whichever side spends more per message limited the run; unlike msg/s, "
          "these figures do not depend on how the two shared the CPUs.", ""]
     for proto in protocols_of(doc):
         sv = [s for s in servers if any(r["server"] == s and r["scenario"]["protocol"] == proto
