@@ -65,7 +65,7 @@ def xfail_entries(path: Path):
                 comment.append(s.lstrip("#").strip())
             after_entry = False
         elif s:
-            out.append((s, " ".join(comment).strip()))
+            out.append((s.lstrip("~").strip(), " ".join(comment).strip()))
             after_entry = True
         else:
             comment, after_entry = [], False
