@@ -13,6 +13,9 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 namespace fp {
 
@@ -31,6 +34,37 @@ std::uint16_t close_code_for(std::string_view r) {
   return 0;  // WS-STR-3: the peer is gone, nothing is sent
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+namespace {
+// The whole 32-byte blocks of p[0, n) XORed with k32 (the key at its phase, in memory order) in AVX2
+// registers, four blocks an iteration; returns the bytes done, a multiple of 32 (so the phase of
+// the rest is unchanged). Compiled for AVX2 whatever the build's -march: called only where the CPU
+// has it.
+__attribute__((target("avx2"))) std::size_t mask_avx2(std::uint8_t* p, std::size_t n, std::uint32_t k32) {
+  const __m256i kv = _mm256_set1_epi32(static_cast<int>(k32));
+  std::size_t i = 0;
+  for (; i + 128 <= n; i += 128) {
+    auto* q = reinterpret_cast<__m256i*>(p + i);
+    _mm256_storeu_si256(q, _mm256_xor_si256(_mm256_loadu_si256(q), kv));
+    _mm256_storeu_si256(q + 1, _mm256_xor_si256(_mm256_loadu_si256(q + 1), kv));
+    _mm256_storeu_si256(q + 2, _mm256_xor_si256(_mm256_loadu_si256(q + 2), kv));
+    _mm256_storeu_si256(q + 3, _mm256_xor_si256(_mm256_loadu_si256(q + 3), kv));
+  }
+  for (; i + 32 <= n; i += 32) {
+    auto* q = reinterpret_cast<__m256i*>(p + i);
+    _mm256_storeu_si256(q, _mm256_xor_si256(_mm256_loadu_si256(q), kv));
+  }
+  return i;
+}
+// Asked once: the release build targets baseline x86-64 (SSE2, 16 bytes), at which a 64 KiB payload
+// took as long to unmask as to copy.
+const bool kHaveAvx2 = [] {
+  __builtin_cpu_init();  // this may run before libgcc's own initialiser of the CPU model
+  return __builtin_cpu_supports("avx2") != 0;
+}();
+}  // namespace
+#endif
+
 void mask(std::uint8_t* p, std::size_t n, const std::uint8_t key[4], std::size_t phase) {
   std::uint8_t k[4];
   for (int i = 0; i < 4; ++i) k[i] = key[(phase + static_cast<std::size_t>(i)) & 3];
@@ -38,6 +72,9 @@ void mask(std::uint8_t* p, std::size_t n, const std::uint8_t key[4], std::size_t
   std::memcpy(&k32, k, 4);
   const std::uint64_t k64 = (static_cast<std::uint64_t>(k32) << 32) | k32;  // memory order k0 k1 k2 k3 k0 ...
   std::size_t i = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (n >= 128 && kHaveAvx2) i = mask_avx2(p, n, k32);
+#endif
 #if defined(__SSE2__)
   const __m128i k128 = _mm_set1_epi32(static_cast<int>(k32));
   for (; i + 64 <= n; i += 64) {

@@ -53,7 +53,7 @@ const fp::WebSocket kClient(fp::Limits{}, true);
 
 TEST(WebSocket, MaskMatchesBytewiseXor) {
   std::mt19937 rng(7);
-  for (std::size_t n : {0u, 1u, 3u, 7u, 8u, 15u, 16u, 17u, 63u, 64u, 65u, 200u, 4099u}) {
+  for (std::size_t n : {0u, 1u, 3u, 7u, 8u, 15u, 16u, 17u, 63u, 64u, 65u, 127u, 128u, 129u, 161u, 200u, 4099u}) {  // 128+: AVX2 blocks
     for (std::size_t phase = 0; phase < 4; ++phase) {
       fp::Bytes data(n + 3);
       for (auto& b : data) b = static_cast<std::uint8_t>(rng());

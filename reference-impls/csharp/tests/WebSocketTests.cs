@@ -124,7 +124,8 @@ namespace Frameproof.Tests
         public void Mask_VectorScalarAndPhase_AgreeWithTheDefinition()
         {
             byte[] key = T.Hex("37fa213d");
-            foreach (int n in new[] { 0, 1, 3, 7, 8, 15, 16, 17, 31, 32, 33, 100, 1000 })
+            // 64 and more: the SIMD blocks of 64 and 16 bytes, then the word and byte loops
+            foreach (int n in new[] { 0, 1, 3, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 79, 80, 81, 100, 129, 1000 })
                 for (int phase = 0; phase < 4; phase++)
                 {
                     byte[] src = T.Pattern(n, n);

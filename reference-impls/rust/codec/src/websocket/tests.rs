@@ -26,7 +26,10 @@ fn rfc_examples_in_any_split() {
 #[test]
 fn mask_matches_the_byte_loop_at_every_phase() {
     let key = [1, 2, 0x80, 0xFF];
-    for len in [0, 1, 15, 16, 17, 33, 100] {
+    // 128 and more: the AVX2 blocks (where the CPU has them), and the word loop after them
+    for len in [
+        0, 1, 15, 16, 17, 33, 100, 127, 128, 129, 160, 161, 300, 1000,
+    ] {
         for phase in 0..4 {
             let data: Vec<u8> = (0..len).map(|i| (i * 7) as u8).collect();
             let mut fast = data.clone();

@@ -3,8 +3,10 @@
 #[allow(unused_imports)]
 use super::*;
 
-/// WS-MASK-3: XORs `buf` with the masking key, starting at key octet `phase % 4`. Works 16 bytes
-/// at a time (the compiler vectorises the u128 XOR), then byte by byte for the tail.
+/// WS-MASK-3: XORs `buf` with the masking key, starting at key octet `phase % 4`. 32 bytes at a
+/// time with AVX2 where the CPU has it (checked at run time: the release build targets baseline
+/// x86-64, whose widest vectors are SSE2's 16 bytes, and a 64 KiB payload took as long to unmask as
+/// to copy), else 16 bytes at a time (the compiler vectorises the u128 XOR), then byte by byte.
 pub fn mask(buf: &mut [u8], key: [u8; 4], phase: usize) {
     let k = [
         key[phase % 4],
@@ -12,6 +14,19 @@ pub fn mask(buf: &mut [u8], key: [u8; 4], phase: usize) {
         key[(phase + 2) % 4],
         key[(phase + 3) % 4],
     ];
+    #[cfg(target_arch = "x86_64")]
+    if buf.len() >= 128 && std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2 (checked just above).
+        let done = unsafe { mask_avx2(buf, k) };
+        // `done` is a multiple of 32, so the key phase of the rest is unchanged
+        mask_words(&mut buf[done..], k);
+        return;
+    }
+    mask_words(buf, k);
+}
+
+/// XORs `buf` with the key `k` (already rotated to its phase) 16 bytes at a time, then the tail.
+fn mask_words(buf: &mut [u8], k: [u8; 4]) {
     let word = u32::from_ne_bytes(k) as u128;
     let wide = word | word << 32 | word << 64 | word << 96;
     let mut chunks = buf.chunks_exact_mut(16);
@@ -22,6 +37,35 @@ pub fn mask(buf: &mut [u8], key: [u8; 4], phase: usize) {
     for (i, b) in chunks.into_remainder().iter_mut().enumerate() {
         *b ^= k[i % 4];
     }
+}
+
+/// The whole 32-byte blocks of `buf` XORed with the key `k` (rotated to its phase) in AVX2
+/// registers, four blocks an iteration; returns the bytes done (a multiple of 32).
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn mask_avx2(buf: &mut [u8], k: [u8; 4]) -> usize {
+    use std::arch::x86_64::*;
+    let kv = _mm256_set1_epi32(i32::from_ne_bytes(k));
+    let n = buf.len();
+    let p = buf.as_mut_ptr();
+    let mut i = 0;
+    // unaligned loads and stores within buf: i + 128 <= n, then i + 32 <= n
+    while i + 128 <= n {
+        for j in 0..4 {
+            let q = p.add(i + 32 * j) as *mut __m256i;
+            _mm256_storeu_si256(q, _mm256_xor_si256(_mm256_loadu_si256(q), kv));
+        }
+        i += 128;
+    }
+    while i + 32 <= n {
+        let q = p.add(i) as *mut __m256i;
+        _mm256_storeu_si256(q, _mm256_xor_si256(_mm256_loadu_si256(q), kv));
+        i += 32;
+    }
+    i
 }
 
 /// Incremental UTF-8 validation (RFC 3629, WS-UTF8-1/2): fed the bytes of a message as they
