@@ -251,6 +251,38 @@ def c_nodelay(t):
         raise CheckFailure(f"{len(off)} of {len(r.nodelay)} client sockets have TCP_NODELAY off")
 
 
+def wrong_replies(t, kind: str, fn, requirements: List[str], every: int = 13):
+    """A protocol's client case (Protocol.client_cases): before every ``every``-th reply the checking server
+    writes ``fn(reply)``, one frame that completes the same pending request as the reply (same key and
+    payload) but is a wrong answer to it (a header field the protocol fixes differs). The client must take
+    it as the reply, fail its verification (HAR-VERIFY-1: one error each, non-zero exit) and then find
+    that the real reply completes nothing. Checks a client's header verification, which the generic
+    corrupted run (a payload bit) does not reach."""
+    from .netsuite import SkipCase
+    if t.sink:
+        raise SkipCase("receive mode has no replies to verify")
+    if ((clean(t).report or {}).get("mode") or "") == "stream":
+        raise SkipCase("stream mode has no pending requests")
+    r = _cache(t, kind, lambda: run_client(t, strays=(every, fn)))
+    rep = _need_report(r)
+    s = r.stats
+    if s.strays == 0:
+        raise CheckFailure(f"the run was too short for the server to write a wrong reply (send at least {every} requests)")
+    bad = []
+    # each wrong reply completed its request and failed; the real reply after it completed nothing
+    if rep.get("replies_verified") != s.replies - s.strays:
+        bad.append(f"replies_verified: client says {rep.get('replies_verified')}, expected {s.replies - s.strays} "
+                   f"({s.replies} real replies, {s.strays} of them preceded by a wrong reply that completed the request)")
+    if not isinstance(rep.get("errors"), int) or rep["errors"] < s.strays:
+        bad.append(f"errors: client says {rep.get('errors')}, expected at least {s.strays} (one per wrong reply)")
+    if r.rc == 0:
+        bad.append("exit status 0 although replies were wrong")
+    if bad:
+        raise CheckFailure(f"{kind}: before every {every}th reply a wrong reply with the same key and payload; the "
+                           "client:\n  " + "\n  ".join(bad) + "\n--- client output ---\n" + r.output[-1500:],
+                           requirements)
+
+
 def all_cases(protocol: Optional[str] = None) -> List[ClientCase]:
     """The generic cases, then ``protocol``'s own (``Protocol.client_cases``: websocket's opening handshake,
     rpc's stray frames)."""

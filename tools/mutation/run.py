@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import shutil
 import sqlite3
 import subprocess
@@ -136,6 +137,8 @@ def py_test_command(tree: Path, proto: str, net: bool, profile: str) -> str:
         cmd += (f" && {VENV / 'frameproof'} net --protocol {proto} --client \"{mutated} -m frameproof.pyload "
                 f"--protocol {proto} --connect {{host}}:{{port}} --connections 2 --payload 24 --mode pipelined "
                 f"--window 8 --requests 500 --timeout-ms 1000 --json {{json}}\"")
+        # cosmic-ray runs its test command as shlex.split(command), without a shell: the `&&` chain needs one
+        cmd = "bash -c " + shlex.quote(cmd)
     return cmd
 
 

@@ -67,6 +67,13 @@ def scripted(cases):
 
 
 E = K.ECHO_SERVICE
+
+
+def _valid_request_tail(rid):
+    """Bytes 4.. of an encoded REQUEST to the echo service (everything after the magic)."""
+    return oracle.encode(RpcCodec("rpc"), K.request(rid, b"tail"))[4:]
+
+
 UNARY_CASES = [
     ("echo in the four modes", ["RPC-ECHO-1", "RPC-MODE-1", "RPC-MODE-2"], "unary",
      [K.request(i, b"m%d" % i, flags=fl) for i, fl in enumerate([0, 4, 1, 5, 2, 6, 3, 7])], True, [20]),
@@ -79,6 +86,22 @@ UNARY_CASES = [
      [K.request(1, b"a"), K.request(2, b"b"), oracle.encode(RpcCodec("rpc"), K.request(3, b"c"))[:20]], True, [5]),
     ("a decoding error closes after earlier responses", ["RPC-ECHO-4", "RPC-STR-4"], "",
      [K.request(1, b"a"), b"GRPC\x02\x01\x04\x00\x00\x00\x00\x02\x00\x00\x00\x00", K.request(3)], False, []),
+    # replies longer than a few dozen bytes: a reply encoder with a wrong bound refuses them
+    ("long payloads are echoed whole", ["RPC-ECHO-1"], "unary",
+     [K.request(1, bytes(range(32))), K.request(2, bytes(range(34))), K.request(3, b"L" * 300)], False, [40]),
+    # method names compared for equality, not order: names sorting before and after `echo` and `unary_only`
+    ("method names are compared exactly", ["RPC-ECHO-2"], "unary",
+     [K.request(30, b"a", E, b"abc"), K.request(31, b"b", E, b""), K.request(32, b"c", E, b"ech", flags=0),
+      K.request(33, b"d", E, b"echo\x00", flags=5), K.request(34, b"e", E, b"zzz", flags=0)], False, []),
+    # the magic compared for equality: one just below and one just above GRPC, the rest a valid REQUEST
+    ("a magic just below GRPC closes", ["RPC-HDR-2", "RPC-ECHO-4"], "",
+     [K.request(1, b"a"), b"GRPB" + _valid_request_tail(2)], False, []),
+    ("a magic just above GRPC closes", ["RPC-HDR-2", "RPC-ECHO-4"], "",
+     [K.request(1, b"a"), b"GRPD" + _valid_request_tail(2)], False, []),
+    # a method name one byte beyond the body (service length 5: 4 + 5 and 4 | 5 differ, as do 9 + 1, 9 | 1)
+    ("a method name one byte beyond the body closes", ["RPC-BODY-1", "RPC-ECHO-4"], "",
+     [K.request(1, b"a"), b"GRPC\x01\x01\x04\x00\x00\x00\x00\x02\x00\x00\x00\x09\x00\x05abcde\x00\x01",
+      K.request(3)], False, [20]),
 ]
 S_ = K.stream
 STREAM_CASES = [

@@ -17,6 +17,10 @@ client opens no more connections than it reports and exits 0. RPC-MATCH-2's repo
 is the client library's (checked on the codec side, prop_matching_agrees_with_model); the load client,
 as the application, neither counts it as a reply nor as an error.
 
+And a wrong answer (HAR-VERIFY-1): a RESPONSE with the pending call's id, flags and payload but a non-zero
+error code completes the call (RPC-MATCH-5) and fails the echo's verification (RPC-ECHO-1: code 0); the
+real reply after it completes nothing (case error_code_replies_fail).
+
 Stream mode (§10) has no pending requests: the cases are skipped there, and in receive mode."""
 from __future__ import annotations
 
@@ -80,12 +84,25 @@ def _run(t, kind, fn, requirement):
                            + "\n  ".join(bad) + "\n--- client output ---\n" + r.output[-1500:], [requirement])
 
 
+def error_responses(reply):
+    """A RESPONSE completing ``reply``'s call (its id, flags and payload) with a non-zero error code (3 or 2,
+    by the id's parity): RPC-ECHO-1 makes the echo's code 0, so the client must count it as a failed reply."""
+    h = reply.header
+    return [replace(reply, header=replace(h, error_code=3 if h.id & 1 else 2))]
+
+
 def c_unmatched(t):
     _run(t, "unmatched RESPONSEs", unmatched_responses, "RPC-MATCH-2")
 
 
 def c_non_response(t):
     _run(t, "frames other than RESPONSE", non_responses, "RPC-MATCH-4")
+
+
+def c_error_code(t):
+    from ...clientsuite import wrong_replies
+    wrong_replies(t, "RESPONSEs with an error code", error_responses, ["HAR-VERIFY-1", "RPC-MATCH-5", "RPC-ECHO-1"],
+                  EVERY)
 
 
 def client_cases():
@@ -98,4 +115,8 @@ def client_cases():
         ClientCase("non_responses_ignored", ["RPC-MATCH-4"], "A REQUEST, a STREAM_DATA and a STREAM_END with the "
                    "pending request's id before every 13th reply: none completes the request or counts as a "
                    "reply; the real reply does, the connection stays open and the client exits 0", c_non_response),
+        ClientCase("error_code_replies_fail", ["HAR-VERIFY-1", "RPC-MATCH-5", "RPC-ECHO-1"], "Before every 13th "
+                   "reply a RESPONSE with the call's id, flags and payload but error code 2 or 3: it completes the "
+                   "call (RPC-MATCH-5) and fails verification (one error each, non-zero exit); the real reply after "
+                   "it completes nothing", c_error_code),
     ]

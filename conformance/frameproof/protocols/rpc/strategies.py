@@ -91,7 +91,9 @@ def _invalid_streams(draw, S):
         n = draw(st.one_of(st.integers(limit + 1, limit + 100000), st.just(2 ** 32 - 1)))
         return codec, prefix + _hdr(K.REQUEST, 1, n) + draw(st.binary(max_size=16)), frames, Error("RPC-LIM-1", len(prefix))
     if kind == "magic":
-        magic = draw(st.binary(min_size=4, max_size=4).filter(lambda m: m != b"GRPC"))
+        # next to GRPC on both sides (a decoder comparing by order, not equality), or any
+        magic = draw(st.one_of(st.sampled_from([b"GRPB", b"GRPD", b"FRPC", b"HRPC", b"\x00\x00\x00\x00"]),
+                               st.binary(min_size=4, max_size=4).filter(lambda m: m != b"GRPC")))
         return codec, prefix + _hdr(K.DATA, 1, 0, magic=magic), frames, Error("RPC-HDR-2", off)
     if kind == "version":
         v = draw(st.integers(0, 255).filter(lambda v: v != 1))
@@ -108,7 +110,10 @@ def _invalid_streams(draw, S):
         if t == K.RESPONSE:
             body = draw(st.binary(max_size=1))
         else:
-            body = draw(st.sampled_from([b"", b"\x00", b"\x00\x05abc", b"\x00\x01a\x00", b"\x00\x01a\x00\x09xy"]))
+            # the last two: the method name one byte beyond the body (4 + sl + ml = len + 1, where
+            # 4 | sl or (4 + sl) | ml would not exceed it)
+            body = draw(st.sampled_from([b"", b"\x00", b"\x00\x05abc", b"\x00\x01a\x00", b"\x00\x01a\x00\x09xy",
+                                         b"\x00\x05abcde\x00\x01", b"\x00\x01a\x00\x01"]))
         if len(body) > codec.limit:
             body = b""
         cls = {K.REQUEST: "RPC-BODY-1", K.INIT: "RPC-BODY-3", K.RESPONSE: "RPC-BODY-2"}[t]
@@ -134,7 +139,8 @@ def _match_scripts(draw):
     outstanding = []
     rid = 0
     for _ in range(draw(st.integers(1, 30))):
-        op = draw(st.sampled_from(["send", "send", "frame", "reply", "reply", "stray", "other", "advance"]))
+        op = draw(st.sampled_from(["send", "send", "frame", "reply", "reply", "stray", "other", "advance",
+                                   "frame_other"]))
         if op == "send":
             events.append(("send", draw(st.binary(max_size=12))))
             outstanding.append(rid)
@@ -145,6 +151,11 @@ def _match_scripts(draw):
             events.append(("send_frame", f))
             outstanding.append(rid)
             rid += 1
+        elif op == "frame_other":
+            # a frame that is no call (a client sends REQUESTs only): refused, and takes no id (RPC-ID-1)
+            f = draw(st.sampled_from([K.stream(K.DATA, draw(_ids()), b"d"), K.response(draw(_ids()), b"r"),
+                                      K.init(draw(_ids())), K.stream(K.END, draw(_ids()))]))
+            events.append(("send_frame", f))
         elif op == "reply" and outstanding:
             r = outstanding.pop(draw(st.integers(0, len(outstanding) - 1)))
             f = K.response(r, draw(st.binary(max_size=12)), draw(st.sampled_from([0, 0, 2, 3])),
@@ -174,12 +185,20 @@ def _client_frames(draw, endpoint):
         kind = draw(st.sampled_from([K.REQUEST] * 6 + [K.RESPONSE, K.DATA, K.HEARTBEAT]))
     if kind in K.NAMED_TYPES:
         svc = draw(st.sampled_from([K.ECHO_SERVICE, K.ECHO_SERVICE, b"other"]))
-        meth = draw(st.sampled_from([K.ECHO_METHOD, K.ECHO_METHOD, b"nope"]))
-        f = K.request(rid, draw(st.binary(max_size=10)), svc, meth, draw(st.integers(0, 7)))
+        # unknown methods sorting after and before `echo` (compared for equality, RPC-ECHO-2)
+        meth = draw(st.sampled_from([K.ECHO_METHOD, K.ECHO_METHOD, b"nope", b"abc"]))
+        f = K.request(rid, draw(_echo_payloads()), svc, meth, draw(st.integers(0, 7)))
         return f if kind == K.REQUEST else K.init(rid, svc, meth)
     if kind == K.RESPONSE:
         return K.response(rid, b"r")
-    return K.stream(kind, rid, b"" if kind in K.CONTROL_TYPES else draw(st.binary(max_size=10)))
+    return K.stream(kind, rid, b"" if kind in K.CONTROL_TYPES else draw(_echo_payloads()))
+
+
+def _echo_payloads():
+    """Payloads a client sends to an echo endpoint: mostly short, some of a few dozen to 300 bytes
+    (replies beyond what a wrongly bounded reply encoder lets through, RPC-ECHO-1, RPC-STREAM-2)."""
+    return st.one_of(st.binary(max_size=10), st.binary(max_size=10),
+                     st.builds(lambda n, b: bytes([b]) * n, st.sampled_from([31, 32, 34, 300]), st.integers(0, 255)))
 
 
 @st.composite

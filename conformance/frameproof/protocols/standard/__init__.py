@@ -134,6 +134,9 @@ class Standard(Protocol):
                        "model says", P.serving(S)),
         ]
 
+    def client_cases(self):
+        return net.client_cases()
+
     def net_cases(self):
         return net.cases()
 

@@ -105,6 +105,26 @@ def c_extended_stall(t):
     N.watched(t, body, "a partial extended header of a maximal frame")
 
 
+def wrong_kind_replies(reply):
+    """A reply completing ``reply``'s request (its sequence and payload) with another kind, 0x80 or 0x82 by
+    the sequence's parity: STD-ECHO-1 keeps the request's kind (0x81 to the client's 0x01)."""
+    return [Frame(0x80 if reply.sequence % 2 == 0 else 0x82, reply.sequence, reply.payload)]
+
+
+def c_wrong_kind(t):
+    from ...clientsuite import wrong_replies
+    wrong_replies(t, "replies of another kind", wrong_kind_replies, ["HAR-VERIFY-1", "STD-MATCH-1", "STD-ECHO-1"])
+
+
+def client_cases():
+    """`frameproof net --client`: standard's own case (the generic ones are frameproof.clientsuite's)."""
+    from ...clientsuite import ClientCase
+    return [ClientCase("wrong_kind_replies_fail", ["HAR-VERIFY-1", "STD-MATCH-1", "STD-ECHO-1"], "Before every "
+                       "13th reply a reply with the request's sequence and payload but kind 0 or 2 (flag 0x80, "
+                       "0x82): it completes the request (STD-MATCH-1) and fails verification (one error each, "
+                       "non-zero exit)", c_wrong_kind)]
+
+
 def cases() -> List[NetCase]:
     return [
         N.generic("one_request_one_reply", ["STD-ECHO-1"]),

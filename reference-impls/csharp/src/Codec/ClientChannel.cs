@@ -109,19 +109,37 @@ namespace Frameproof.Codec
 
     /// <summary>The channel of a protocol whose frames are (flag, sequence, payload): its
     /// <see cref="FrameDecoder"/>, its <see cref="IRequestMatcher"/> and <see cref="FrameCodec.WriteRequest"/>.</summary>
-    public sealed class ByteLevelChannel : ClientChannel, IFrameHandler
+    public sealed class ByteLevelChannel : ClientChannel, IFrameHandler, IMatchObserver
     {
         readonly FrameCodec _codec;
         readonly FrameDecoder _decoder;
         readonly IRequestMatcher _matcher;
+        readonly IMatchObserver _observer;
+        readonly IClientObserver _client;
         byte _unmatchedSeq;
 
         public ByteLevelChannel(FrameCodec codec, IMatchObserver observer, long timeoutMs)
         {
             _codec = codec;
             _decoder = codec.NewDecoder();
-            _matcher = codec.NewMatcher(observer, timeoutMs);
+            _observer = observer;
+            _client = observer as IClientObserver;
+            // the load client's replies pass the protocol's reply check first (FrameCodec.ReplyProblem)
+            _matcher = codec.NewMatcher(_client != null ? this : observer, timeoutMs);
         }
+
+        // IMatchObserver, for a load client: a matched reply the protocol would not send is rejected
+        // (standard: flag 0x81, STD-ECHO-1), as the Rust, C++ and Python load clients reject it
+        public void OnReply(RequestId id, object state, byte flag, byte sequence, ReadOnlySpan<byte> payload)
+        {
+            string why = _codec.ReplyProblem(flag);
+            if (why != null) _client.OnRejectedReply(id, state, why);
+            else _observer.OnReply(id, state, flag, sequence, payload);
+        }
+
+        public void OnTimeout(RequestId id, object state) { _observer.OnTimeout(id, state); }
+        public void OnFailed(RequestId id, object state) { _observer.OnFailed(id, state); }
+        public void OnUnmatched(byte flag, byte sequence, ReadOnlySpan<byte> payload) { _observer.OnUnmatched(flag, sequence, payload); }
 
         public override bool TryRequest(RequestId id, object state, long nowMs, ReadOnlySpan<byte> payload, SendBuffer output)
         {

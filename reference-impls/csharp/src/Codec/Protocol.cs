@@ -181,6 +181,10 @@ namespace Frameproof.Codec
         /// index and a pattern, <see cref="Payloads.Fill"/>).</summary>
         public virtual void FillLoadPayload(int variant, long index, Span<byte> dst) { Payloads.Fill(index, dst); }
 
+        /// <summary>Why the load client must not count a matched reply with this flag as verified, or null
+        /// (default: no flag to check; standard: the echo's flag is 0x81, STD-ECHO-1).</summary>
+        public virtual string ReplyProblem(byte flag) { return null; }
+
         /// <summary>Checks an echoed load payload against the one <see cref="FillLoadPayload"/> made.</summary>
         public virtual bool VerifyLoadPayload(int variant, long index, int length, ReadOnlySpan<byte> payload)
         {

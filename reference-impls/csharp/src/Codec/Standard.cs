@@ -364,6 +364,14 @@ namespace Frameproof.Codec
             return StandardEncoder.Write(StandardFlags.OneWay, sequence, payload, dest);
         }
 
+        /// <summary>The load client's requests are of kind 1: their echo has flag 0x81 (STD-ECHO-1); an
+        /// error reply or another kind is not a verified echo.</summary>
+        public override string ReplyProblem(byte flag)
+        {
+            byte want = StandardFlags.ReplyFor(StandardFlags.Request);
+            return flag == want ? null : "reply flag 0x" + flag.ToString("X2") + ", expected 0x" + want.ToString("X2") + " (STD-ECHO-1)";
+        }
+
         /// <summary>255: with all 256 sequence numbers pending the next send is refused (STD-SEQ-3).</summary>
         public override int MaxInFlight { get { return 255; } }
 
