@@ -72,6 +72,12 @@ def xfail_entries(path: Path):
     return out
 
 
+def _may_pass(path: Path) -> set:
+    """The entries written '~ name' (frameproof.report.read_xfail_flaky)."""
+    from frameproof.report import read_xfail_flaky
+    return read_xfail_flaky(path)
+
+
 # ------------------------------------------------------------------ running the suites
 
 def _fp(args, log):
@@ -123,6 +129,8 @@ def run_all(reports: Path, extra: bool, only=()):
             if "server" in impl:
                 server = " ".join(map(shlex.quote, argv_of(impl, "server")))
                 for label, codec in registry.get(proto).net_profiles():
+                    if label in (impl.get("skipped_net") or {}):
+                        continue  # a profile the library cannot express: said on the page (skipped_net)
                     xf = (impl.get("xfail_net") or {}).get(label)
                     c = json.dumps(codec.to_json())
                     run(name, proto, f"net-{slug(label)}", f"network suite, {label}",
@@ -263,6 +271,17 @@ def render(reports: Path) -> str:
         lines.append(f"| {n} | {i.get('upstream', '')} | {', '.join(i['protocols'])} | "
                      f"{'`' + ' '.join(i['testee']) + '`' if 'testee' in i else '—'} | "
                      f"{'`' + ' '.join(i['server']) + '`' if 'server' in i else '—'} | {xf} |")
+    not_run = [(n, label, why) for n in names for label, why in (impls[n].get("skipped_net") or {}).items()]
+    if not_run:
+        lines += ["", "Network profiles a library cannot express, not run (`skipped_net` in its impl.json):", ""]
+        lines += [f"- {n}, {label}: {why}" for n, label, why in not_run]
+    racy = [(n, e, why) for n in names for key in ("xfail", "xfail_net", "xfail_autobahn")
+            for xf in (impls[n].get(key) or {}).values()
+            for e, why in xfail_entries(THIRD / n / xf) if e in _may_pass(THIRD / n / xf)]
+    if racy:
+        lines += ["", "Expected failures that may also pass (`~` in the file: a race inside the library, so a run "
+                      "may show them passed):", ""]
+        lines += [f"- {n}: `{e}`: {why}" for n, e, why in racy]
     lines += ["", "## Totals", "",
               "Each cell: tests passed / run, skipped and expected failures (xfail) counted apart; ✓ when the run "
               "had no unexpected result (exit 0).", ""]

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Builds build/fp-websocketpp-server: frameproof's echo-server contract around websocketpp (Debian
+# libwebsocketpp-dev, header-only, on Boost.Asio from libboost-dev; nlohmann-json3-dev reads --codec).
+# Installs the packages when missing and apt-get is there. Idempotent: the compiler runs only when the
+# source is newer than the binary.
+set -euo pipefail
+cd "$(dirname "$0")"
+pkgs=(g++ libwebsocketpp-dev libboost-dev nlohmann-json3-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  # installed, not merely known (a removed package keeps a "deinstall" status entry)
+  [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = "install ok installed" ] || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  command -v apt-get >/dev/null || { echo "build.sh: missing ${missing[*]} and no apt-get" >&2; exit 1; }
+  echo "build.sh: installing ${missing[*]}" >&2
+  sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q "${missing[@]}" ||
+    { "${sudo[@]}" apt-get update -q &&
+      DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q "${missing[@]}"; }
+fi
+mkdir -p build
+out=build/fp-websocketpp-server
+if [ ! -x "$out" ] || [ fp-websocketpp-server.cpp -nt "$out" ] || [ build.sh -nt "$out" ]; then
+  g++ -std=c++17 -O2 -g -Wall -Wextra -Wno-unused-parameter -o "$out.tmp" fp-websocketpp-server.cpp -pthread
+  mv "$out.tmp" "$out"
+fi
+echo "build.sh: built $(pwd)/$out (websocketpp $(dpkg-query -W -f='${Version}' libwebsocketpp-dev))"
