@@ -41,9 +41,9 @@ took() { times+=("$1 $((SECONDS - mark)) s"); mark=$SECONDS; }
 echo "== 1. build every bundled implementation"
 for dir in reference-impls/*/ tools/third-party/*/; do
   [ -f "$dir/impl.json" ] || continue
-  log=$(mktemp)
+  log=$(mktemp); t=$SECONDS
   if (cd "$dir" && bash build.sh) >"$log" 2>&1; then
-    echo "built $dir"; built[$dir]=1; add 1 0
+    echo "built $dir ($((SECONDS - t)) s)"; built[$dir]=1; add 1 0
   else
     tail -30 "$log"; echo "$dir: build FAILED"; add 0 1
   fi
@@ -51,7 +51,7 @@ for dir in reference-impls/*/ tools/third-party/*/; do
 done
 took builds
 echo "== 2. suite tests (pytest)"
-.venv/bin/python -m pytest conformance/tests -q -n 2 -p no:cacheprovider --junitxml=reports/suite-tests.xml
+.venv/bin/python -m pytest conformance/tests -q -n 2 --dist worksteal -p no:cacheprovider --junitxml=reports/suite-tests.xml
 rc=$?
 read -r p f < <(.venv/bin/python - "$skips" <<'PY'
 import sys
