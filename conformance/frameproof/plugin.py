@@ -366,6 +366,7 @@ def pytest_collection_modifyitems(session, config, items):
                 if fnmatch.fnmatchcase(item.name, e):
                     used.add(e)
                     item.fp_flaky = e in flaky  # '~': may pass too (a race of the implementation's own)
+                    item.fp_expected_failure = True  # (pytest_runtest_call: no shrinking)
                     item.add_marker(pytest.mark.xfail(reason=f"expected failure ({e})", strict=not item.fp_flaky))
                     item.user_properties.append(("xfail_reason", reasons.get(e) or f"listed in {Path(xf).name}"))
                     break
@@ -405,6 +406,26 @@ def _progress(config):
 def pytest_runtest_setup(item):
     if isinstance(item, FrameproofItem):
         coverage.reset()  # the classes of its inputs are counted per test (property, vector, net, client)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    """A test an --xfail file expects to fail runs without Hypothesis' shrink phase: its outcome is all the
+    report keeps, and shrinking a failing example costs a connection per attempt (a third-party server's
+    handshake_grammar took 50-86 s to shrink against 6-8 s to pass, in CI's matrix of 2026-11-28). The
+    tests whose settings are made when they run (the network cases) take the profile loaded here."""
+    if not getattr(item, "fp_expected_failure", False):
+        yield
+        return
+    from hypothesis import Phase, settings
+    cur = settings.get_current_profile_name()
+    base = settings.get_profile(cur)
+    settings.register_profile(cur + "-expected-failure", base, phases=[p for p in base.phases if p != Phase.shrink])
+    settings.load_profile(cur + "-expected-failure")
+    try:
+        yield
+    finally:
+        settings.load_profile(cur)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -60,3 +60,26 @@ def test_junit_report(frameproof, tmp_path):
     cases = root.iter("testcase")
     failed = [c.get("name") for c in cases if c.find("failure") is not None]
     assert FAILING in failed
+
+
+def test_expected_failure_runs_without_shrinking():
+    """An --xfail entry's test runs with the loaded Hypothesis profile minus its shrink phase (the report
+    keeps only its outcome), and the profile is back once it has run; other tests keep shrinking."""
+    import types
+    from hypothesis import Phase, settings
+    from frameproof import plugin, properties  # noqa: F401  (properties registers the profiles)
+    before = settings.get_current_profile_name()
+    settings.load_profile("ci")
+    try:
+        assert Phase.shrink in settings.default.phases
+        for expected, shrinks in ((True, False), (False, True)):
+            run = plugin.pytest_runtest_call(types.SimpleNamespace(fp_expected_failure=expected))
+            next(run)
+            assert (Phase.shrink in settings.default.phases) == shrinks, expected
+            # made while the test runs, as the network cases make theirs
+            assert (Phase.shrink in settings(max_examples=5).phases) == shrinks, expected
+            for _ in run:
+                pass
+            assert settings.get_current_profile_name() == "ci" and Phase.shrink in settings.default.phases
+    finally:
+        settings.load_profile(before)
