@@ -31,6 +31,8 @@ def add_parsers(sub):
     from .cli import add_level_arg
     add_level_arg(n)
     n.add_argument("-v", "--verbose", action="store_true")
+    n.add_argument("-x", "--exitfirst", action="store_true",
+                   help="stop at the first failure (as frameproof run -x; tools/mutation.sh: a mutant caught sooner)")
     st = n.add_argument_group("hostile peers at scale (--stress; the *-RES-* requirements)",
                               "The limit flags say how the server is configured; with --server-cmd those whose "
                               "values differ from the spec's defaults are appended to the command. 127.0.0.1/::1 "
@@ -81,6 +83,8 @@ def cmd_net(args):
             extra += [opt, val]
     if args.verbose:
         extra.append("-v")
+    if args.exitfirst:
+        extra.append("-x")
     if args.stress:
         return cmd_stress(args, codec or registry.get(args.protocol[0]).codec())
     srv = None

@@ -43,6 +43,19 @@ def test_broken_server_is_caught(frameproof, protocol, fault, broken, monkeypatc
     assert broken in failed(doc), sorted(failed(doc))
 
 
+def test_exitfirst_stops_at_the_first_failure(frameproof, monkeypatch):
+    """net -x (tools/mutation.sh's Rust network runs): a server that breaks one requirement's several cases
+    stops the run at its first failure, where the same run without -x goes on to the others."""
+    monkeypatch.setenv("FRAMEPROOF_NET_TIMEOUT", "2")
+    args = ["net", "--protocol", "standard", "--server-cmd", f"{SERVER} --protocol standard --fault ignore-half-close",
+            "--requirement", registry.get("standard").server_faults["ignore-half-close"]]
+    rc, out, whole = frameproof(*args, timeout=300)
+    assert rc == 1 and whole["totals"]["failed"] >= 2, (whole["totals"], out[-2000:])
+    rc, out, first = frameproof(*args, "-x", timeout=300)
+    assert rc == 1 and first["totals"]["failed"] == 1, (first["totals"], out[-2000:])
+    assert sum(first["totals"].values()) < sum(whole["totals"].values()), (first["totals"], whole["totals"])
+
+
 def test_server_that_does_not_start(frameproof):
     rc, out, _ = frameproof("net", "--protocol", "standard", "--server-cmd", "sleep 0.1", timeout=60)
     assert rc == 2 and "LISTENING" in out

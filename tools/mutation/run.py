@@ -98,10 +98,21 @@ def run_rust(protos: list[str], shard: str | None, net: bool, profile: str) -> i
     for proto in protos:
         if not rust_baseline([proto], net, profile):
             return 1
-        out = WORK / "rust" / proto / (f"shard-{shard.replace('/', '-of-')}" if shard else "all")
+        codec_runs = sorted(d for d in (WORK / "rust" / proto).glob("*") if d.name != "net") \
+            if (WORK / "rust" / proto).exists() else []
+        select = []
+        if net and codec_runs:
+            # the network suite over what the codec suite missed (the fastest suite first, as the issue asks):
+            # each survivor named exactly (cargo-mutants --re over its name, line and column included)
+            missed = [n for n, k in merged_outcomes(codec_runs).items() if k == "missed"]
+            if not missed:
+                print(f"{proto}: the codec suite missed nothing; no network run")
+                continue
+            select = [a for n in missed for a in ("--re", "^" + re.escape(n) + "$")]
+        out = WORK / "rust" / proto / ("net" if net else f"shard-{shard.replace('/', '-of-')}" if shard else "all")
         out.mkdir(parents=True, exist_ok=True)
-        args = rust_args(proto, net) + ["-o", str(out)] + (["--shard", shard] if shard else [])
-        if (out / "mutants.out" / "outcomes.json").exists():
+        args = rust_args(proto, net) + ["-o", str(out)] + (["--shard", shard] if shard else []) + select
+        if (out / "mutants.out" / "outcomes.json").exists() and not select:
             args.append("--iterate")  # resume: only what is not caught yet (or never ran)
         r = sh(args, cwd=RUST, env=rust_env([proto], net, profile))
         rc = rc or (r if r not in (0, 2, 3) else 0)  # 2: missed mutants, 3: timeouts: results, not errors
@@ -109,15 +120,32 @@ def run_rust(protos: list[str], shard: str | None, net: bool, profile: str) -> i
 
 
 def rust_outcomes(out: Path) -> dict[str, str]:
-    """name (without line:col) -> caught | missed | timeout | unviable, of one cargo-mutants output."""
+    """name (line:col included: two mutants of one operator in one function differ only there) ->
+    caught | missed | timeout | unviable, of one cargo-mutants output (previously_caught.txt: what an
+    --iterate run skipped as caught before)."""
     res = {}
-    for kind in ("caught", "missed", "timeout", "unviable"):
-        f = out / "mutants.out" / f"{kind}.txt"
+    for kind, fname in (("caught", "previously_caught"), ("caught", "caught"), ("missed", "missed"),
+                        ("timeout", "timeout"), ("unviable", "unviable")):
+        f = out / "mutants.out" / f"{fname}.txt"
         if f.exists():
             for line in f.read_text().splitlines():
                 if line.strip():
-                    res[strip_pos(line.strip())] = kind
+                    res[line.strip()] = kind
     return res
+
+
+RANK = {"caught": 4, "timeout": 3, "missed": 2, "unviable": 1}
+
+
+def merged_outcomes(outs) -> dict[str, str]:
+    """Several runs of one protocol (shards, the codec suite then the network suite over its survivors):
+    a mutant counts as caught when any run caught it."""
+    merged: dict[str, str] = {}
+    for out in outs:
+        for n, k in rust_outcomes(out).items():
+            if RANK[k] > RANK.get(merged.get(n, ""), 0):
+                merged[n] = k
+    return merged
 
 
 def strip_pos(name: str) -> str:
@@ -356,7 +384,7 @@ def sample(args) -> int:
            cwd=RUST, env=rust_env(list(PROTOCOLS), False, "smoke"))
         got = rust_outcomes(out)
         for x in listed:
-            kind = got.get(strip_pos(x), "not run")
+            kind = got.get(x.strip(), "not run")
             results.append(("rust", x, kind in ("caught", "timeout"), f"{kind} (whole run {time.monotonic() - t0:.0f} s)"))
     caught = sum(1 for r in results if r[2])
     for lang, name, ok, why in results:
@@ -373,6 +401,7 @@ def load_triage() -> list[dict]:
 
 
 def triage_of(name: str, triage: list[dict]) -> dict | None:
+    name = strip_pos(name)  # the entries name no line numbers (lines move)
     for t in triage:
         if t["match"] in name:
             return t
@@ -382,9 +411,7 @@ def triage_of(name: str, triage: list[dict]) -> dict | None:
 def collect() -> dict:
     res: dict = {"rust": {}, "python": {}}
     for proto in PROTOCOLS:
-        merged: dict[str, str] = {}
-        for out in sorted((WORK / "rust" / proto).glob("*")) if (WORK / "rust" / proto).exists() else ():
-            merged.update(rust_outcomes(out))
+        merged = merged_outcomes(sorted((WORK / "rust" / proto).glob("*"))) if (WORK / "rust" / proto).exists() else {}
         if merged:
             res["rust"][proto] = [{"name": n, "module": n.split(":")[0], "outcome": k} for n, k in sorted(merged.items())]
         s = WORK / "python" / proto / "session.sqlite"

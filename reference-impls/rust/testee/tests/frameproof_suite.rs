@@ -1,7 +1,8 @@
 //! frameproof itself as a test of this workspace, for mutation testing (tools/mutation.sh runs
 //! cargo-mutants with `--test-package fp-testee -- --test frameproof_suite`): a mutant of the
 //! codec crate is caught when frameproof's codec suite fails against the mutated fp-testee, or,
-//! when `FRAMEPROOF_NET=1`, its network suite against the mutated fp-server.
+//! when `FRAMEPROOF_NET=1`, its network suite against the mutated fp-server and its client suite
+//! against the mutated fp-load.
 //!
 //! Not part of `cargo test` (Cargo.toml: `test = false`): it needs the frameproof CLI, given as
 //! `FRAMEPROOF_BIN`. `FRAMEPROOF_PROTOCOLS` (comma-separated) limits the protocols;
@@ -53,10 +54,23 @@ fn main() {
         eprintln!("frameproof_suite: FRAMEPROOF_NET=1 needs {} (add --test-package fp-net)", server.display());
         exit(2)
     }
+    // and the client side: fp-load under the checking server (`frameproof net --client`), pipelined and
+    // batched, as the matrix's load-client cells run it
+    let load = Path::new(testee).with_file_name("fp-load");
     for p in &protocols {
         let cmd = format!("{} --protocol {p} --listen 127.0.0.1:0", server.display());
-        if !run("network suite", Command::new(&bin).args(["net", "--protocol", p, "--server-cmd", &cmd])) {
+        if !run("network suite", Command::new(&bin).args(["net", "-x", "--protocol", p, "--server-cmd", &cmd])) {
             exit(1)
+        }
+        for mode in ["--mode pipelined --window 16", "--mode batched --batch 16"] {
+            let client = format!(
+                "{} --protocol {p} --connect {{host}}:{{port}} --connections 4 --payload 32 {mode} \
+                 --requests 1000 --timeout-ms 2000 --json {{json}}",
+                load.display()
+            );
+            if !run("client suite", Command::new(&bin).args(["net", "-x", "--protocol", p, "--client", &client])) {
+                exit(1)
+            }
         }
     }
 }
