@@ -650,3 +650,15 @@ def test_scaling_tiny_run(tmp_path):
         assert (r["server_cpu"] == r["client_cpu"]) == (r["placement"] == "same-core" or os.cpu_count() < 2), r
     md = (tmp_path / "s.md").read_text()
     assert "### standard" in md and "split, --threads 2" in md and "| rust |" in md and "| raw |" in md
+
+
+def test_servers_of_other_protocols_need_not_be_built():
+    """bench --protocols P runs only P's servers, so a peer of another protocol that is not built (CI
+    builds the third-party wrappers beside the suite's tests) does not stop it."""
+    _fpbench()
+    from fpbench import core, runner
+    servers, _, _ = core.servers_and_clients({})
+    kept = runner.serving(servers, ["standard"])
+    assert kept and all("standard" in s.protocols for s in kept)
+    assert "websocketpp" in {s.name for s in servers} and "websocketpp" not in {s.name for s in kept}
+    assert {s.name for s in runner.serving(servers, ["standard", "websocket"])} >= {s.name for s in kept} | {"websocketpp"}

@@ -118,6 +118,13 @@ def _protocols(args) -> list:
     return want
 
 
+def serving(servers, protocols) -> list:
+    """The servers of at least one of these protocols: one of none of them is not run, so it need not be
+    built (bench --protocols standard on a checkout whose websocket peers are still building)."""
+    want = set(protocols)
+    return [s for s in servers if want & set(s.protocols)]
+
+
 def _floats(text, default):
     return tuple(float(x) for x in text.split(",")) if text else default
 
@@ -250,6 +257,8 @@ def main(args) -> int:
     if args.clients:
         want = args.clients.split(",")
         clients = sorted([c for c in clients if c.name in want], key=lambda c: want.index(c.name))
+    if args.protocols and not args.validate_only:
+        servers = serving(servers, _protocols(args))
     skipped = []
     if not args.validate_only and not (args.servers or args.clients):
         # An implementation that is not built here (e.g. no Mono) is left out and listed, not fatal.
