@@ -54,7 +54,7 @@ def sh(cmd: list[str], **kw) -> int:
 
 def rust_args(proto: str, net: bool) -> list[str]:
     mod = PROTOCOLS[proto]
-    return ["cargo", "mutants", "--test-package", "fp-testee"] + (["--test-package", "fp-net"] if net else []) + [
+    return ["cargo", "mutants", "--test-package", "fp-testee"] + [
         "--file", f"codec/src/{mod}/**", "--file", f"codec/src/{mod}.rs", "--exclude", f"codec/src/{mod}/tests.rs",
         "--cargo-test-arg=--test", "--cargo-test-arg=frameproof_suite",
         "--timeout", "240", "--build-timeout", "900", "--no-shuffle", "--jobs", "1", "--baseline", "skip",
@@ -71,15 +71,16 @@ def rust_env(protos: list[str], net: bool, profile: str) -> dict:
     env = dict(os.environ, FRAMEPROOF_BIN=str(VENV / "frameproof"), FRAMEPROOF_PROTOCOLS=",".join(protos),
                FRAMEPROOF_PROFILE=profile, FRAMEPROOF_SCHEMAS=str(ROOT / "schemas"),
                CARGO_TARGET_DIR=str(RUST_TARGET))
-    if net:
-        env["FRAMEPROOF_NET"] = "1"
+    if net:  # fp-server and fp-load are built by the test itself (testee/tests/frameproof_suite.rs)
+        env.update(FRAMEPROOF_NET="1", FRAMEPROOF_NET_TARGET_DIR=str(WORK / "rust-target-net"),
+                   FRAMEPROOF_CARGO_PROFILE=PROFILE)
     return env
 
 
 def rust_baseline(protos: list[str], net: bool, profile: str) -> bool:
     """frameproof passes on the unmutated workspace. cargo-mutants' own baseline tests the mutated
     package (the codec crate), not --test-package, so it is skipped and done here instead."""
-    pkgs = ["-p", "fp-testee"] + (["-p", "fp-net"] if net else [])
+    pkgs = ["-p", "fp-testee"]
     # a copy with new modification times: cargo then builds the workspace's crates again, whatever mutant
     # the shared target directory (rust_env) was left holding
     tree = WORK / "rust-baseline-tree"

@@ -48,15 +48,27 @@ fn main() {
     if env::var("FRAMEPROOF_NET").as_deref() != Ok("1") {
         return;
     }
-    // fp-server is built beside fp-testee when the fp-net package is tested too
-    let server = Path::new(testee).with_file_name("fp-server");
-    if !server.exists() {
-        eprintln!("frameproof_suite: FRAMEPROOF_NET=1 needs {} (add --test-package fp-net)", server.display());
+    // fp-server and fp-load with this tree's (mutated) codec, built here: cargo test builds another
+    // package's binaries only for that package's own integration tests. Their own target directory
+    // (FRAMEPROOF_NET_TARGET_DIR): the one this test runs from stays locked while it runs.
+    let Ok(target) = env::var("FRAMEPROOF_NET_TARGET_DIR") else {
+        eprintln!("frameproof_suite: FRAMEPROOF_NET=1 needs FRAMEPROOF_NET_TARGET_DIR (tools/mutation.sh sets it)");
+        exit(2)
+    };
+    let profile_name = env::var("FRAMEPROOF_CARGO_PROFILE").unwrap_or_else(|_| "mutants".into());
+    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
+    let mut build = Command::new(cargo);
+    build.env("CARGO_TARGET_DIR", &target).args(["build", "-q", "--profile", &profile_name, "-p", "fp-net", "--bins"]);
+    build.arg("--manifest-path").arg(&manifest);
+    if !run("build fp-server and fp-load", &mut build) {
         exit(2)
     }
+    let bins = Path::new(&target).join(if profile_name == "dev" { "debug" } else { &profile_name });
+    let server = bins.join("fp-server");
     // and the client side: fp-load under the checking server (`frameproof net --client`), pipelined and
     // batched, as the matrix's load-client cells run it
-    let load = Path::new(testee).with_file_name("fp-load");
+    let load = bins.join("fp-load");
     for p in &protocols {
         let cmd = format!("{} --protocol {p} --listen 127.0.0.1:0", server.display());
         if !run("network suite", Command::new(&bin).args(["net", "-x", "--protocol", p, "--server-cmd", &cmd])) {
