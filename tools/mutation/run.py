@@ -450,7 +450,7 @@ def report(args) -> int:
              "unviable mutants (they do not build or import) do not count.", ""]
     data = {"generated": time.strftime("%Y-%m-%d"), "languages": {}}
     for lang in ("rust", "python"):
-        if not res[lang]:
+        if not res[lang] or (getattr(args, "lang", None) or lang) != lang:
             continue
         lines += [f"## {lang}", "", "| protocol | mutants | tested | caught | timeout | missed | equivalent | "
                   "unviable | untested | score |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -471,6 +471,15 @@ def report(args) -> int:
                 "survivors": [{"name": m["name"], "triage": m.get("triage")} for m in ms
                               if m["outcome"] == "missed"]}
         lines.append("")
+        if lang == "rust":  # which runs each row merges (the network pass tests the codec suite's survivors only)
+            for proto in res[lang]:
+                runs = []
+                for out in sorted((WORK / "rust" / proto).glob("*")):
+                    k = rust_outcomes(out)
+                    what = "network and client suites over the codec suite's survivors" if out.name == "net" else "codec suite"
+                    runs.append(f"`{out.name}` ({what}): {len(k)} mutants, {sum(1 for v in k.values() if v == 'caught')} caught")
+                lines.append(f"- {proto}: " + "; ".join(runs))
+            lines.append("")
         for proto, d in data["languages"][lang].items():
             if d["survivors"]:
                 lines += [f"### {lang} {proto}: survivors", ""]
@@ -501,6 +510,7 @@ def main(argv=None) -> int:
     smp.add_argument("--lang", choices=("rust", "python"), help="only this language's part")
     rep = sub.add_parser("report")
     rep.add_argument("--out")
+    rep.add_argument("--lang", choices=("rust", "python"), help="only this language's runs (default both)")
     a = ap.parse_args(argv)
     if a.cmd == "run":
         protos = a.protocol or list(PROTOCOLS)
