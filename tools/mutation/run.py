@@ -37,7 +37,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 WORK = ROOT / ".mutation"
-RUST_TARGET = WORK / "rust-target"  # every cargo build of the mutation runs (rust_env)
+RUST_TARGET = WORK / "rust-target"  # the cargo builds of the mutation runs, a directory a run (rust_env)
 RUST = ROOT / "reference-impls/rust"
 VENV = ROOT / ".venv/bin"
 HERE = Path(__file__).resolve().parent
@@ -61,33 +61,35 @@ def rust_args(proto: str, net: bool) -> list[str]:
         "--profile", PROFILE]
 
 
-def rust_env(protos: list[str], net: bool, profile: str) -> dict:
+def rust_env(protos: list[str], net: bool, profile: str, run: str) -> dict:
     # CARGO_TARGET_DIR: cargo-mutants builds each mutant in a copy of the tree without its target/; with
     # one target directory for the baseline and every run, a copy reuses the dependencies already built
     # (only the workspace's crates are compiled again): the first mutant's build took 17 s instead of 61 s
     # here. Not the tree's own target/: cargo keeps a workspace crate's source paths relative, so a mutant
     # built there from a copy whose files are newer than the tree's would pass for the tree's own build
-    # (seen: the tree's fp-testee was the last mutant). The baseline runs from a fresh copy for that reason.
+    # (seen: the tree's fp-testee was the last mutant). The baseline runs from a fresh copy for that reason,
+    # and each run (a protocol, a shard, the sample) has a directory of its own: two runs at once sharing
+    # one would build each other's mutants into it, in either order.
     env = dict(os.environ, FRAMEPROOF_BIN=str(VENV / "frameproof"), FRAMEPROOF_PROTOCOLS=",".join(protos),
                FRAMEPROOF_PROFILE=profile, FRAMEPROOF_SCHEMAS=str(ROOT / "schemas"),
-               CARGO_TARGET_DIR=str(RUST_TARGET))
+               CARGO_TARGET_DIR=str(RUST_TARGET / run))
     if net:  # fp-server and fp-load are built by the test itself (testee/tests/frameproof_suite.rs)
-        env.update(FRAMEPROOF_NET="1", FRAMEPROOF_NET_TARGET_DIR=str(WORK / "rust-target-net"),
+        env.update(FRAMEPROOF_NET="1", FRAMEPROOF_NET_TARGET_DIR=str(RUST_TARGET / (run + "-net-programs")),
                    FRAMEPROOF_CARGO_PROFILE=PROFILE)
     return env
 
 
-def rust_baseline(protos: list[str], net: bool, profile: str) -> bool:
+def rust_baseline(protos: list[str], net: bool, profile: str, run: str) -> bool:
     """frameproof passes on the unmutated workspace. cargo-mutants' own baseline tests the mutated
     package (the codec crate), not --test-package, so it is skipped and done here instead."""
     pkgs = ["-p", "fp-testee"]
     # a copy with new modification times: cargo then builds the workspace's crates again, whatever mutant
     # the shared target directory (rust_env) was left holding
-    tree = WORK / "rust-baseline-tree"
+    tree = WORK / f"rust-baseline-tree-{run}"
     shutil.rmtree(tree, ignore_errors=True)
     shutil.copytree(RUST, tree, ignore=shutil.ignore_patterns("target"), copy_function=shutil.copy)
     ok = sh(["cargo", "test", "--profile", PROFILE, *pkgs, "--test", "frameproof_suite"], cwd=tree,
-            env=rust_env(protos, net, profile)) == 0
+            env=rust_env(protos, net, profile, run)) == 0
     shutil.rmtree(tree, ignore_errors=True)
     if not ok:
         print(f"baseline: frameproof fails on the unmutated Rust code ({', '.join(protos)}): no mutant tested")
@@ -97,7 +99,9 @@ def rust_baseline(protos: list[str], net: bool, profile: str) -> bool:
 def run_rust(protos: list[str], shard: str | None, net: bool, profile: str) -> int:
     rc = 0
     for proto in protos:
-        if not rust_baseline([proto], net, profile):
+        name = "net" if net else f"shard-{shard.replace('/', '-of-')}" if shard else "all"
+        run = f"{proto}-{name}"  # its own target directory and baseline copy (rust_env)
+        if not rust_baseline([proto], net, profile, run):
             return 1
         codec_runs = sorted(d for d in (WORK / "rust" / proto).glob("*") if d.name != "net") \
             if (WORK / "rust" / proto).exists() else []
@@ -110,12 +114,12 @@ def run_rust(protos: list[str], shard: str | None, net: bool, profile: str) -> i
                 print(f"{proto}: the codec suite missed nothing; no network run")
                 continue
             select = [a for n in missed for a in ("--re", "^" + re.escape(n) + "$")]
-        out = WORK / "rust" / proto / ("net" if net else f"shard-{shard.replace('/', '-of-')}" if shard else "all")
+        out = WORK / "rust" / proto / name
         out.mkdir(parents=True, exist_ok=True)
         args = rust_args(proto, net) + ["-o", str(out)] + (["--shard", shard] if shard else []) + select
         if (out / "mutants.out" / "outcomes.json").exists() and not select:
             args.append("--iterate")  # resume: only what is not caught yet (or never ran)
-        r = sh(args, cwd=RUST, env=rust_env([proto], net, profile))
+        r = sh(args, cwd=RUST, env=rust_env([proto], net, profile, run))
         rc = rc or (r if r not in (0, 2, 3) else 0)  # 2: missed mutants, 3: timeouts: results, not errors
     return rc
 
@@ -374,7 +378,7 @@ def sample(args) -> int:
         if len(hits) != 1:
             results.append(("rust", m["re"], False, f"the sample names {len(hits)} mutants, not 1: pick again"))
     ok = pats and len(listed) == len(pats) and all(r[2] or r[0] != "rust" for r in results)
-    if ok and not rust_baseline(list(PROTOCOLS), False, "smoke"):
+    if ok and not rust_baseline(list(PROTOCOLS), False, "smoke", "sample"):
         results.append(("rust", "baseline", False, "frameproof fails on the unmutated Rust code"))
         ok = False
     if ok:
@@ -382,7 +386,7 @@ def sample(args) -> int:
         sh(["cargo", "mutants", "--test-package", "fp-testee", "--cargo-test-arg=--test",
             "--cargo-test-arg=frameproof_suite", "--timeout", "240", "--build-timeout", "900", "--no-shuffle",
             "--jobs", "1", "--baseline", "skip", "--profile", PROFILE, "-o", str(out)] + select,
-           cwd=RUST, env=rust_env(list(PROTOCOLS), False, "smoke"))
+           cwd=RUST, env=rust_env(list(PROTOCOLS), False, "smoke", "sample"))
         got = rust_outcomes(out)
         for x in listed:
             kind = got.get(x.strip(), "not run")
