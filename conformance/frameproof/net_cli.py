@@ -96,7 +96,7 @@ def cmd_net(args):
         except RuntimeError as e:
             print(f"frameproof net: {e}", file=sys.stderr)
             return 2
-        extra += ["--fp-net", srv.addr, "--fp-net-pid", str(srv.proc.pid)]
+        extra += ["--fp-net", srv.addr, "--fp-net-pid", str(srv.proc.pid), "--fp-net-cmd", args.server_cmd]
         if not args.name:
             extra += ["--fp-net-name", args.server_cmd]
     else:

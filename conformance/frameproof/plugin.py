@@ -45,6 +45,7 @@ def pytest_addoption(parser):
     g.addoption("--fp-net", default=None, help="HOST:PORT of a live echo server (network suite)")
     g.addoption("--fp-net-pid", type=int, default=None)
     g.addoption("--fp-net-name", default=None)
+    g.addoption("--fp-net-cmd", default=None, help="the command that started the server (--server-cmd)")
     g.addoption("--fp-name", default=None, help="name of the implementation in the report")
     g.addoption("--fp-codec", default=None, help="codec JSON of the server / client under test")
     g.addoption("--fp-client", default=None, help="load client command ({host} {port} {json})")
@@ -310,7 +311,8 @@ class NetItem(FrameproofItem):
         cfg = self.config
         host, _, port = cfg.getoption("--fp-net").rpartition(":")
         codec = _codec(cfg, self.protocol)
-        t = NetTarget(host.strip("[]"), int(port), codec, cfg.getoption("--fp-net-pid"), codec.max_payload)
+        t = NetTarget(host.strip("[]"), int(port), codec, cfg.getoption("--fp-net-pid"), codec.max_payload,
+                      cfg.getoption("--fp-net-cmd"), cfg.getoption("--fp-cwd"))
         try:
             self.case.run(t)
         except SkipCase as e:

@@ -6,7 +6,6 @@ with ``--fault`` it miscounts or skips verification, which the checker must catc
 """
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import socket
@@ -327,7 +326,8 @@ async def run(args):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m frameproof.pyload")
+    from .usage import ContractParser
+    ap = ContractParser(prog="python -m frameproof.pyload")
     add_codec_args(ap)
     ap.add_argument("--connect", required=True)
     ap.add_argument("--connections", type=int, default=1)

@@ -13,7 +13,6 @@ The resource limits (*-RES-*) are the spec's, with its defaults. It prints ``LIS
 """
 from __future__ import annotations
 
-import argparse
 import asyncio
 import errno
 import fcntl
@@ -562,7 +561,8 @@ def _raise_nofile(connections: int):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m frameproof.pyserver")
+    from .usage import ContractParser
+    ap = ContractParser(prog="python -m frameproof.pyserver")
     add_codec_args(ap)
     ap.add_argument("--listen", default="127.0.0.1:0")
     ap.add_argument("--sink", action="store_true")

@@ -22,6 +22,8 @@ class NetTarget:
     codec: Codec
     pid: Optional[int] = None  # server process, for RSS checks
     max_payload: int = 0  # largest payload the server accepts (0 = the spec default)
+    server_cmd: Optional[str] = None  # the command that started it (--server-cmd), for cases that start their own
+    cwd: Optional[str] = None  # the directory to run server_cmd in
 
     @property
     def limit(self):

@@ -34,8 +34,11 @@ async def echo(ws):
             STATS["frames"] += 1
             STATS["bytes"] += len(msg)
             await ws.send(msg)
-    except websockets.ConnectionClosedError:
-        STATS["protocol_errors"] += 1
+    except websockets.ConnectionClosedError as e:
+        # a decoding error makes websockets send a close with its code (1002, 1007, 1009); a peer's TCP
+        # close without a close frame (nothing sent) is an abnormal closure, not one (HAR-SRV-1)
+        if e.sent is not None and e.sent.code != 1000:
+            STATS["protocol_errors"] += 1
     except websockets.ConnectionClosedOK:
         pass  # the peer closed while its echo was being written
 
@@ -76,7 +79,13 @@ async def main(args):
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
+    class Parser(argparse.ArgumentParser):  # the contract's usage error (reference-impls/README.md)
+        def error(self, message):
+            sys.stderr.write(f"usage error: {message}\n")
+            self.print_usage(sys.stderr)
+            sys.exit(2)
+
+    ap = Parser()
     ap.add_argument("--listen", default="127.0.0.1:0")
     ap.add_argument("--max-size", type=int, default=64 * 1024 * 1024)
     ap.add_argument("--compression", action="store_true", help="offer permessage-deflate (off by default)")

@@ -117,4 +117,5 @@ def cases() -> List[NetCase]:
         N.generic("long_connection_100k", ["LF-ECHO-1", "LF-STR-2"]),
         N.generic("connection_churn_2000", ["LF-ECHO-1"]),
         *N.hostile_cases(ROLES),
+        *N.process_cases("LF-RES-1"),
     ]

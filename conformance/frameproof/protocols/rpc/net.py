@@ -340,4 +340,5 @@ def cases() -> List[NetCase]:
         u(NetCase("heartbeat_flood_closes", ["RPC-ECHO-4"], "10,000 HEARTBEATs on the unary endpoint: closed at the "
                   "first", c_heartbeat_flood, hostile=True)),
         *[u(c) for c in N.hostile_cases(ROLES)],
+        *[u(c) for c in N.process_cases("RPC-RES-1")],
     ]

@@ -157,4 +157,5 @@ def cases() -> List[NetCase]:
         N.generic("long_connection_100k", ["STD-ECHO-3", "STD-SEQ-2"]),
         N.generic("connection_churn_2000", ["STD-ECHO-3"]),
         *N.hostile_cases(ROLES),
+        *N.process_cases("STD-RES-1"),
     ]

@@ -579,6 +579,7 @@ def cases() -> List[NetCase]:
                 "edges (0, 999, 1000, 1011, 1012, 1014, 1015, 1016, 2999, 3000, 4999, 5000, 65535, ...) and drawn over "
                 "the classes: a valid code echoed, any other failed with 1002", c_close_code_classes),
         *N.hostile_cases(ROLES),
+        *N.process_cases("WS-RES-1"),
         *deflate_cases(),
     ]
 

@@ -14,6 +14,7 @@ use tokio::signal::unix::{signal, SignalKind};
 use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::error::ProtocolError;
 use tokio_tungstenite::tungstenite::{Error, Message};
 
 const USAGE: &str = "fp-tungstenite-server (--codec JSON | --protocol websocket) --listen HOST:PORT [--threads N]";
@@ -126,6 +127,9 @@ async fn connection(tcp: TcpStream, config: WebSocketConfig, stats: Arc<Stats>) 
             Ok(_) => {} // pings are answered and closes completed by the library itself
             Err(Error::ConnectionClosed | Error::AlreadyClosed) => break,
             Err(Error::Io(_)) => break,
+            // the peer's TCP close without a close frame: an abnormal closure (RFC 6455 §7.1.5, code
+            // 1006), not a decoding error (HAR-SRV-1 counts only those)
+            Err(Error::Protocol(ProtocolError::ResetWithoutClosingHandshake)) => break,
             Err(_) => {
                 stats.protocol_errors.fetch_add(1, Relaxed);
                 break;
