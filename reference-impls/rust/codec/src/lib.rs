@@ -320,6 +320,29 @@ pub(crate) mod testutil {
             .map(|h| u8::from_str_radix(h, 16).unwrap())
             .collect()
     }
+
+    /// One standard frame's bytes (the library encodes into the caller's buffer only).
+    pub fn std_wire(
+        flag: u8,
+        sequence: u8,
+        payload: &[u8],
+        max: u64,
+    ) -> Result<Vec<u8>, crate::ProtocolError> {
+        let mut b = bytes::BytesMut::new();
+        crate::standard::encode(&mut b, flag, sequence, payload, max)?;
+        Ok(b.to_vec())
+    }
+
+    /// One length-field frame's bytes under `p`.
+    pub fn lf_wire(
+        p: crate::length_field::Profile,
+        payload: &[u8],
+        max: u64,
+    ) -> Result<Vec<u8>, crate::ProtocolError> {
+        let mut b = bytes::BytesMut::new();
+        p.encode(&mut b, payload, max)?;
+        Ok(b.to_vec())
+    }
 }
 
 #[cfg(test)]

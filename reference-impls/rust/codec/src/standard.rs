@@ -53,20 +53,6 @@ impl StandardDecoder {
         }
     }
 
-    /// Bytes received but not yet delivered as a frame.
-    pub fn buffered(&self) -> usize {
-        self.buf.len()
-    }
-
-    /// Stream offset of the first byte not yet delivered.
-    pub fn position(&self) -> u64 {
-        self.base
-    }
-
-    pub fn max_payload(&self) -> u64 {
-        self.max
-    }
-
     fn fail(&mut self, violation: Violation, message: String) -> ProtocolError {
         let e = ProtocolError::new(violation, self.base, message);
         self.error = Some(e.clone());

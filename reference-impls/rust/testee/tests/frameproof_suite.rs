@@ -1,8 +1,11 @@
 //! frameproof itself as a test of this workspace, for mutation testing (tools/mutation.sh runs
 //! cargo-mutants with `--test-package fp-testee -- --test frameproof_suite`): a mutant of the
 //! codec crate is caught when frameproof's codec suite fails against the mutated fp-testee, or,
-//! when `FRAMEPROOF_NET=1`, its network suite against the mutated fp-server and its client suite
-//! against the mutated fp-load.
+//! when `FRAMEPROOF_NET=1`, its network suite against the mutated fp-server (which also starts
+//! servers of its own: the counters printed on SIGTERM, the refused flags), its client suite against
+//! the mutated fp-load, the valid-traffic network cases against the mutated fp-raw-echo (the
+//! benchmark's same-runtime baseline and its header walkers) and every micro-benchmark case of the
+//! protocol (fp-microbench exits non-zero when a case delivers other frames than it encoded).
 //!
 //! Not part of `cargo test` (Cargo.toml: `test = false`): it needs the frameproof CLI, given as
 //! `FRAMEPROOF_BIN`. `FRAMEPROOF_PROTOCOLS` (comma-separated) limits the protocols;
@@ -24,7 +27,9 @@ fn run(what: &str, cmd: &mut Command) -> bool {
 
 fn main() {
     let Ok(bin) = env::var("FRAMEPROOF_BIN") else {
-        eprintln!("frameproof_suite: set FRAMEPROOF_BIN to the frameproof CLI (tools/mutation.sh does)");
+        eprintln!(
+            "frameproof_suite: set FRAMEPROOF_BIN to the frameproof CLI (tools/mutation.sh does)"
+        );
         exit(2)
     };
     let testee = env!("CARGO_BIN_EXE_fp-testee");
@@ -38,7 +43,16 @@ fn main() {
     let mut codec = Command::new(&bin);
     // 20 s a request: a mutant that loops is still caught, and a slow answer on a busy machine (CI runs
     // this beside the C++ sanitizer tests) is not taken for one
-    codec.args(["run", "--testee", testee, "--profile", &profile, "-x", "--timeout", "20"]);
+    codec.args([
+        "run",
+        "--testee",
+        testee,
+        "--profile",
+        &profile,
+        "-x",
+        "--timeout",
+        "20",
+    ]);
     for p in &protocols {
         codec.args(["--protocol", p]);
     }
@@ -59,19 +73,53 @@ fn main() {
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
     let mut build = Command::new(cargo);
-    build.env("CARGO_TARGET_DIR", &target).args(["build", "-q", "--profile", &profile_name, "-p", "fp-net", "--bins"]);
+    build.env("CARGO_TARGET_DIR", &target).args([
+        "build",
+        "-q",
+        "--profile",
+        &profile_name,
+        "-p",
+        "fp-net",
+        "--bins",
+    ]);
+    build.args([
+        "-p",
+        "fp-baselines",
+        "--bin",
+        "fp-raw-echo",
+        "--bin",
+        "fp-microbench",
+    ]);
     build.arg("--manifest-path").arg(&manifest);
-    if !run("build fp-server and fp-load", &mut build) {
+    if !run(
+        "build fp-server, fp-load, fp-raw-echo and fp-microbench",
+        &mut build,
+    ) {
         exit(2)
     }
-    let bins = Path::new(&target).join(if profile_name == "dev" { "debug" } else { &profile_name });
+    let bins = Path::new(&target).join(if profile_name == "dev" {
+        "debug"
+    } else {
+        &profile_name
+    });
     let server = bins.join("fp-server");
     // and the client side: fp-load under the checking server (`frameproof net --client`), pipelined and
     // batched, as the matrix's load-client cells run it
     let load = bins.join("fp-load");
+    let raw = bins.join("fp-raw-echo");
+    let micro = bins.join("fp-microbench");
+    let cases = Command::new(&micro).arg("--list").output();
+    let Ok(cases) = cases.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()) else {
+        eprintln!("frameproof_suite: fp-microbench --list did not run");
+        exit(2)
+    };
+    let scratch = Path::new(&target).join("frameproof-suite-microbench.json");
     for p in &protocols {
         let cmd = format!("{} --protocol {p} --listen 127.0.0.1:0", server.display());
-        if !run("network suite", Command::new(&bin).args(["net", "-x", "--protocol", p, "--server-cmd", &cmd])) {
+        if !run(
+            "network suite",
+            Command::new(&bin).args(["net", "-x", "--protocol", p, "--server-cmd", &cmd]),
+        ) {
             exit(1)
         }
         for mode in ["--mode pipelined --window 16", "--mode batched --batch 16"] {
@@ -80,9 +128,48 @@ fn main() {
                  --requests 1000 --timeout-ms 2000 --json {{json}}",
                 load.display()
             );
-            if !run("client suite", Command::new(&bin).args(["net", "-x", "--protocol", p, "--client", &client])) {
+            if !run(
+                "client suite",
+                Command::new(&bin).args(["net", "-x", "--protocol", p, "--client", &client]),
+            ) {
+                exit(1)
+            }
+        }
+        // the raw echo answers valid traffic only (no validation, by design): the cases that send it
+        let cmd = format!("{} --protocol {p} --listen 127.0.0.1:0", raw.display());
+        let mut net = Command::new(&bin);
+        net.args(["net", "-x", "--protocol", p, "--server-cmd", &cmd]);
+        for case in RAW_ECHO_CASES {
+            net.args(["--select", &format!("{p}/*/net/{case}")]);
+        }
+        if !run("network suite, valid traffic, fp-raw-echo", &mut net) {
+            exit(1)
+        }
+        for case in cases.lines().filter(|c| c.starts_with(&format!("{p}/"))) {
+            let mut bench = Command::new(&micro);
+            bench.args([
+                "--case",
+                case,
+                "--iterations",
+                "3",
+                "--samples",
+                "1",
+                "--warmup",
+                "1",
+            ]);
+            if !run("micro-benchmark case", bench.arg("--json").arg(&scratch)) {
                 exit(1)
             }
         }
     }
 }
+
+/// The network cases of valid traffic only, which fp-raw-echo must pass.
+const RAW_ECHO_CASES: &[&str] = &[
+    "one_request_one_reply",
+    "pipelined_one_write",
+    "dribbled_byte_by_byte",
+    "split_at_every_offset",
+    "fifo_order",
+    "many_connections",
+];

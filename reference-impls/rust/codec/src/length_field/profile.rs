@@ -181,14 +181,4 @@ impl Profile {
         dst.put_slice(payload);
         Ok(())
     }
-
-    pub fn encode_to_vec(
-        &self,
-        payload: &[u8],
-        max_payload: u64,
-    ) -> Result<Vec<u8>, ProtocolError> {
-        let mut b = BytesMut::new();
-        self.encode(&mut b, payload, max_payload)?;
-        Ok(b.to_vec())
-    }
 }

@@ -1,6 +1,6 @@
 use super::*;
 
-use crate::testutil::hex;
+use crate::testutil::{hex, lf_wire};
 
 fn decode_all(p: Profile, max: u64, chunks: &[&[u8]]) -> (Vec<Bytes>, Option<ProtocolError>) {
     LengthFieldDecoder::new(p, max).decode_stream(chunks.iter().copied())
@@ -19,7 +19,7 @@ fn worked_examples_every_profile() {
     ] {
         let p = Profile::new(offset, size).unwrap();
         let wire = hex(bytes);
-        assert_eq!(p.encode_to_vec(b"abc", 0).unwrap(), wire, "{offset},{size}");
+        assert_eq!(lf_wire(p, b"abc", 0).unwrap(), wire, "{offset},{size}");
         let (frames, err) = decode_all(p, 0, &[&wire]);
         assert_eq!(err, None);
         assert_eq!(frames, vec![Bytes::from_static(b"abc")]);
@@ -31,10 +31,10 @@ fn worked_examples_every_profile() {
 fn varint_300_and_benchmark_frame() {
     let p = Profile::new(0, 0).unwrap();
     let payload = vec![1u8; 300];
-    let wire = p.encode_to_vec(&payload, 0).unwrap();
+    let wire = lf_wire(p, &payload, 0).unwrap();
     assert_eq!(&wire[..2], &[0xAC, 0x02]);
     assert_eq!(wire.len(), 302);
-    let bm = Profile::default().encode_to_vec(&[0x55; 30], 0).unwrap();
+    let bm = lf_wire(Profile::default(), &[0x55; 30], 0).unwrap();
     assert_eq!(&bm[..2], &[0x1E, 0x00]);
     assert_eq!(bm.len(), 32);
 }
@@ -59,7 +59,7 @@ fn unsupported_sizes_are_lf_fmt_3() {
 fn split_inside_length_field_and_varint() {
     let p = Profile::new(1, 0).unwrap();
     let payload = vec![9u8; 20000]; // 3-byte varint
-    let wire = p.encode_to_vec(&payload, 0).unwrap();
+    let wire = lf_wire(p, &payload, 0).unwrap();
     for a in 0..6 {
         for b in a..6 {
             let (frames, err) = decode_all(p, 0, &[&wire[..a], &wire[a..b], &wire[b..]]);
@@ -187,7 +187,7 @@ fn encoder_refusals() {
 fn varint_encoding_is_minimal() {
     let p = Profile::new(0, 0).unwrap();
     for (n, want) in [(0usize, 1usize), (127, 1), (128, 2), (16383, 2), (16384, 3)] {
-        let wire = p.encode_to_vec(&vec![0; n], 0).unwrap();
+        let wire = lf_wire(p, &vec![0; n], 0).unwrap();
         assert_eq!(wire.len() - n, want, "len {n}");
         assert_eq!(varint_len(n as u64), want);
     }

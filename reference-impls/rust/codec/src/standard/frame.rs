@@ -28,13 +28,6 @@ impl StdFrame {
     pub fn is_reply(&self) -> bool {
         self.flag & FLAG_REPLY != 0
     }
-    /// Error (on a reply) or one-way (on a request).
-    pub fn error_or_one_way(&self) -> bool {
-        self.flag & FLAG_ERROR_OR_ONE_WAY != 0
-    }
-    pub fn kind(&self) -> u8 {
-        self.flag & KIND_MASK
-    }
 }
 
 /// Header length for a payload of `len` bytes (`STD-LEN-1`, `STD-LEN-2`).
@@ -94,16 +87,4 @@ pub fn encode(
     put_header(dst, flag, sequence, payload.len());
     dst.put_slice(payload);
     Ok(())
-}
-
-/// Encodes one frame into a new buffer.
-pub fn encode_to_vec(
-    flag: u8,
-    sequence: u8,
-    payload: &[u8],
-    max_payload: u64,
-) -> Result<Vec<u8>, ProtocolError> {
-    let mut b = BytesMut::new();
-    encode(&mut b, flag, sequence, payload, max_payload)?;
-    Ok(b.to_vec())
 }

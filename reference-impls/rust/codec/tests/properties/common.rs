@@ -7,6 +7,29 @@ use proptest::prelude::*;
 
 pub(crate) type Outcome<F> = (Vec<F>, Option<ProtocolError>);
 
+/// One standard frame's bytes (the library encodes into the caller's buffer only).
+pub(crate) fn std_wire(
+    flag: u8,
+    sequence: u8,
+    payload: &[u8],
+    max: u64,
+) -> Result<Vec<u8>, ProtocolError> {
+    let mut b = bytes::BytesMut::new();
+    frameproof_codec::standard::encode(&mut b, flag, sequence, payload, max)?;
+    Ok(b.to_vec())
+}
+
+/// One length-field frame's bytes under `p`.
+pub(crate) fn lf_wire(
+    p: frameproof_codec::length_field::Profile,
+    payload: &[u8],
+    max: u64,
+) -> Result<Vec<u8>, ProtocolError> {
+    let mut b = bytes::BytesMut::new();
+    p.encode(&mut b, payload, max)?;
+    Ok(b.to_vec())
+}
+
 /// Feeds `data` split at `cuts` (sorted, deduplicated here), then ends the stream.
 pub(crate) fn run<D: FrameDecoder>(mut d: D, data: &[u8], cuts: &[usize]) -> Outcome<D::Frame> {
     let ends = chunk_ends(data.len(), cuts);

@@ -9,7 +9,7 @@ use frameproof_codec::websocket::{self, Role, WsDecoder, WsFrame};
 use frameproof_codec::FrameDecoder;
 use proptest::prelude::*;
 
-use crate::common::{chunk_ends, cuts, key};
+use crate::common::{chunk_ends, cuts, key, lf_wire, std_wire};
 use crate::rpc::{rpc_frame, rpc_wire};
 use crate::standard_length_field::{profile_strategy, std_frame};
 use crate::websocket::{ws_frame, ws_message};
@@ -66,7 +66,7 @@ proptest! {
                                 cuts in proptest::collection::vec(0usize..4000, 0..10)) {
         let mut valid = Vec::new();
         for (flag, seq, p) in &frames {
-            valid.extend(standard::encode_to_vec(*flag, *seq, p, 0).unwrap());
+            valid.extend(std_wire(*flag, *seq, p, 0).unwrap());
         }
         let wire = noisy_wire(valid, &noise, at);
         let drain = |d: &mut StandardDecoder, got: &mut Vec<(u8, u8, Vec<u8>)>| {
@@ -89,7 +89,7 @@ proptest! {
         let cap = profile.size.capacity() as usize;
         let mut valid = Vec::new();
         for p in payloads.iter().filter(|p| p.len() <= cap) {
-            valid.extend(profile.encode_to_vec(p, 0).unwrap());
+            valid.extend(lf_wire(profile, p, 0).unwrap());
         }
         let wire = noisy_wire(valid, &noise, at);
         let drain = |d: &mut LengthFieldDecoder, got: &mut Vec<(u8, u8, Vec<u8>)>| {

@@ -8,14 +8,14 @@ use frameproof_codec::standard::Standard;
 use frameproof_codec::standard::{self, StandardDecoder};
 use proptest::prelude::*;
 
-use crate::common::{check_serve, cuts, key, payload_strategy, run, serve};
+use crate::common::{check_serve, cuts, key, lf_wire, payload_strategy, run, serve, std_wire};
 
 /// STD-ECHO-1/2: a request (bits 7 and 6 clear) gets flag 0x80 | kind, same sequence and payload.
 fn standard_reply(f: &standard::StdFrame) -> Vec<u8> {
     if f.flag & 0xC0 != 0 {
         return Vec::new();
     }
-    standard::encode_to_vec(0x80 | (f.flag & 0x3F), f.sequence, &f.payload, u64::MAX).unwrap()
+    std_wire(0x80 | (f.flag & 0x3F), f.sequence, &f.payload, u64::MAX).unwrap()
 }
 
 pub(crate) fn std_frame() -> impl Strategy<Value = (u8, u8, Vec<u8>)> {
@@ -44,7 +44,7 @@ proptest! {
     fn standard_round_trip_any_split(frames in proptest::collection::vec(std_frame(), 0..8), cuts in cuts()) {
         let mut wire = Vec::new();
         for (flag, seq, p) in &frames {
-            wire.extend(standard::encode_to_vec(*flag, *seq, p, 0).unwrap());
+            wire.extend(std_wire(*flag, *seq, p, 0).unwrap());
         }
         // Cuts also land inside headers: add one inside every header.
         let mut cuts = cuts;
@@ -81,8 +81,8 @@ proptest! {
     #[test]
     fn standard_limit_is_enforced_both_ways(len in 0usize..2000, max in 1u64..2000) {
         let payload = vec![1u8; len];
-        let enc = standard::encode_to_vec(0x01, 1, &payload, max);
-        let big = standard::encode_to_vec(0x01, 1, &payload, 0).unwrap();
+        let enc = std_wire(0x01, 1, &payload, max);
+        let big = std_wire(0x01, 1, &payload, 0).unwrap();
         let (frames, err) = run(StandardDecoder::new(max), &big[..4], &[]);
         if len as u64 > max {
             prop_assert_eq!(enc.unwrap_err().requirement, "STD-LIM-2");
@@ -102,7 +102,7 @@ proptest! {
         let payloads: Vec<Vec<u8>> = payloads.into_iter().filter(|p| p.len() <= cap).collect();
         let mut wire = Vec::new();
         for p in &payloads {
-            let enc = profile.encode_to_vec(p, 0).unwrap();
+            let enc = lf_wire(profile, p, 0).unwrap();
             prop_assert_eq!(enc.len(), profile.header_len(p.len()) + p.len());
             prop_assert!(enc[..profile.offset as usize].iter().all(|&b| b == 0));
             wire.extend(enc);
@@ -138,7 +138,7 @@ proptest! {
     fn varint_decodes_what_it_encodes(len in 0usize..70_000) {
         let p = Profile { offset: 0, size: LengthSize::Varint };
         let payload = vec![3u8; len];
-        let wire = p.encode_to_vec(&payload, 0).unwrap();
+        let wire = lf_wire(p, &payload, 0).unwrap();
         // Minimal: the last length byte has no continuation bit and is non-zero unless len < 128.
         let w = p.header_len(len);
         prop_assert_eq!(wire[w - 1] & 0x80, 0);
@@ -160,7 +160,7 @@ proptest! {
                                   cuts in proptest::collection::vec(0usize..4000, 0..10)) {
         let mut wire = Vec::new();
         for (flag, seq, p) in &frames {
-            wire.extend(standard::encode_to_vec(*flag, *seq, p, 0).unwrap());
+            wire.extend(std_wire(*flag, *seq, p, 0).unwrap());
         }
         wire.extend(tail);
         let cuts: Vec<usize> = cuts.into_iter().map(|c| c % (wire.len() + 1)).collect();
@@ -180,12 +180,12 @@ proptest! {
         let cap = profile.size.capacity() as usize;
         let mut wire = Vec::new();
         for p in payloads.iter().filter(|p| p.len() <= cap) {
-            wire.extend(profile.encode_to_vec(p, 0).unwrap());
+            wire.extend(lf_wire(profile, p, 0).unwrap());
         }
         wire.extend(tail);
         let cuts: Vec<usize> = cuts.into_iter().map(|c| c % (wire.len() + 1)).collect();
         let p = LengthField { profile, max_payload: max };
-        let reply = |f: &Bytes| profile.encode_to_vec(f, u64::MAX).unwrap();
+        let reply = |f: &Bytes| lf_wire(profile, f, u64::MAX).unwrap();
         check_serve(&p, &wire, &cuts, reply)?;
         let every: Vec<usize> = (1..wire.len().min(400)).collect();
         check_serve(&p, &wire, &every, reply)?;
@@ -197,17 +197,14 @@ proptest! {
 #[test]
 fn session_error_closes_after_earlier_replies() {
     let p = Standard { max_payload: 10 };
-    let mut wire = standard::encode_to_vec(0x01, 1, b"ok", 0).unwrap();
+    let mut wire = std_wire(0x01, 1, b"ok", 0).unwrap();
     wire.extend([0x01, 2, 11, 0]); // STD-LIM-1 at offset 6
-    wire.extend(standard::encode_to_vec(0x01, 3, b"late", 0).unwrap());
+    wire.extend(std_wire(0x01, 3, b"late", 0).unwrap());
     for cut in 0..=wire.len() {
         let (written, closed, err) = serve(&p, &wire, &[cut]);
         assert!(closed);
         assert_eq!(err, Some(("STD-LIM-1", 6)), "cut {cut}");
-        assert_eq!(
-            written.concat(),
-            standard::encode_to_vec(0x81, 1, b"ok", 0).unwrap()
-        );
+        assert_eq!(written.concat(), std_wire(0x81, 1, b"ok", 0).unwrap());
         // The session stopped at the chunk that held the bad header: no EOF entry.
         assert_eq!(written.len(), if cut >= 10 { 1 } else { 2 }, "cut {cut}");
     }
@@ -221,7 +218,7 @@ fn session_eof_with_a_partial_frame() {
         profile: Profile::new(2, 2).unwrap(),
         max_payload: 0,
     };
-    let full = p.profile.encode_to_vec(b"abc", 0).unwrap();
+    let full = lf_wire(p.profile, b"abc", 0).unwrap();
     for partial in 0..full.len() {
         let mut wire = full.clone();
         wire.extend(&full[..partial]);
