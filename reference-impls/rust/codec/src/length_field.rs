@@ -60,14 +60,6 @@ impl LengthFieldDecoder {
         }
     }
 
-    pub fn profile(&self) -> Profile {
-        self.profile
-    }
-
-    pub fn max_payload(&self) -> u64 {
-        self.max
-    }
-
     /// Stream offset where the current (undelivered) frame starts.
     pub fn frame_start(&self) -> u64 {
         self.base - self.skipped

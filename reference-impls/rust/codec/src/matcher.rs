@@ -161,11 +161,6 @@ impl<T> SequenceMatcher<T> {
         }
     }
 
-    /// The earliest deadline of a pending request.
-    pub fn next_deadline(&self) -> Option<u64> {
-        self.slots.iter().flatten().map(|p| p.deadline).min()
-    }
-
     fn take_where(&mut self, pred: impl Fn(&Pending<T>) -> bool) -> Vec<T> {
         let mut out: Vec<Pending<T>> = Vec::new();
         for slot in self.slots.iter_mut() {
@@ -314,10 +309,6 @@ impl<T> FifoMatcher<T> {
             Some(p) => Received::Reply(p.tag),
             None => Received::Unmatched,
         }
-    }
-
-    pub fn next_deadline(&self) -> Option<u64> {
-        self.queue.iter().map(|p| p.deadline).min()
     }
 
     /// Completes expired requests as timed out; if there was any, fails every other pending

@@ -94,10 +94,6 @@ pub trait ServerSession {
         s
     }
 
-    fn is_closed(&self) -> bool {
-        self.io().closed
-    }
-
     /// Bytes held for what is unfinished (a partial handshake, frame or message), for the
     /// server's memory budget (`*-RES-1`). Default: the receive buffer's length.
     fn held(&mut self) -> usize {

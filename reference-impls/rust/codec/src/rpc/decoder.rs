@@ -31,10 +31,6 @@ impl RpcDecoder {
         self.base
     }
 
-    pub fn buffered(&self) -> usize {
-        self.buf.len()
-    }
-
     fn fail(&mut self, v: Violation, message: String) -> ProtocolError {
         let e = ProtocolError::new(v, self.base, message);
         self.error = Some(e.clone());

@@ -88,19 +88,9 @@ impl WsDecoder {
         self.deflate = on;
     }
 
-    /// A close frame ended the stream.
-    pub fn is_closed(&self) -> bool {
-        self.closed
-    }
-
     /// Stream offset of the next frame.
     pub fn position(&self) -> u64 {
         self.base
-    }
-
-    /// Bytes held for frames not yet delivered.
-    pub fn buffered(&self) -> usize {
-        self.buf.len()
     }
 
     /// Drops `n` bytes at the start of the buffer that are not frames (the opening handshake
