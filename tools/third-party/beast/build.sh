@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds build/fp-beast-server: frameproof's echo-server contract around Boost.Beast's WebSocket stream
+# Builds build/fp-beast-server (frameproof's echo-server contract around Boost.Beast's WebSocket stream) and
+# build/fp-beast-autobahn-client (the Autobahn client protocol on the stream's client role)
 # (Debian libboost-dev: Beast and Asio, header-only; Beast's permessage-deflate is its own zlib port;
 # nlohmann-json3-dev reads --codec). Installs the packages when missing and apt-get is there. Idempotent: the
 # compiler runs only when the source is newer than the binary.
@@ -21,9 +22,11 @@ if [ "${#missing[@]}" -gt 0 ]; then
       DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q "${missing[@]}"; }
 fi
 mkdir -p build
-out=build/fp-beast-server
-if [ ! -x "$out" ] || [ fp-beast-server.cpp -nt "$out" ] || [ build.sh -nt "$out" ]; then
-  g++ -std=c++17 -O2 -g -Wall -Wextra -o "$out.tmp" fp-beast-server.cpp -pthread
-  mv "$out.tmp" "$out"
-fi
-echo "build.sh: built $(pwd)/$out (Boost $(dpkg-query -W -f='${Version}' libboost-dev))"
+for name in fp-beast-server fp-beast-autobahn-client; do
+  out=build/$name
+  if [ ! -x "$out" ] || [ "$name.cpp" -nt "$out" ] || [ build.sh -nt "$out" ]; then
+    g++ -std=c++17 -O2 -g -Wall -Wextra -o "$out.tmp" "$name.cpp" -pthread
+    mv "$out.tmp" "$out"
+  fi
+  echo "build.sh: built $(pwd)/$out (Boost $(dpkg-query -W -f='${Version}' libboost-dev))"
+done

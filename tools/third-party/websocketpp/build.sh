@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds build/fp-websocketpp-server: frameproof's echo-server contract around websocketpp (Debian
+# Builds build/fp-websocketpp-server (frameproof's echo-server contract around websocketpp) and
+# build/fp-websocketpp-autobahn-client (the Autobahn client protocol on its client endpoint) (Debian
 # libwebsocketpp-dev, header-only, on Boost.Asio from libboost-dev; nlohmann-json3-dev reads --codec).
 # Installs the packages when missing and apt-get is there. Idempotent: the compiler runs only when the
 # source is newer than the binary.
@@ -21,9 +22,11 @@ if [ "${#missing[@]}" -gt 0 ]; then
       DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q "${missing[@]}"; }
 fi
 mkdir -p build
-out=build/fp-websocketpp-server
-if [ ! -x "$out" ] || [ fp-websocketpp-server.cpp -nt "$out" ] || [ build.sh -nt "$out" ]; then
-  g++ -std=c++17 -O2 -g -Wall -Wextra -Wno-unused-parameter -o "$out.tmp" fp-websocketpp-server.cpp -pthread
-  mv "$out.tmp" "$out"
-fi
-echo "build.sh: built $(pwd)/$out (websocketpp $(dpkg-query -W -f='${Version}' libwebsocketpp-dev))"
+for name in fp-websocketpp-server fp-websocketpp-autobahn-client; do
+  out=build/$name
+  if [ ! -x "$out" ] || [ "$name.cpp" -nt "$out" ] || [ build.sh -nt "$out" ]; then
+    g++ -std=c++17 -O2 -g -Wall -Wextra -Wno-unused-parameter -o "$out.tmp" "$name.cpp" -pthread
+    mv "$out.tmp" "$out"
+  fi
+  echo "build.sh: built $(pwd)/$out (websocketpp $(dpkg-query -W -f='${Version}' libwebsocketpp-dev))"
+done
