@@ -33,6 +33,18 @@ def test_a_survivor_of_the_codec_suite_caught_by_the_network_suite_counts_as_cau
     assert run.rust_outcomes(again) == {A: "caught", C: "missed"}
 
 
+def test_network_pass_targets_the_codec_suites_survivors_and_again_what_every_run_missed(tmp_path):
+    codec = _out(tmp_path / "all", caught=[A], missed=[B, C, D])
+    net = _out(tmp_path / "net", caught=[B], missed=[C, D])
+    # the first network pass: the codec runs' survivors only (a net directory is not a codec run)
+    assert run.net_targets([codec, net], None) == sorted([B, C, D])
+    # --again RE: what every run missed (B was caught by the network pass), filtered by RE
+    assert run.net_targets([codec, net], "replace") == sorted([C, D])
+    assert run.net_targets([codec, net], r"replace h\b") == [D]
+    again = _out(tmp_path / "net-again-1", caught=[D])
+    assert run.net_targets([codec, net, again], "replace") == [C]
+
+
 def test_triage_entries_match_without_line_numbers():
     triage = [{"match": "codec/src/x.rs: replace g -> u64 with 0", "verdict": "equivalent", "why": "w"}]
     assert run.triage_of(C, triage)["verdict"] == "equivalent"

@@ -13,7 +13,7 @@ the bookkeeping (sharding, resuming, timeouts):
   itself imports the unmutated one, so a mutant cannot change both the test and the tested).
 
 Commands (tools/mutation.sh passes its arguments here):
-  run --lang rust|python [--protocol P ...] [--shard K/N] [--net] [--profile smoke]
+  run --lang rust|python [--protocol P ...] [--shard K/N] [--net [--again RE]] [--profile smoke]
       the whole run, resumable: rerun the same command to go on where it stopped
   sample          the fixed sample of tools/mutation/ci-sample.toml: every mutant must be caught
   report [--out results/mutation-DATE]
@@ -96,22 +96,31 @@ def rust_baseline(protos: list[str], net: bool, profile: str, run: str) -> bool:
     return ok
 
 
-def run_rust(protos: list[str], shard: str | None, net: bool, profile: str) -> int:
+def net_targets(runs: list[Path], again: str | None) -> list[str]:
+    """The mutants a network pass tests: what the codec suite's runs missed (the fastest suite first, as the
+    issue asks), each named exactly (cargo-mutants --re over its name, line and column included); with
+    ``again`` (a regular expression), what every run so far, network passes included, missed and whose
+    name matches it (after a suite gained cases)."""
+    codec_runs = [d for d in runs if not d.name.startswith("net")]
+    return sorted(n for n, k in merged_outcomes(runs if again else codec_runs).items()
+                  if k == "missed" and (not again or re.search(again, n)))
+
+
+def run_rust(protos: list[str], shard: str | None, net: bool, profile: str, again: str | None = None) -> int:
     rc = 0
     for proto in protos:
+        runs = sorted((WORK / "rust" / proto).glob("*")) if (WORK / "rust" / proto).exists() else []
         name = "net" if net else f"shard-{shard.replace('/', '-of-')}" if shard else "all"
-        run = f"{proto}-{name}"  # its own target directory and baseline copy (rust_env)
+        if again:  # the network pass once more, in a directory of its own; the network run's target directory
+            name = f"net-again-{sum(d.name.startswith('net-again-') for d in runs) + 1}"
+        run = f"{proto}-net" if again else f"{proto}-{name}"  # its own target directory and baseline copy (rust_env)
         if not rust_baseline([proto], net, profile, run):
             return 1
-        codec_runs = sorted(d for d in (WORK / "rust" / proto).glob("*") if d.name != "net") \
-            if (WORK / "rust" / proto).exists() else []
         select = []
-        if net and codec_runs:
-            # the network suite over what the codec suite missed (the fastest suite first, as the issue asks):
-            # each survivor named exactly (cargo-mutants --re over its name, line and column included)
-            missed = [n for n, k in merged_outcomes(codec_runs).items() if k == "missed"]
+        if net and any(not d.name.startswith("net") for d in runs):
+            missed = net_targets(runs, again)
             if not missed:
-                print(f"{proto}: the codec suite missed nothing; no network run")
+                print(f"{proto}: nothing missed{' matches ' + again if again else ' by the codec suite'}; no network run")
                 continue
             select = [a for n in missed for a in ("--re", "^" + re.escape(n) + "$")]
         out = WORK / "rust" / proto / name
@@ -509,6 +518,8 @@ def main(argv=None) -> int:
     r.add_argument("--protocol", action="append", choices=list(PROTOCOLS))
     r.add_argument("--shard", help="K/N: the K-th of N shards (Rust; cargo-mutants --shard)")
     r.add_argument("--net", action="store_true", help="the network suite too, for the mutants the codec suite misses")
+    r.add_argument("--again", metavar="RE", help="with --net (Rust): the network pass again over what every run so far "
+                   "missed whose name matches RE (after a suite gained cases), into .mutation/rust/P/net-again-N")
     r.add_argument("--profile", default="smoke", choices=("smoke", "ci", "fuzz"))
     smp = sub.add_parser("sample")
     smp.add_argument("--lang", choices=("rust", "python"), help="only this language's part")
@@ -518,7 +529,10 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.cmd == "run":
         protos = a.protocol or list(PROTOCOLS)
-        return run_rust(protos, a.shard, a.net, a.profile) if a.lang == "rust" else run_python(protos, a.net, a.profile)
+        if a.again and not (a.net and a.lang == "rust"):
+            ap.error("--again goes with --lang rust --net")
+        return run_rust(protos, a.shard, a.net, a.profile, a.again) if a.lang == "rust" \
+            else run_python(protos, a.net, a.profile)
     return sample(a) if a.cmd == "sample" else report(a)
 
 

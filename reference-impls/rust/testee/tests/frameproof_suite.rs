@@ -142,6 +142,12 @@ fn main() {
         for case in RAW_ECHO_CASES {
             net.args(["--select", &format!("{p}/*/net/{case}")]);
         }
+        if p == "standard" || p == "length-field" {
+            // and the largest frame (the extended header, a frame across many reads). fp-raw-echo fails
+            // it for rpc and websocket, whose replies its rewriters build (measured 2026-12-05): the raw
+            // echo is the benchmark's ceiling at the benchmark's frame sizes, not a server
+            net.args(["--select", &format!("{p}/*/net/largest_allowed_frame")]);
+        }
         if !run("network suite, valid traffic, fp-raw-echo", &mut net) {
             exit(1)
         }
