@@ -57,6 +57,8 @@ def cmd_run(args):
     extra = ["--fp-testee", args.testee, "--fp-profile", args.profile, "--fp-timeout", str(args.timeout)]
     if getattr(args, "no_shrink", False):
         extra.append("--fp-no-shrink")
+    if getattr(args, "no_skip", False):
+        extra.append("--fp-no-skip")
     if args.cwd:
         extra += ["--fp-cwd", args.cwd]
     if args.xfail:
@@ -141,6 +143,12 @@ def main(argv=None):
                    help="report a property's first failing example as drawn, without shrinking it to a minimal one "
                         "(a verdict in seconds where shrinking a long stateful script takes minutes: for mutation "
                         "runs and checks that the suite bites; the message then shows the example unshrunk)")
+    r.add_argument("--no-skip", action="store_true",
+                   help="every `skipped` answer of the testee is a failure (requirement, expected an answer, actual "
+                        "the skip and its reason, the example): for an implementation that supports every "
+                        "configuration the suite draws, as the bundled reference implementations do; without it a "
+                        "testee that refuses, say, every length-field header offset passes with skips. A feature the "
+                        "testee's hello does not offer (e.g. discovery-etcd) still skips its tests")
     r.add_argument("--timeout", type=float, default=10.0, help="seconds per testee answer (default 10)")
     r.add_argument("--long-stream", metavar="BYTES",
                    help="bytes the long-stream test passes through one decoder, e.g. 4.5G (default: 16M under "

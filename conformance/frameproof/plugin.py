@@ -36,6 +36,7 @@ def pytest_addoption(parser):
     g.addoption("--fp-profile", default="ci", choices=["ci", "fuzz", "smoke"])
     g.addoption("--fp-no-shrink", action="store_true", help="properties report their first failing example unshrunk")
     g.addoption("--fp-timeout", type=float, default=10.0)
+    g.addoption("--fp-no-skip", action="store_true", default=False)
     g.addoption("--fp-long-stream", default=None,
                 help="bytes through one decoder in the long-stream test (default: by profile)")
     g.addoption("--fp-select", action="append", default=[], help="only names matching this glob")
@@ -136,7 +137,8 @@ def _testee(config) -> Testee:
         cmd = config.getoption("--fp-testee")
         if not cmd:
             raise pytest.UsageError("--testee is required")
-        t = Testee(cmd, cwd=config.getoption("--fp-cwd"), timeout=config.getoption("--fp-timeout"))
+        t = Testee(cmd, cwd=config.getoption("--fp-cwd"), timeout=config.getoption("--fp-timeout"),
+                   no_skip=config.getoption("--fp-no-skip"))
         config._fp_testee = t
     return t
 

@@ -48,8 +48,10 @@ class Skipped(Exception):
 
 
 class Testee:
-    def __init__(self, command: str, cwd: Optional[str] = None, timeout: float = 10.0):
+    def __init__(self, command: str, cwd: Optional[str] = None, timeout: float = 10.0, no_skip: bool = False):
         self.command = command
+        #: `frameproof run --no-skip`: a `skipped` answer fails the test (CheckFailure) instead of skipping it
+        self.no_skip = no_skip
         self.argv = shlex.split(command)
         self.cwd = cwd
         self.timeout = timeout
@@ -184,6 +186,11 @@ class Testee:
             return resp
         kind = resp.WhichOneof("result")
         if kind == "skipped":
+            if self.no_skip:
+                from .checks import CheckFailure
+                raise CheckFailure("the testee skipped a request (--no-skip: it must support every configuration "
+                                   f"the suite draws)\n  expected an answer\n  actual   skipped: "
+                                   f"{resp.skipped or 'no reason given'}")
             raise Skipped(resp.skipped or "testee skipped this configuration")
         if kind == "runtime_error":
             raise TesteeFailure("runtime_error", resp.runtime_error, self.stderr_tail())

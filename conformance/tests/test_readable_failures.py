@@ -86,3 +86,20 @@ def test_properties_report_the_length_edges_they_covered(frameproof):
     assert rc == 0, out[-2000:]
     for t in doc["tests"]:
         assert {65534, 65535} <= set(t["length_edges_covered"]) or {65535, 65536} <= set(t["length_edges_covered"]), t
+
+
+def test_no_skip_fails_a_testee_that_skips_what_it_must_support(frameproof):
+    """`--no-skip`: the same partial testee fails, each skip read as expected vs actual with the example,
+    instead of passing with skips (a Rust mutant that refused every header offset passed that way)."""
+    rc, out, doc = frameproof("run", "--testee", f"{PYTESTEE} --partial", "--protocol", "length-field", "--no-skip",
+                              "--select", "*prop_encode_decode_roundtrip", "--select", "*LF-FMT-1*")
+    assert rc == 1, out[-3000:]
+    t = statuses(doc)
+    assert doc["totals"]["skipped"] == 0, doc["totals"]
+    msg = t["length-field/LF-FMT-5/prop_encode_decode_roundtrip"]["message"]
+    assert "expected an answer" in msg and "skipped: partial" in msg, msg
+    no_traceback(out)
+    # the full implementation passes with it
+    rc, out, _ = frameproof("run", "--testee", PYTESTEE, "--protocol", "length-field", "--no-skip",
+                            "--select", "*prop_encode_decode_roundtrip")
+    assert rc == 0, out[-3000:]

@@ -182,7 +182,7 @@ def py_tree() -> Path:
 
 def py_test_command(tree: Path, proto: str, net: bool, profile: str) -> str:
     mutated = f"env PYTHONPATH={tree / 'conformance'} {VENV / 'python'}"
-    cmd = (f"{VENV / 'frameproof'} run --protocol {proto} --profile {profile} -x --timeout 5 "
+    cmd = (f"{VENV / 'frameproof'} run --protocol {proto} --profile {profile} -x --no-skip --timeout 5 "
            f"--testee '{mutated} -m frameproof.pytestee'")
     if net:
         cmd += (f" && {VENV / 'frameproof'} net --protocol {proto} "
