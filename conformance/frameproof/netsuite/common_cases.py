@@ -204,6 +204,34 @@ def oversize(t):
     _hostile(t, lambda c: t.spec.oversize_header(t.codec, t.limit + 1) + b"x" * 16, "a header declaring max+1 bytes")
 
 
+def oversize_whole(t):
+    """A whole frame one byte over the limit, its payload included, in one write after answered requests:
+    a server whose fast path (frames answered where they lie in the read buffer) checks the limit only on
+    an unfinished frame would echo it. The server must close without echoing it; others keep working."""
+    if t.limit >= t.codec.capacity:
+        raise SkipCase("the profile's length field cannot exceed the server's limit")
+    side = Alongside(t)
+    c = Conn(t)
+    try:
+        good = [request(t, 1 + i, b"good-before-%d" % i) for i in range(3)]
+        c.send(b"".join(c.frame(g) for g in good))
+        check_replies(t, good, c.read_frames(len(good)), "requests before the whole oversize frame: ")
+        n = t.limit + 1
+        _quiet_send_all(c, t.spec.oversize_header(t.codec, n) + payload_for(n, n))
+        c.expect_closed(what=f" after a whole frame of {n} bytes (the limit + 1) in one write")
+    finally:
+        c.close()
+    side.check()
+    healthy(t)
+
+
+def _quiet_send_all(c, data):
+    try:
+        c.send(data)
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the server closed first: fine
+
+
 def stalled_maximal_frames(t, count=32):
     """Many connections each hold an unfinished frame of the largest size the framing can declare:
     the server must not grow beyond those buffers and must keep serving."""
@@ -300,6 +328,8 @@ GENERIC = {
     "fifo_order": ("256 pipelined distinct payloads come back in order (FIFO, not newest-first)", c_order_distinct),
     "oversize_closes_connection": ("A header over the limit: earlier replies arrive, this connection closes, "
                                    "others keep working", oversize),
+    "oversize_whole_frame": ("A whole frame of the limit + 1 bytes, payload included, in one write: closed, "
+                             "never echoed", oversize_whole),
     "garbage_bytes": ("64 KiB of random bytes: the server stays up and bounded", c_garbage),
     "stops_mid_frame": ("Connections closed or reset mid-frame do not disturb others", c_stops_mid_frame),
     "half_close_gets_replies": ("After a half-close, all complete frames are answered, then the server closes",
@@ -310,7 +340,7 @@ GENERIC = {
 }
 
 
-HOSTILE_GENERIC = {"oversize_closes_connection", "garbage_bytes", "stops_mid_frame"}
+HOSTILE_GENERIC = {"oversize_closes_connection", "oversize_whole_frame", "garbage_bytes", "stops_mid_frame"}
 
 
 def generic(name: str, requirements: List[str]) -> NetCase:

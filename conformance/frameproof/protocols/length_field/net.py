@@ -98,6 +98,7 @@ def cases() -> List[NetCase]:
         N.generic("many_connections", ["LF-ECHO-1"]),
         N.generic("fifo_order", ["LF-ECHO-1"]),
         N.generic("oversize_closes_connection", ["LF-ECHO-2", "LF-LIM-1"]),
+        N.generic("oversize_whole_frame", ["LF-LIM-1", "LF-ECHO-2"]),
         NetCase("header_promises_gigabytes", ["LF-LIM-3"], "A header promising 2 GiB: no allocation, server keeps serving",
                 c_gigabytes, hostile=True),
         N.generic("garbage_bytes", ["LF-LIM-3"]),

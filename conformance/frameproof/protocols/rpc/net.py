@@ -313,6 +313,7 @@ def cases() -> List[NetCase]:
         st(NetCase("stream_end_with_body_closes", ["RPC-BODY-5", "RPC-STREAM-8"],
                    "A STREAM_END with a body closes the connection", c_stream_end_with_body, hostile=True)),
         u(N.generic("oversize_closes_connection", ["RPC-ECHO-4", "RPC-LIM-1"])),
+        u(N.generic("oversize_whole_frame", ["RPC-LIM-1", "RPC-ECHO-4"])),
         u(NetCase("header_promises_4gib", ["RPC-LIM-3", "RPC-LIM-1"], "A header promising 4 GiB: no allocation, "
                   "server keeps serving", c_gigabytes, hostile=True)),
         u(NetCase("bad_magic_closes", ["RPC-HDR-2", "RPC-ECHO-4"], "A header with magic GRPX closes the connection",

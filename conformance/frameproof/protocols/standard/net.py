@@ -140,6 +140,7 @@ def cases() -> List[NetCase]:
         NetCase("kinds_echoed", ["STD-ECHO-1", "STD-HDR-4"], "The data kind of a request is kept in its reply", c_kinds),
         N.generic("fifo_order", ["STD-ECHO-3"]),
         N.generic("oversize_closes_connection", ["STD-ECHO-4", "STD-LIM-1"]),
+        N.generic("oversize_whole_frame", ["STD-LIM-1", "STD-ECHO-4"]),
         NetCase("header_promises_gigabytes", ["STD-LIM-3"], "A header promising 2 GiB: no allocation, server keeps serving",
                 c_gigabytes, hostile=True),
         N.generic("garbage_bytes", ["STD-LIM-3", "STD-STR-5"]),

@@ -550,6 +550,7 @@ def cases() -> List[NetCase]:
         N.generic("many_connections", ["WS-ECHO-1"]),
         N.generic("fifo_order", ["WS-ECHO-1"]),
         N.generic("oversize_closes_connection", ["WS-ECHO-2", "WS-LIM-1"]),
+        N.generic("oversize_whole_frame", ["WS-LIM-1", "WS-ECHO-2"]),
         N.generic("garbage_bytes", ["WS-ECHO-2"]),
         N.generic("stops_mid_frame", ["WS-STR-3"]),
         N.generic("half_close_gets_replies", ["WS-ECHO-3"]),
