@@ -160,12 +160,6 @@ fn main() {
         for case in RAW_ECHO_CASES {
             net.args(["--select", &format!("{p}/*/net/{case}")]);
         }
-        if p == "standard" || p == "length-field" {
-            // and the largest frame (the extended header, a frame across many reads). fp-raw-echo fails
-            // it for rpc and websocket, whose replies its rewriters build (measured 2026-12-05): the raw
-            // echo is the benchmark's ceiling at the benchmark's frame sizes, not a server
-            net.args(["--select", &format!("{p}/*/net/largest_allowed_frame")]);
-        }
         if !run("network suite, valid traffic, fp-raw-echo", &mut net) {
             exit(1)
         }
@@ -188,7 +182,9 @@ fn main() {
     }
 }
 
-/// The network cases of valid traffic only, which fp-raw-echo must pass.
+/// The network cases of valid traffic only, which fp-raw-echo must pass. Not the largest frame: the
+/// raw echo writes back as it reads, and the case writes 10 MiB before it reads (a streaming echo and
+/// a writer that does not read fill both socket buffers; it passed once and failed once, 2026-12-05).
 const RAW_ECHO_CASES: &[&str] = &[
     "one_request_one_reply",
     "pipelined_one_write",
