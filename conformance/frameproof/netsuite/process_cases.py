@@ -33,7 +33,8 @@ def _payload_sizes(t: NetTarget) -> List[int]:
     a u16's 65535/65536), each once, below the limit with room for a request's own fields (rpc's
     names); the largest frame has a case of its own (largest_allowed_frame)."""
     sizes = [0, 1, 125, 126, 127, 255, 256, 4096, 65535, 65536]
-    return [n for n in sizes if n <= t.limit - 1024]
+    room = min(1024, t.limit // 2)
+    return [n for n in sizes if n <= t.limit - room]
 
 
 def c_counters_on_stop(t: NetTarget):

@@ -128,8 +128,10 @@ fn main() {
         if p == "length-field" {
             // the default profile's 2-byte field cannot declare more than the limit, so the limit's
             // cases skip there: run them, and the largest frame, in a 4-byte big-endian profile with a
-            // header offset too (the server's fast path and its decoder take other branches there)
-            let lf = r#"{"protocol": "length-field", "length_field": {"offset": 2, "size": -4}}"#;
+            // header offset too (the server's fast path and its decoder take other branches there), and
+            // a limit of 1000 bytes, so that a whole frame over it fits in one read and reaches the fast
+            // path (answered where it lies) before the decoder's own check of the header
+            let lf = r#"{"protocol": "length-field", "limits": {"max_payload": 1000}, "length_field": {"offset": 2, "size": -4}}"#;
             let cmd = format!("{} --codec '{lf}' --listen 127.0.0.1:0", server.display());
             let mut net = Command::new(&bin);
             net.args(["net", "-x", "--codec", lf, "--server-cmd", &cmd]);
