@@ -138,7 +138,10 @@ fn main() {
             for case in ["*oversize*", "*largest*", "*counters_on_stop"] {
                 net.args(["--select", &format!("length-field/*/net/{case}")]);
             }
-            if !run("network suite, length-field offset 2, 4-byte field", &mut net) {
+            if !run(
+                "network suite, length-field offset 2, 4-byte field",
+                &mut net,
+            ) {
                 exit(1)
             }
         }
@@ -165,6 +168,14 @@ fn main() {
         if !run("network suite, valid traffic, fp-raw-echo", &mut net) {
             exit(1)
         }
+        if !raw_echo_counts(
+            &raw,
+            &load,
+            p,
+            &Path::new(&target).join("frameproof-suite-load.json"),
+        ) {
+            exit(1)
+        }
         for case in cases.lines().filter(|c| c.starts_with(&format!("{p}/"))) {
             let mut bench = Command::new(&micro);
             bench.args([
@@ -182,6 +193,93 @@ fn main() {
             }
         }
     }
+}
+
+/// fp-load (pipelined, 2 connections, 40-byte payloads) against fp-raw-echo, then SIGTERM: the raw
+/// echo's counters (its header walker's or reply rewriter's) equal what fp-load sent and verified,
+/// as tools/bench's counts_agree requires of every benchmark row.
+fn raw_echo_counts(raw: &Path, load: &Path, p: &str, json: &Path) -> bool {
+    use std::io::{BufRead, BufReader, Read};
+    use std::process::Stdio;
+    const PAYLOAD: u64 = 40;
+    eprintln!("frameproof_suite: fp-load against fp-raw-echo, counters ({p})");
+    let mut echo = match Command::new(raw)
+        .args(["--protocol", p, "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("frameproof_suite: cannot start fp-raw-echo: {e}");
+            exit(2)
+        }
+    };
+    let mut out = BufReader::new(echo.stdout.take().expect("piped"));
+    let mut line = String::new();
+    let _ = out.read_line(&mut line);
+    let Some(addr) = line.trim().strip_prefix("LISTENING ").map(str::to_owned) else {
+        eprintln!("frameproof_suite: fp-raw-echo did not listen: {line:?}");
+        let _ = echo.kill();
+        return false;
+    };
+    let ok = run(
+        "fp-load against fp-raw-echo",
+        Command::new(load)
+            .args([
+                "--protocol",
+                p,
+                "--connect",
+                &addr,
+                "--connections",
+                "2",
+                "--requests",
+                "2000",
+            ])
+            .args([
+                "--payload",
+                &PAYLOAD.to_string(),
+                "--mode",
+                "pipelined",
+                "--window",
+                "16",
+            ])
+            .args(["--timeout-ms", "5000", "--json"])
+            .arg(json),
+    );
+    let _ = Command::new("kill")
+        .args(["-TERM", &echo.id().to_string()])
+        .status();
+    let mut rest = String::new();
+    let _ = out.read_to_string(&mut rest);
+    let _ = echo.wait();
+    let counters: Option<serde_json::Value> = rest
+        .lines()
+        .rev()
+        .find(|l| l.trim_start().starts_with('{'))
+        .and_then(|l| serde_json::from_str(l).ok());
+    let report: Option<serde_json::Value> = std::fs::read_to_string(json)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok());
+    let (Some(c), Some(r)) = (counters, report) else {
+        eprintln!(
+            "frameproof_suite: no counters from fp-raw-echo or no report from fp-load ({rest:?})"
+        );
+        return false;
+    };
+    // websocket: each of the 2 connections may end with a close frame (code 1000, 2 payload bytes),
+    // counted too
+    let sent = r["requests_sent"].as_u64().unwrap_or(0);
+    let goodbye = if p == "websocket" { 2 } else { 0 };
+    let (frames, bytes) = (c["frames"].as_u64(), c["bytes"].as_u64());
+    let agree = ok
+        && sent > 0
+        && r["replies_verified"].as_u64() == Some(sent)
+        && (frames == Some(sent) || frames == Some(sent + goodbye))
+        && (bytes == Some(sent * PAYLOAD) || bytes == Some(sent * PAYLOAD + 2 * goodbye));
+    if !agree {
+        eprintln!("frameproof_suite: fp-raw-echo counted {c} for fp-load's {r}");
+    }
+    agree
 }
 
 /// The network cases of valid traffic only, which fp-raw-echo must pass. Not the largest frame: the
