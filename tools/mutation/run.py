@@ -489,7 +489,9 @@ def report(args) -> int:
                 runs = []
                 for out in sorted((WORK / "rust" / proto).glob("*")):
                     k = rust_outcomes(out)
-                    what = "network and client suites over the codec suite's survivors" if out.name == "net" else "codec suite"
+                    what = ("network and client suites over the codec suite's survivors" if out.name == "net" else
+                            "the network pass again over earlier survivors (--again)" if out.name.startswith("net-again")
+                            else "codec suite")
                     runs.append(f"`{out.name}` ({what}): {len(k)} mutants, {sum(1 for v in k.values() if v == 'caught')} caught")
                 lines.append(f"- {proto}: " + "; ".join(runs))
             lines.append("")
