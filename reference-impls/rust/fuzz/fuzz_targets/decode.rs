@@ -107,7 +107,8 @@ fn fuzz_standard(max: u64, data: &[u8], parts: &[&[u8]]) {
     let mut pos = 0;
     for f in &whole.0 {
         assert!(f.payload.len() as u64 <= effective_max(max), "payload of {} bytes above the maximum {}", f.payload.len(), effective_max(max));
-        let enc = standard::encode_to_vec(f.flag, f.sequence, &f.payload, 0).expect("a decoded frame must encode");
+        let mut enc = bytes::BytesMut::new();
+        standard::encode(&mut enc, f.flag, f.sequence, &f.payload, 0).expect("a decoded frame must encode");
         assert_eq!(&data[pos..pos + enc.len()], &enc[..], "frame at {pos} does not re-encode to its bytes");
         pos += enc.len();
     }
@@ -124,7 +125,8 @@ fn fuzz_length_field(offset: u32, size: i64, max: u64, data: &[u8], parts: &[&[u
     let mut pos = 0;
     for f in &whole.0 {
         assert!(f.len() as u64 <= cap, "payload of {} bytes above the maximum {cap}", f.len());
-        let enc = p.encode_to_vec(f, 0).expect("a decoded frame must encode");
+        let mut enc = bytes::BytesMut::new();
+        p.encode(&mut enc, f, 0).expect("a decoded frame must encode");
         let o = offset as usize;
         let mut width = enc.len() - o - f.len();
         if p.size == LengthSize::Varint {
