@@ -24,7 +24,8 @@ fi
 mkdir -p build
 for name in fp-beast-server fp-beast-autobahn-client; do
   out=build/$name
-  if [ ! -x "$out" ] || [ "$name.cpp" -nt "$out" ] || [ build.sh -nt "$out" ]; then
+  if [ ! -x "$out" ] || [ "$name.cpp" -nt "$out" ] || [ build.sh -nt "$out" ] ||
+     [ ../common/autobahn_client_args.hpp -nt "$out" ]; then
     g++ -std=c++17 -O2 -g -Wall -Wextra -o "$out.tmp" "$name.cpp" -pthread
     mv "$out.tmp" "$out"
   fi

@@ -15,6 +15,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
 
+#include "../common/autobahn_client_args.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -30,26 +32,6 @@ using tcp = asio::ip::tcp;
 
 static const char* kUsage = "usage: fp-beast-autobahn-client --connect HOST:PORT --agent NAME [--cases all|N]";
 static const std::size_t kLimit = (64u << 20) + 1024;
-
-[[noreturn]] static void usage(const std::string& msg) {
-    std::cerr << "usage error: " << msg << "\n" << kUsage << "\n";
-    std::exit(2);
-}
-
-// The agent name as a query value: unreserved characters as they are, every other byte %XX.
-static std::string query_escape(const std::string& s) {
-    std::string out;
-    for (unsigned char c : s) {
-        if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-            out += static_cast<char>(c);
-        } else {
-            char buf[4];
-            std::snprintf(buf, sizeof buf, "%%%02X", c);
-            out += buf;
-        }
-    }
-    return out;
-}
 
 struct Target {
     std::string host, port;
@@ -70,26 +52,13 @@ static void open(websocket::stream<beast::tcp_stream>& ws, asio::io_context& ioc
 }
 
 int main(int argc, char** argv) {
-    std::string connect, agent, cases = "all";
-    for (int i = 1; i < argc; i++) {
-        std::string a = argv[i];
-        if (a == "--help" || a == "-h") {
-            std::cout << kUsage << "\n";
-            return 0;
-        }
-        if (i + 1 >= argc) usage(a + " needs a value");
-        std::string v = argv[++i];
-        if (a == "--connect") connect = v;
-        else if (a == "--agent") agent = v;
-        else if (a == "--cases") cases = v;
-        else usage("unknown flag " + a);
-    }
-    if (connect.empty() || agent.empty()) usage("--connect and --agent are required");
+    const fp_autobahn::Args args = fp_autobahn::parse(argc, argv, kUsage);
+    const std::string& connect = args.connect;
+    const std::string& q = args.agent_query;
     auto colon = connect.rfind(':');
-    if (colon == std::string::npos) usage("--connect " + connect + ": HOST:PORT");
+    if (colon == std::string::npos) fp_autobahn::usage_error(kUsage, "--connect " + connect + ": HOST:PORT");
     Target t{connect.substr(0, colon), connect.substr(colon + 1)};
     if (!t.host.empty() && t.host.front() == '[' && t.host.back() == ']') t.host = t.host.substr(1, t.host.size() - 2);
-    std::string q = query_escape(agent);
     asio::io_context ioc;
 
     std::size_t count = 0;
@@ -105,13 +74,7 @@ int main(int argc, char** argv) {
         std::cerr << "fp-beast-autobahn-client: getCaseCount: " << e.what() << "\n";
         return 1;
     }
-    if (cases != "all") {
-        try {
-            count = std::min<std::size_t>(count, std::stoul(cases));
-        } catch (const std::exception&) {
-            usage("--cases " + cases + ": all or a number");
-        }
-    }
+    if (args.cases >= 0) count = std::min<std::size_t>(count, static_cast<std::size_t>(args.cases));
     for (std::size_t i = 1; i <= count; i++) {
         try {
             websocket::stream<beast::tcp_stream> ws(ioc);

@@ -13,6 +13,8 @@
 #include <websocketpp/client.hpp>
 #include <websocketpp/config/asio_no_tls_client.hpp>
 
+#include "../common/autobahn_client_args.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -32,26 +34,6 @@ using websocketpp::connection_hdl;
 
 static const char* kUsage = "usage: fp-websocketpp-autobahn-client --connect HOST:PORT --agent NAME [--cases all|N]";
 static const std::size_t kLimit = (64u << 20) + 1024;
-
-[[noreturn]] static void usage(const std::string& msg) {
-    std::cerr << "usage error: " << msg << "\n" << kUsage << "\n";
-    std::exit(2);
-}
-
-// The agent name as a query value: unreserved characters as they are, every other byte %XX.
-static std::string query_escape(const std::string& s) {
-    std::string out;
-    for (unsigned char c : s) {
-        if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-            out += static_cast<char>(c);
-        } else {
-            char buf[4];
-            std::snprintf(buf, sizeof buf, "%%%02X", c);
-            out += buf;
-        }
-    }
-    return out;
-}
 
 // Runs one connection to `uri` until it ends; `on_message` sees each message; with `close_on_open`
 // the client starts the close handshake as soon as it is open. False when the connection could not
@@ -89,22 +71,8 @@ static bool run(const std::string& uri, OnMessage on_message, std::string& error
 }
 
 int main(int argc, char** argv) {
-    std::string connect, agent, cases = "all";
-    for (int i = 1; i < argc; i++) {
-        std::string a = argv[i];
-        if (a == "--help" || a == "-h") {
-            std::cout << kUsage << "\n";
-            return 0;
-        }
-        if (i + 1 >= argc) usage(a + " needs a value");
-        std::string v = argv[++i];
-        if (a == "--connect") connect = v;
-        else if (a == "--agent") agent = v;
-        else if (a == "--cases") cases = v;
-        else usage("unknown flag " + a);
-    }
-    if (connect.empty() || agent.empty()) usage("--connect and --agent are required");
-    const std::string base = "ws://" + connect, q = query_escape(agent);
+    const fp_autobahn::Args args = fp_autobahn::parse(argc, argv, kUsage);
+    const std::string base = "ws://" + args.connect, q = args.agent_query;
 
     std::string count_text, error;
     bool got = run(base + "/getCaseCount", [&](client& c, connection_hdl h, client::message_ptr msg) {
@@ -120,13 +88,7 @@ int main(int argc, char** argv) {
                   << (got ? "got " + count_text : error) << ")\n";
         return 1;
     }
-    if (cases != "all") {
-        try {
-            count = std::min<std::size_t>(count, std::stoul(cases));
-        } catch (const std::exception&) {
-            usage("--cases " + cases + ": all or a number");
-        }
-    }
+    if (args.cases >= 0) count = std::min<std::size_t>(count, static_cast<std::size_t>(args.cases));
     for (std::size_t i = 1; i <= count; i++) {
         std::string err;
         bool ok = run(base + "/runCase?case=" + std::to_string(i) + "&agent=" + q,

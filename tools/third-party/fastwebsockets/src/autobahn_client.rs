@@ -27,14 +27,11 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 use tokio::time::timeout;
 
+#[path = "../../common/autobahn_client_args.rs"]
+mod args;
+
 const USAGE: &str = "usage: fp-fastwebsockets-autobahn-client --connect HOST:PORT --agent NAME [--cases all|N]";
 const LIMIT: usize = (64 << 20) + 1024;
-
-fn usage(msg: &str) -> ! {
-    eprintln!("usage error: {msg}");
-    eprintln!("{USAGE}");
-    exit(2)
-}
 
 /// hyper runs the upgrade's connection task on tokio.
 struct Spawn;
@@ -47,16 +44,6 @@ where
     fn execute(&self, fut: F) {
         tokio::spawn(fut);
     }
-}
-
-/// The agent name as a query value: unreserved characters as they are, every other byte %XX.
-fn query_escape(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 type Ws = FragmentCollector<TokioIo<Upgraded>>;
@@ -85,25 +72,7 @@ async fn open(connect: &str, path: &str) -> Result<Ws, String> {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    let (mut connect, mut agent, mut cases) = (None, None, "all".to_string());
-    let mut it = std::env::args().skip(1);
-    while let Some(a) = it.next() {
-        let mut val = || it.next().unwrap_or_else(|| usage(&format!("{a} needs a value")));
-        match a.as_str() {
-            "--help" | "-h" => {
-                println!("{USAGE}");
-                return;
-            }
-            "--connect" => connect = Some(val()),
-            "--agent" => agent = Some(val()),
-            "--cases" => cases = val(),
-            _ => usage(&format!("unknown flag {a}")),
-        }
-    }
-    let (Some(connect), Some(agent)) = (connect, agent) else {
-        usage("--connect and --agent are required")
-    };
-    let q = query_escape(&agent);
+    let args::Args { connect, agent_query: q, cases } = args::parse(USAGE);
 
     let mut ws = open(&connect, "/getCaseCount").await.unwrap_or_else(|e| {
         eprintln!("fp-fastwebsockets-autobahn-client: getCaseCount: {e}");
@@ -123,10 +92,7 @@ async fn main() {
         }
     };
     drop(ws);
-    let count = match cases.as_str() {
-        "all" => count,
-        n => n.parse::<usize>().map(|n| n.min(count)).unwrap_or_else(|_| usage(&format!("--cases {n}: all or a number"))),
-    };
+    let count = cases.map_or(count, |n| n.min(count));
     for i in 1..=count {
         let mut ws = match open(&connect, &format!("/runCase?case={i}&agent={q}")).await {
             Ok(ws) => ws,

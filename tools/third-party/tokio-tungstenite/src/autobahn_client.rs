@@ -21,24 +21,11 @@ use tokio::time::timeout;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
 
+#[path = "../../common/autobahn_client_args.rs"]
+mod args;
+
 const USAGE: &str = "usage: fp-tungstenite-autobahn-client --connect HOST:PORT --agent NAME [--cases all|N]";
 const LIMIT: usize = (64 << 20) + 1024;
-
-fn usage(msg: &str) -> ! {
-    eprintln!("usage error: {msg}");
-    eprintln!("{USAGE}");
-    exit(2)
-}
-
-/// The agent name as a query value: unreserved characters as they are, every other byte %XX.
-fn query_escape(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
 
 fn config() -> WebSocketConfig {
     WebSocketConfig::default().max_frame_size(Some(LIMIT)).max_message_size(Some(LIMIT))
@@ -46,26 +33,8 @@ fn config() -> WebSocketConfig {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    let (mut connect, mut agent, mut cases) = (None, None, "all".to_string());
-    let mut it = std::env::args().skip(1);
-    while let Some(a) = it.next() {
-        let mut val = || it.next().unwrap_or_else(|| usage(&format!("{a} needs a value")));
-        match a.as_str() {
-            "--help" | "-h" => {
-                println!("{USAGE}");
-                return;
-            }
-            "--connect" => connect = Some(val()),
-            "--agent" => agent = Some(val()),
-            "--cases" => cases = val(),
-            _ => usage(&format!("unknown flag {a}")),
-        }
-    }
-    let (Some(connect), Some(agent)) = (connect, agent) else {
-        usage("--connect and --agent are required")
-    };
+    let args::Args { connect, agent_query: q, cases } = args::parse(USAGE);
     let base = format!("ws://{connect}");
-    let q = query_escape(&agent);
 
     let count = match tokio_tungstenite::connect_async_with_config(format!("{base}/getCaseCount"), Some(config()), false).await {
         Ok((mut ws, _)) => match timeout(Duration::from_secs(30), ws.next()).await {
@@ -83,10 +52,7 @@ async fn main() {
             exit(1)
         }
     };
-    let count = match cases.as_str() {
-        "all" => count,
-        n => n.parse::<usize>().map(|n| n.min(count)).unwrap_or_else(|_| usage(&format!("--cases {n}: all or a number"))),
-    };
+    let count = cases.map_or(count, |n| n.min(count));
     for i in 1..=count {
         let url = format!("{base}/runCase?case={i}&agent={q}");
         let mut ws = match tokio_tungstenite::connect_async_with_config(url, Some(config()), false).await {
