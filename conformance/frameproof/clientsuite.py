@@ -251,6 +251,24 @@ def c_nodelay(t):
         raise CheckFailure(f"{len(off)} of {len(r.nodelay)} client sockets have TCP_NODELAY off")
 
 
+def c_payload_refused(t):
+    """The client's command with ``--payload`` one byte above the largest payload its codec can carry
+    (replacing the command's own ``--payload``, or added): a usage error before it connects (HAR-CLI-2)."""
+    import re
+    too_big = min(t.codec.limit, t.codec.capacity) + 1
+    flag = f"--payload {too_big}"
+    cmd, n = re.subn(r"--payload(?:=|\s+)\S+", flag, t.command)
+    if not n:
+        cmd = f"{t.command} {flag}"
+    r = run_client(ClientTarget(cmd, t.codec, t.sink, t.cwd))
+    usage = any(line.startswith("usage error:") for line in r.output.splitlines())
+    if r.rc != 2 or not usage or r.stats.connections:
+        raise CheckFailure(f"the client started with {flag} (the codec carries at most {too_big - 1} payload bytes):\n"
+                           f"  expected exit status 2, a line starting 'usage error:', no connection\n"
+                           f"  actual   status {r.rc}, {r.stats.connections} connection(s), output "
+                           f"{r.output.strip()[-300:]!r}")
+
+
 def wrong_replies(t, kind: str, fn, requirements: List[str], every: int = 13):
     """A protocol's client case (Protocol.client_cases): before every ``every``-th reply the checking server
     writes ``fn(reply)``, one frame that completes the same pending request as the reply (same key and
@@ -297,4 +315,6 @@ def all_cases(protocol: Optional[str] = None) -> List[ClientCase]:
         ClientCase("detects_corrupted_replies", ["HAR-VERIFY-1"], "Every 97th reply is corrupted: the client counts each", c_corrupted),
         ClientCase("detects_missing_replies", ["HAR-VERIFY-2"], "Every 101st request is not answered: the client reports it", c_dropped),
         ClientCase("tcp_nodelay", ["HAR-NODELAY-1"], "The client's sockets have TCP_NODELAY set (SHOULD)", c_nodelay),
+        ClientCase("payload_refused", ["HAR-CLI-2"], "A --payload above what the codec carries: a usage error before "
+                   "connecting", c_payload_refused),
     ] + own

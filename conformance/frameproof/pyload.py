@@ -17,7 +17,8 @@ from .pyserver import add_codec_args, codec_arg
 from .reference import CodecError
 
 FAULTS = {"miscount": "HAR-COUNT-1", "no-verify": "HAR-VERIFY-1", "hangs-on-missing": "HAR-VERIFY-2",
-          "bad-sequence": "HAR-CLI-1", "no-json-keys": "HAR-JSON-1", "nagle": "HAR-NODELAY-1"}
+          "bad-sequence": "HAR-CLI-1", "no-json-keys": "HAR-JSON-1", "nagle": "HAR-NODELAY-1",
+          "unchecked-payload": "HAR-CLI-2"}
 
 
 def faults() -> dict:
@@ -314,6 +315,25 @@ async def streams(args, k, count, stats, index0, deadline, side, reader, writer,
         stats.error(f"connection {k}: {type(e).__name__}: {e or 'no answer within the timeout'}")
 
 
+def payload_refusal(args) -> str:
+    """Why the protocol's encoder refuses a request of ``--payload`` bytes ("" when it does not): checked
+    before connecting, so that such a payload is a usage error (HAR-CLI-2), not a failure mid-run."""
+    c = args.codec_obj
+    if args.payload > min(c.limit, c.capacity):  # websocket's client side encodes any size: its limit is the codec's
+        return f"above the largest payload of the codec, {min(c.limit, c.capacity)} bytes"
+    side = c.spec.load_side(c, args.variant)  # a fresh one, discarded
+    p = bytes(max(args.payload, 0))  # only its length matters to the encoder
+    try:
+        if args.mode == "stream":
+            sid, _ = side.stream_open()
+            side.encode(side.stream_data(sid, p))
+        else:
+            side.encode(side.request(p)[1])
+    except (CodecError, ValueError, OverflowError) as e:
+        return str(e) or type(e).__name__
+    return ""
+
+
 async def run(args):
     stats = Stats()
     total = args.requests if args.requests else 10 ** 12
@@ -369,6 +389,11 @@ def main(argv=None):
         args.window = {"pipelined": 32, "receive": 256}.get(args.mode, 1)
     elif args.mode == "per-packet" and args.window != 1:
         ap.error("--window: per-packet mode has one request in flight (window 1)")
+    if args.payload < 0:
+        ap.error("--payload must be at least 0")
+    why = "" if args.fault == "unchecked-payload" else payload_refusal(args)  # the planted bug skips the check
+    if why:
+        ap.error(f"--payload {args.payload}: the encoder refuses it: {why}")
     stats, dur = asyncio.run(run(args))
     lat = sorted(stats.lat)
 

@@ -168,13 +168,25 @@ fn main() {
         if !run("network suite, valid traffic, fp-raw-echo", &mut net) {
             exit(1)
         }
-        if !raw_echo_counts(
-            &raw,
-            &load,
-            p,
-            &Path::new(&target).join("frameproof-suite-load.json"),
-        ) {
-            exit(1)
+        // fp-load against the raw echo, its counters checked: small payloads in the protocol's
+        // default form, and payloads past the 16-bit length fields (standard's extended header,
+        // websocket's 64-bit length) whose headers the walker must read across reads; length-field
+        // in each profile the raw echo walks (1, 2 and 4-byte little-endian fields at offset 0)
+        let json = Path::new(&target).join("frameproof-suite-load.json");
+        let runs: Vec<(String, u64, u64)> = if p == "length-field" {
+            vec![
+                (r#"{"protocol": "length-field"}"#.into(), 40, 2000),
+                (r#"{"protocol": "length-field", "length_field": {"size": 1}}"#.into(), 200, 400),
+                (r#"{"protocol": "length-field", "length_field": {"size": 4}}"#.into(), 70000, 40),
+            ]
+        } else {
+            let c = format!(r#"{{"protocol": "{p}"}}"#);
+            vec![(c.clone(), 40, 2000), (c, 70000, 40)]
+        };
+        for (codec_json, payload, requests) in &runs {
+            if !raw_echo_counts(&raw, &load, p, codec_json, *payload, *requests, &json) {
+                exit(1)
+            }
         }
         for case in cases.lines().filter(|c| c.starts_with(&format!("{p}/"))) {
             let mut bench = Command::new(&micro);
@@ -195,16 +207,24 @@ fn main() {
     }
 }
 
-/// fp-load (pipelined, 2 connections, 40-byte payloads) against fp-raw-echo, then SIGTERM: the raw
-/// echo's counters (its header walker's or reply rewriter's) equal what fp-load sent and verified,
-/// as tools/bench's counts_agree requires of every benchmark row.
-fn raw_echo_counts(raw: &Path, load: &Path, p: &str, json: &Path) -> bool {
+/// fp-load (pipelined, 2 connections, `requests` of `payload` bytes, codec `codec_json`) against
+/// fp-raw-echo in the same codec, then SIGTERM: the raw echo's counters (its header walker's or
+/// reply rewriter's) equal what fp-load sent and verified, as tools/bench's counts_agree requires
+/// of every benchmark row.
+fn raw_echo_counts(
+    raw: &Path,
+    load: &Path,
+    p: &str,
+    codec_json: &str,
+    payload: u64,
+    requests: u64,
+    json: &Path,
+) -> bool {
     use std::io::{BufRead, BufReader, Read};
     use std::process::Stdio;
-    const PAYLOAD: u64 = 40;
-    eprintln!("frameproof_suite: fp-load against fp-raw-echo, counters ({p})");
+    eprintln!("frameproof_suite: fp-load against fp-raw-echo, counters ({codec_json}, {payload} B)");
     let mut echo = match Command::new(raw)
-        .args(["--protocol", p, "--listen", "127.0.0.1:0"])
+        .args(["--codec", codec_json, "--listen", "127.0.0.1:0"])
         .stdout(Stdio::piped())
         .spawn()
     {
@@ -226,18 +246,18 @@ fn raw_echo_counts(raw: &Path, load: &Path, p: &str, json: &Path) -> bool {
         "fp-load against fp-raw-echo",
         Command::new(load)
             .args([
-                "--protocol",
-                p,
+                "--codec",
+                codec_json,
                 "--connect",
                 &addr,
                 "--connections",
                 "2",
                 "--requests",
-                "2000",
+                &requests.to_string(),
             ])
             .args([
                 "--payload",
-                &PAYLOAD.to_string(),
+                &payload.to_string(),
                 "--mode",
                 "pipelined",
                 "--window",
@@ -275,7 +295,7 @@ fn raw_echo_counts(raw: &Path, load: &Path, p: &str, json: &Path) -> bool {
         && sent > 0
         && r["replies_verified"].as_u64() == Some(sent)
         && (frames == Some(sent) || frames == Some(sent + goodbye))
-        && (bytes == Some(sent * PAYLOAD) || bytes == Some(sent * PAYLOAD + 2 * goodbye));
+        && (bytes == Some(sent * payload) || bytes == Some(sent * payload + 2 * goodbye));
     if !agree {
         eprintln!("frameproof_suite: fp-raw-echo counted {c} for fp-load's {r}");
     }
