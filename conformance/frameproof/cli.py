@@ -20,6 +20,8 @@ def _pytest_args(args, extra):
         base += ["--fp-protocol", p]
     for s in getattr(args, "select", None) or []:
         base += ["--fp-select", s]
+    for s in getattr(args, "deselect", None) or []:
+        base += ["--fp-deselect", s]
     for r in getattr(args, "requirement", None) or []:
         base += ["--fp-requirement", r]
     if getattr(args, "level", None):
@@ -130,6 +132,8 @@ def main(argv=None):
     r.add_argument("--cwd", help="working directory for the testee")
     r.add_argument("--protocol", action="append", help="only this protocol (repeatable)")
     r.add_argument("--select", action="append", help="only tests whose name matches this glob (repeatable)")
+    r.add_argument("--deselect", action="append", metavar="GLOB",
+                   help="leave out the tests whose name matches this glob (repeatable; after --select)")
     r.add_argument("--requirement", action="append", metavar="ID",
                    help="only the tests that check this requirement, e.g. STD-LIM-1 (repeatable)")
     r.add_argument("--xfail", help="expected-failures file: one test name or glob a line")
@@ -161,6 +165,7 @@ def main(argv=None):
     li = sub.add_parser("list", help="list the tests (JSON lines: name, requirements, level)")
     li.add_argument("--protocol", action="append")
     li.add_argument("--select", action="append", help="only cases whose name matches this glob (repeatable), e.g. '*over_limit*'")
+    li.add_argument("--deselect", action="append", metavar="GLOB", help="leave out the names matching this glob (repeatable)")
     li.add_argument("--names", action="store_true", help="test names only, one a line")
     li.set_defaults(fn=cmd_list)
 

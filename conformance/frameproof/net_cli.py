@@ -22,7 +22,8 @@ def add_parsers(sub):
     n.add_argument("--sink", action="store_true", help="with --client: the checking server only counts (receive mode)")
     n.add_argument("--cwd", help="working directory for --server-cmd / --client")
     n.add_argument("--name", help="name shown in the report")
-    n.add_argument("--select", action="append")
+    n.add_argument("--select", action="append", help="only cases whose name matches this glob (repeatable)")
+    n.add_argument("--deselect", action="append", metavar="GLOB", help="leave out the cases matching this glob (repeatable)")
     n.add_argument("--requirement", action="append", metavar="ID",
                    help="only the cases that check this requirement, e.g. STD-ECHO-1 (repeatable)")
     n.add_argument("--xfail")

@@ -40,6 +40,7 @@ def pytest_addoption(parser):
     g.addoption("--fp-long-stream", default=None,
                 help="bytes through one decoder in the long-stream test (default: by profile)")
     g.addoption("--fp-select", action="append", default=[], help="only names matching this glob")
+    g.addoption("--fp-deselect", action="append", default=[], help="not the names matching this glob")
     g.addoption("--fp-requirement", action="append", default=[], help="only tests that check this requirement ID")
     g.addoption("--fp-list", action="store_true", help="collect and list, run nothing")
     g.addoption("--fp-list-names", action="store_true", help="with --fp-list: names only")
@@ -352,6 +353,11 @@ def pytest_collection_modifyitems(session, config, items):
     sel = config.getoption("--fp-select")
     if sel:
         keep = [i for i in items if any(fnmatch.fnmatchcase(i.name, g) for g in sel)]
+        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+        items[:] = keep
+    unsel = config.getoption("--fp-deselect")
+    if unsel:
+        keep = [i for i in items if not any(fnmatch.fnmatchcase(i.name, g) for g in unsel)]
         config.hook.pytest_deselected(items=[i for i in items if i not in keep])
         items[:] = keep
     want = {r.upper() for r in config.getoption("--fp-requirement")}

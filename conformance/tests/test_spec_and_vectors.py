@@ -108,3 +108,18 @@ def test_oracle_rejects_what_kaitai_validates():
     assert oracle.decode(std, bytes.fromhex("0101ffff00000080")).error == oracle.Error("STD-LEN-4", 0)
     v = registry.get("length-field").codec(lf_offset=0, lf_size=0)
     assert oracle.decode(v, bytes.fromhex("ffffffff7f")).error == oracle.Error("LF-LEN-2", 0)
+
+
+def test_deselect_leaves_out_what_it_names_and_nothing_else():
+    """`--deselect GLOB` (run, list, net) after `--select`: the mutation tool leaves the registry's tests out of
+    the Python rpc runs with it (tools/mutation/run.py PY_NOT_THE_MODULE)."""
+    def names(*extra):
+        out = subprocess.run([sys.executable, "-m", "frameproof.cli", "list", "--names", "--protocol", "rpc", *extra],
+                             cwd=ROOT, capture_output=True, text=True, check=True)
+        return set(out.stdout.split())
+    every = names()
+    rest = names("--deselect", "rpc/DISC-*")
+    gone = every - rest
+    assert gone and all(n.startswith("rpc/DISC-") for n in gone)
+    assert not any(n.startswith("rpc/DISC-") for n in rest)
+    assert names("--select", "rpc/DISC-*", "--deselect", "*etcd*") == {n for n in gone if "etcd" not in n}
