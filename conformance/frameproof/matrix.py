@@ -366,8 +366,11 @@ def run_matrix(names=None, build=True, profile="ci", out_dir=None, readme=False,
             xfail = (impl.get("xfail") or {}).get(proto)
             # an expected-failures file listing property tests holds for the profile it was measured with
             # (impl.json "profile"): a smaller example budget may miss the counterexample (an xpass)
+            # impl.json "no_skip": the implementation supports every configuration the suite draws (the bundled
+            # references), so a `skipped` answer is a failure (frameproof run --no-skip), not a quiet pass
             cell(name, "codec", proto, ["run", "--testee", _cmd(impl, "testee"), "--protocol", proto, "--name", name,
                                      "--profile", impl.get("profile", profile)] + sc.get("run", []) +
+                 (["--no-skip"] if impl.get("no_skip") else []) +
                  (["--xfail", str(Path(impl["dir"]) / xfail)] if xfail else []), heavy=True)
         for proto in protos if "server" in impl else ():
             for label, codec in registry.get(proto).net_profiles():

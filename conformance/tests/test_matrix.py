@@ -259,3 +259,25 @@ def test_merge_adds_a_later_column_and_says_which_run_made_it():
     assert [r["implementations"] for r in m2["runs"]] == [["gorilla", "newlib"], ["rust"]]
     # and a run with no --merge reads as before
     assert "added by" not in matrix.readme_section(earlier, "")
+
+
+@pytest.mark.parametrize("no_skip", [False, True])
+def test_no_skip_in_impl_json_fails_a_codec_cell_that_skips(tmp_path, no_skip):
+    """impl.json "no_skip": true (the bundled references) runs the codec cells with --no-skip: a testee that
+    answers `skipped` (pytestee --partial, every non-default parameter) fails its cell, and passes without it."""
+    impl = tmp_path / "impl.json"
+    d = {"name": "partial", "build": ["true"], "testee": [PY, "-m", "frameproof.pytestee", "--partial"],
+         "protocols": ["length-field"]}
+    if no_skip:
+        d["no_skip"] = True
+    impl.write_text(json.dumps(d))
+    p = subprocess.run([PY, "-m", "frameproof.cli", "matrix", "--impl", str(impl), "--no-build", "--profile", "smoke",
+                        "--scale", "small", "--out", str(tmp_path / "out")], cwd=ROOT, capture_output=True,
+                       text=True, timeout=600)
+    doc = json.loads((tmp_path / "out" / "matrix.json").read_text())
+    cell = doc["results"]["partial"]["codec"]["length-field"]
+    assert cell["ok"] is (not no_skip), (cell, p.stdout[-2000:])
+    if no_skip:
+        assert "--no-skip" in cell["first_failure"]["message"], cell["first_failure"]
+    else:
+        assert cell["totals"]["skipped"] > 0 and cell["totals"]["failed"] == 0, cell["totals"]
