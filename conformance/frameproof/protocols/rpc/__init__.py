@@ -160,6 +160,7 @@ class Rpc(Protocol):
         "rpc-unknown-method-opens": "RPC-STREAM-6",
         "rpc-second-init-reopens": "RPC-STREAM-7",
         "rpc-id-31-bits": "RPC-HDR-7",
+        "rpc-refuses-longest-name": "RPC-BODY-6",  # a 65535-byte name refused (the name-length edges)
     }
     mutants.update(discovery.MUTANTS)  # the service registry's (spec/discovery.md)
     #: specs of the layers rpc carries: service discovery (DISC-*), checked through the testee's
@@ -170,6 +171,7 @@ class Rpc(Protocol):
         "rpc-keep-open-on-non-request": "RPC-ECHO-4",
         "rpc-drop-init-ack": "RPC-STREAM-1",
         "rpc-id-31-bits": "RPC-HDR-7",
+        "rpc-refuses-longest-name": "RPC-BODY-6",  # a 65535-byte name refused (the name-length edges)
     }
     #: server faults only an opt-in network case catches (here unary_only_routing, which runs when the
     #: codec names the server's unary-only method, rpc.unary_only): conformance/tests/test_rpc_endpoints.py
@@ -263,8 +265,10 @@ class Rpc(Protocol):
         S = self.strategies
         return [
             P.Property("prop_encode_matches_spec", self.name,
-                       ["RPC-HDR-1", "RPC-LIM-2", "RPC-BODY-1", "RPC-BODY-2", "RPC-BODY-3", "RPC-BODY-4", "RPC-ERR-1"],
-                       "encode", "Random frames of every type encode to the spec's exact bytes (or the spec's refusal)",
+                       ["RPC-HDR-1", "RPC-LIM-2", "RPC-BODY-1", "RPC-BODY-2", "RPC-BODY-3", "RPC-BODY-4", "RPC-ERR-1",
+                        "RPC-BODY-6"],
+                       "encode", "Random frames of every type encode to the spec's exact bytes (or the spec's refusal); "
+                       "names at the edges of their u16 length first",
                        P.encode_matches_spec(S)),
             P.Property("prop_encode_decode_roundtrip", self.name,
                        ["RPC-BODY-7", "RPC-HDR-1", "RPC-HDR-5", "RPC-HDR-6", "RPC-HDR-7", "RPC-BODY-6"], "encode",

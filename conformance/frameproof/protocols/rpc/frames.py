@@ -46,7 +46,7 @@ class RpcHeader:
     def __str__(self):
         s = f"{TYPE_NAMES.get(self.type, f'type 0x{self.type:02X}')} id={self.id} flags=0x{self.flags:02X}"
         if self.type in NAMED_TYPES or self.service or self.method:
-            s += f" {self.service!r}/{self.method!r}"
+            s += f" {_name(self.service)}/{_name(self.method)}"
         if self.type == RESPONSE or self.error_code:
             s += f" code={self.error_code}"
         if self.version != VERSION:
@@ -75,3 +75,8 @@ def stream(kind: int, sid: int, payload: bytes = b"", service: bytes = b"", meth
 
 def init(sid: int, service: bytes = ECHO_SERVICE, method: bytes = ECHO_METHOD) -> Frame:
     return stream(INIT, sid, b"", service, method)
+
+
+def _name(b: bytes) -> str:
+    """A name as shown in messages: whole up to 40 bytes, else its start and its length."""
+    return repr(b) if len(b) <= 40 else f"{b[:16]!r}…[{len(b)} bytes]"

@@ -18,10 +18,25 @@ RPC_ID = declare("rpc.id", ID_CLASSES, ["RPC-HDR-7"])
 RPC_ID_CODEC = declare("rpc.id.codec", ID_CLASSES, ["RPC-HDR-7", "RPC-HDR-1"])
 
 NAMES = [K.ECHO_SERVICE, K.ECHO_METHOD, b"", b"svc", b"BenchEchoService", "服务".encode()]
+#: the length of a service or method name (a u16 prefix, RPC-BODY-1): its byte edges, the largest (65535) and,
+#: on the encoder's side only, one past it (refused, RPC-BODY-6)
+NAME_LEN_CLASSES = ("0", "1-254", "255", "256", "257-65534", "65535", "65536")
+NAME_LEN = declare("rpc.name_len", NAME_LEN_CLASSES, ["RPC-BODY-1", "RPC-BODY-6"])
+NAME_EDGES = (255, 256, 4096, 65535)
+
+
+def name_len_class(n: int) -> str:
+    return ("0" if n == 0 else "1-254" if n < 255 else str(n) if n in (255, 256, 65535) else
+            "257-65534" if n < 65535 else "65536")
 
 
 def names():
     return st.one_of(st.sampled_from(NAMES), st.binary(max_size=12))
+
+
+def edge_names(over: bool = False):
+    """A name at an edge of its length field (b"n" * 255, 256, 65535, and 4096 between; with ``over`` also 65536)."""
+    return st.sampled_from(NAME_EDGES + ((65536,) if over else ())).map(lambda n: bytes([0x6E]) * n)
 
 
 class RpcStrategies(Strategies):
@@ -36,7 +51,8 @@ class RpcStrategies(Strategies):
         return _frames(codec.limit)
 
     def encode_cases(self):
-        return st.tuples(self.codecs(), _frames(100000))
+        # half the cases a named frame with a name at an edge of its length field, one past it included
+        return st.one_of(st.tuples(self.codecs(), _frames(100000)), st.tuples(self.codecs(), _edge_named_frames()))
 
     def invalid_streams(self):
         return _invalid_streams(self)
@@ -59,11 +75,15 @@ def _frames(draw, limit):
     code = 0
     room = limit
     if kind in K.NAMED_TYPES:
-        service, method = draw(names()), draw(names())
+        # one name in eight at an edge of its length field (255, 256, 65535 bytes), as room allows
+        any_name = st.one_of(*[names()] * 7, edge_names())
+        service, method = draw(any_name), draw(any_name)
         room -= 4 + len(service) + len(method)
         if room < 0:
             service = method = b""
             room = limit - 4
+        note(NAME_LEN, name_len_class(len(service)))
+        note(NAME_LEN, name_len_class(len(method)))
     elif kind == K.RESPONSE:
         code = draw(st.one_of(st.integers(0, 10), st.integers(0, 65535)))
         room -= 2
@@ -72,6 +92,22 @@ def _frames(draw, limit):
         kind = K.DATA  # the limit is too small for this type's fields
         service = method = b""
     return Frame(0, 0, payload, RpcHeader(kind, flags, rid, service, method, code, 1, reserved))
+
+
+@st.composite
+def _edge_named_frames(draw):
+    """A REQUEST or STREAM_INIT whose service or method (or both) is at an edge of its length field, one past
+    the largest (65536 bytes, which the encoder refuses: RPC-BODY-6) included."""
+    kind = draw(st.sampled_from(K.NAMED_TYPES))
+    service, method = draw(st.one_of(
+        st.tuples(edge_names(over=True), names()), st.tuples(names(), edge_names(over=True)),
+        st.tuples(edge_names(over=True), edge_names(over=True))))
+    for n in (service, method):
+        note(NAME_LEN, name_len_class(len(n)))
+    rid = draw(st.one_of(st.integers(0, 300), st.sampled_from(K.ID_EDGES)))
+    note(RPC_ID_CODEC, id_class(rid))
+    flags = draw(st.sampled_from([0, 4, 1, 5, 2, 6, 3, 7]))
+    return Frame(0, 0, draw(st.binary(max_size=8)), RpcHeader(kind, flags, rid, service, method, 0, 1, 0))
 
 
 def _hdr(kind, rid, n, version=1, magic=b"GRPC"):
