@@ -14,11 +14,6 @@ pub struct RpcClient<T> {
 }
 
 impl<T> RpcClient<T> {
-    /// The id the next call takes.
-    pub fn next_id(&self) -> u32 {
-        self.next_id
-    }
-
     /// Sends a call under the next id with `write(id)`, pending when `keep` is
     /// `Some((now, tag))`; a refused send takes no id.
     fn call(

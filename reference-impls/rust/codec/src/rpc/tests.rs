@@ -253,7 +253,7 @@ fn client_ids_matching_and_refusals() {
         c.send_request(0, 1, 100, &mut BytesMut::new(), |_| {}),
         Err(SendError::Encode(_))
     ));
-    assert_eq!(c.next_id(), 1);
+    assert_eq!(c.next_id, 1);
     assert!(matches!(
         c.send_one_way(1, &mut BytesMut::new(), |_| {}),
         Err(SendError::Refused(_))
