@@ -47,6 +47,12 @@ class Strategies:
         """(codec, frame) pairs for the encode property (may exceed limits: refusals are checked)."""
         return st.tuples(self.codecs(), st.nothing())
 
+    def invalid_edges(self):
+        """(codec, bytes, frames before the bad one, Error, Edge) streams the invalid-input property checks first under
+        every profile (whole, and split in two halves): edges of a range a random draw may miss
+        (rpc: a header declaring exactly the default limit, and one byte past it)."""
+        return ()
+
     def encode_edges(self):
         """(codec, frame) pairs the encode property checks first under every profile, however few its examples:
         the edges of a field's range a random draw may miss (rpc: names of 65535 and 65536 bytes)."""
@@ -158,6 +164,17 @@ def _serve_scripts(draw, S: Strategies):
 
 # ------------------------------------------------------------------ properties
 
+@dataclass(frozen=True)
+class Edge:
+    """An edge of a range a fixed example checks (Strategies.invalid_edges): what it is, and the requirements that
+    set the range (a failure there breaks them too: a default limit one MiB short fails at its edge, RPC-LIM-1)."""
+    name: str
+    requirements: tuple = ()
+
+    def __str__(self):
+        return self.name
+
+
 @dataclass
 class Property:
     name: str
@@ -231,6 +248,16 @@ def agrees(S: Strategies):
 
 def invalid(S: Strategies):
     def run(testee):
+        for codec, whole, frames, err, edge in S.invalid_edges():
+            h = len(whole) // 2
+            for chunks in ([whole], [whole[:h], whole[h:]]):
+                got = testee.decode(codec, chunks)
+                try:
+                    check_decode([oracle.DecodeResult(list(frames), err)], got, stop=codec.spec.stop_requirement,
+                                 context=f"{edge} ({len(whole)} bytes, {codec}) expected to break {err.requirement}: ")
+                except CheckFailure as e:  # an edge of a range: the requirement that sets the range is broken too
+                    raise CheckFailure(str(e), sorted(set(e.requirements or []) | set(edge.requirements))) from None
+
         @given(st.data())
         def prop(data):
             codec, whole, frames, err = data.draw(S.invalid_streams())

@@ -161,6 +161,7 @@ class Rpc(Protocol):
         "rpc-second-init-reopens": "RPC-STREAM-7",
         "rpc-id-31-bits": "RPC-HDR-7",
         "rpc-refuses-longest-name": "RPC-BODY-6",  # a 65535-byte name refused (the name-length edges)
+        "rpc-default-limit-15mib": "RPC-LIM-1",  # the default limit 1 MiB short (the limit's edges, default codec)
     }
     mutants.update(discovery.MUTANTS)  # the service registry's (spec/discovery.md)
     #: specs of the layers rpc carries: service discovery (DISC-*), checked through the testee's
@@ -172,6 +173,7 @@ class Rpc(Protocol):
         "rpc-drop-init-ack": "RPC-STREAM-1",
         "rpc-id-31-bits": "RPC-HDR-7",
         "rpc-refuses-longest-name": "RPC-BODY-6",  # a 65535-byte name refused (the name-length edges)
+        "rpc-default-limit-15mib": "RPC-LIM-1",  # the default limit 1 MiB short (the limit's edges, default codec)
     }
     #: server faults only an opt-in network case catches (here unary_only_routing, which runs when the
     #: codec names the server's unary-only method, rpc.unary_only): conformance/tests/test_rpc_endpoints.py

@@ -25,7 +25,7 @@ class RpcDecoder(StreamDecoder):
 
     def __init__(self, max_body: int = 0):
         super().__init__()
-        self.max = max_body or _MAX_DEFAULT
+        self.max = max_body or (_MAX_DEFAULT - (1 << 20) if R.MUTANT == "rpc-default-limit-15mib" else _MAX_DEFAULT)
         self.starts = []  # stream offsets of the frames of the last feed()
 
     def _scan(self, out):

@@ -7,7 +7,7 @@ from ... import oracle
 from ...checks import chunk
 from ...coverage import ID_CLASSES, declare, id_class, note
 from ...oracle import Error, Frame
-from ...properties import Strategies, payloads, splits_of
+from ...properties import Edge, Strategies, payloads, splits_of
 from . import frames as K
 from .frames import RpcHeader
 from .oracle import RpcCodec
@@ -49,6 +49,29 @@ class RpcStrategies(Strategies):
 
     def frames_for(self, codec):
         return _frames(codec.limit)
+
+    def encode_edges(self):
+        """A REQUEST and a STREAM_INIT with the service, then the method, at 65535 bytes (the largest a u16
+        prefix declares) and at 65536 (refused, RPC-BODY-6)."""
+        out = []
+        for kind in K.NAMED_TYPES:
+            for n in (65535, 65536):
+                name = bytes([0x6E]) * n
+                for service, method in ((name, K.ECHO_METHOD), (K.ECHO_SERVICE, name)):
+                    note(NAME_LEN, name_len_class(n))
+                    out.append((RpcCodec("rpc", 0), Frame(0, 0, b"x", RpcHeader(kind, 0, 7, service, method, 0, 1, 0))))
+        return out
+
+    def invalid_edges(self):
+        """The default limit (16 MiB, RPC-LIM-1) of a codec that sets none: a header declaring one byte past it is
+        refused at the header; one declaring exactly it is no error (the stream ends inside that frame:
+        RPC-STR-3). After a valid frame, so that the error's offset is not 0."""
+        codec = RpcCodec("rpc", 0)
+        first = K.request(5, b"ok")
+        pre = oracle.encode(codec, first)
+        return [(codec, pre + _hdr(K.DATA, 1, n) + b"abc", [first], Error(cls, len(pre)), Edge(what, ("RPC-LIM-1",)))
+                for n, cls, what in ((K.DEFAULT_MAX_BODY + 1, "RPC-LIM-1", "a header one byte past the default limit"),
+                                     (K.DEFAULT_MAX_BODY, "RPC-STR-3", "a header declaring exactly the default limit"))]
 
     def encode_cases(self):
         # half the cases a named frame with a name at an edge of its length field, one past it included
@@ -118,7 +141,18 @@ def _hdr(kind, rid, n, version=1, magic=b"GRPC"):
 def _invalid_streams(draw, S):
     codec, frames, prefix = draw(S.valid_streams())
     off = len(prefix)
-    kind = draw(st.sampled_from(["oversize", "magic", "version", "type", "control_body", "short_body", "truncated"]))
+    kind = draw(st.sampled_from(["oversize", "default_limit", "magic", "version", "type", "control_body", "short_body",
+                                 "truncated"]))
+    if kind == "default_limit":
+        # the default limit (16 MiB, RPC-LIM-1) of a codec that sets none: one byte past it refused at the header;
+        # exactly it is no error (the stream then ends inside that frame: RPC-STR-3)
+        codec = RpcCodec("rpc", 0)
+        frames = [f for f in frames if not isinstance(oracle.encode(codec, f), Error)]
+        prefix = b"".join(oracle.encode(codec, f) for f in frames)
+        over = draw(st.booleans())
+        n = K.DEFAULT_MAX_BODY + 1 if over else K.DEFAULT_MAX_BODY
+        return (codec, prefix + _hdr(K.DATA, 1, n) + draw(st.binary(max_size=16)), frames,
+                Error("RPC-LIM-1" if over else "RPC-STR-3", len(prefix)))
     if kind == "oversize":
         limit = draw(st.integers(1, 70000))
         codec = RpcCodec("rpc", limit)
