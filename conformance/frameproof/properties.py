@@ -285,11 +285,12 @@ def matching(S: Strategies):
     return run
 
 
-def serving(S: Strategies):
+def serving(S: Strategies, scripts=None):
+    """``scripts``: the sessions to draw (default ``S.serve_scripts()``)."""
     from .checks import check_serve
 
     def run(testee):
-        @given(S.serve_scripts())
+        @given(scripts if scripts is not None else S.serve_scripts())
         def prop(case):
             codec, endpoint, whole, chunks, half_close = case
             expected = oracle.serve(codec, endpoint, chunks, half_close)

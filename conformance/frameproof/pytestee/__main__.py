@@ -218,7 +218,8 @@ def do_discovery(req: pb.DiscoveryRequest):
 
 def registry_features() -> list:
     """The features of the protocols' registries (``Protocol.registry_features``)."""
-    return sorted({f for p in protocols.all_protocols() for f in getattr(p, "registry_features", ())})
+    return sorted({f for p in protocols.all_protocols()
+                   for f in (*getattr(p, "registry_features", ()), *getattr(p, "testee_features", ()))})
 
 
 def outside_oneof(data: bytes, version: int):

@@ -17,6 +17,7 @@ from .oracle import RpcCodec
 st = lazy.module("hypothesis.strategies")
 P = lazy.module("frameproof.properties")
 discovery_suite = lazy.module("frameproof.protocols.rpc.discovery_suite")
+strategies_mod = lazy.module("frameproof.protocols.rpc.strategies")
 given = lazy.given
 
 _HEADER_KEYS = ("type", "flags", "id", "service", "method", "error_code", "version", "reserved")
@@ -162,6 +163,7 @@ class Rpc(Protocol):
         "rpc-id-31-bits": "RPC-HDR-7",
         "rpc-refuses-longest-name": "RPC-BODY-6",  # a 65535-byte name refused (the name-length edges)
         "rpc-default-limit-15mib": "RPC-LIM-1",  # the default limit 1 MiB short (the limit's edges, default codec)
+        "rpc-ignores-mode": "RPC-ECHO-8",  # unary_only answered in every call mode (as the server fault of that name)
     }
     mutants.update(discovery.MUTANTS)  # the service registry's (spec/discovery.md)
     #: specs of the layers rpc carries: service discovery (DISC-*), checked through the testee's
@@ -174,6 +176,7 @@ class Rpc(Protocol):
         "rpc-id-31-bits": "RPC-HDR-7",
         "rpc-refuses-longest-name": "RPC-BODY-6",  # a 65535-byte name refused (the name-length edges)
         "rpc-default-limit-15mib": "RPC-LIM-1",  # the default limit 1 MiB short (the limit's edges, default codec)
+        "rpc-ignores-mode": "RPC-ECHO-8",  # unary_only answered in every call mode (as the server fault of that name)
     }
     #: server faults only an opt-in network case catches (here unary_only_routing, which runs when the
     #: codec names the server's unary-only method, rpc.unary_only): conformance/tests/test_rpc_endpoints.py
@@ -301,6 +304,10 @@ class Rpc(Protocol):
                         "RPC-STREAM-8", "RPC-HDR-7", "RPC-STREAM-2"], "serve",
                        "Both echo endpoints, fed valid and mutated streams in any split, with ids over the whole "
                        "u32 range, write and close as the model says", serving(S)),
+            P.Property("prop_serve_unary_only", self.name, ["RPC-ECHO-8"], "rpc-unary-only",
+                       "The method registered for the UNARY call mode only, called in every call mode and flags "
+                       "byte between other calls: echoed in mode 0, METHOD_NOT_FOUND otherwise",
+                       P.serving(S, strategies_mod.unary_only_scripts(S))),
             P.Property("serve_unary_scripted", self.name,
                        ["RPC-ECHO-1", "RPC-ECHO-2", "RPC-ECHO-4", "RPC-ECHO-5", "RPC-MODE-1", "RPC-MODE-2"], "serve",
                        "Fixed unary sessions (four modes, unknown names, non-requests, half-close), whole, as "
@@ -317,6 +324,8 @@ class Rpc(Protocol):
 
     #: testee features the registry scripts need (spec/testee.md, ``discovery``)
     registry_features = ("discovery", "discovery-etcd")
+    #: testee features of this protocol's own (spec/testee.md): its serve endpoint registers `unary_only` (RPC-ECHO-8)
+    testee_features = ("rpc-unary-only",)
 
     def registry_script(self, req):
         """The Python reference registry's answer to a registry script (spec/testee.md, ``discovery``):

@@ -142,7 +142,7 @@ def unary_endpoint(fault="", service=_SERVICE, method=_METHOD):
             if R.MUTANT == "rpc-keeps-non-request" or fault == "rpc-keep-open-on-non-request":
                 return None
             raise CodecError("RPC-ECHO-4", 0, "not a REQUEST")
-        routed = h.method == method or h.method == _UNARY_ONLY and (h.flags & 3 == 0 or fault == "rpc-ignores-mode")
+        routed = h.method == method or h.method == _UNARY_ONLY and (h.flags & 3 == 0 or "rpc-ignores-mode" in (fault, R.MUTANT))
         if h.service == service and routed or fault == "rpc-code-0-for-unknown":
             return _resp(h, 0, f.payload, fault)
         if h.service != service and R.MUTANT != "rpc-unknown-service-code-3":

@@ -272,6 +272,20 @@ def _echo_payloads():
 
 
 @st.composite
+def unary_only_scripts(draw, S):
+    """Sessions of the unary endpoint calling the method registered for the UNARY call mode only (RPC-ECHO-8) in
+    every call mode and flags byte, between calls of `echo` (and a name that only starts like it), any split."""
+    codec = draw(S.codecs(small_limits=False))
+    frames = []
+    for _ in range(draw(st.integers(1, 8))):
+        rid = draw(_ids())
+        meth = draw(st.sampled_from([K.UNARY_ONLY_METHOD] * 4 + [K.ECHO_METHOD, b"unary_onl", b"unary_only_"]))
+        frames.append(K.request(rid, draw(_echo_payloads()), K.ECHO_SERVICE, meth, draw(st.integers(0, 7))))
+    data = b"".join(oracle.encode(codec, f) for f in frames)
+    return codec, "unary", data, draw(splits_of(data)), draw(st.booleans())
+
+
+@st.composite
 def _serve_scripts(draw, S):
     """A session of either endpoint: the endpoint's frames (valid or mutated), split anyhow."""
     endpoint = draw(st.sampled_from(["", "unary", "stream"]))
