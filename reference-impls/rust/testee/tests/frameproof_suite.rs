@@ -145,7 +145,25 @@ fn main() {
         if !run("network suite, a limit of 1000 bytes", &mut net) {
             exit(1)
         }
-        for mode in ["--mode pipelined --window 16", "--mode batched --batch 16"] {
+        // and the protocol's other request variants and modes (rpc's call modes and streams, websocket's
+        // text and prose messages): each is code of its own in fp-load (Protocol::with_variant, StreamOps)
+        let mut modes = vec![
+            "--mode pipelined --window 16".to_string(),
+            "--mode batched --batch 16".to_string(),
+        ];
+        match p.as_str() {
+            "rpc" => modes.extend([
+                "--mode pipelined --window 16 --variant bidi".to_string(),
+                "--mode pipelined --window 16 --variant client-stream".to_string(),
+                "--mode stream --window 4 --frames-per-stream 8".to_string(),
+            ]),
+            "websocket" => modes.extend([
+                "--mode pipelined --window 16 --variant text".to_string(),
+                "--mode pipelined --window 16 --variant prose".to_string(),
+            ]),
+            _ => {}
+        }
+        for mode in &modes {
             let client = format!(
                 "{} --protocol {p} --connect {{host}}:{{port}} --connections 4 --payload 32 {mode} \
                  --requests 1000 --timeout-ms 2000 --json {{json}}",
