@@ -52,3 +52,56 @@ def test_triage_entries_match_without_line_numbers():
     ms = [{"name": C, "outcome": "missed"}, {"name": D, "outcome": "missed"}, {"name": A, "outcome": "caught"}]
     c = run.score(ms, triage)
     assert (c["caught"], c["missed"], c["equivalent"], c["score"]) == (1, 1, 1, 50.0)
+
+
+def test_every_mutant_of_the_committed_reports_has_a_requirement_area():
+    """tools/mutation/areas.toml: each mutant of a report falls in a named area (none in "other"), and the
+    areas place the code where its requirements are (a decoder's mutant under decoding, a session's under
+    the echo server, a constant outside any function under the constants)."""
+    import json
+    areas = run.load_areas()
+    seen = 0
+    for f in sorted((ROOT / "results").glob("mutation-*.json")):
+        for lang, protos in json.loads(f.read_text())["languages"].items():
+            for proto, d in protos.items():
+                if "by_area" in d:
+                    seen += 1
+                    assert "other" not in d["by_area"], (f.name, lang, proto, d["by_area"]["other"])
+    assert seen, "no committed report has areas"
+    rust = {
+        "codec/src/standard.rs:160:34: replace + with * in <impl FrameDecoder for StandardDecoder>::decode": "decoding",
+        "codec/src/rpc/session.rs:40:9: replace == with != in ServerSession::feed": "echo server: sessions, replies, fast paths",
+        "codec/src/standard/protocol.rs:16:54: replace | with ^": "protocol constants",
+        "codec/src/length_field/protocol.rs:116:13: delete match arm (0, LengthSize::U8) in <impl Protocol for LengthField>::walker": "benchmark baselines",
+        "codec/src/rpc/client.rs:19:9: replace RpcClient<T>::next_id -> u32 with 1": "load client: requests, replies, matching",
+        "codec/src/websocket/handshake.rs:50:9: replace && with || in parse_request": "opening handshake",
+    }
+    for name, want in rust.items():
+        assert run.area_of("rust", {"name": name}, areas) == want, name
+    assert run.area_of("python", {"scope": "RpcDecoder._scan"}, areas) == "decoding"
+    assert run.area_of("python", {"scope": "unary_endpoint.reply"}, areas) == "echo server: sessions, replies, fast paths"
+    assert run.area_of("python", {"scope": "<module>"}, areas) == "protocol constants"
+    assert run.py_scope("conformance/frameproof/protocols/rpc/reference.py", 1) == "<module>"
+
+
+def test_code_that_runs_only_with_a_planted_bug_is_recognised(tmp_path):
+    """A Python mutant there cannot change the unplanted implementation: the body of `if M == "x":`, of
+    `if M == "x" or fault == "y":`, the first branch of `a if "x" in (fault, R.MUTANT) else b`; not the body of
+    `if M != "x":` (which runs unplanted) nor the condition `n > 3` beside a switch."""
+    src = tmp_path / "m.py"
+    src.write_text(
+        "def f(n, fault, M, R):\n"                                        # 1
+        "    if M == 'x':\n"                                              # 2
+        "        n += 1\n"                                                # 3
+        "    if M == 'x' or fault == 'y':\n"                              # 4
+        "        n += 2\n"                                                # 5
+        "    r = n & 7 if 'z' in (fault, R.MUTANT) else n\n"              # 6
+        "    if M != 'x':\n"                                              # 7
+        "        n += 3\n"                                                # 8
+        "    if n > 3 and M != 'w':\n"                                    # 9
+        "        n += 4\n"                                                # 10
+        "    return r\n")
+    a = run.planted_analysis(src)
+    inside = lambda row, col=8: run.equivalent_unplanted("core/NumberReplacer", row, col, a)  # noqa: E731
+    assert inside(3) and inside(5) and inside(6, 9)
+    assert not inside(6, 30) and not inside(8) and not inside(10) and not inside(9)

@@ -174,9 +174,7 @@ class Rpc(Protocol):
         "rpc-keep-open-on-non-request": "RPC-ECHO-4",
         "rpc-drop-init-ack": "RPC-STREAM-1",
         "rpc-id-31-bits": "RPC-HDR-7",
-        "rpc-refuses-longest-name": "RPC-BODY-6",  # a 65535-byte name refused (the name-length edges)
-        "rpc-default-limit-15mib": "RPC-LIM-1",  # the default limit 1 MiB short (the limit's edges, default codec)
-        "rpc-ignores-mode": "RPC-ECHO-8",  # unary_only answered in every call mode (as the server fault of that name)
+        "rpc-first-frame-picks-stream": "RPC-ECHO-7",  # a first frame that is no REQUEST opens the stream endpoint
     }
     #: server faults only an opt-in network case catches (here unary_only_routing, which runs when the
     #: codec names the server's unary-only method, rpc.unary_only): conformance/tests/test_rpc_endpoints.py

@@ -330,6 +330,12 @@ def cases() -> List[NetCase]:
                   hostile=True)),
         u(NetCase("non_request_closes", ["RPC-ECHO-4"], "A RESPONSE sent to the unary endpoint closes the connection",
                   lambda t: h(t, _hdr(K.RESPONSE, 1, 2) + b"\x00\x00", "a RESPONSE frame"), hostile=True)),
+        u(NetCase("first_frame_non_request_closes", ["RPC-ECHO-7", "RPC-ECHO-4"], "A RESPONSE, then a HEARTBEAT, "
+                  "as a connection's very first frame: not a stream type, so the unary endpoint takes the connection "
+                  "and closes it (every other case opens with a REQUEST, which picks the unary endpoint by itself)",
+                  lambda t: [h(t, _hdr(kind, 1, n) + bytes(n), f"a {name} as the first frame", expect_replies=0)
+                             for kind, n, name in ((K.RESPONSE, 2, "RESPONSE"), (K.HEARTBEAT, 0, "HEARTBEAT"))],
+                  hostile=True)),
         u(N.generic("garbage_bytes", ["RPC-LIM-3", "RPC-HDR-2"])),
         u(N.generic("stops_mid_frame", ["RPC-STR-3"])),
         u(N.generic("half_close_gets_replies", ["RPC-ECHO-5"])),

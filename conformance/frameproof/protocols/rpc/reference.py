@@ -205,7 +205,8 @@ def net_replier(fault="", codec=None):
     chosen = []
 
     def pick(f):
-        if eps == ("unary",) or eps != ("stream",) and not 0x10 <= f.header.type <= 0x14:
+        stream_type = 0x10 <= f.header.type <= 0x14 or fault == "rpc-first-frame-picks-stream" and f.header.type != 0x01
+        if eps == ("unary",) or eps != ("stream",) and not stream_type:
             return unary_endpoint(fault, service, method)
         return stream_endpoint(fault, s_service, s_method)
 
