@@ -254,6 +254,28 @@ impl Visitor for Run {
         if !requests.iter().all(|r| proto.bench_reply(r, &mut out)) {
             return Err(format!("{} has no reply encoder", P::NAME));
         }
+        // the replies are what a client accepts: one each, in order, each a valid reply carrying its
+        // request's payload (a reply path that writes nothing, or wrong bytes, is not measured)
+        let client = proto.clone().client_side();
+        let mut replies = client.decoder();
+        replies.buffer_mut().extend_from_slice(&out);
+        for (i, r) in requests.iter().enumerate() {
+            match replies.decode() {
+                Ok(Some(reply)) => {
+                    if let Err(why) = client.check_reply(&reply) {
+                        return Err(format!("reply {i}: {why}"));
+                    }
+                    if P::payload(&reply) != P::payload(r) {
+                        return Err(format!("reply {i}: its payload differs from the request's"));
+                    }
+                }
+                Ok(None) => return Err(format!("reply {i} of {f} missing ({} bytes written)", out.len())),
+                Err(e) => return Err(format!("reply {i} of {f} does not decode: {e}")),
+            }
+        }
+        if !replies.buffer_mut().is_empty() {
+            return Err(format!("{} bytes after the {f} replies", replies.buffer_mut().len()));
+        }
         let bytes_per_frame = out.len() / f;
         out.clear();
         let (sample_ns, allocs, alloc_bytes, checksum) = measure(plan, || {
