@@ -169,9 +169,10 @@ def strip_pos(name: str) -> str:
 
 # ---- Python: cosmic-ray --------------------------------------------------------------------------
 
-def py_tree() -> Path:
-    """The copy cosmic-ray mutates in place (never the working tree)."""
-    tree = WORK / "python" / "tree"
+def py_tree(name: str) -> Path:
+    """The copy cosmic-ray mutates in place (never the working tree), made anew: one per protocol run (and one
+    for the sample), so that two runs at once never share (or re-copy) the files the other mutates."""
+    tree = WORK / "python" / f"tree-{name}"
     src = ROOT / "conformance/frameproof"
     dst = tree / "conformance/frameproof"
     if dst.exists():
@@ -229,9 +230,9 @@ def py_session(tree: Path, proto: str, net: bool, profile: str) -> tuple[Path, P
 
 
 def run_python(protos: list[str], net: bool, profile: str) -> int:
-    tree = py_tree()
     rc = 0
     for proto in protos:
+        tree = py_tree(proto)
         cfg, session = py_session(tree, proto, net, profile)
         # the baseline: the unmutated copy must pass, or every mutant would count as caught
         if sh(["bash", "-c", py_test_command(tree, proto, net, profile)], cwd=tree,
@@ -253,9 +254,23 @@ def _switch(node) -> bool:
     if not isinstance(node, ast.Compare) or len(node.ops) != 1:
         return False
     sides = [node.left, *node.comparators]
-    return any(isinstance(n, ast.Name) and n.id in PLANTED_NAMES or
-               isinstance(n, ast.Attribute) and n.attr in PLANTED_NAMES for n in sides) and \
-        any(isinstance(n, (ast.Constant, ast.Tuple)) for n in sides)
+
+    def planted(n):
+        return isinstance(n, ast.Name) and n.id in PLANTED_NAMES or isinstance(n, ast.Attribute) and n.attr in PLANTED_NAMES
+    # `M == "name"`, `M in ("a", "b")`, and `"name" in (fault, M)` (either switch names the bug)
+    if any(planted(n) for n in sides) and any(isinstance(n, (ast.Constant, ast.Tuple)) for n in sides):
+        return True
+    return (isinstance(node.ops[0], ast.In) and isinstance(node.left, ast.Constant) and isinstance(node.left.value, str)
+            and isinstance(node.comparators[0], ast.Tuple) and node.comparators[0].elts
+            and all(planted(e) for e in node.comparators[0].elts))
+
+
+def _only_when_planted(test) -> bool:
+    """A condition true only with a bug planted: a switch naming it (==, in), or an `or` of such."""
+    import ast
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        return all(_only_when_planted(v) for v in test.values)
+    return _switch(test) and isinstance(test.ops[0], (ast.Eq, ast.In))
 
 
 def planted_analysis(module: Path) -> tuple[list[tuple], dict]:
@@ -272,10 +287,10 @@ def planted_analysis(module: Path) -> tuple[list[tuple], dict]:
     spans: list[tuple] = []
     switches: dict[int, list] = {}
     for node in ast.walk(tree):
-        if isinstance(node, ast.If) and _switch(node.test) and isinstance(node.test.ops[0], (ast.Eq, ast.In)):
+        if isinstance(node, ast.If) and _only_when_planted(node.test):
             for b in node.body:
                 spans.append((b.lineno, 0, b.end_lineno or b.lineno, 10 ** 6))
-        if isinstance(node, ast.IfExp) and _switch(node.test) and isinstance(node.test.ops[0], ast.Eq):
+        if isinstance(node, ast.IfExp) and _only_when_planted(node.test):
             b = node.body
             spans.append((b.lineno, b.col_offset, b.end_lineno or b.lineno, b.end_col_offset or 10 ** 6))
         if isinstance(node, ast.FunctionDef) and any(
@@ -283,6 +298,8 @@ def planted_analysis(module: Path) -> tuple[list[tuple], dict]:
             spans.append((node.lineno, 0, node.end_lineno or node.lineno, 10 ** 6))
         if _switch(node):
             const = next(n for n in [node.left, *node.comparators] if isinstance(n, (ast.Constant, ast.Tuple)))
+            if node.left is const and isinstance(node.ops[0], ast.In):  # "name" in (fault, M): no operator to swap
+                continue
             if isinstance(const, ast.Constant):
                 switches.setdefault(node.lineno, []).append((type(node.ops[0]).__name__, const.value))
     return spans, switches
@@ -332,7 +349,8 @@ def py_outcomes(session: Path) -> list[dict]:
             kind = "unviable"
         else:
             kind = {"killed": "caught", "survived": "missed"}.get(test, "unviable")
-        out.append({"module": module, "function": fn or "", "operator": op, "occurrence": occ, "line": row,
+        out.append({"module": module, "function": fn or "", "scope": py_scope(module, row), "operator": op,
+                    "occurrence": occ, "line": row,
                     "text": text, "outcome": kind, "planted_only": equivalent_unplanted(op, row, col, planted[module]),
                     "name": f"{module}: {op} in {fn or '<module>'}: {text}"})
     return out
@@ -344,7 +362,7 @@ def sample(args) -> int:
     spec = tomllib.loads((HERE / "ci-sample.toml").read_text())
     results = []  # (lang, name, caught?, why)
     # Python: cosmic-ray applies one mutation in the copy and runs the test command; the copy is restored
-    tree = py_tree()
+    tree = py_tree("sample")
     passing: dict[str, bool] = {}
     for m in spec["python"] if args.lang in (None, "python") else ():
         proto = m["protocol"]
@@ -430,6 +448,40 @@ def triage_of(name: str, triage: list[dict]) -> dict | None:
     return None
 
 
+def load_areas() -> list[dict]:
+    return tomllib.loads((HERE / "areas.toml").read_text())["area"]
+
+
+_SCOPES: dict[str, list] = {}
+
+
+def py_scope(module: str, row: int) -> str:
+    """The definitions around line ``row`` of ``module``, outermost first: "Class.method", "function.inner",
+    "<module>"."""
+    import ast
+    if module not in _SCOPES:
+        spans = []
+        def walk(node, prefix):
+            for ch in ast.iter_child_nodes(node):
+                if isinstance(ch, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    name = f"{prefix}{ch.name}"
+                    spans.append((ch.lineno, ch.end_lineno, name))
+                    walk(ch, name + ".")
+        walk(ast.parse((ROOT / module).read_text()), "")
+        _SCOPES[module] = spans
+    inside = [(b - a, n) for a, b, n in _SCOPES[module] if a <= row <= b]
+    return min(inside)[1] if inside else "<module>"
+
+
+def area_of(lang: str, m: dict, areas: list[dict]) -> str:
+    """The first area whose pattern for ``lang`` is found in the mutant's name (Rust) or scope (Python)."""
+    key = m["name"] if lang == "rust" else m.get("scope", "")
+    for a in areas:
+        if a.get(lang) and re.search(a[lang], key):
+            return a["name"]
+    return "other"
+
+
 def collect() -> dict:
     res: dict = {"rust": {}, "python": {}}
     for proto in PROTOCOLS:
@@ -443,7 +495,7 @@ def collect() -> dict:
 
 
 def score(ms: list[dict], triage: list[dict]) -> dict:
-    c = {k: 0 for k in ("caught", "missed", "timeout", "unviable", "untested", "equivalent")}
+    c = {k: 0 for k in ("caught", "missed", "timeout", "unviable", "untested", "equivalent", "removed")}
     for m in ms:
         k = m["outcome"]
         if k == "missed":
@@ -453,8 +505,10 @@ def score(ms: list[dict], triage: list[dict]) -> dict:
                                                      "code that runs only then, or the switch's own test answering "
                                                      "the same"}
             m["triage"] = t
-            if t and t.get("verdict") == "equivalent":
-                k = "equivalent"
+            if t and t.get("verdict") in ("equivalent", "removed"):
+                # removed: the mutated code is gone since the run (library API no program called), so the
+                # mutant no longer exists; neither caught nor missed
+                k = t["verdict"]
         c[k] += 1
     tested = c["caught"] + c["timeout"] + c["missed"]
     c["score"] = round(100.0 * (c["caught"] + c["timeout"]) / tested, 1) if tested else None
@@ -463,31 +517,38 @@ def score(ms: list[dict], triage: list[dict]) -> dict:
 
 def report(args) -> int:
     triage = load_triage()
+    areas = load_areas()
+    req = {a["name"]: a["requirements"] for a in areas}
     res = collect()
     lines = ["# Mutation testing with frameproof as the test", "",
              "Made by `bash tools/mutation.sh report` from the runs in `.mutation/` "
              "(see tools/mutation/run.py for how mutants are made and judged).",
-             "Score = (caught + timed out) / (caught + timed out + missed), equivalent mutants left out; "
+             "Score = (caught + timed out) / (caught + timed out + missed), equivalent mutants left out, and so are "
+             "removed ones (their code was deleted after the run: library API no program called); "
              "unviable mutants (they do not build or import) do not count.", ""]
     data = {"generated": time.strftime("%Y-%m-%d"), "languages": {}}
     for lang in ("rust", "python"):
         if not res[lang] or (getattr(args, "lang", None) or lang) != lang:
             continue
-        lines += [f"## {lang}", "", "| protocol | mutants | tested | caught | timeout | missed | equivalent | "
-                  "unviable | untested | score |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        lines += [f"## {lang}", "", "| protocol | mutants | tested | caught | timeout | missed | equivalent | removed | "
+                  "unviable | untested | score |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         data["languages"][lang] = {}
         for proto, ms in res[lang].items():
             c = score(ms, triage)
             tested = c["caught"] + c["timeout"] + c["missed"]
             lines.append(f"| {proto} | {len(ms)} | {tested} | {c['caught']} | {c['timeout']} | {c['missed']} | "
-                         f"{c['equivalent']} | {c['unviable']} | {c['untested']} | "
+                         f"{c['equivalent']} | {c['removed']} | {c['unviable']} | {c['untested']} | "
                          f"{'' if c['score'] is None else str(c['score']) + ' %'} |")
             by_module: dict[str, dict] = {}
             for m in ms:
                 key = m["module"] + (f" {m['function']}" if lang == "python" else "")
                 by_module.setdefault(key, []).append(m)
+            by_area: dict[str, list] = {a["name"]: [] for a in areas}
+            for m in ms:
+                by_area.setdefault(area_of(lang, m, areas), []).append(m)
             data["languages"][lang][proto] = {
                 "totals": c,
+                "by_area": {k: score(v, triage) for k, v in by_area.items() if v},
                 "by_module": {k: score(v, triage) for k, v in sorted(by_module.items())},
                 "survivors": [{"name": m["name"], "triage": m.get("triage")} for m in ms
                               if m["outcome"] == "missed"]}
@@ -502,6 +563,16 @@ def report(args) -> int:
                             else "codec suite")
                     runs.append(f"`{out.name}` ({what}): {len(k)} mutants, {sum(1 for v in k.values() if v == 'caught')} caught")
                 lines.append(f"- {proto}: " + "; ".join(runs))
+            lines.append("")
+        for proto, d in data["languages"][lang].items():
+            lines += [f"### {lang} {proto}: by requirement area", "",
+                      "| area | requirements | tested | caught | timeout | missed | equivalent | unviable | untested | score |",
+                      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            for name, c in d["by_area"].items():
+                tested = c["caught"] + c["timeout"] + c["missed"]
+                lines.append(f"| {name} | {req.get(name, 'none: code no area names')} | {tested} | {c['caught']} | "
+                             f"{c['timeout']} | {c['missed']} | {c['equivalent']} | {c['unviable']} | {c['untested']} | "
+                             f"{'' if c['score'] is None else str(c['score']) + ' %'} |")
             lines.append("")
         for proto, d in data["languages"][lang].items():
             if d["survivors"]:
