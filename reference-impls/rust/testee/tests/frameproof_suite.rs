@@ -191,18 +191,24 @@ fn main() {
         // websocket's 64-bit length) whose headers the walker must read across reads; length-field
         // in each profile the raw echo walks (1, 2 and 4-byte little-endian fields at offset 0)
         let json = Path::new(&target).join("frameproof-suite-load.json");
-        let runs: Vec<(String, u64, u64)> = if p == "length-field" {
+        // (rpc also in stream mode: STREAM_INIT, DATA and END through the raw echo's reply rewriter)
+        const PIPELINED: &[&str] = &["--mode", "pipelined", "--window", "16"];
+        let runs: Vec<(String, u64, u64, &[&str])> = if p == "length-field" {
             vec![
-                (r#"{"protocol": "length-field"}"#.into(), 40, 2000),
-                (r#"{"protocol": "length-field", "length_field": {"size": 1}}"#.into(), 200, 400),
-                (r#"{"protocol": "length-field", "length_field": {"size": 4}}"#.into(), 70000, 40),
+                (r#"{"protocol": "length-field"}"#.into(), 40, 2000, PIPELINED),
+                (r#"{"protocol": "length-field", "length_field": {"size": 1}}"#.into(), 200, 400, PIPELINED),
+                (r#"{"protocol": "length-field", "length_field": {"size": 4}}"#.into(), 70000, 40, PIPELINED),
             ]
         } else {
             let c = format!(r#"{{"protocol": "{p}"}}"#);
-            vec![(c.clone(), 40, 2000), (c, 70000, 40)]
+            let mut v = vec![(c.clone(), 40, 2000, PIPELINED), (c.clone(), 70000, 40, PIPELINED)];
+            if p == "rpc" {
+                v.push((c, 40, 40, &["--mode", "stream", "--window", "4", "--frames-per-stream", "8"]));
+            }
+            v
         };
-        for (codec_json, payload, requests) in &runs {
-            if !raw_echo_counts(&raw, &load, p, codec_json, *payload, *requests, &json) {
+        for (codec_json, payload, requests, mode) in &runs {
+            if !raw_echo_counts(&raw, &load, p, codec_json, *payload, *requests, mode, &json) {
                 exit(1)
             }
         }
@@ -236,6 +242,7 @@ fn raw_echo_counts(
     codec_json: &str,
     payload: u64,
     requests: u64,
+    mode: &[&str],
     json: &Path,
 ) -> bool {
     use std::io::{BufRead, BufReader, Read};
@@ -273,14 +280,8 @@ fn raw_echo_counts(
                 "--requests",
                 &requests.to_string(),
             ])
-            .args([
-                "--payload",
-                &payload.to_string(),
-                "--mode",
-                "pipelined",
-                "--window",
-                "16",
-            ])
+            .args(["--payload", &payload.to_string()])
+            .args(mode)
             .args(["--timeout-ms", "5000", "--json"])
             .arg(json),
     );
@@ -307,12 +308,14 @@ fn raw_echo_counts(
     // websocket: each of the 2 connections may end with a close frame (code 1000, 2 payload bytes),
     // counted too
     let sent = r["requests_sent"].as_u64().unwrap_or(0);
+    // stream mode: each stream's STREAM_INIT and STREAM_END are frames too (requests_sent counts its DATA)
+    let streams = r["streams_completed"].as_u64().unwrap_or(0);
     let goodbye = if p == "websocket" { 2 } else { 0 };
     let (frames, bytes) = (c["frames"].as_u64(), c["bytes"].as_u64());
     let agree = ok
         && sent > 0
         && r["replies_verified"].as_u64() == Some(sent)
-        && (frames == Some(sent) || frames == Some(sent + goodbye))
+        && (frames == Some(sent + 2 * streams) || frames == Some(sent + 2 * streams + goodbye))
         && (bytes == Some(sent * payload) || bytes == Some(sent * payload + 2 * goodbye));
     if !agree {
         eprintln!("frameproof_suite: fp-raw-echo counted {c} for fp-load's {r}");
