@@ -336,6 +336,13 @@ def cases() -> List[NetCase]:
                   lambda t: [h(t, _hdr(kind, 1, n) + bytes(n), f"a {name} as the first frame", expect_replies=0)
                              for kind, n, name in ((K.RESPONSE, 2, "RESPONSE"), (K.HEARTBEAT, 0, "HEARTBEAT"))],
                   hostile=True)),
+        u(NetCase("stream_frame_after_request_closes", ["RPC-ECHO-7", "RPC-ECHO-4"], "A REQUEST, then a valid "
+                  "STREAM_INIT to the echo service on the same connection: the REQUEST chose the unary endpoint, which "
+                  "closes on the STREAM_INIT (a server that kept choosing by each frame's type would open a stream)",
+                  lambda t: h(t, _hdr(K.INIT, 9, 4 + len(K.ECHO_SERVICE) + len(K.ECHO_METHOD))
+                              + len(K.ECHO_SERVICE).to_bytes(2, "big") + K.ECHO_SERVICE
+                              + len(K.ECHO_METHOD).to_bytes(2, "big") + K.ECHO_METHOD,
+                              "a STREAM_INIT after a REQUEST"), hostile=True)),
         u(N.generic("garbage_bytes", ["RPC-LIM-3", "RPC-HDR-2"])),
         u(N.generic("stops_mid_frame", ["RPC-STR-3"])),
         u(N.generic("half_close_gets_replies", ["RPC-ECHO-5"])),
