@@ -217,7 +217,7 @@ def oversize_whole(t):
         c.send(b"".join(c.frame(g) for g in good))
         check_replies(t, good, c.read_frames(len(good)), "requests before the whole oversize frame: ")
         n = t.limit + 1
-        _quiet_send_all(c, t.spec.oversize_header(t.codec, n) + payload_for(n, n))
+        _quiet_send_all(c, t.spec.oversize_whole_frame(t.codec, n))
         c.expect_closed(what=f" after a whole frame of {n} bytes (the limit + 1) in one write")
     finally:
         c.close()

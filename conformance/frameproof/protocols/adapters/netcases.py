@@ -28,3 +28,10 @@ class NetCases:
     def oversize_header(self, codec, n: int) -> bytes:
         """The bytes of a frame header declaring an ``n``-byte frame (the oversize and hostile cases)."""
         raise NotImplementedError(f"{self.name} has no oversize header")
+
+    def oversize_whole_frame(self, codec, n: int) -> bytes:
+        """A whole ``n``-byte frame, valid but for its size (oversize_whole_frame): the header and ``n`` payload
+        bytes; a protocol whose body has fields of its own (rpc's names) gives them too, so that a server's
+        fast path, which answers valid whole frames where they lie, takes it up to its limit check."""
+        from ...loadside import payload_for
+        return self.oversize_header(codec, n) + payload_for(n, n)

@@ -350,6 +350,13 @@ class Rpc(Protocol):
     def oversize_header(self, codec, n):
         return K.MAGIC + bytes([1, K.REQUEST, K.END_STREAM, 0]) + (9).to_bytes(4, "big") + (n & 0xFFFFFFFF).to_bytes(4, "big")
 
+    def oversize_whole_frame(self, codec, n):
+        """A REQUEST to the echo service whose body (its names and payload) is ``n`` bytes."""
+        from ...loadside import payload_for
+        names = (len(K.ECHO_SERVICE).to_bytes(2, "big") + K.ECHO_SERVICE + len(K.ECHO_METHOD).to_bytes(2, "big")
+                 + K.ECHO_METHOD)
+        return self.oversize_header(codec, n) + names + payload_for(n, n - len(names))
+
     def client_request_check(self):
         return load.request_check()
 
