@@ -127,6 +127,16 @@ STREAM_CASES = [
 ]
 
 
+class _UnaryOnlyScripts:
+    """The rpc strategies with serve_scripts() drawing sessions that call `unary_only` (prop_serve_unary_only)."""
+
+    def __init__(self, S):
+        self.S = S
+
+    def serve_scripts(self):
+        return strategies_mod.unary_only_scripts(self.S)
+
+
 class Rpc(Protocol):
     name = "rpc"
     #: byte 0 of the native fuzz targets' input (conformance/FUZZING.md); their limit is rpc's maximum body
@@ -305,7 +315,7 @@ class Rpc(Protocol):
             P.Property("prop_serve_unary_only", self.name, ["RPC-ECHO-8"], "rpc-unary-only",
                        "The method registered for the UNARY call mode only, called in every call mode and flags "
                        "byte between other calls: echoed in mode 0, METHOD_NOT_FOUND otherwise",
-                       P.serving(S, strategies_mod.unary_only_scripts(S))),
+                       P.serving(_UnaryOnlyScripts(S))),
             P.Property("serve_unary_scripted", self.name,
                        ["RPC-ECHO-1", "RPC-ECHO-2", "RPC-ECHO-4", "RPC-ECHO-5", "RPC-MODE-1", "RPC-MODE-2"], "serve",
                        "Fixed unary sessions (four modes, unknown names, non-requests, half-close), whole, as "
