@@ -300,13 +300,22 @@ int main(int argc, char** argv) {
     std::make_shared<Listener>(ioc, std::move(acc), a, stats)->accept();
 
     net::signal_set signals(ioc, SIGINT, SIGTERM);
-    signals.async_wait([&](const beast::error_code&, int) {
+    net::steady_timer grace(ioc);
+    auto print_and_exit = [&] {
         std::printf("{\"connections\": %llu, \"frames\": %llu, \"bytes\": %llu, \"protocol_errors\": %llu}\n",
                     (unsigned long long)stats.connections.load(), (unsigned long long)stats.frames.load(),
                     (unsigned long long)stats.bytes.load(), (unsigned long long)stats.protocol_errors.load());
         std::fflush(stdout);
         // the other threads still run connections: leave without unwinding them
         std::_Exit(0);
+    };
+    signals.async_wait([&](const beast::error_code&, int) {
+        // Beast calls a read's handler with a protocol error only after its close handshake and teardown,
+        // that is after the peer has closed too: a SIGTERM sent right after the peer closed raced that
+        // handler and printed protocol_errors one short (CI, 2026-12-05). Completions already delivered by
+        // the kernel run within this grace; a connection still open at the signal is not waited for.
+        grace.expires_after(std::chrono::milliseconds(200));
+        grace.async_wait([&](const beast::error_code&) { print_and_exit(); });
     });
 
     std::vector<std::thread> pool;
