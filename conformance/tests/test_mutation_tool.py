@@ -105,3 +105,57 @@ def test_code_that_runs_only_with_a_planted_bug_is_recognised(tmp_path):
     inside = lambda row, col=8: run.equivalent_unplanted("core/NumberReplacer", row, col, a)  # noqa: E731
     assert inside(3) and inside(5) and inside(6, 9)
     assert not inside(6, 30) and not inside(8) and not inside(10) and not inside(9)
+
+
+def _py_session(path: Path, rows):
+    """A cosmic-ray session (its three tables) with (job, row, test_outcome) results on rpc's reference.py."""
+    import sqlite3
+    db = sqlite3.connect(str(path))
+    db.executescript("CREATE TABLE work_items (job_id VARCHAR PRIMARY KEY);"
+                     "CREATE TABLE mutation_specs (module_path VARCHAR, operator_name VARCHAR, operator_args JSON, "
+                     "occurrence INTEGER, start_pos_row INTEGER, start_pos_col INTEGER, end_pos_row INTEGER, "
+                     "end_pos_col INTEGER, definition_name VARCHAR, job_id VARCHAR PRIMARY KEY);"
+                     "CREATE TABLE work_results (worker_outcome VARCHAR, output TEXT, test_outcome VARCHAR, diff TEXT, "
+                     "job_id VARCHAR PRIMARY KEY);")
+    for job, row, outcome in rows:
+        db.execute("INSERT INTO work_items VALUES (?)", (job,))
+        db.execute("INSERT INTO mutation_specs VALUES (?, 'core/AddNot', '{}', 0, ?, 4, ?, 10, 'f', ?)",
+                   ("conformance/frameproof/protocols/rpc/reference.py", row, row, job))
+        if outcome:
+            db.execute("INSERT INTO work_results VALUES ('NORMAL', '', ?, '', ?)", (outcome, job))
+    db.commit()
+    db.close()
+
+
+def test_python_network_pass_tests_the_codec_passs_survivors_only_and_its_catches_count(tmp_path, monkeypatch):
+    import sqlite3
+    monkeypatch.setattr(run, "WORK", tmp_path)
+    module = ROOT / "conformance/frameproof/protocols/rpc/reference.py"
+    lines = module.read_text().splitlines()
+    row = next(i for i, t in enumerate(lines, 1) if "def reply_ok" in t) + 1  # code every run reaches
+    base = tmp_path / "python" / "rpc"
+    base.mkdir(parents=True)
+    # without the codec pass, no network pass
+    try:
+        run.py_session(tmp_path / "tree", "rpc", True, "smoke")
+        raise AssertionError("a network pass started without the codec pass's session")
+    except SystemExit as e:
+        assert "run the codec pass first" in str(e)
+    _py_session(base / "session.sqlite", [("a", row, "KILLED"), ("b", row, "SURVIVED"), ("c", row, "SURVIVED"),
+                                          ("d", row, None)])
+    (base / "source.sha").write_text(run._digest(module))
+    cfg, session = run.py_session(tmp_path / "tree", "rpc", True, "smoke")
+    assert session == base / "net" / "session.sqlite" and "frameproof net" in cfg.read_text()
+    db = sqlite3.connect(str(session))
+    # exec would test exactly the survivors (b, c) and d, which the codec pass has not reached yet
+    assert dict(db.execute("SELECT job_id, test_outcome FROM work_results")) == {"a": "KILLED"}
+    db.execute("INSERT INTO work_results VALUES ('NORMAL', '', 'KILLED', '', 'b')")
+    db.commit()
+    db.close()
+    got = [m["outcome"] for m in run.collect()["python"]["rpc"]]
+    assert got == ["caught", "caught", "missed", "untested"]  # b caught by the network pass
+    # a second call keeps the network pass's results (resumable); a changed module remakes it
+    run.py_session(tmp_path / "tree", "rpc", True, "smoke")
+    assert sqlite3.connect(str(session)).execute("SELECT count(*) FROM work_results").fetchone() == (2,)
+    (base / "net" / "source.sha").write_text("made from another version of the module")
+    assert run.collect()["python"]["rpc"][1]["outcome"] == "missed"  # a stale network pass is not read

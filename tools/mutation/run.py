@@ -10,7 +10,8 @@ the bookkeeping (sharding, resuming, timeouts):
   mutated fp-testee (and, with --net, `frameproof net` against the mutated fp-server).
 - Python: cosmic-ray over conformance/frameproof/protocols/<protocol>/reference.py, the test being
   `frameproof run` against `python -m frameproof.pytestee` importing the mutated copy (the suite
-  itself imports the unmutated one, so a mutant cannot change both the test and the tested).
+  itself imports the unmutated one, so a mutant cannot change both the test and the tested); with
+  --net, `frameproof net` against the mutated pyserver and pyload, over the codec pass's survivors.
 
 Commands (tools/mutation.sh passes its arguments here):
   run --lang rust|python [--protocol P ...] [--shard K/N] [--net [--again RE]] [--profile smoke]
@@ -186,6 +187,9 @@ PY_NOT_THE_MODULE = {"rpc": ("rpc/DISC-*",)}
 
 
 def py_test_command(tree: Path, proto: str, net: bool, profile: str) -> str:
+    """The codec suite against the mutated pytestee; with ``net``, then the network and client suites
+    against the mutated pyserver and pyload (the network pass over the codec pass's survivors: the codec
+    suite runs first again, as it may have gained checks since, and takes seconds)."""
     mutated = f"env PYTHONPATH={tree / 'conformance'} {VENV / 'python'}"
     cmd = (f"{VENV / 'frameproof'} run --protocol {proto} --profile {profile} -x --no-skip --timeout 5 "
            f"--testee '{mutated} -m frameproof.pytestee'")
@@ -193,35 +197,61 @@ def py_test_command(tree: Path, proto: str, net: bool, profile: str) -> str:
     # and its live etcd cases hold 33 of the 37 s a run of the rpc suite takes: left out, a mutant of
     # reference.py is judged by the same tests in a ninth of the time
     cmd += "".join(f" --deselect '{g}'" for g in PY_NOT_THE_MODULE.get(proto, ()))
-    if net:
-        cmd += (f" && {VENV / 'frameproof'} net --protocol {proto} "
-                f"--server-cmd '{mutated} -m frameproof.pyserver --protocol {proto} --listen 127.0.0.1:0'")
-        # and the Python load client built on the mutated codec (its reply checks, e.g. reply_ok), under
-        # the client suite against the checking server: a client that rejects good replies or accepts
-        # bad ones fails HAR-VERIFY-*/HAR-COUNT-1
-        cmd += (f" && {VENV / 'frameproof'} net --protocol {proto} --client \"{mutated} -m frameproof.pyload "
-                f"--protocol {proto} --connect {{host}}:{{port}} --connections 2 --payload 24 --mode pipelined "
-                f"--window 8 --requests 500 --timeout-ms 1000 --json {{json}}\"")
-        # cosmic-ray runs its test command as shlex.split(command), without a shell: the `&&` chain needs one
-        cmd = "bash -c " + shlex.quote(cmd)
-    return cmd
+    if not net:
+        return cmd
+    cmd += (f" && {VENV / 'frameproof'} net --protocol {proto} -x "
+            f"--server-cmd '{mutated} -m frameproof.pyserver --protocol {proto} --listen 127.0.0.1:0'")
+    # and the Python load client built on the mutated codec (its reply checks, e.g. reply_ok), under
+    # the client suite against the checking server: a client that rejects good replies or accepts
+    # bad ones fails HAR-VERIFY-*/HAR-COUNT-1
+    cmd += (f" && {VENV / 'frameproof'} net --protocol {proto} -x --client \"{mutated} -m frameproof.pyload "
+            f"--protocol {proto} --connect {{host}}:{{port}} --connections 2 --payload 24 --mode pipelined "
+            f"--window 8 --requests 500 --timeout-ms 1000 --json {{json}}\"")
+    # cosmic-ray runs its test command as shlex.split(command), without a shell: the `&&` chain needs one
+    return "bash -c " + shlex.quote(cmd)
+
+
+def _digest(path: Path) -> str:
+    return subprocess.run(["sha256sum", str(path)], capture_output=True, text=True).stdout.split()[0]
 
 
 def py_session(tree: Path, proto: str, net: bool, profile: str) -> tuple[Path, Path]:
-    d = WORK / "python" / proto
+    """The codec pass's session (<proto>/session.sqlite: every mutant), or with ``net`` the network pass's
+    (<proto>/net/session.sqlite: a copy of the codec pass's in which only its survivors have no result, so
+    that `cosmic-ray exec` tests just those; remade when the codec pass's session is)."""
+    base = WORK / "python" / proto
+    d = base / "net" if net else base
     d.mkdir(parents=True, exist_ok=True)
     module = f"conformance/frameproof/protocols/{PROTOCOLS[proto]}/reference.py"
     cfg = d / "cosmic-ray.toml"
     cfg.write_text(
         "[cosmic-ray]\n"
         f"module-path = \"{module}\"\n"
-        "timeout = 120.0\n"
+        f"timeout = {600.0 if net else 120.0}\n"
         "excluded-modules = []\n"
         f"test-command = {json.dumps(py_test_command(tree, proto, net, profile))}\n"
         "[cosmic-ray.distributor]\nname = \"local\"\n")
-    session = d / "session.sqlite"
-    stamp = d / "source.sha"
-    digest = subprocess.run(["sha256sum", str(ROOT / module)], capture_output=True, text=True).stdout.split()[0]
+    session, stamp = d / "session.sqlite", d / "source.sha"
+    digest = _digest(ROOT / module)
+    if net:
+        codec, codec_stamp = base / "session.sqlite", base / "source.sha"
+        if not codec.exists() or not codec_stamp.exists() or codec_stamp.read_text() != digest:
+            raise SystemExit(f"python {proto}: the network pass tests the codec pass's survivors: run the codec "
+                             f"pass first (tools/mutation.sh run --lang python --protocol {proto})")
+        if not session.exists() or not stamp.exists() or stamp.read_text() != digest:
+            shutil.copyfile(codec, session)
+            db = sqlite3.connect(str(session))
+            analysis = planted_analysis(ROOT / module)
+            rows = db.execute("SELECT r.job_id, m.operator_name, m.start_pos_row, m.start_pos_col FROM work_results r "
+                              "JOIN mutation_specs m ON m.job_id = r.job_id WHERE r.test_outcome = 'SURVIVED'").fetchall()
+            # a mutant that changes only code run with a bug planted is left as it was (no suite can see it)
+            again = [(j,) for j, op, row, col in rows if not equivalent_unplanted(op, row, col, analysis)]
+            db.executemany("DELETE FROM work_results WHERE job_id = ?", again)
+            db.commit()
+            db.close()
+            stamp.write_text(digest)
+            print(f"python {proto}: network pass over {len(again)} of the codec pass's {len(rows)} survivors", flush=True)
+        return cfg, session
     if not session.exists() or not stamp.exists() or stamp.read_text() != digest:
         session.unlink(missing_ok=True)  # the module changed: its old mutants are gone
         subprocess.check_call([str(VENV / "cosmic-ray"), "init", str(cfg), str(session)], cwd=tree)
@@ -232,7 +262,7 @@ def py_session(tree: Path, proto: str, net: bool, profile: str) -> tuple[Path, P
 def run_python(protos: list[str], net: bool, profile: str) -> int:
     rc = 0
     for proto in protos:
-        tree = py_tree(proto)
+        tree = py_tree(f"{proto}-net" if net else proto)
         cfg, session = py_session(tree, proto, net, profile)
         # the baseline: the unmutated copy must pass, or every mutant would count as caught
         if sh(["bash", "-c", py_test_command(tree, proto, net, profile)], cwd=tree,
@@ -333,7 +363,7 @@ def py_outcomes(session: Path) -> list[dict]:
     rows = db.execute("SELECT m.module_path, m.operator_name, m.occurrence, m.start_pos_row, m.start_pos_col, "
                       "m.definition_name, "
                       "r.worker_outcome, r.test_outcome FROM mutation_specs m "
-                      "LEFT JOIN work_results r ON r.job_id = m.job_id").fetchall()
+                      "LEFT JOIN work_results r ON r.job_id = m.job_id ORDER BY m.job_id").fetchall()
     planted: dict[str, tuple] = {}
     for module, op, occ, row, col, fn, worker, test in rows:
         worker, test = (worker or "").lower() or None, (test or "").lower()
@@ -491,6 +521,13 @@ def collect() -> dict:
         s = WORK / "python" / proto / "session.sqlite"
         if s.exists():
             res["python"][proto] = py_outcomes(s)
+            n = WORK / "python" / proto / "net"
+            if (n / "session.sqlite").exists() and (n / "source.sha").read_text() == (s.parent / "source.sha").read_text():
+                # the network pass's outcome for each survivor of the codec pass it has tested
+                for m, k in zip(res["python"][proto], py_outcomes(n / "session.sqlite")):
+                    assert (m["operator"], m["line"], m["occurrence"]) == (k["operator"], k["line"], k["occurrence"])
+                    if m["outcome"] == "missed" and k["outcome"] != "untested":
+                        m["outcome"], m["pass"] = k["outcome"], "net"
     return res
 
 
@@ -564,6 +601,13 @@ def report(args) -> int:
                     runs.append(f"`{out.name}` ({what}): {len(k)} mutants, {sum(1 for v in k.values() if v == 'caught')} caught")
                 lines.append(f"- {proto}: " + "; ".join(runs))
             lines.append("")
+        if lang == "python":  # what the network pass (over the codec pass's survivors) added
+            for proto, ms in res[lang].items():
+                net = [m for m in ms if m.get("pass") == "net"]
+                if net:
+                    lines.append(f"- {proto}: the network and client suites (`net`, over the codec suite's survivors) "
+                                 f"caught {sum(m['outcome'] == 'caught' for m in net)} that the codec suite missed")
+            lines.append("")
         for proto, d in data["languages"][lang].items():
             lines += [f"### {lang} {proto}: by requirement area", "",
                       "| area | requirements | tested | caught | timeout | missed | equivalent | unviable | untested | score |",
@@ -598,7 +642,8 @@ def main(argv=None) -> int:
     r.add_argument("--lang", choices=("rust", "python"), required=True)
     r.add_argument("--protocol", action="append", choices=list(PROTOCOLS))
     r.add_argument("--shard", help="K/N: the K-th of N shards (Rust; cargo-mutants --shard)")
-    r.add_argument("--net", action="store_true", help="the network suite too, for the mutants the codec suite misses")
+    r.add_argument("--net", action="store_true", help="the network and client suites over the mutants the codec "
+                   "suite's run missed (after that run; Python: into .mutation/python/P/net)")
     r.add_argument("--again", metavar="RE", help="with --net (Rust): the network pass again over what every run so far "
                    "missed whose name matches RE (after a suite gained cases), into .mutation/rust/P/net-again-N")
     r.add_argument("--profile", default="smoke", choices=("smoke", "ci", "fuzz"))

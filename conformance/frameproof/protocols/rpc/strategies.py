@@ -52,8 +52,10 @@ class RpcStrategies(Strategies):
 
     def encode_edges(self):
         """A REQUEST and a STREAM_INIT with the service, then the method, at 65535 bytes (the largest a u16
-        prefix declares) and at 65536 (refused, RPC-BODY-6)."""
-        out = []
+        prefix declares) and at 65536 (refused, RPC-BODY-6); a REQUEST of version 0, 2 and 255, either side of
+        the one a sender writes (refused, RPC-HDR-3: the frame strategies draw version 1 only)."""
+        out = [(RpcCodec("rpc", 0), Frame(0, 0, b"x", RpcHeader(K.REQUEST, 0, 7, K.ECHO_SERVICE, K.ECHO_METHOD, 0, v, 0)))
+               for v in (0, 2, 255)]
         for kind in K.NAMED_TYPES:
             for n in (65535, 65536):
                 name = bytes([0x6E]) * n
@@ -202,7 +204,7 @@ def _ids():
 @st.composite
 def _match_scripts(draw):
     """Random client sessions: plain and framed calls, responses in any order (some error codes,
-    some split), stray responses, frames of other types, clock advances."""
+    some split), stray responses, frames of other types, one-way sends (refused), clock advances."""
     codec = RpcCodec("rpc")
     timeout = draw(st.sampled_from([0, 50, 1000]))
     events = []
@@ -210,7 +212,7 @@ def _match_scripts(draw):
     rid = 0
     for _ in range(draw(st.integers(1, 30))):
         op = draw(st.sampled_from(["send", "send", "frame", "reply", "reply", "stray", "other", "advance",
-                                   "frame_other"]))
+                                   "frame_other", "one_way"]))
         if op == "send":
             events.append(("send", draw(st.binary(max_size=12))))
             outstanding.append(rid)
@@ -226,6 +228,9 @@ def _match_scripts(draw):
             f = draw(st.sampled_from([K.stream(K.DATA, draw(_ids()), b"d"), K.response(draw(_ids()), b"r"),
                                       K.init(draw(_ids())), K.stream(K.END, draw(_ids()))]))
             events.append(("send_frame", f))
+        elif op == "one_way":
+            # rpc has no one-way call: refused, and takes no id (spec/testee.md, RPC-ID-1)
+            events.append(("send_one_way", draw(st.binary(max_size=4))))
         elif op == "reply" and outstanding:
             r = outstanding.pop(draw(st.integers(0, len(outstanding) - 1)))
             f = K.response(r, draw(st.binary(max_size=12)), draw(st.sampled_from([0, 0, 2, 3])),
