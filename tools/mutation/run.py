@@ -240,17 +240,18 @@ def py_session(tree: Path, proto: str, net: bool, profile: str) -> tuple[Path, P
                              f"pass first (tools/mutation.sh run --lang python --protocol {proto})")
         if not session.exists() or not stamp.exists() or stamp.read_text() != digest:
             shutil.copyfile(codec, session)
+            triage = load_triage()
+            missed = [m for m in py_outcomes(codec) if m["outcome"] == "missed"]
+            # left as they were: a mutant that changes only code run with a bug planted (no suite can see
+            # it), and one triaged as equivalent (tools/mutation/triage.toml: judged by reading the code)
+            again = [(m["job_id"],) for m in missed if not m["planted_only"]
+                     and (triage_of(m["name"], triage) or {}).get("verdict") != "equivalent"]
             db = sqlite3.connect(str(session))
-            analysis = planted_analysis(ROOT / module)
-            rows = db.execute("SELECT r.job_id, m.operator_name, m.start_pos_row, m.start_pos_col FROM work_results r "
-                              "JOIN mutation_specs m ON m.job_id = r.job_id WHERE r.test_outcome = 'SURVIVED'").fetchall()
-            # a mutant that changes only code run with a bug planted is left as it was (no suite can see it)
-            again = [(j,) for j, op, row, col in rows if not equivalent_unplanted(op, row, col, analysis)]
             db.executemany("DELETE FROM work_results WHERE job_id = ?", again)
             db.commit()
             db.close()
             stamp.write_text(digest)
-            print(f"python {proto}: network pass over {len(again)} of the codec pass's {len(rows)} survivors", flush=True)
+            print(f"python {proto}: network pass over {len(again)} of the codec pass's {len(missed)} survivors", flush=True)
         return cfg, session
     if not session.exists() or not stamp.exists() or stamp.read_text() != digest:
         session.unlink(missing_ok=True)  # the module changed: its old mutants are gone
@@ -361,11 +362,11 @@ def py_outcomes(session: Path) -> list[dict]:
     out = []
     db = sqlite3.connect(str(session))
     rows = db.execute("SELECT m.module_path, m.operator_name, m.occurrence, m.start_pos_row, m.start_pos_col, "
-                      "m.definition_name, "
+                      "m.definition_name, m.job_id, "
                       "r.worker_outcome, r.test_outcome FROM mutation_specs m "
                       "LEFT JOIN work_results r ON r.job_id = m.job_id ORDER BY m.job_id").fetchall()
     planted: dict[str, tuple] = {}
-    for module, op, occ, row, col, fn, worker, test in rows:
+    for module, op, occ, row, col, fn, job, worker, test in rows:
         worker, test = (worker or "").lower() or None, (test or "").lower()
         lines = (ROOT / module).read_text().splitlines()
         if module not in planted:
@@ -379,7 +380,7 @@ def py_outcomes(session: Path) -> list[dict]:
             kind = "unviable"
         else:
             kind = {"killed": "caught", "survived": "missed"}.get(test, "unviable")
-        out.append({"module": module, "function": fn or "", "scope": py_scope(module, row), "operator": op,
+        out.append({"job_id": job, "module": module, "function": fn or "", "scope": py_scope(module, row), "operator": op,
                     "occurrence": occ, "line": row,
                     "text": text, "outcome": kind, "planted_only": equivalent_unplanted(op, row, col, planted[module]),
                     "name": f"{module}: {op} in {fn or '<module>'}: {text}"})
