@@ -318,9 +318,12 @@ bool RpcSession::answer(const RpcFrame& f) {
 
 bool RpcSession::unary(const RpcFrame& f) {
   if (f.type != kRequest) return false;  // RPC-ECHO-4
-  std::uint16_t code = kOk;  // RPC-ECHO-1, RPC-ECHO-2
+  // RPC-ECHO-1, RPC-ECHO-2; routed by service, method and call mode (RPC-MODE-1): `echo` in every
+  // mode, `unary_only` in mode 0 only (RPC-ECHO-8)
+  const bool unary_only = equals(f.method, kUnaryOnlyMethod) && (f.flags & 3) == 0;
+  std::uint16_t code = kOk;
   if (!equals(f.service, kEchoService)) code = kServiceNotFound;
-  else if (!equals(f.method, kEchoMethod)) code = kMethodNotFound;
+  else if (!equals(f.method, kEchoMethod) && !unary_only) code = kMethodNotFound;
   RpcFrame r;
   r.type = kResponse;
   r.flags = (f.flags & 3) | kEndStream;  // RPC-MODE-2

@@ -249,7 +249,8 @@ void do_hello(const pb::HelloRequest& req, pb::HelloResponse* h) {
   h->set_name("frameproof-cpp");
   h->set_version(kVersion);
   for (std::string_view name : fp::protocol_names()) h->add_protocols(std::string(name));
-  for (const char* feature : {"decode", "encode", "match", "serve", "discovery", "discovery-etcd"})
+  // rpc-unary-only: the rpc unary endpoint registers `unary_only` for call mode 0 only (RPC-ECHO-8)
+  for (const char* feature : {"decode", "encode", "match", "serve", "discovery", "discovery-etcd", "rpc-unary-only"})
     h->add_features(feature);
   if (version >= 3) h->add_features("long-stream");
 }

@@ -262,6 +262,52 @@ TEST(Rpc, UnaryEndpoint) {
   EXPECT_EQ(s.error()->offset, in.size() + encode(request(1, bytes("x"))).size());
 }
 
+// RPC-ECHO-8, RPC-MODE-1/2: `unary_only` is echoed in call mode 0 and METHOD_NOT_FOUND (empty payload, the id,
+// the mode with END_STREAM) in modes 1-3; `echo` after it in every mode; a STREAM_INIT naming it is cancelled
+// (RPC-STREAM-6).
+TEST(Rpc, UnaryOnlyRoutedByCallMode) {
+  fp::Bytes in;
+  for (std::uint32_t fl : {0u, 4u, 1u, 5u, 2u, 6u, 3u, 7u})
+    in = fpt::cat(in, encode(request(0x80000000u | fl, bytes("pay"), "frameproof.Echo", "unary_only", fl)));
+  in = fpt::cat(in, encode(request(9, bytes("e"), "frameproof.Echo", "echo", 2)));
+  const fp::Bytes want = hex(
+      "47525043 01 02 04 00 80000000 00000005 0000 706179"
+      "47525043 01 02 04 00 80000004 00000005 0000 706179"
+      "47525043 01 02 05 00 80000001 00000002 0003"
+      "47525043 01 02 05 00 80000005 00000002 0003"
+      "47525043 01 02 06 00 80000002 00000002 0003"
+      "47525043 01 02 06 00 80000006 00000002 0003"
+      "47525043 01 02 07 00 80000003 00000002 0003"
+      "47525043 01 02 07 00 80000007 00000002 0003"
+      "47525043 01 02 06 00 00000009 00000003 0000 65");
+  for (const char* ep : {static_cast<const char*>("unary"), static_cast<const char*>(nullptr)}) {
+    for (bool bytewise : {false, true}) {
+      std::optional<fp::RpcSession> s;
+      if (ep) s.emplace(fp::Rpc(), ep);
+      else s.emplace(fp::Rpc());
+      Sink sink;
+      if (bytewise) {
+        for (const auto& ch : fpt::bytewise(in)) ASSERT_TRUE(s->feed(ch, sink));
+      } else {
+        ASSERT_TRUE(s->feed(in, sink));
+      }
+      EXPECT_EQ(sink.out, want) << (ep ? ep : "auto") << (bytewise ? " bytewise" : "");
+      s->end_of_input();
+      EXPECT_FALSE(s->error());
+    }
+  }
+  fp::RpcFrame init = request(7, {}, "frameproof.Echo", "unary_only", 0);
+  init.type = fp::rpc::kInit;
+  for (const char* ep : {static_cast<const char*>("stream"), static_cast<const char*>(nullptr)}) {
+    std::optional<fp::RpcSession> s;
+    if (ep) s.emplace(fp::Rpc(), ep);
+    else s.emplace(fp::Rpc());
+    Sink sink;
+    EXPECT_TRUE(s->feed(encode(init), sink));
+    EXPECT_EQ(sink.out, hex("47525043 01 14 00 00 00000007 00000000")) << (ep ? ep : "auto");
+  }
+}
+
 TEST(Rpc, StreamEndpointAndAutoSelection) {
   for (const char* ep : {static_cast<const char*>("stream"), static_cast<const char*>(nullptr)}) {  // nullptr: the network connection (RPC-ECHO-7)
     std::optional<fp::RpcSession> s;

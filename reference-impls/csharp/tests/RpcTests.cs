@@ -292,6 +292,41 @@ namespace Frameproof.Tests
             Assert.IsFalse(s.Closed, "RPC-ECHO-2: stays open");
         }
 
+        /// <summary>RPC-ECHO-8, RPC-MODE-1/2: "unary_only" is echoed in call mode 0 and METHOD_NOT_FOUND (empty
+        /// payload, the id, the mode with END_STREAM) in modes 1-3; echo after it in every mode; whole (the
+        /// decoder's REQUEST hot path) and byte by byte; a STREAM_INIT naming it is cancelled (RPC-STREAM-6).</summary>
+        [Test]
+        public void Unary_UnaryOnly_RoutedByCallMode()
+        {
+            string input = "", want = "";
+            foreach (int fl in new[] { 0, 4, 1, 5, 2, 6, 3, 7 })
+            {
+                string id = (0x80000000u | (uint)fl).ToString("x8");
+                input += "47525043 01 01 " + fl.ToString("x2") + " 00 " + id
+                    + " 00000020 000f 6672616d6570726f6f662e4563686f 000a 756e6172795f6f6e6c79 706179";
+                string flags = ((fl & 3) | 4).ToString("x2");
+                want += (fl & 3) == 0 ? "47525043 01 02 " + flags + " 00 " + id + " 00000005 0000 706179"
+                                      : "47525043 01 02 " + flags + " 00 " + id + " 00000002 0003";
+            }
+            input += EchoCall.Replace("01 01 04 00", "01 01 02 00");
+            want += "47525043 01 02 06 00 00000000 00000004 0000 6869";
+            foreach (RpcSession.Endpoint ep in new[] { RpcSession.Endpoint.Unary, RpcSession.Endpoint.Auto })
+            {
+                RpcSession s;
+                Assert.AreEqual(T.ToHex(T.Hex(want)), Serve(ep, input, false, out s), ep + ": whole");
+                Assert.IsFalse(s.Closed);
+                s = new RpcSession(0, ep, false);
+                foreach (byte b in T.Hex(input)) Assert.IsTrue(s.Receive(new[] { b }));
+                Assert.AreEqual(T.ToHex(T.Hex(want)), T.ToHex(s.Output.ToArray()), ep + ": byte by byte");
+            }
+            string init = Init7.Replace("00000017", "0000001d").Replace("0004 6563686f", "000a 756e6172795f6f6e6c79");
+            foreach (RpcSession.Endpoint ep in new[] { RpcSession.Endpoint.Stream, RpcSession.Endpoint.Auto })
+            {
+                RpcSession s;
+                Assert.AreEqual(T.ToHex(T.Hex(Cancel7)), Serve(ep, init, false, out s), ep + ": STREAM_INIT of unary_only");
+            }
+        }
+
         [Test]
         public void Unary_NonRequest_ClosesAfterTheRepliesBefore()
         {

@@ -367,9 +367,11 @@ namespace Frameproof.Tests
             TesteeResponseMsg hello = TesteeService.Handle(Req("hello_request"));
             CollectionAssert.AreEqual(Registry.Names, hello.Protocols);
             hello.Protocols = new List<string> { "standard", "length-field" };
-            // ... and the features "discovery" and "discovery-etcd" (the registry scripts), which the golden hello predates.
+            // ... and the features "discovery" and "discovery-etcd" (the registry scripts) and "rpc-unary-only"
+            // (RPC-ECHO-8), which the golden hello predates.
             Assert.IsTrue(hello.Features.Remove("discovery"), "feature discovery listed");
             Assert.IsTrue(hello.Features.Remove("discovery-etcd"), "feature discovery-etcd listed");
+            Assert.IsTrue(hello.Features.Remove("rpc-unary-only"), "feature rpc-unary-only listed");
             Bytes(Get("hello_response").Bytes, hello.ToBytes(), "hello response for max_harness_version 258");
         }
     }

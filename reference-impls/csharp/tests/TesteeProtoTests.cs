@@ -177,6 +177,7 @@ namespace Frameproof.Tests
             Assert.AreEqual(expected, r.HarnessVersion);
             Assert.AreEqual(expected >= 2, r.Features.Contains("serve"), "serve is a v2 feature");
             Assert.AreEqual(expected >= 3, r.Features.Contains("long-stream"), "long-stream is a v3 feature");
+            Assert.AreEqual(expected >= 2, r.Features.Contains("rpc-unary-only"), "rpc-unary-only (RPC-ECHO-8) is listed with serve");
             CollectionAssert.AreEqual(new List<string>(Registry.Names), r.Protocols, "the registry's protocols");
         }
 

@@ -28,6 +28,8 @@ inline constexpr std::uint16_t kOk = 0, kServiceNotFound = 2, kMethodNotFound = 
 // The conformance echo service (spec/rpc.md §9, §10).
 inline constexpr std::string_view kEchoService = "frameproof.Echo";
 inline constexpr std::string_view kEchoMethod = "echo";
+// The echo service's method registered for the UNARY call mode (0) only (RPC-ECHO-8).
+inline constexpr std::string_view kUnaryOnlyMethod = "unary_only";
 
 [[nodiscard]] constexpr bool known_type(std::uint32_t t) {
   return (t >= kRequest && t <= kError) || (t >= kInit && t <= kCancel);

@@ -45,6 +45,8 @@ namespace Frameproof.Testee
             r.Protocols.AddRange(Registry.Names);
             r.Features.Add("decode"); r.Features.Add("encode"); r.Features.Add("match");
             if (version >= 2) { r.Features.Add("serve"); r.Features.Add("discovery"); r.Features.Add("discovery-etcd"); }
+            // the rpc unary endpoint registers "unary_only" for call mode 0 only (RPC-ECHO-8)
+            if (version >= 2) r.Features.Add("rpc-unary-only");
             if (version >= 3) r.Features.Add("long-stream");
             return r;
         }

@@ -206,6 +206,8 @@ fn hello(h: &pb::HelloRequest) -> pb::HelloResponse {
         features.push("discovery".into());
         #[cfg(feature = "discovery-etcd")]
         features.push("discovery-etcd".into());
+        // the rpc unary endpoint registers `unary_only` for call mode 0 only (RPC-ECHO-8)
+        features.push("rpc-unary-only".into());
     }
     if version >= 3 {
         features.push("long-stream".into());

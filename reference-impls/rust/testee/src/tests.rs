@@ -79,6 +79,7 @@ fn hello_negotiates_the_version() {
         if cfg!(feature = "discovery-etcd") {
             want.push("discovery-etcd");
         }
+        want.push("rpc-unary-only");
         if max >= 3 {
             want.push("long-stream");
         }

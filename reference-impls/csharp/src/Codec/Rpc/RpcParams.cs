@@ -39,6 +39,19 @@ namespace Frameproof.Codec
             return RpcTypes.IsEchoMethod(Names + 4 + ServiceLength, MethodLength) ? RpcTypes.CodeOk : RpcTypes.CodeMethodNotFound;
         }
 
+        /// <summary>The unary endpoint's code for this REQUEST, routed by service, method and call mode
+        /// (RPC-MODE-1): <see cref="EchoCode"/>, except that "unary_only" is served (0) in call mode 0
+        /// (RPC-ECHO-8); in modes 1-3 it stays METHOD_NOT_FOUND. (The stream endpoint serves echo only:
+        /// it asks <see cref="EchoCode"/>.)</summary>
+        internal ushort UnaryCode()
+        {
+            ushort code = EchoCode();
+            if (code == RpcTypes.CodeMethodNotFound && (Flags & RpcTypes.ModeMask) == 0
+                && RpcTypes.IsUnaryOnlyMethod(Names + 4 + ServiceLength, MethodLength))
+                return RpcTypes.CodeOk;
+            return code;
+        }
+
         public RpcHeader ToHeader()
         {
             return new RpcHeader

@@ -62,7 +62,7 @@ namespace Frameproof.Codec
                 return false;
             }
             // pointers and the output array, not Spans built and passed (a few ns each on Mono)
-            ushort code = f.EchoCode();
+            ushort code = f.UnaryCode();  // RPC-ECHO-1/2, RPC-ECHO-8
             uint flags = (uint)((f.Flags & RpcTypes.ModeMask) | RpcTypes.EndStream);
             int at;
             if (code != RpcTypes.CodeOk)

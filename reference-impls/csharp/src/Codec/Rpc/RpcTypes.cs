@@ -24,6 +24,11 @@ namespace Frameproof.Codec
         // the same names as words in memory order (bytes 0-7 and 7-14 of the service), compared through pointers
         static readonly ulong EchoService0 = BitConverter.ToUInt64(EchoService, 0), EchoService1 = BitConverter.ToUInt64(EchoService, 7);
         static readonly uint EchoMethodWord = BitConverter.ToUInt32(EchoMethod, 0);
+        /// <summary>"unary_only": the echo service's method registered for the UNARY call mode (0) only (RPC-ECHO-8).</summary>
+        public static readonly byte[] UnaryOnlyMethod = { 0x75, 0x6e, 0x61, 0x72, 0x79, 0x5f, 0x6f, 0x6e, 0x6c, 0x79 };
+        // bytes 0-7 and 6-9 of it as words in memory order
+        static readonly ulong UnaryOnlyWord0 = BitConverter.ToUInt64(UnaryOnlyMethod, 0);
+        static readonly uint UnaryOnlyWord1 = BitConverter.ToUInt32(UnaryOnlyMethod, 6);
 
         /// <summary>The <paramref name="length"/> bytes at <paramref name="p"/> are "frameproof.Echo".</summary>
         internal static unsafe bool IsEchoService(byte* p, int length)
@@ -35,6 +40,12 @@ namespace Frameproof.Codec
         internal static unsafe bool IsEchoMethod(byte* p, int length)
         {
             return length == 4 && *(uint*)p == EchoMethodWord;
+        }
+
+        /// <summary>The <paramref name="length"/> bytes at <paramref name="p"/> are "unary_only".</summary>
+        internal static unsafe bool IsUnaryOnlyMethod(byte* p, int length)
+        {
+            return length == 10 && *(ulong*)p == UnaryOnlyWord0 && *(uint*)(p + 6) == UnaryOnlyWord1;
         }
 
         /// <summary>The nine types (RPC-HDR-4) as bits 1 &lt;&lt; type: one test where a method call

@@ -27,6 +27,8 @@ pub const DEFAULT_MAX_BODY: u64 = 16 * 1024 * 1024;
 /// The conformance echo service (§9, §10).
 pub const ECHO_SERVICE: &[u8] = b"frameproof.Echo";
 pub const ECHO_METHOD: &[u8] = b"echo";
+/// The echo service's method registered for the UNARY call mode (0) only (`RPC-ECHO-8`).
+pub const UNARY_ONLY_METHOD: &[u8] = b"unary_only";
 /// Error codes the echo endpoint answers with (`RPC-ERR-1`, `RPC-ECHO-2`).
 pub const CODE_OK: u16 = 0;
 pub const CODE_SERVICE_NOT_FOUND: u16 = 2;

@@ -136,7 +136,7 @@ impl RpcSession {
         Self::unary_reply(f.flags, f.id, &f.service, &f.method, &f.payload, out);
     }
 
-    /// The unary endpoint's RESPONSE to a REQUEST's fields (RPC-ECHO-1..3).
+    /// The unary endpoint's RESPONSE to a REQUEST's fields (RPC-ECHO-1..3, RPC-ECHO-8).
     fn unary_reply(
         flags: u8,
         id: u32,
@@ -145,12 +145,15 @@ impl RpcSession {
         payload: &[u8],
         out: &mut BytesMut,
     ) {
+        // routed by service, method and call mode (RPC-MODE-1): `echo` in every mode,
+        // `unary_only` in mode 0 only (RPC-ECHO-8)
+        let unary_only = method == UNARY_ONLY_METHOD && flags & MODE_MASK == 0;
         let code = if service != ECHO_SERVICE {
             CODE_SERVICE_NOT_FOUND
-        } else if method != ECHO_METHOD {
-            CODE_METHOD_NOT_FOUND
-        } else {
+        } else if method == ECHO_METHOD || unary_only {
             CODE_OK
+        } else {
+            CODE_METHOD_NOT_FOUND
         };
         let payload: &[u8] = if code == CODE_OK { payload } else { &[] };
         let flags = (flags & MODE_MASK) | END_STREAM;

@@ -205,6 +205,66 @@ fn unary_endpoint_echoes_and_closes_on_other_types() {
     assert_eq!((e.requirement, e.offset), ("RPC-ECHO-4", at));
 }
 
+/// RPC-ECHO-8, RPC-MODE-1/2: `unary_only` is echoed in call mode 0 and METHOD_NOT_FOUND (empty
+/// payload, the id, the mode with END_STREAM) in modes 1-3; `echo` after it in every mode; a
+/// STREAM_INIT naming it is cancelled (RPC-STREAM-6).
+#[test]
+fn unary_only_is_routed_by_call_mode() {
+    let p = Rpc::new(0);
+    let mut wire = Vec::new();
+    let mut want = Vec::new();
+    for (i, flags) in [0u8, 4, 1, 5, 2, 6, 3, 7].into_iter().enumerate() {
+        let id = 0x8000_0000 | i as u32;
+        let mut call = RpcFrame::echo_call(id, Bytes::from_static(b"pay"));
+        call.method = Bytes::from_static(UNARY_ONLY_METHOD);
+        call.flags = flags;
+        wire.extend(enc(&call));
+        let mut r = RpcFrame::new(RESPONSE, (flags & MODE_MASK) | END_STREAM, id);
+        if flags & MODE_MASK == 0 {
+            r.payload = call.payload.clone();
+        } else {
+            r.error_code = CODE_METHOD_NOT_FOUND.into();
+        }
+        want.extend(enc(&r));
+    }
+    let mut echo = RpcFrame::echo_call(9, Bytes::from_static(b"e"));
+    echo.flags = 0x02;
+    wire.extend(enc(&echo));
+    want.extend(hex("47 52 50 43 01 02 06 00 00 00 00 09 00 00 00 03 00 00 65"));
+    assert_eq!(
+        &want[..21],
+        &hex("47 52 50 43 01 02 04 00 80 00 00 00 00 00 00 05 00 00 70 61 79")[..]
+    );
+    assert_eq!(
+        &want[42..60],
+        &hex("47 52 50 43 01 02 05 00 80 00 00 02 00 00 00 02 00 03")[..]
+    );
+    for ep in [Some(""), None] {
+        let (out, r) = serve(&p, ep, &wire);
+        assert_eq!(out, want, "{ep:?}");
+        assert_eq!((r.closed, r.error), (true, None));
+        // byte by byte, each frame answered as it completes
+        let mut s = match ep {
+            Some(e) => p.session(e, false).unwrap(),
+            None => p.net_session(false).unwrap(),
+        };
+        let mut out = BytesMut::new();
+        for b in &wire {
+            s.extend(std::slice::from_ref(b));
+            s.process(&mut out);
+        }
+        s.finish(&mut out);
+        assert_eq!(out.to_vec(), want, "{ep:?} byte by byte");
+    }
+    let mut init = RpcFrame::new(STREAM_INIT, 0, 7);
+    init.service = Bytes::from_static(ECHO_SERVICE);
+    init.method = Bytes::from_static(UNARY_ONLY_METHOD);
+    for ep in [Some("stream"), None] {
+        let (out, _) = serve(&p, ep, &enc(&init));
+        assert_eq!(out, hex("47 52 50 43 01 14 00 00 00 00 00 07 00 00 00 00"), "{ep:?}");
+    }
+}
+
 #[test]
 fn stream_endpoint_state_machine_and_first_frame_choice() {
     let p = Rpc::new(0);

@@ -78,18 +78,23 @@ proptest! {
         prop_assert_eq!(key(we), key(ce));
     }
 
-    /// RPC-ECHO-1/3, RPC-MODE-2: the unary endpoint answers every REQUEST as the frames complete.
+    /// RPC-ECHO-1/3, RPC-MODE-2, RPC-ECHO-8: the unary endpoint answers every REQUEST as the
+    /// frames complete; `unary_only` is routed in call mode 0 only.
     #[test]
-    fn rpc_unary_session_any_split(calls in proptest::collection::vec((any::<u8>(), any::<u32>(), payload_strategy(), any::<bool>()), 0..6),
+    fn rpc_unary_session_any_split(calls in proptest::collection::vec((any::<u8>(), any::<u32>(), payload_strategy(), 0u8..3), 0..6),
                                    cuts in cuts()) {
-        let frames: Vec<RpcFrame> = calls.into_iter().map(|(flags, id, p, other)| {
+        let frames: Vec<RpcFrame> = calls.into_iter().map(|(flags, id, p, method)| {
             let mut f = RpcFrame::echo_call(id, p.into());
             f.flags = flags;
-            if other { f.method = bytes::Bytes::from_static(b"nope"); }
+            match method {
+                1 => f.method = bytes::Bytes::from_static(b"nope"),
+                2 => f.method = bytes::Bytes::from_static(rpc::UNARY_ONLY_METHOD),
+                _ => {}
+            }
             f
         }).collect();
         let reply = |f: &RpcFrame| {
-            let ok = f.method == rpc::ECHO_METHOD;
+            let ok = f.method == rpc::ECHO_METHOD || (f.method == rpc::UNARY_ONLY_METHOD && f.flags & 3 == 0);
             let mut r = RpcFrame::new(rpc::RESPONSE, (f.flags & 3) | 4, f.id);
             r.error_code = if ok { 0 } else { 3 };
             if ok { r.payload = f.payload.clone(); }
