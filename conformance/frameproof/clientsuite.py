@@ -100,7 +100,8 @@ def _sockets_nodelay(pid: int, server_port: int, seen: dict):
 def run_client(t: ClientTarget, corrupt_every=0, drop_every=0, strays=None) -> ClientRun:
     """One run of the client against the checking server; ``strays`` (every, fn(reply) -> frames): the
     frames the server writes before every such reply (a protocol's own client cases: rpc's)."""
-    srv = EchoServer(t.codec, t.sink, check=True, corrupt_every=corrupt_every, drop_every=drop_every, strays=strays)
+    srv = EchoServer(t.codec, t.sink, check=True, corrupt_every=corrupt_every, drop_every=drop_every, strays=strays,
+                     client_variant=client_variant(t.command))
     th = ServerThread(srv)
     host, port = th.addr
     fd, jpath = tempfile.mkstemp(suffix=".json", prefix="fp-client-")
@@ -125,6 +126,18 @@ def run_client(t: ClientTarget, corrupt_every=0, drop_every=0, strays=None) -> C
         th.close()
     text, report = client_results(out, jpath)
     return ClientRun(p.returncode, report, srv.stats, text[-3000:], nodelay)
+
+
+def client_variant(command: str) -> Optional[str]:
+    """The --variant the client's command names (``--variant V`` or ``--variant=V``), else None: the
+    protocol's first variant, the contract's default (reference-impls/README.md, fp-load)."""
+    words = shlex.split(command)
+    for i, w in enumerate(words):
+        if w == "--variant" and i + 1 < len(words):
+            return words[i + 1]
+        if w.startswith("--variant="):
+            return w.split("=", 1)[1]
+    return None
 
 
 def client_results(out, jpath: str):

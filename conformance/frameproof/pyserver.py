@@ -108,7 +108,7 @@ class EchoConn(asyncio.Protocol):
         self.received = 0
         self.held = 0
         self.dec = srv.decoder()
-        self.check = srv.proto.client_request_check()
+        self.check = srv.proto.client_request_check(srv.client_variant)
         self.replier = srv.proto.echo_replier(srv.codec, srv.fault)
         self.opening = srv.proto.server_opening(srv.codec, srv.fault)
         if srv.fault != "unbounded-output":
@@ -287,7 +287,7 @@ class EchoConn(asyncio.Protocol):
 
 class EchoServer:
     def __init__(self, codec: Codec, sink=False, fault="", check=False, corrupt_every=0, drop_every=0,
-                 limits: Optional[Limits] = None, strays=None):
+                 limits: Optional[Limits] = None, strays=None, client_variant=None):
         self.codec = codec
         self.proto = codec.spec
         self.ref = self.proto.reference
@@ -297,6 +297,7 @@ class EchoServer:
         self.corrupt_every = corrupt_every
         self.drop_every = drop_every
         self.strays = strays
+        self.client_variant = client_variant  # the --variant the load client under test was run with (check)
         self.limits = limits or Limits()
         self.stats = Stats()
         self.conns = set()

@@ -35,7 +35,8 @@ class LoadClient:
         connection (the checking server counts the connections that agreed on one), or None."""
         return None
 
-    def client_request_check(self):
+    def client_request_check(self, variant=None):
         """A fresh per-connection checker the checking server calls as ``check(frame) -> str|None``
-        (the HAR-CLI-1 violation, if any) on every request a load client sends."""
+        (the HAR-CLI-1 violation, if any) on every request a load client sends; ``variant``: the
+        --variant the client was run with (None: not named, the protocol's first)."""
         return lambda frame: None

@@ -367,8 +367,8 @@ class Rpc(Protocol):
                  + K.ECHO_METHOD)
         return self.oversize_header(codec, n) + names + payload_for(n, n - len(names))
 
-    def client_request_check(self):
-        return load.request_check()
+    def client_request_check(self, variant=None):
+        return load.request_check(variant)
 
     # -- the load client
     load_variants = load.VARIANTS

@@ -12,7 +12,10 @@ from .frames import RpcHeader
 VARIANTS = ("unary", "client-stream", "server-stream", "bidi")  # call mode 0..3 (spec/rpc.md §7)
 #: planted bugs of the Python load client (frameproof.pyload --fault), caught by rpc's client cases
 FAULTS = {"rpc-client-counts-stray-response": "RPC-MATCH-2",  # an unmatched RESPONSE is a reply and an error
-          "rpc-client-counts-non-response": "RPC-MATCH-4"}  # a REQUEST or STREAM_DATA is taken for a reply
+          "rpc-client-counts-non-response": "RPC-MATCH-4",  # a REQUEST or STREAM_DATA is taken for a reply
+          "rpc-client-ignores-variant": "HAR-CLI-1"}  # every call in mode 0 (unary), whatever --variant names
+#: the client arguments a planted bug shows under (the default variant is unary: ignoring it changes nothing)
+FAULT_ARGS = {"rpc-client-ignores-variant": "--variant bidi"}
 
 
 class RpcLoadSide(LoadSide):
@@ -21,6 +24,8 @@ class RpcLoadSide(LoadSide):
         self.mode = VARIANTS.index(variant)
 
     def request(self, payload):
+        if getattr(self, "fault", "") == "rpc-client-ignores-variant":
+            self.mode = 0  # the bug: its replies are then checked against mode 0 too, consistently
         key, frame = self.m.next_request(
             Frame(0, 0, payload, RpcHeader(K.REQUEST, self.mode | K.END_STREAM, 0, K.ECHO_SERVICE, K.ECHO_METHOD)),
             check_pending=False)
@@ -57,11 +62,13 @@ class RpcLoadSide(LoadSide):
         return kinds.get(frame.header.type, "other"), frame.header.id
 
 
-def request_check():
+def request_check(variant=None):
     """HAR-CLI-1 for rpc: REQUESTs and STREAM_INITs take ids 0, 1, 2 ... from one counter
-    (RPC-ID-1), every REQUEST of a run has the same call mode, STREAM_DATA/END carry the open
-    stream's id and come only inside a stream."""
-    st = {"expect": 0, "n": 0, "mode": None, "open": None}
+    (RPC-ID-1), every REQUEST has the call mode of the client's --variant (RPC-MODE-1; not named:
+    unary, mode 0), STREAM_DATA/END carry the open stream's id and come only inside a stream."""
+    named = variant or VARIANTS[0]
+    want_mode = VARIANTS.index(named) if named in VARIANTS else None  # an unknown one: the client refuses it
+    st = {"expect": 0, "n": 0, "mode": want_mode, "open": None}
 
     def check(frame):
         st["n"] += 1
@@ -83,7 +90,9 @@ def request_check():
             if st["mode"] is None:
                 st["mode"] = mode
             if mode != st["mode"] or h.flags & ~7:
-                return f"request {n} has flags 0x{h.flags:02X}; the run's first request had call mode {st['mode']}"
+                why = (f"the client was run with --variant {named}, call mode {want_mode} (RPC-MODE-1)"
+                       if want_mode is not None else f"the run's first request had call mode {st['mode']}")
+                return f"request {n} has flags 0x{h.flags:02X}; {why}"
             return None
         if h.type in (K.DATA, K.END):
             if st["open"] is None or h.id != st["open"]:

@@ -146,7 +146,7 @@ class Standard(Protocol):
     def oversize_header(self, codec, n):
         return oracle.header(1, 9, n)
 
-    def client_request_check(self):
+    def client_request_check(self, variant=None):
         """HAR-CLI-1: requests carry flag 0x01 and sequence numbers 1, 2, ... (STD-SEQ-1)."""
         state = {"expect": 1, "n": 0}
 

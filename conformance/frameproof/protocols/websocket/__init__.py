@@ -272,7 +272,7 @@ class WebSocket(Protocol):
     def counted(self, f):
         return f.header is not None and f.header.opcode in (TEXT, BINARY)
 
-    def client_request_check(self):
+    def client_request_check(self, variant=None):
         """HAR-CLI-1 for websocket: a load client sends whole messages (FIN text or binary frames,
         masked: the server-role decoder enforces WS-MASK-1) and at most a close at the end."""
         st = {"n": 0, "closed": False}
