@@ -275,6 +275,43 @@ def c_stream_flood_unread(t):
     stream_watched(t, body, "20,000 stream DATA frames written before any read")
 
 
+def c_counters_on_stop_streams(t):
+    """HAR-SRV-1 on the stream endpoint: two connections of one stream each on a server started for the case
+    (STREAM_DATA payloads of 0, 1, 255, 4096 and 65536 bytes), then SIGTERM: the JSON line counts the two
+    connections, the DATA frames (the INIT and END of each stream may count too) and their payload bytes."""
+    from ...netsuite.process_cases import _own_server
+    if getattr(t.codec, "stream_address", ""):
+        raise SkipCase("the stream endpoint has an address of its own (rpc.stream_address): a server started for "
+                       "the case would not serve it")
+    on_endpoint(t, "stream")  # skips where the server has no stream endpoint
+    srv = _own_server(t)
+    s = K.stream
+    sizes = [n for n in (0, 1, 255, 4096, 65536) if n + 64 <= t.limit]
+    frames = nbytes = 0
+    try:
+        own = replace(t, host=srv.host, port=srv.port, pid=srv.proc.pid)
+        for k, sid in enumerate((3, 0xFFFFFFF0)):
+            data = [s(K.DATA, sid, payload_for(k * 10 + i, n)) for i, n in enumerate(sizes[k:] + sizes[:k])]
+            exchange(own, [_init(own, sid)] + data + [s(K.END, sid)], [s(K.INIT_ACK, sid)] + data + [s(K.END, sid)],
+                     f"stream {sid} on the server started for this case: ", quiet=0.05)
+            frames += len(data)
+            nbytes += sum(len(f.payload) for f in data)
+    finally:
+        code, counters, out = srv.stop()
+    if code != 0 or counters is None:
+        raise CheckFailure("a server stopped with SIGTERM:\n  expected exit status 0 and one JSON line of counters\n"
+                           f"  actual   status {code}, {'no JSON line' if counters is None else counters}; output: "
+                           f"{out.strip()[-300:]!r}")
+    want = {"connections": [2], "frames": [frames, frames + 4], "bytes": [nbytes], "protocol_errors": [0]}
+    bad = {k: counters.get(k) for k, ok in want.items() if counters.get(k) not in ok}
+    if bad:
+        raise CheckFailure(
+            f"the counters printed on SIGTERM after 2 connections of one stream each, {frames} STREAM_DATA frames of "
+            f"{nbytes} payload bytes (sizes {sizes}) between each stream's INIT and END:\n"
+            f"  expected {', '.join(f'{k} ' + ' or '.join(map(str, v)) for k, v in want.items())}\n"
+            f"  actual   {', '.join(f'{k} {v}' for k, v in bad.items())} (all: {counters})")
+
+
 def c_heartbeat_flood(t):
     """10,000 HEARTBEAT frames on the unary endpoint: a protocol violation at the first one (RPC-ECHO-4)."""
     N.hostile(t, _hdr(K.HEARTBEAT, 1, 0) * 10000, "10,000 heartbeats on the unary endpoint")
@@ -351,6 +388,9 @@ def cases() -> List[NetCase]:
         u(N.generic("connection_churn_2000", ["RPC-ECHO-3"])),
         st(NetCase("stream_flood_unread", ["RPC-STREAM-2", "RPC-ECHO-3", "RPC-RES-5"], "A stream of 20,000 DATA "
                    "frames written before any read: every echo, in order", c_stream_flood_unread, hostile=True)),
+        NetCase("counters_on_stop_streams", ["HAR-SRV-1", "RPC-STREAM-2"], "A server started for the case counts "
+                "the stream endpoint's DATA frames and payload bytes, and prints them on SIGTERM",
+                c_counters_on_stop_streams),
         u(NetCase("heartbeat_flood_closes", ["RPC-ECHO-4"], "10,000 HEARTBEATs on the unary endpoint: closed at the "
                   "first", c_heartbeat_flood, hostile=True)),
         *[u(c) for c in N.hostile_cases(ROLES)],
