@@ -280,6 +280,8 @@ def c_counters_on_stop_streams(t):
     (STREAM_DATA payloads of 0, 1, 255, 4096 and 65536 bytes), then SIGTERM: the JSON line counts the two
     connections, the DATA frames (the INIT and END of each stream may count too) and their payload bytes."""
     from ...netsuite.process_cases import _own_server
+    if not t.server_cmd:
+        raise SkipCase("needs the server's command (frameproof net --server-cmd), not a running server")
     if getattr(t.codec, "stream_address", ""):
         raise SkipCase("the stream endpoint has an address of its own (rpc.stream_address): a server started for "
                        "the case would not serve it")
