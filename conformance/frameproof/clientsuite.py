@@ -264,15 +264,26 @@ def c_nodelay(t):
         raise CheckFailure(f"{len(off)} of {len(r.nodelay)} client sockets have TCP_NODELAY off")
 
 
+def _with_flag(command: str, flag: str, value) -> str:
+    """``command`` with ``flag``'s value replaced (``--flag V`` or ``--flag=V``), or the flag added;
+    ``value`` None: the flag removed."""
+    import re
+    new = "" if value is None else f"{flag} {value}"
+    cmd, n = re.subn(rf"{flag}(?:=|\s+)\S+", new, command)
+    return cmd if n or value is None else f"{command} {new}"
+
+
+def _largest(t) -> int:
+    from . import protocols
+    return protocols.get(t.protocol).largest_load_payload(t.codec)
+
+
 def c_payload_refused(t):
     """The client's command with ``--payload`` one byte above the largest payload its codec can carry
     (replacing the command's own ``--payload``, or added): a usage error before it connects (HAR-CLI-2)."""
-    import re
-    too_big = min(t.codec.limit, t.codec.capacity) + 1
+    too_big = _largest(t) + 1
     flag = f"--payload {too_big}"
-    cmd, n = re.subn(r"--payload(?:=|\s+)\S+", flag, t.command)
-    if not n:
-        cmd = f"{t.command} {flag}"
+    cmd = _with_flag(t.command, "--payload", too_big)
     r = run_client(ClientTarget(cmd, t.codec, t.sink, t.cwd))
     usage = any(line.startswith("usage error:") for line in r.output.splitlines())
     if r.rc != 2 or not usage or r.stats.connections:
@@ -280,6 +291,31 @@ def c_payload_refused(t):
                            f"  expected exit status 2, a line starting 'usage error:', no connection\n"
                            f"  actual   status {r.rc}, {r.stats.connections} connection(s), output "
                            f"{r.output.strip()[-300:]!r}")
+
+
+def c_largest_payload_accepted(t):
+    """The client's command with ``--payload`` at the largest payload its codec can carry, on one connection
+    for 2 requests (``--requests 2``, ``--duration`` left out): it runs, and every request is well formed,
+    answered and verified (HAR-CLI-2: a client must not refuse what it can carry)."""
+    n = _largest(t)
+    cmd = _with_flag(_with_flag(_with_flag(t.command, "--payload", n), "--connections", 1), "--duration", None)
+    cmd = _with_flag(cmd, "--requests", 2)
+    r = run_client(ClientTarget(cmd, t.codec, t.sink, t.cwd))
+    rep = r.report or {}
+    bad = []
+    if r.rc != 0:
+        bad.append(f"exit status {r.rc}")
+    if r.stats.client_errors or r.stats.protocol_errors:
+        bad.append(f"{r.stats.client_errors + r.stats.protocol_errors} ill-formed request(s): {r.stats.error_details[:1]}")
+    if r.stats.frames < 1 or r.stats.bytes != r.stats.frames * n:
+        bad.append(f"the server received {r.stats.frames} request(s) of {r.stats.bytes} payload bytes in all")
+    if not t.sink and (rep.get("replies_verified") != r.stats.frames or rep.get("errors") != 0):
+        bad.append(f"replies_verified {rep.get('replies_verified')}, errors {rep.get('errors')} "
+                   f"({rep.get('error_details')})")
+    if bad:
+        raise CheckFailure(f"the client run with --payload {n} (the largest its codec carries), --connections 1, "
+                           f"--requests 2:\n  expected exit status 0, every request received and its reply verified\n"
+                           f"  actual   {'; '.join(bad)}\n--- client output ---\n{r.output[-1500:]}")
 
 
 def wrong_replies(t, kind: str, fn, requirements: List[str], every: int = 13):
@@ -330,4 +366,6 @@ def all_cases(protocol: Optional[str] = None) -> List[ClientCase]:
         ClientCase("tcp_nodelay", ["HAR-NODELAY-1"], "The client's sockets have TCP_NODELAY set (SHOULD)", c_nodelay),
         ClientCase("payload_refused", ["HAR-CLI-2"], "A --payload above what the codec carries: a usage error before "
                    "connecting", c_payload_refused),
+        ClientCase("largest_payload_accepted", ["HAR-CLI-2"], "A --payload of the largest the codec carries: "
+                   "sent, answered and verified", c_largest_payload_accepted),
     ] + own

@@ -20,6 +20,11 @@ class LoadClient:
     #: counting every frame it receives counts them too (reference-impls/README.md, counters)
     load_goodbye_frames: int = 0
 
+    def largest_load_payload(self, codec) -> int:
+        """The largest ``--payload`` a load client with ``codec`` can carry in one request (HAR-CLI-2: it
+        must accept it and refuse one byte more). Default: the limit, or what the length field declares."""
+        return min(codec.limit, codec.capacity)
+
     def load_side(self, codec, variant: str):
         """The protocol side of one Python load-client connection (frameproof.loadside.LoadSide)."""
         from ...loadside import LoadSide

@@ -367,6 +367,10 @@ class Rpc(Protocol):
                  + K.ECHO_METHOD)
         return self.oversize_header(codec, n) + names + payload_for(n, n - len(names))
 
+    def largest_load_payload(self, codec):
+        """A REQUEST's body is the echo service's names (each behind its u16 length) and the payload."""
+        return min(codec.limit, codec.capacity) - 4 - len(K.ECHO_SERVICE) - len(K.ECHO_METHOD)
+
     def client_request_check(self, variant=None):
         return load.request_check(variant)
 

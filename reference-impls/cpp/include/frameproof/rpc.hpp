@@ -260,6 +260,12 @@ class Rpc {
     return std::min(max_body_ ? max_body_ : rpc::kDefaultMaxBody, rpc::kMaxBodyField);
   }
   [[nodiscard]] std::uint64_t max_payload() const { return max_body(); }
+  // The largest payload of a call to the echo service (the load client's --payload, HAR-CLI-2): the body
+  // less the names, each behind its u16 length (RPC-BODY-1).
+  [[nodiscard]] std::uint64_t max_request_payload() const {
+    const std::uint64_t names = 4 + rpc::kEchoService.size() + rpc::kEchoMethod.size();
+    return max_body() > names ? max_body() - names : 0;
+  }
   [[nodiscard]] const char* truncation_requirement() const { return "RPC-STR-3"; }
   static bool has_endpoint(std::string_view e) { return e.empty() || e == "unary" || e == "stream"; }
 

@@ -78,7 +78,13 @@ CommandLine parse_command_line(int argc, char** argv) {
         }
         opt.variant = static_cast<std::size_t>(it - variants.begin());
         if (opt.mode == Mode::Stream && !P::kStreams) args.die("--mode stream: " + std::string(P::kName) + " has no streams");
-        if (opt.payload > proto.max_payload()) args.die("--payload is above what the protocol can carry");
+        // what one request can carry: rpc's body holds the call's names too (max_request_payload)
+        const std::uint64_t most = [&] {
+          if constexpr (requires { proto.max_request_payload(); }) return proto.max_request_payload();
+          else return proto.max_payload();
+        }();
+        if (opt.payload > most)
+          args.die("--payload is above what the protocol can carry in one request (" + std::to_string(most) + " bytes)");
         if (opt.mode == Mode::Pipelined && opt.window > P::Client::kMaxWindow)
           args.die("--window must be at most " + std::to_string(P::Client::kMaxWindow) + " for " + std::string(P::kName));
         if (opt.mode == Mode::Batched) {  // the batch is the window of the report
