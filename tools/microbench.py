@@ -18,6 +18,7 @@ import datetime
 import fnmatch
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -61,7 +62,7 @@ def managed(argv) -> bool:
     return Path(argv[0]).name in MANAGED or (len(argv) > 1 and argv[1] == "-m")
 
 
-def run_case(prog, case, n, samples, wrap=None, timeout=600):
+def run_case(prog, case, n, samples, wrap=None, timeout=600, env=None):
     """(status, document or None, message). status: ok | rejected | not-implemented | failed."""
     fd, jpath = tempfile.mkstemp(suffix=".json", prefix="fp-micro-")
     os.close(fd)
@@ -69,7 +70,8 @@ def run_case(prog, case, n, samples, wrap=None, timeout=600):
     argv = (wrap or []) + prog["argv"] + ["--case", case["case"], "--iterations", str(n), "--samples", str(samples),
                                           "--json", jpath]
     try:
-        p = subprocess.run(argv, cwd=prog["cwd"], capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(argv, cwd=prog["cwd"], capture_output=True, text=True, timeout=timeout,
+                           env=None if env is None else {**os.environ, **env})
     except subprocess.TimeoutExpired:
         return "failed", None, f"timed out after {timeout} s"
     try:
@@ -87,24 +89,72 @@ def run_case(prog, case, n, samples, wrap=None, timeout=600):
             os.unlink(jpath)
 
 
-def count_instructions(prog, case, n):
+def _functions(cg_file: str, jit_map: dict) -> dict:
+    """{function: Ir} of one callgrind output (exclusive counts, from callgrind_annotate); code a JIT
+    wrote (callgrind names it by address) is named from the runtime's map of its methods."""
+    out = subprocess.run(["callgrind_annotate", "--threshold=100", "--inclusive=no", cg_file],
+                         capture_output=True, text=True).stdout
+    fns: dict = {}
+    for line in out.splitlines():
+        m = re.match(r"\s*([\d,]+)\s+\([^)]*\)\s+(.+?)(?:\s+\[.*\])?$", line)
+        if not m or "PROGRAM TOTALS" in line:
+            continue
+        ir, name = int(m.group(1).replace(",", "")), m.group(2)
+        addr = re.fullmatch(r"\?\?\?:0x([0-9a-f]+)", name)
+        if addr:
+            a = int(addr.group(1), 16)
+            name = next((n for lo, hi, n in jit_map.get("ranges", []) if lo <= a < hi), name)
+        else:
+            name = name.split(":", 1)[-1] if ":" in name else name
+        fns[name] = fns.get(name, 0) + ir
+    return fns
+
+
+def _jit_map(pid: int) -> dict:
+    """Mono's map of the methods it compiled (MONO_ENV_OPTIONS=--jitmap: /tmp/perf-PID.map)."""
+    path = Path(f"/tmp/perf-{pid}.map")
+    ranges = []
+    if path.exists():
+        for line in path.read_text(errors="replace").splitlines():
+            parts = line.split(" ", 2)
+            if len(parts) == 3:
+                lo, size = int(parts[0], 16), int(parts[1], 16)
+                ranges.append((lo, lo + size, parts[2].strip()))
+        path.unlink()
+    return {"ranges": ranges}
+
+
+def count_instructions(prog, case, n, top=8):
     """Ir per frame from two callgrind runs (N and 2N iterations, one sample each): the difference of
-    the instruction totals over the difference of executed iterations (warm-up + samples x N), / F."""
+    the instruction totals over the difference of executed iterations (warm-up + samples x N), / F; and
+    the same difference per function, the ``top`` largest (where the instructions of a frame go).
+    A managed runtime (Mono) is counted the same way: its JIT compiles each method once, in both runs
+    alike, and the loop allocates nothing (allocs/frame 0), so the difference is the steady state's code;
+    valgrind is told the program writes code (--smc-check=all-non-file), and Mono writes a map of the
+    methods it compiled (--jitmap) that names them."""
     tmp = tempfile.mkdtemp(prefix="fp-micro-cg-")
     got = []
+    mono = managed(prog["argv"])
     try:
         for k in (n, 2 * n):
             out = os.path.join(tmp, f"cg.{k}")
-            st, doc, msg = run_case(prog, case, k, 1, wrap=["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-                                                             f"--log-file={out}.log"], timeout=1200)
+            wrap = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", f"--log-file={out}.log"]
+            if mono:
+                wrap.insert(2, "--smc-check=all-non-file")
+            st, doc, msg = run_case(prog, case, k, 1, wrap=wrap, timeout=1200,
+                                    env={"MONO_ENV_OPTIONS": "--jitmap"} if mono else None)
             if st != "ok" or microcases.check(doc, case):
-                return None, f"callgrind run: {st} {msg}"
+                return None, f"callgrind run: {st} {msg}", None
             ir = next((int(line.split()[1]) for line in open(out) if line.startswith("summary:")), None)
-            got.append((ir, doc["warmup_iterations"] + doc["samples"] * doc["iterations"]))
-        (a, ea), (b, eb) = got
+            pid = next((int(m.group(1)) for m in (re.match(r"==(\d+)==", x) for x in open(f"{out}.log")) if m), 0)
+            got.append((ir, doc["warmup_iterations"] + doc["samples"] * doc["iterations"],
+                        _functions(out, _jit_map(pid) if mono else {})))
+        (a, ea, fa), (b, eb, fb) = got
         if None in (a, b) or eb <= ea:
-            return None, "no instruction total"
-        return round((b - a) / ((eb - ea) * case["frames_per_read"]), 2), ""
+            return None, "no instruction total", None
+        per = (eb - ea) * case["frames_per_read"]
+        by_fn = sorted(((round((fb.get(f, 0) - fa.get(f, 0)) / per, 1), f) for f in set(fa) | set(fb)), reverse=True)
+        return round((b - a) / per, 2), "", [{"function": f, "ir_per_frame": v} for v, f in by_fn[:top] if v >= 1]
     finally:
         import shutil
         shutil.rmtree(tmp, ignore_errors=True)
@@ -176,7 +226,17 @@ def render(doc) -> str:
                  + (f"; **rejected** (JSON not as tools/bench/microbench.schema.json): "
                     + "; ".join(f"{x['case']}: {x['problems'][0]}" for x in impl["rejected"]) if impl.get("rejected") else "")
                  + (f"; failed: " + "; ".join(f"{x['case']}: {x['message'][:100]}" for x in impl["failed"]) if impl.get("failed") else "")
-                 + (f"; instructions not counted: {impl['instructions_note']}" if impl.get("instructions_note") else ""))
+                 + (f"; instructions: {impl['instructions_note']}" if impl.get("instructions_note") else ""))
+    fn_rows = [(c["case"], name, r) for c in doc["cases"] for name, impl in doc["implementations"].items()
+               for r in impl.get("results", []) if r["case"] == c["case"] and r.get("instructions_by_function")]
+    if fn_rows:
+        L += ["", "## Where a frame's instructions go", "",
+              "Per function, exclusive (callgrind), per frame: the same difference of two runs as the Ir/frame column. "
+              "The largest functions of each case and implementation.", "",
+              "| case | implementation | Ir/frame | functions (Ir per frame) |", "|---|---|---:|---|"]
+        for case, name, r in fn_rows:
+            fns = "; ".join(f"`{x['function'][:90]}` {x['ir_per_frame']:,.1f}" for x in r["instructions_by_function"])
+            L.append(f"| {case} | {name} | {num(r.get('instructions_per_frame'), '{:,.1f}')} | {fns} |")
     return "\n".join(L) + "\n"
 
 
@@ -234,10 +294,12 @@ def main(argv=None) -> int:
                     st, msg = "rejected", "; ".join(problems[:5])
                     impl["rejected"].append({"case": c["case"], "problems": problems[:10]})
                 else:
-                    if args.instructions and not managed(prog["argv"]):
-                        res["instructions_per_frame"], note = count_instructions(prog, c, max(1, n // 10))
+                    if args.instructions:
+                        res["instructions_per_frame"], note, by_fn = count_instructions(prog, c, max(1, n // 10))
                         if note:
                             res["instructions_note"] = note
+                        if by_fn:
+                            res["instructions_by_function"] = by_fn
                     impl["results"].append(res)
             elif st == "not-implemented":
                 impl["not_implemented"].append(c["case"])
@@ -247,7 +309,9 @@ def main(argv=None) -> int:
             rejected += st == "rejected"
             print(f"{name:8} {c['case']:28} {st}" + (f": {res['ns_per_frame']['median']:,.1f} ns/frame" if st == "ok" else f": {msg[:160]}"))
         if args.instructions and managed(prog["argv"]):
-            impl["instructions_note"] = "managed runtime: instruction counts under valgrind are not meaningful (JIT, GC); ns only"
+            impl["instructions_note"] = ("managed runtime: counted as the native ones (the difference of two runs: "
+                                         "JIT compilation and start-up cancel out; no allocation in the loop), "
+                                         "its compiled methods named from the runtime's JIT map")
         doc["implementations"][name] = impl
     q = quiet.judge(before, quiet.sample(args.quiet_seconds))
     q["allowed"] = not q["ok"] and args.allow_noisy

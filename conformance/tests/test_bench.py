@@ -600,7 +600,29 @@ def test_microbench_counts_instructions_of_a_native_program(tmp_path):
     for r in res:
         # a 2-byte header and a 32-byte copy: tens of instructions per frame, not the program's start-up
         assert r["instructions_per_frame"] is not None and 5 < r["instructions_per_frame"] < 200, r
-    assert "| length-field/encode/32/16 | c |" in (tmp_path / "m.md").read_text()
+        # where they go: the program's own loop is among the functions, none above the total
+        fns = r["instructions_by_function"]
+        assert fns and all(0 < f["ir_per_frame"] <= r["instructions_per_frame"] + 1 for f in fns), fns
+        assert sum(f["ir_per_frame"] for f in fns) <= r["instructions_per_frame"] * 1.05, fns
+    md = (tmp_path / "m.md").read_text()
+    assert "| length-field/encode/32/16 | c |" in md and "Where a frame's instructions go" in md
+
+
+def test_microbench_counts_instructions_of_the_mono_program(tmp_path):
+    """A managed runtime is counted as a native program: the JIT compiles each method in both runs alike,
+    so the difference is the steady state (the C# rpc decode of a 32-byte frame: a few hundred instructions,
+    as the C++ and Rust ones, not the runtime's start-up); its methods are named from Mono's JIT map."""
+    import shutil
+    exe = ROOT / "reference-impls" / "csharp" / "build" / "fp-bench.exe"
+    if not (exe.exists() and shutil.which("mono") and shutil.which("valgrind")):
+        pytest.skip("the C# programs are not built (reference-impls/csharp/build.sh), or no mono or valgrind")
+    rc, out = microbench(tmp_path, "--only", "csharp", "--cases", "rpc/decode/32/1", "--iterations", "20000",
+                         "--samples", "1", "--instructions")
+    assert rc == 0, out
+    r = json.loads((tmp_path / "m.json").read_text())["implementations"]["csharp"]["results"][0]
+    assert 100 < r["instructions_per_frame"] < 2000, r
+    names = [f["function"] for f in r["instructions_by_function"]]
+    assert any(n.startswith("Frameproof.Codec.RpcDecoder:") for n in names), names
 
 
 def test_cpu_window_reads_a_busy_process_and_divides_by_verified_replies():
