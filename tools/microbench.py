@@ -103,7 +103,9 @@ def _functions(cg_file: str, jit_map: dict) -> dict:
         addr = re.fullmatch(r"\?\?\?:0x([0-9a-f]+)", name)
         if addr:
             a = int(addr.group(1), 16)
-            name = next((n for lo, hi, n in jit_map.get("ranges", []) if lo <= a < hi), name)
+            # the narrowest entry holding it (the map's trampolines may span the methods compiled after them)
+            hits = sorted((hi - lo, n) for lo, hi, n in jit_map.get("ranges", []) if lo <= a < hi)
+            name = hits[0][1] if hits else name
         else:
             name = name.split(":", 1)[-1] if ":" in name else name
         fns[name] = fns.get(name, 0) + ir
