@@ -100,11 +100,14 @@ def test_code_that_runs_only_with_a_planted_bug_is_recognised(tmp_path):
         "        n += 3\n"                                                # 8
         "    if n > 3 and M != 'w':\n"                                    # 9
         "        n += 4\n"                                                # 10
-        "    return r\n")
+        "    s = n < 4 or fault == 'q' and n != 1\n"                      # 11
+        "    return r, s\n")
     a = run.planted_analysis(src)
     inside = lambda row, col=8: run.equivalent_unplanted("core/NumberReplacer", row, col, a)  # noqa: E731
     assert inside(3) and inside(5) and inside(6, 9)
     assert not inside(6, 30) and not inside(8) and not inside(10) and not inside(9)
+    # `and` beside a switch that names a bug: its other operands matter only with that bug planted
+    assert inside(11, 35) and not inside(11, 8)
 
 
 def _py_session(path: Path, rows):

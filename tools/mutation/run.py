@@ -184,6 +184,10 @@ def py_tree(name: str) -> Path:
 
 #: per protocol, the codec suite's tests that do not run the mutated module (reference.py) at all
 PY_NOT_THE_MODULE = {"rpc": ("rpc/DISC-*",)}
+#: per protocol, the server configurations the network pass runs besides the default (rpc: a server offering
+#: one endpoint, as upstream's RpcServer and RpcStreamServer each do, spec/rpc.md §9a)
+PY_NET_CODECS = {"rpc": ('{"protocol": "rpc", "rpc": {"endpoints": ["unary"]}}',
+                         '{"protocol": "rpc", "rpc": {"endpoints": ["stream"]}}')}
 
 
 def py_test_command(tree: Path, proto: str, net: bool, profile: str) -> str:
@@ -201,6 +205,10 @@ def py_test_command(tree: Path, proto: str, net: bool, profile: str) -> str:
         return cmd
     cmd += (f" && {VENV / 'frameproof'} net --protocol {proto} -x "
             f"--server-cmd '{mutated} -m frameproof.pyserver --protocol {proto} --listen 127.0.0.1:0'")
+    for codec in PY_NET_CODECS.get(proto, ()):
+        q = shlex.quote(codec)
+        cmd += (f" && {VENV / 'frameproof'} net --codec {q} -x --server-cmd "
+                + shlex.quote(f"{mutated} -m frameproof.pyserver --codec {q} --listen 127.0.0.1:0"))
     # and the Python load client built on the mutated codec (its reply checks, e.g. reply_ok), under
     # the client suite against the checking server: a client that rejects good replies or accepts
     # bad ones fails HAR-VERIFY-*/HAR-COUNT-1
@@ -215,7 +223,22 @@ def _digest(path: Path) -> str:
     return subprocess.run(["sha256sum", str(path)], capture_output=True, text=True).stdout.split()[0]
 
 
-def py_session(tree: Path, proto: str, net: bool, profile: str) -> tuple[Path, Path]:
+def _reopen_survivors(source: Path, session: Path) -> tuple[int, int]:
+    """Deletes from ``session`` the results of ``source``'s survivors that a suite may catch (not code run
+    only with a bug planted, not triaged equivalent), so that `cosmic-ray exec` tests them again:
+    (reopened, survivors)."""
+    triage = load_triage()
+    missed = [m for m in py_outcomes(source) if m["outcome"] == "missed"]
+    again = [(m["job_id"],) for m in missed if not m["planted_only"]
+             and (triage_of(m["name"], triage) or {}).get("verdict") != "equivalent"]
+    db = sqlite3.connect(str(session))
+    db.executemany("DELETE FROM work_results WHERE job_id = ?", again)
+    db.commit()
+    db.close()
+    return len(again), len(missed)
+
+
+def py_session(tree: Path, proto: str, net: bool, profile: str, again: bool = False) -> tuple[Path, Path]:
     """The codec pass's session (<proto>/session.sqlite: every mutant), or with ``net`` the network pass's
     (<proto>/net/session.sqlite: a copy of the codec pass's in which only its survivors have no result, so
     that `cosmic-ray exec` tests just those; remade when the codec pass's session is)."""
@@ -239,19 +262,15 @@ def py_session(tree: Path, proto: str, net: bool, profile: str) -> tuple[Path, P
             raise SystemExit(f"python {proto}: the network pass tests the codec pass's survivors: run the codec "
                              f"pass first (tools/mutation.sh run --lang python --protocol {proto})")
         if not session.exists() or not stamp.exists() or stamp.read_text() != digest:
-            shutil.copyfile(codec, session)
-            triage = load_triage()
-            missed = [m for m in py_outcomes(codec) if m["outcome"] == "missed"]
             # left as they were: a mutant that changes only code run with a bug planted (no suite can see
             # it), and one triaged as equivalent (tools/mutation/triage.toml: judged by reading the code)
-            again = [(m["job_id"],) for m in missed if not m["planted_only"]
-                     and (triage_of(m["name"], triage) or {}).get("verdict") != "equivalent"]
-            db = sqlite3.connect(str(session))
-            db.executemany("DELETE FROM work_results WHERE job_id = ?", again)
-            db.commit()
-            db.close()
+            shutil.copyfile(codec, session)
+            n, of = _reopen_survivors(codec, session)
             stamp.write_text(digest)
-            print(f"python {proto}: network pass over {len(again)} of the codec pass's {len(missed)} survivors", flush=True)
+            print(f"python {proto}: network pass over {n} of the codec pass's {of} survivors", flush=True)
+        elif again:  # the suites gained checks: what the network pass missed, once more
+            n, of = _reopen_survivors(session, session)
+            print(f"python {proto}: the network pass again over {n} of its {of} survivors", flush=True)
         return cfg, session
     if not session.exists() or not stamp.exists() or stamp.read_text() != digest:
         session.unlink(missing_ok=True)  # the module changed: its old mutants are gone
@@ -260,11 +279,11 @@ def py_session(tree: Path, proto: str, net: bool, profile: str) -> tuple[Path, P
     return cfg, session
 
 
-def run_python(protos: list[str], net: bool, profile: str) -> int:
+def run_python(protos: list[str], net: bool, profile: str, again: bool = False) -> int:
     rc = 0
     for proto in protos:
         tree = py_tree(f"{proto}-net" if net else proto)
-        cfg, session = py_session(tree, proto, net, profile)
+        cfg, session = py_session(tree, proto, net, profile, again)
         # the baseline: the unmutated copy must pass, or every mutant would count as caught
         if sh(["bash", "-c", py_test_command(tree, proto, net, profile)], cwd=tree,
               stdout=subprocess.DEVNULL) != 0:
@@ -306,7 +325,8 @@ def _only_when_planted(test) -> bool:
 
 def planted_analysis(module: Path) -> tuple[list[tuple], dict]:
     """Where a mutant cannot change the implementation as it runs with no bug planted:
-    - spans that run only when a bug is planted: the body of `if M == "name":`, the first branch
+    - spans that run only when a bug is planted: the body of `if M == "name":`, the other operands of an
+      `and` holding such a switch, the first branch
       of `x if M == "name" else y`, a function named after a planted bug (allocate_declared,
       whose docstring names the fault "allocate-declared");
     - per line, the switch comparisons on it (operator name, constants): a comparison operator
@@ -321,6 +341,11 @@ def planted_analysis(module: Path) -> tuple[list[tuple], dict]:
         if isinstance(node, ast.If) and _only_when_planted(node.test):
             for b in node.body:
                 spans.append((b.lineno, 0, b.end_lineno or b.lineno, 10 ** 6))
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And) and any(map(_only_when_planted, node.values)):
+            # `... and M == "name" and ...`: false unplanted whatever the other operands are
+            for v in node.values:
+                if not _only_when_planted(v):
+                    spans.append((v.lineno, v.col_offset, v.end_lineno or v.lineno, v.end_col_offset or 10 ** 6))
         if isinstance(node, ast.IfExp) and _only_when_planted(node.test):
             b = node.body
             spans.append((b.lineno, b.col_offset, b.end_lineno or b.lineno, b.end_col_offset or 10 ** 6))
@@ -645,8 +670,9 @@ def main(argv=None) -> int:
     r.add_argument("--shard", help="K/N: the K-th of N shards (Rust; cargo-mutants --shard)")
     r.add_argument("--net", action="store_true", help="the network and client suites over the mutants the codec "
                    "suite's run missed (after that run; Python: into .mutation/python/P/net)")
-    r.add_argument("--again", metavar="RE", help="with --net (Rust): the network pass again over what every run so far "
-                   "missed whose name matches RE (after a suite gained cases), into .mutation/rust/P/net-again-N")
+    r.add_argument("--again", metavar="RE", help="with --net: the network pass again over what every run so far "
+                   "missed (Rust: whose name matches RE, into .mutation/rust/P/net-again-N; Python: RE is not read, "
+                   "the network session's survivors are tested again in place) after a suite gained cases")
     r.add_argument("--profile", default="smoke", choices=("smoke", "ci", "fuzz"))
     smp = sub.add_parser("sample")
     smp.add_argument("--lang", choices=("rust", "python"), help="only this language's part")
@@ -656,10 +682,10 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.cmd == "run":
         protos = a.protocol or list(PROTOCOLS)
-        if a.again and not (a.net and a.lang == "rust"):
-            ap.error("--again goes with --lang rust --net")
+        if a.again and not a.net:
+            ap.error("--again goes with --net")
         return run_rust(protos, a.shard, a.net, a.profile, a.again) if a.lang == "rust" \
-            else run_python(protos, a.net, a.profile)
+            else run_python(protos, a.net, a.profile, bool(a.again))
     return sample(a) if a.cmd == "sample" else report(a)
 
 

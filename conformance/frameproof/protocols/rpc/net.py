@@ -206,6 +206,17 @@ def c_stream_refusals(t):
              "DATA before INIT, unknown service and method, a second INIT while a stream is open: ")
 
 
+def c_first_frame_stream_types(t):
+    """RPC-ECHO-7 at the edges of the stream types (0x10-0x14): a connection whose first frame is a
+    STREAM_INIT_ACK, a STREAM_END or a STREAM_CANCEL is the stream endpoint's, which cancels it (RPC-STREAM-5)
+    and then serves a stream; the unary endpoint would have closed the connection (RPC-ECHO-4)."""
+    s = K.stream
+    for kind in (K.INIT_ACK, K.END, K.CANCEL):
+        exchange(t, [s(kind, 9), _init(t, 5), s(K.DATA, 5, b"ok"), s(K.END, 5)],
+                 [s(K.CANCEL, 9), s(K.INIT_ACK, 5), s(K.DATA, 5, b"ok"), s(K.END, 5)],
+                 f"a {K.TYPE_NAMES[kind]} as the connection's first frame, then a stream: ")
+
+
 def c_stream_end_with_body(t):
     stream_watched(t, lambda: _stream_end_with_body(t), "a STREAM_END with a body")
 
@@ -347,6 +358,9 @@ def cases() -> List[NetCase]:
                    c_stream_echo)),
         st(NetCase("stream_cancel", ["RPC-STREAM-4", "RPC-STREAM-1"], "A client CANCEL is not answered",
                    c_stream_cancel)),
+        st(NetCase("first_frame_stream_types", ["RPC-ECHO-7", "RPC-STREAM-5"], "A STREAM_INIT_ACK, STREAM_END or "
+                   "STREAM_CANCEL as a connection's first frame picks the stream endpoint: cancelled, then a stream "
+                   "is served", c_first_frame_stream_types)),
         st(NetCase("stream_refusals", ["RPC-STREAM-5", "RPC-STREAM-6", "RPC-STREAM-7", "RPC-ECHO-7"],
                    "DATA before INIT, unknown names and a second INIT are answered with CANCEL", c_stream_refusals)),
         st(NetCase("stream_end_with_body_closes", ["RPC-BODY-5", "RPC-STREAM-8"],
