@@ -72,20 +72,27 @@ def c_counters_on_stop(t: NetTarget):
                 c.close()
             errors = 1
     finally:
-        code, counters, out = srv.stop()
+        stopped = srv.stop()
+    g = get(t.codec.protocol).load_goodbye_frames  # frames a connection may end with (websocket's close)
+    frames_ok = sorted({sent_frames, sent_frames + g * conns})
+    bytes_ok = sorted({sent_bytes, sent_bytes + 2 * g * conns})  # a close frame's payload: its 2-byte code
+    check_counters(stopped, {"connections": [conns], "frames": frames_ok, "bytes": bytes_ok, "protocol_errors": [errors]},
+                   f"{conns} connections, {sent_frames} requests of {sent_bytes} payload bytes (sizes {sizes}), "
+                   f"{errors} connection(s) closed for a decoding error")
+
+
+def check_counters(stopped, want: dict, what: str):
+    """HAR-SRV-1: ``stopped`` (a server's ``stop()``: status, counters, output) exited 0 with a JSON line of
+    counters, each of ``want``'s keys one of its allowed values; ``what``: what the case sent."""
+    code, counters, out = stopped
     if code != 0 or counters is None:
         raise CheckFailure("a server stopped with SIGTERM:\n  expected exit status 0 and one JSON line of counters\n"
                            f"  actual   status {code}, {'no JSON line' if counters is None else counters}; output: "
                            f"{out.strip()[-300:]!r}")
-    g = get(t.codec.protocol).load_goodbye_frames  # frames a connection may end with (websocket's close)
-    frames_ok = sorted({sent_frames, sent_frames + g * conns})
-    bytes_ok = sorted({sent_bytes, sent_bytes + 2 * g * conns})  # a close frame's payload: its 2-byte code
-    want = {"connections": [conns], "frames": frames_ok, "bytes": bytes_ok, "protocol_errors": [errors]}
     bad = {k: counters.get(k) for k, ok in want.items() if counters.get(k) not in ok}
     if bad:
         raise CheckFailure(
-            f"the counters printed on SIGTERM after {conns} connections, {sent_frames} requests of {sent_bytes} "
-            f"payload bytes (sizes {sizes}), {errors} connection(s) closed for a decoding error:\n"
+            f"the counters printed on SIGTERM after {what}:\n"
             f"  expected {', '.join(f'{k} ' + ' or '.join(map(str, v)) for k, v in want.items())}\n"
             f"  actual   {', '.join(f'{k} {v}' for k, v in bad.items())} (all: {counters})")
 
