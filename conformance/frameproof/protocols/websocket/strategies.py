@@ -140,6 +140,40 @@ class WsStrategies(Strategies):
             return codec, frames, data
         return streams()
 
+    def invalid_edges(self):
+        """UTF-8 at the edges of RFC 3629's table (WS-UTF8-1): one text frame holding every sequence at a bound of
+        its lead byte's range (the smallest and largest of 2, 3 and 4 bytes; E0, ED, F0 and F4, whose second byte
+        has a narrower range, at both ends of it), then a text frame with one sequence just outside a bound
+        (E0 9F: overlong, ED A0: a surrogate, F0 8F: overlong, F4 90: above U+10FFFF; leads C1 and F5), each a
+        stream of its own; and a fragmented message of exactly the message limit, then one a byte over. The expected
+        result is the oracle's. A random draw rarely lands on a bound."""
+        from frameproof import oracle as fp_oracle
+        from ...properties import Edge
+        codec = _codec("server")
+        key = b"\x01\x02\x03\x04"
+        valid = (b"\xc2\x80", b"\xdf\xbf", b"\xe0\xa0\x80", b"\xe0\xbf\xbf", b"\xe1\x80\x80", b"\xec\xbf\xbf",
+                 b"\xed\x80\x80", b"\xed\x9f\xbf", b"\xee\x80\x80", b"\xef\xbf\xbf", b"\xf0\x90\x80\x80",
+                 b"\xf0\xbf\xbf\xbf", b"\xf1\x80\x80\x80", b"\xf3\xbf\xbf\xbf", b"\xf4\x80\x80\x80", b"\xf4\x8f\xbf\xbf")
+        first = frame(TEXT, b"|".join(valid), True, key)
+        pre = O.encode(codec, first)
+        out = []
+        for bad in (b"\xe0\x9f\x80", b"\xed\xa0\x80", b"\xf0\x8f\xbf\xbf", b"\xf4\x90\x80\x80", b"\xc1\xbf",
+                    b"\xf5\x80\x80\x80"):
+            whole = pre + O.encode(codec, frame(TEXT, b"ok" + bad + b"ok", True, key))
+            r = fp_oracle.decode(codec, whole)
+            assert r.frames == [first] and r.error is not None and r.error.requirement == "WS-UTF8-1", (bad, r)
+            out.append((codec, whole, r.frames, r.error, Edge(f"UTF-8 {bad.hex(' ')} after every bound", ("WS-UTF8-1",))))
+        # the message limit at its edge: a fragmented message of exactly max_message bytes, then one a byte over
+        small = _codec("server", 100, 100)
+        ok = [frame(BINARY, b"a" * 60, False, key), frame(CONT, b"b" * 40, True, key)]
+        whole = b"".join(O.encode(small, f) for f in ok + [frame(BINARY, b"c" * 60, False, key),
+                                                            frame(CONT, b"d" * 41, True, key)])
+        r = fp_oracle.decode(small, whole)
+        assert r.frames[:2] == ok and r.error is not None, r
+        out.append((small, whole, r.frames, r.error, Edge("a message of max_message bytes, then one a byte over",
+                                                          (r.error.requirement,))))
+        return out
+
     def invalid_streams(self):
         @st.composite
         def bad(draw):
