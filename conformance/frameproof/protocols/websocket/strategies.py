@@ -89,6 +89,17 @@ class WsStrategies(Strategies):
     def frames_for(self, codec):
         return self._frames_for(codec)
 
+    def encode_edges(self):
+        """Control frames of 125 bytes (the most a control frame carries) and 126 (refused, WS-CTL-2), of each
+        control opcode (close from 8: a check from 9 up passes a close of 126), masked and not."""
+        out = []
+        for op in (CLOSE, PING, PONG):
+            for n in (125, 126):
+                payload = b"\x03\xe8" + b"r" * (n - 2) if op == CLOSE else b"p" * n
+                for masked, key in ((False, b""), (True, b"\x0a\x0b\x0c\x0d")):
+                    out.append((_codec("server"), Frame(0, 0, payload, WsHeader(True, 0, op, masked, key))))
+        return out
+
     def encode_cases(self):
         @st.composite
         def case(draw):
