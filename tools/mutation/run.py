@@ -185,9 +185,11 @@ def py_tree(name: str) -> Path:
 #: per protocol, the codec suite's tests that do not run the mutated module (reference.py) at all
 PY_NOT_THE_MODULE = {"rpc": ("rpc/DISC-*",)}
 #: per protocol, the server configurations the network pass runs besides the default (rpc: a server offering
-#: one endpoint, as upstream's RpcServer and RpcStreamServer each do, spec/rpc.md §9a)
+#: one endpoint, as upstream's RpcServer and RpcStreamServer each do, spec/rpc.md §9a; websocket: deflate)
 PY_NET_CODECS = {"rpc": ('{"protocol": "rpc", "rpc": {"endpoints": ["unary"]}}',
-                         '{"protocol": "rpc", "rpc": {"endpoints": ["stream"]}}')}
+                         '{"protocol": "rpc", "rpc": {"endpoints": ["stream"]}}'),
+                 # the permessage-deflate layer (spec/websocket-deflate.md) runs only where the codec says so
+                 "websocket": ('{"protocol": "websocket", "websocket": {"permessage_deflate": true}}',)}
 
 
 def py_test_command(tree: Path, proto: str, net: bool, profile: str) -> str:
