@@ -319,8 +319,9 @@ def payload_refusal(args) -> str:
     """Why the protocol's encoder refuses a request of ``--payload`` bytes ("" when it does not): checked
     before connecting, so that such a payload is a usage error (HAR-CLI-2), not a failure mid-run."""
     c = args.codec_obj
-    if args.payload > min(c.limit, c.capacity):  # websocket's client side encodes any size: its limit is the codec's
-        return f"above the largest payload of the codec, {min(c.limit, c.capacity)} bytes"
+    most = c.spec.largest_load_payload(c)  # one bound in every mode (rpc: a call's, names included)
+    if args.payload > most:  # websocket's client side encodes any size: its limit is the codec's
+        return f"above the largest payload a request of the codec carries, {most} bytes"
     side = c.spec.load_side(c, args.variant)  # a fresh one, discarded
     p = bytes(max(args.payload, 0))  # only its length matters to the encoder
     try:

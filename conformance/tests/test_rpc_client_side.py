@@ -83,9 +83,9 @@ def test_planted_fault_is_caught(frameproof, fault, rid, monkeypatch):
                               f"{LOAD} --mode pipelined --window 8 --requests 1500 --fault {fault} "
                               f"{FAULT_ARGS.get(fault, '')}", timeout=300)
     assert rc == 1, out[-2000:]
-    # rpc's stray-frame cases check every request too (client_strays.py): a client whose calls are
-    # ill-formed fails them as well
-    also = CASES if rid == "HAR-CLI-1" else set()
+    # rpc's stray-frame cases and largest_payload_accepted (HAR-CLI-2) check every request too: a client whose
+    # calls are ill-formed fails them as well
+    also = CASES | {"HAR-CLI-2"} if rid == "HAR-CLI-1" else set()
     assert failed(doc) == {rid} | also, (sorted(failed(doc)), out[-2000:])
 
 

@@ -22,7 +22,8 @@ class LoadClient:
 
     def largest_load_payload(self, codec) -> int:
         """The largest ``--payload`` a load client with ``codec`` can carry in one request (HAR-CLI-2: it
-        must accept it and refuse one byte more). Default: the limit, or what the length field declares."""
+        must accept it and refuse one byte more), one bound in every --mode. Default: the limit, or what the
+        length field declares."""
         return min(codec.limit, codec.capacity)
 
     def load_side(self, codec, variant: str):

@@ -368,7 +368,9 @@ class Rpc(Protocol):
         return self.oversize_header(codec, n) + names + payload_for(n, n - len(names))
 
     def largest_load_payload(self, codec):
-        """A REQUEST's body is the echo service's names (each behind its u16 length) and the payload."""
+        """A REQUEST's body is the echo service's names (each behind its u16 length) and the payload; in stream
+        mode too (a STREAM_DATA could carry the names' 24 bytes more: the bound is the call's, as the Rust and
+        C++ clients check it)."""
         return min(codec.limit, codec.capacity) - 4 - len(K.ECHO_SERVICE) - len(K.ECHO_METHOD)
 
     def client_request_check(self, variant=None):
