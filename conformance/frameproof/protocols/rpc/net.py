@@ -217,6 +217,30 @@ def c_first_frame_stream_types(t):
                  f"a {K.TYPE_NAMES[kind]} as the connection's first frame, then a stream: ")
 
 
+def c_first_frame_endpoint(t):
+    """RPC-ECHO-7 and §9a: the first frame of each endpoint's kind on a fresh connection. Both endpoints on one port:
+    a REQUEST is echoed, a STREAM_INIT opens a stream. A server offering the unary endpoint only closes on a
+    STREAM_INIT (RPC-ECHO-4); one offering the stream endpoint only cancels a REQUEST (RPC-STREAM-5) and then
+    serves a stream (a one-endpoint server that still chose by the first frame's type passed every other case)."""
+    s = K.stream
+    eps = tuple(getattr(t.codec, "endpoints", ENDPOINTS))
+    stream_rest = [_init(t, 6), s(K.DATA, 6, b"ok"), s(K.END, 6)]
+    stream_back = [s(K.INIT_ACK, 6), s(K.DATA, 6, b"ok"), s(K.END, 6)]
+    if "unary" in eps:
+        u = on_endpoint(t, "unary")
+        if "stream" in eps and not getattr(t.codec, "stream_address", ""):
+            exchange(u, stream_rest, stream_back, "a STREAM_INIT as the first frame of a server with both endpoints: ")
+        elif "stream" not in eps:
+            _init_t = _init(u, 6)
+            N.hostile(u, Conn(u).frame(_init_t), "a STREAM_INIT as the first frame of a server offering the unary "
+                      "endpoint only", expect_replies=0)
+        r = _req(u, 5, b"first")
+        exchange(u, [r], [K.response(5, b"first")], "a REQUEST as the first frame: ")
+    if eps == ("stream",):
+        exchange(t, [_req(t, 5, b"x")] + stream_rest, [s(K.CANCEL, 5)] + stream_back,
+                 "a REQUEST as the first frame of a server offering the stream endpoint only, then a stream: ")
+
+
 def c_stream_end_with_body(t):
     stream_watched(t, lambda: _stream_end_with_body(t), "a STREAM_END with a body")
 
@@ -349,6 +373,9 @@ def cases() -> List[NetCase]:
                    c_stream_echo)),
         st(NetCase("stream_cancel", ["RPC-STREAM-4", "RPC-STREAM-1"], "A client CANCEL is not answered",
                    c_stream_cancel)),
+        NetCase("first_frame_endpoint", ["RPC-ECHO-7", "RPC-ECHO-4", "RPC-STREAM-5"], "A REQUEST or a STREAM_INIT "
+                "as a connection's first frame: the endpoint it picks, or on a server offering one endpoint, that one",
+                c_first_frame_endpoint, hostile=True),
         st(NetCase("first_frame_stream_types", ["RPC-ECHO-7", "RPC-STREAM-5"], "A STREAM_INIT_ACK, STREAM_END or "
                    "STREAM_CANCEL as a connection's first frame picks the stream endpoint: cancelled, then a stream "
                    "is served", c_first_frame_stream_types)),
