@@ -49,6 +49,12 @@ def test_triage_entries_match_without_line_numbers():
     triage = [{"match": "codec/src/x.rs: replace g -> u64 with 0", "verdict": "equivalent", "why": "w"}]
     assert run.triage_of(C, triage)["verdict"] == "equivalent"
     assert run.triage_of(D, triage) is None
+    # a group by a Python mutant's definition
+    group = [{"scope": "websocket/reference.py ServerOpening.*", "verdict": "gap", "why": "w"}]
+    name = "conformance/frameproof/protocols/websocket/reference.py: core/AddNot in answer: if x:"
+    assert run.triage_of(name, group, "ServerOpening.answer")["why"] == "w"
+    assert run.triage_of(name, group, "WsDecoder._scan") is None
+    assert run.triage_of(name.replace("websocket", "rpc"), group, "ServerOpening.answer") is None
     ms = [{"name": C, "outcome": "missed"}, {"name": D, "outcome": "missed"}, {"name": A, "outcome": "caught"}]
     c = run.score(ms, triage)
     assert (c["caught"], c["missed"], c["equivalent"], c["score"]) == (1, 1, 1, 50.0)

@@ -232,7 +232,7 @@ def _reopen_survivors(source: Path, session: Path) -> tuple[int, int]:
     triage = load_triage()
     missed = [m for m in py_outcomes(source) if m["outcome"] == "missed"]
     again = [(m["job_id"],) for m in missed if not m["planted_only"]
-             and (triage_of(m["name"], triage) or {}).get("verdict") != "equivalent"]
+             and (triage_of(m["name"], triage, m["scope"]) or {}).get("verdict") != "equivalent"]
     db = sqlite3.connect(str(session))
     db.executemany("DELETE FROM work_results WHERE job_id = ?", again)
     db.commit()
@@ -498,10 +498,15 @@ def load_triage() -> list[dict]:
     return tomllib.loads(f.read_text()).get("survivor", []) if f.exists() else []
 
 
-def triage_of(name: str, triage: list[dict]) -> dict | None:
+def triage_of(name: str, triage: list[dict], scope: str = "") -> dict | None:
+    """The first entry whose ``match`` is a part of the survivor's name, or (an entry with ``scope``: a glob over
+    a Python mutant's definition, e.g. "websocket/reference.py ServerOpening.*") whose scope matches."""
+    import fnmatch
     name = strip_pos(name)  # the entries name no line numbers (lines move)
     for t in triage:
-        if t["match"] in name:
+        if "match" in t and t["match"] in name:
+            return t
+        if "scope" in t and scope and fnmatch.fnmatch(f"{name.split(':')[0]} {scope}", "*" + t["scope"]):
             return t
     return None
 
@@ -564,7 +569,7 @@ def score(ms: list[dict], triage: list[dict]) -> dict:
     for m in ms:
         k = m["outcome"]
         if k == "missed":
-            t = triage_of(m["name"], triage)
+            t = triage_of(m["name"], triage, m.get("scope", ""))
             if t is None and m.get("planted_only"):
                 t = {"verdict": "equivalent", "why": "no effect unless a deliberate bug is planted (--mutant/--fault): "
                                                      "code that runs only then, or the switch's own test answering "
