@@ -278,6 +278,9 @@ def py_session(tree: Path, proto: str, net: bool, profile: str, again: bool = Fa
         session.unlink(missing_ok=True)  # the module changed: its old mutants are gone
         subprocess.check_call([str(VENV / "cosmic-ray"), "init", str(cfg), str(session)], cwd=tree)
         stamp.write_text(digest)
+    elif again:  # the codec suite gained checks: its survivors once more
+        n, of = _reopen_survivors(session, session)
+        print(f"python {proto}: the codec pass again over {n} of its {of} survivors", flush=True)
     return cfg, session
 
 
@@ -679,7 +682,8 @@ def main(argv=None) -> int:
                    "suite's run missed (after that run; Python: into .mutation/python/P/net)")
     r.add_argument("--again", metavar="RE", help="with --net: the network pass again over what every run so far "
                    "missed (Rust: whose name matches RE, into .mutation/rust/P/net-again-N; Python: RE is not read, "
-                   "the network session's survivors are tested again in place) after a suite gained cases")
+                   "the network session's survivors, or without --net the codec pass's, are tested again in place) "
+                   "after a suite gained cases")
     r.add_argument("--profile", default="smoke", choices=("smoke", "ci", "fuzz"))
     smp = sub.add_parser("sample")
     smp.add_argument("--lang", choices=("rust", "python"), help="only this language's part")
@@ -689,8 +693,8 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.cmd == "run":
         protos = a.protocol or list(PROTOCOLS)
-        if a.again and not a.net:
-            ap.error("--again goes with --net")
+        if a.again and not a.net and a.lang == "rust":
+            ap.error("--again goes with --net for Rust")
         return run_rust(protos, a.shard, a.net, a.profile, a.again) if a.lang == "rust" \
             else run_python(protos, a.net, a.profile, bool(a.again))
     return sample(a) if a.cmd == "sample" else report(a)
