@@ -185,10 +185,23 @@ class Property:
     run: Callable  # run(testee) raises CheckFailure
 
 
+def _unless_skipped(call):
+    """An edge's testee call, or None when the testee skips that codec (the plugin turns a ``skipped`` answer
+    into Hypothesis's reject(), which outside a @given test raises UnsatisfiedAssumption): an edge the testee
+    has no codec for is left out, as a drawn example of that codec would be."""
+    from hypothesis.errors import UnsatisfiedAssumption
+    try:
+        return call()
+    except UnsatisfiedAssumption:
+        return None
+
+
 def encode_matches_spec(S: Strategies):
     def run(testee):
         for codec, f in S.encode_edges():
-            check_encode(oracle.encode(codec, f), testee.encode(codec, f), f"encode {f.short()} with {codec}: ")
+            got = _unless_skipped(lambda: testee.encode(codec, f))
+            if got is not None:
+                check_encode(oracle.encode(codec, f), got, f"encode {f.short()} with {codec}: ")
 
         @given(S.encode_cases())
         def prop(case):
@@ -251,7 +264,9 @@ def invalid(S: Strategies):
         for codec, whole, frames, err, edge in S.invalid_edges():
             h = len(whole) // 2
             for chunks in ([whole], [whole[:h], whole[h:]]):
-                got = testee.decode(codec, chunks)
+                got = _unless_skipped(lambda: testee.decode(codec, chunks))
+                if got is None:
+                    break
                 try:
                     check_decode([oracle.DecodeResult(list(frames), err)], got, stop=codec.spec.stop_requirement,
                                  context=f"{edge} ({len(whole)} bytes, {codec}) expected to break {err.requirement}: ")

@@ -32,6 +32,33 @@ class LengthFieldStrategies(Strategies):
     def invalid_streams(self):
         return _invalid_streams(self)
 
+    def invalid_edges(self):
+        """The invalid-stream kinds whose edge a random draw may miss, each value once (every profile): the four
+        valid 4- and 5-byte varints over every limit (LF-LIM-1, not LF-LEN-2), a header declaring exactly 2^31-1
+        under that limit (no error; the stream ends there, LF-STR-3) in the 4-byte and varint profiles, and a
+        stream ending inside a 2- or 4-byte field whose bytes so far exceed the limit (LF-STR-3), at an offset
+        sharing a bit with the field's width."""
+        from ...properties import Edge
+        first = Frame(0, 0, b"ok")
+        out = []
+        for bad in (b"\xff\xff\xff\xff\x07", b"\x80\x80\x80\x80\x01", b"\x80\x80\x80\x08", b"\xff\xff\xff\xff\x06"):
+            codec = LengthFieldCodec("length-field", 0, 0, 0)
+            pre = oracle.encode(codec, first)
+            out.append((codec, pre + bad, [first], Error("LF-LIM-1", len(pre)),
+                        Edge(f"varint {bad.hex(' ')} over every limit", ("LF-LIM-1", "LF-LEN-2"))))
+        for size in (4, -4, 0):
+            codec = LengthFieldCodec("length-field", 2 ** 31 - 1, 0, size)
+            pre = oracle.encode(codec, first)
+            out.append((codec, pre + encode_length(codec, 2 ** 31 - 1), [first], Error("LF-STR-3", len(pre)),
+                        Edge(f"a header declaring 2^31-1 under that limit (size {size})", ("LF-LIM-1",))))
+        for size in (4, -4, 2, -2):
+            w = abs(size)
+            codec = LengthFieldCodec("length-field", 16, w, size)
+            for k in range(1, w):
+                out.append((codec, bytes(w) + b"\xff" * k, [], Error("LF-STR-3", 0),
+                            Edge(f"{k} of a {w}-byte field over the limit at offset {w}", ("LF-LIM-1",))))
+        return out
+
     def match_scripts(self):
         return _match_scripts(self)
 
