@@ -53,6 +53,12 @@ class Strategies:
         (rpc: a header declaring exactly the default limit, and one byte past it)."""
         return ()
 
+    def valid_edges(self):
+        """(codec, bytes, frames, Edge) valid streams the chunking property checks first under every profile (whole,
+        and split in two halves): the valid side of an edge a random draw may miss (websocket: one frame of exactly
+        the message limit)."""
+        return ()
+
     def encode_edges(self):
         """(codec, frame) pairs the encode property checks first under every profile, however few its examples:
         the edges of a field's range a random draw may miss (rpc: names of 65535 and 65536 bytes)."""
@@ -231,8 +237,25 @@ def roundtrip(S: Strategies):
     return run
 
 
+def _check_edge(testee, codec, whole, expected, edge, expectation):
+    """One edge stream (Strategies.valid_edges, invalid_edges) decoded whole and split in two halves."""
+    h = len(whole) // 2
+    for chunks in ([whole], [whole[:h], whole[h:]]):
+        got = _unless_skipped(lambda: testee.decode(codec, chunks))
+        if got is None:
+            return
+        try:
+            check_decode([expected], got, stop=codec.spec.stop_requirement, context=
+                         f"{edge} ({len(whole)} bytes in {len(chunks)} chunks, {codec}){expectation}: ")
+        except CheckFailure as e:  # an edge of a range: the requirement that sets the range is broken too
+            raise CheckFailure(str(e), sorted(set(e.requirements or []) | set(edge.requirements))) from None
+
+
 def chunking(S: Strategies):
     def run(testee):
+        for codec, whole, frames, edge in S.valid_edges():
+            _check_edge(testee, codec, whole, oracle.DecodeResult(list(frames)), edge, "")
+
         @given(st.data())
         def prop(data):
             codec, frames, whole = data.draw(S.valid_streams())
@@ -262,16 +285,8 @@ def agrees(S: Strategies):
 def invalid(S: Strategies):
     def run(testee):
         for codec, whole, frames, err, edge in S.invalid_edges():
-            h = len(whole) // 2
-            for chunks in ([whole], [whole[:h], whole[h:]]):
-                got = _unless_skipped(lambda: testee.decode(codec, chunks))
-                if got is None:
-                    break
-                try:
-                    check_decode([oracle.DecodeResult(list(frames), err)], got, stop=codec.spec.stop_requirement,
-                                 context=f"{edge} ({len(whole)} bytes, {codec}) expected to break {err.requirement}: ")
-                except CheckFailure as e:  # an edge of a range: the requirement that sets the range is broken too
-                    raise CheckFailure(str(e), sorted(set(e.requirements or []) | set(edge.requirements))) from None
+            _check_edge(testee, codec, whole, oracle.DecodeResult(list(frames), err), edge,
+                        f" expected to break {err.requirement}")
 
         @given(st.data())
         def prop(data):

@@ -183,7 +183,72 @@ class WsStrategies(Strategies):
         assert r.frames[:2] == ok and r.error is not None, r
         out.append((small, whole, r.frames, r.error, Edge("a message of max_message bytes, then one a byte over",
                                                           (r.error.requirement,))))
+        out += self._header_edges(key)
         return out
+
+    def _header_edges(self, key):
+        """Edges of the header's checks a random draw misses: every control opcode (close included) not FIN
+        (WS-CTL-1) and of 126 bytes (WS-CTL-2); a single frame one byte over the message limit where the frame
+        limit is larger (WS-LIM-2); 64-bit lengths of exactly 2^63 and 2^64-1 (WS-LEN-4); a close frame of
+        exactly two octets holding an invalid code (WS-CLOSE-2), each after a valid frame."""
+        from frameproof import oracle as fp_oracle
+        from ...properties import Edge
+        codec = _codec("server")
+        pre = frame(BINARY, b"ok", True, key)
+        head = O.encode(codec, pre)
+        cases = []
+        for op in (CLOSE, PING, PONG):
+            body = b"\x03\xe8" if op == CLOSE else b"p"
+            cases.append((codec, bytes([op, 0x80 | len(body)]) + key + bytes(b ^ key[i % 4] for i, b in enumerate(body)),
+                          "WS-CTL-1", f"opcode {op} without FIN"))
+            cases.append((codec, bytes([0x80 | op, 0x80 | 126, 0, 126]) + key + b"\x03\xe8" + b"r" * 124,
+                          "WS-CTL-2", f"opcode {op} of 126 bytes"))
+        big = _codec("server", 300, 200)
+        cases.append((big, bytes([0x82, 0x80 | 126, 0, 201]) + key + b"m" * 201, "WS-LIM-2",
+                      "one frame of max_message + 1 bytes under a larger frame limit"))
+        for n in (2 ** 63, 2 ** 64 - 1):
+            cases.append((codec, bytes([0x82, 0xFF]) + n.to_bytes(8, "big") + key, "WS-LEN-4", f"a 64-bit length of {n}"))
+        for code in (1005, 999, 5000):
+            body = code.to_bytes(2, "big")
+            cases.append((codec, bytes([0x88, 0x82]) + key + bytes(b ^ key[i] for i, b in enumerate(body)), "WS-CLOSE-2",
+                          f"a close of exactly the code {code}"))
+        out = []
+        for c, bad, req, name in cases:
+            whole = (head if c is codec else O.encode(c, pre)) + bad
+            r = fp_oracle.decode(c, whole)
+            assert r.frames == [pre] and r.error is not None and r.error.requirement == req, (name, r)
+            out.append((c, whole, r.frames, r.error, Edge(name, (req,))))
+        return out
+
+    def valid_edges(self):
+        """Valid streams at the edges the checks above guard, decoded by the oracle: a single frame of exactly the
+        message limit under a larger frame limit (WS-LIM-2); a ping of 125 bytes where the message limit is 100,
+        alone and between the fragments of a message (control frames do not count, WS-LIM-2); a close of exactly
+        a valid code (WS-CLOSE-2); a fragmented binary message whose continuation is not UTF-8 (WS-UTF8-1 checks
+        text only)."""
+        from frameproof import oracle as fp_oracle
+        from ...properties import Edge
+        key = b"\x05\x06\x07\x08"
+        out = []
+        big = _codec("server", 300, 200)
+        frames = [frame(BINARY, b"m" * 200, True, key)]
+        out.append((big, frames, Edge("one frame of exactly max_message bytes under a larger frame limit", ("WS-LIM-2",))))
+        small = _codec("server", 200, 100)
+        frames = [frame(PING, b"p" * 125, True, key), frame(BINARY, b"a" * 60, False, key),
+                  frame(PONG, b"q" * 125, True, key), frame(CONT, b"b" * 40, True, key)]
+        out.append((small, frames, Edge("control frames of 125 bytes under a message limit of 100", ("WS-LIM-2", "WS-CTL-3"))))
+        codec = _codec("server")
+        frames = [frame(BINARY, b"ok", False, key), frame(CONT, b"\xff\xc3\x28", False, key),
+                  frame(CONT, b"\xed\xa0\x80", True, key), frame(CLOSE, b"\x03\xe8", True, key)]
+        out.append((codec, frames, Edge("a binary message that is not UTF-8, then a close of exactly the code 1000",
+                                        ("WS-UTF8-1", "WS-CLOSE-2"))))
+        result = []
+        for c, fs, edge in out:
+            whole = b"".join(O.encode(c, f) for f in fs)
+            r = fp_oracle.decode(c, whole)
+            assert r.frames == fs and r.error is None, (edge, r)
+            result.append((c, whole, fs, edge))
+        return result
 
     def invalid_streams(self):
         @st.composite
