@@ -78,6 +78,11 @@ class Strategies:
         """(codec, events, timeout_ms): random client sessions."""
         raise NotImplementedError
 
+    def serve_edges(self):
+        """(codec, endpoint, chunks, half_close, Edge) server sessions the serving property checks first under every
+        profile: replies at the edges of the reply's length encodings a random session rarely reaches."""
+        return ()
+
     def serve_scripts(self):
         """(codec, endpoint, whole input, chunks, half_close): random server sessions."""
         return _serve_scripts(self)
@@ -321,6 +326,15 @@ def serving(S: Strategies):
     from .checks import check_serve
 
     def run(testee):
+        for codec, endpoint, chunks, half_close, edge in getattr(S, "serve_edges", tuple)():  # a wrapper may have none
+            got = _unless_skipped(lambda: testee.serve(codec, endpoint, chunks, half_close))
+            if got is not None:
+                try:
+                    check_serve(oracle.serve(codec, endpoint, chunks, half_close), got,
+                                f"{edge} ({sum(map(len, chunks))} bytes in {len(chunks)} chunks, {codec}): ")
+                except CheckFailure as e:
+                    raise CheckFailure(str(e), sorted(set(e.requirements or []) | set(edge.requirements))) from None
+
         @given(S.serve_scripts())
         def prop(case):
             codec, endpoint, whole, chunks, half_close = case

@@ -154,22 +154,23 @@ class WsStrategies(Strategies):
     def invalid_edges(self):
         """UTF-8 at the edges of RFC 3629's table (WS-UTF8-1): one text frame holding every sequence at a bound of
         its lead byte's range (the smallest and largest of 2, 3 and 4 bytes; E0, ED, F0 and F4, whose second byte
-        has a narrower range, at both ends of it), then a text frame with one sequence just outside a bound
-        (E0 9F: overlong, ED A0: a surrogate, F0 8F: overlong, F4 90: above U+10FFFF; leads C1 and F5), each a
-        stream of its own; and a fragmented message of exactly the message limit, then one a byte over. The expected
+        has a narrower range, at both ends of it; and 00, 7F), then a text frame with one sequence just outside a
+        bound (E0 9F: overlong, ED A0: a surrogate, F0 8F: overlong, F4 90: above U+10FFFF; leads C1 and F5; a bare
+        80 and BF; a continuation byte of 7F or C0 after a lead of each kind), each a stream of its own; and a fragmented message of exactly the message limit, then one a byte over. The expected
         result is the oracle's. A random draw rarely lands on a bound."""
         from frameproof import oracle as fp_oracle
         from ...properties import Edge
         codec = _codec("server")
         key = b"\x01\x02\x03\x04"
-        valid = (b"\xc2\x80", b"\xdf\xbf", b"\xe0\xa0\x80", b"\xe0\xbf\xbf", b"\xe1\x80\x80", b"\xec\xbf\xbf",
+        valid = (b"\x00\x7f", b"\xc2\x80", b"\xdf\xbf", b"\xe0\xa0\x80", b"\xe0\xbf\xbf", b"\xe1\x80\x80", b"\xec\xbf\xbf",
                  b"\xed\x80\x80", b"\xed\x9f\xbf", b"\xee\x80\x80", b"\xef\xbf\xbf", b"\xf0\x90\x80\x80",
                  b"\xf0\xbf\xbf\xbf", b"\xf1\x80\x80\x80", b"\xf3\xbf\xbf\xbf", b"\xf4\x80\x80\x80", b"\xf4\x8f\xbf\xbf")
         first = frame(TEXT, b"|".join(valid), True, key)
         pre = O.encode(codec, first)
         out = []
         for bad in (b"\xe0\x9f\x80", b"\xed\xa0\x80", b"\xf0\x8f\xbf\xbf", b"\xf4\x90\x80\x80", b"\xc1\xbf",
-                    b"\xf5\x80\x80\x80"):
+                    b"\xf5\x80\x80\x80", b"\x80", b"\xbf", b"\xc2\x7f", b"\xc2\xc0", b"\xe0\xc0\x80", b"\xed\x7f\x80",
+                    b"\xf0\xc0\x80\x80", b"\xf4\x7f\x80\x80", b"\xf1\x80\x80\x7f", b"\xf1\x80\x80\xc0"):
             whole = pre + O.encode(codec, frame(TEXT, b"ok" + bad + b"ok", True, key))
             r = fp_oracle.decode(codec, whole)
             assert r.frames == [first] and r.error is not None and r.error.requirement == "WS-UTF8-1", (bad, r)
@@ -189,8 +190,9 @@ class WsStrategies(Strategies):
     def _header_edges(self, key):
         """Edges of the header's checks a random draw misses: every control opcode (close included) not FIN
         (WS-CTL-1) and of 126 bytes (WS-CTL-2); a single frame one byte over the message limit where the frame
-        limit is larger (WS-LIM-2); 64-bit lengths of exactly 2^63 and 2^64-1 (WS-LEN-4); a close frame of
-        exactly two octets holding an invalid code (WS-CLOSE-2), each after a valid frame."""
+        limit is larger (WS-LIM-2); 64-bit lengths of exactly 2^63 and 2^64-1 (WS-LEN-4); a close whose reason is
+        not UTF-8 at its first byte and at a later one (WS-CLOSE-3); a close frame of exactly two octets holding an
+        invalid code (WS-CLOSE-2), each after a valid frame."""
         from frameproof import oracle as fp_oracle
         from ...properties import Edge
         codec = _codec("server")
@@ -208,6 +210,9 @@ class WsStrategies(Strategies):
                       "one frame of max_message + 1 bytes under a larger frame limit"))
         for n in (2 ** 63, 2 ** 64 - 1):
             cases.append((codec, bytes([0x82, 0xFF]) + n.to_bytes(8, "big") + key, "WS-LEN-4", f"a 64-bit length of {n}"))
+        for body in (b"\x03\xe8\xff", b"\x03\xe8a\xff"):
+            cases.append((codec, bytes([0x88, 0x80 | len(body)]) + key + bytes(b ^ key[i % 4] for i, b in enumerate(body)),
+                          "WS-CLOSE-3", f"a close whose reason has 0xFF at index {len(body) - 3}"))
         for code in (1005, 999, 5000):
             body = code.to_bytes(2, "big")
             cases.append((codec, bytes([0x88, 0x82]) + key + bytes(b ^ key[i] for i, b in enumerate(body)), "WS-CLOSE-2",
@@ -219,6 +224,19 @@ class WsStrategies(Strategies):
             assert r.frames == [pre] and r.error is not None and r.error.requirement == req, (name, r)
             out.append((c, whole, r.frames, r.error, Edge(name, (req,))))
         return out
+
+    def serve_edges(self):
+        """Echoes of messages at the edges of the reply's length encoding (125, 126, 65535 and 65536 bytes, the
+        last fragmented), then a close: a server that refuses or miscodes a long reply fails WS-ECHO-1/WS-LEN-1."""
+        from ...properties import Edge
+        key = b"\x0a\x0b\x0c\x0d"
+        codec = _codec("server")
+        frames = [frame(BINARY, b"a" * 125, True, key), frame(TEXT, b"b" * 126, True, key),
+                  frame(BINARY, b"c" * 65535, True, key), frame(BINARY, b"d" * 40000, False, key),
+                  frame(CONT, b"e" * 25536, True, key), frame(CLOSE, b"\x03\xe8", True, key)]
+        data = b"".join(O.encode(codec, f) for f in frames)
+        return [(codec, "", [data], False, Edge("echoes of 125, 126, 65535 and 65536 bytes, then a close",
+                                                ("WS-ECHO-1", "WS-LEN-1")))]
 
     def valid_edges(self):
         """Valid streams at the edges the checks above guard, decoded by the oracle: a single frame of exactly the
