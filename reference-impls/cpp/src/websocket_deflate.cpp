@@ -256,6 +256,14 @@ void Deflater::compress(ByteView message, Bytes& out) {
   if (out.empty()) out.push_back(0x00);
 }
 
+bool Deflater::payload(ByteView message, Bytes& out) {
+  compress(message, out);
+  if (out.size() <= message.size()) return true;
+  out.clear();
+  z_.reset();  // WSD-FRM-3: the message is in the window, not in the receiver's; made again lazily (WSD-LIM-3)
+  return false;
+}
+
 Inflater::Inflater(bool reset, std::uint64_t max_message) : reset_(reset), max_(max_message) {}
 
 std::size_t Inflater::held() const {
@@ -368,9 +376,6 @@ std::optional<ProtocolError> WsSession::inflate_frame(const WsFrame& f) {
   return std::nullopt;
 }
 
-ByteView WsSession::deflate_message() {
-  pmd_->deflater.compress(msg_, pmd_->zout);
-  return pmd_->zout;
-}
+bool WsSession::deflate_message() { return pmd_->deflater.payload(msg_, pmd_->zout); }
 
 }  // namespace fp

@@ -76,17 +76,20 @@ std::size_t WebSocket::write_request(std::uint8_t* dst, WsFrame& header, std::si
                                      std::size_t len) const {
   fresh_key(header.key);  // WS-MASK-3: a fresh key for every frame
   if (load_ && load_->ext.compress) {
-    // permessage-deflate agreed: the message compressed (WSD-CMP-1), RSV1 on its one frame (WSD-FRM-1)
+    // permessage-deflate agreed: the message compressed (WSD-CMP-1), RSV1 on its one frame (WSD-FRM-1);
+    // uncompressed, RSV1 clear, where compressing would make it longer (the default variant's pseudo-random
+    // bytes: about 5 octets more a 16 KiB block, a frame over the limit at the largest --payload, WSD-FRM-3)
     WsLoadDeflate& d = *load_;
     d.plain.resize(len);
     request_payload(variant, index, d.plain.data(), len);
-    d.ext.deflater.compress(ByteView(d.plain.data(), len), d.ext.zout);
+    const bool z = d.ext.deflater.payload(ByteView(d.plain.data(), len), d.ext.zout);
+    const Bytes& body = z ? d.ext.zout : d.plain;
     WsFrame h = header;
-    h.rsv = 4;
-    const std::size_t hl = write_header(dst, h, d.ext.zout.size());
-    std::memcpy(dst + hl, d.ext.zout.data(), d.ext.zout.size());
-    mask(dst + hl, d.ext.zout.size(), header.key.data());
-    return hl + d.ext.zout.size();
+    h.rsv = z ? 4 : 0;
+    const std::size_t hl = write_header(dst, h, body.size());
+    std::memcpy(dst + hl, body.data(), body.size());
+    mask(dst + hl, body.size(), header.key.data());
+    return hl + body.size();
   }
   const std::size_t h = write_header(dst, header, len);
   request_payload(variant, index, dst + h, len);

@@ -4,6 +4,8 @@
 // bomb stopped at max_message (WSD-LIM-1), through the codec and through fp-server's echo session.
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "frameproof/registry.hpp"
 #include "frameproof/websocket.hpp"
 #include "frameproof/websocket_deflate.hpp"
@@ -166,6 +168,50 @@ TEST(WsDeflateCodec, BombStopsAtTheLimit) {  // WSD-LIM-1
   EXPECT_EQ(out.size(), limit);
 }
 
+// Random bytes (std::mt19937, seeded): DEFLATE expands them, about 5 octets a 16 KiB block.
+fp::Bytes noise(std::size_t n, unsigned seed = 7) {
+  std::mt19937 g(seed);
+  fp::Bytes out(n);
+  for (auto& b : out) b = static_cast<std::uint8_t>(g() >> 24);
+  return out;
+}
+
+fp::Bytes repeat(const std::string& s, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += s;
+  return bytes(out);
+}
+
+TEST(WsDeflateCodec, IncompressibleMessageGoesUncompressed) {  // WSD-FRM-3
+  for (int wbits : {9, 15}) {
+    const fp::Bytes words = repeat("the same words again and again ", 20);
+    const fp::Bytes random = noise(100000);
+    fp::Bytes z;
+    fp::wsd::Deflater().compress(random, z);
+    EXPECT_GT(z.size(), random.size());  // what the rule avoids
+    fp::wsd::Deflater d(wbits);
+    fp::wsd::Inflater receiver(false, 1 << 20);  // keeps its window
+    fp::Bytes out;
+    ASSERT_TRUE(d.payload(words, z));
+    EXPECT_LT(z.size(), words.size());
+    ASSERT_FALSE(receiver.feed(z, true, out));
+    EXPECT_EQ(out, words);
+    EXPECT_FALSE(d.payload(random, z)) << wbits;  // to go uncompressed, RSV1 clear
+    EXPECT_TRUE(z.empty());
+    EXPECT_EQ(d.held(), 0u);  // the compressor reset: its state made again at the next message
+    const fp::Bytes after = fpt::cat(fp::Bytes(random.end() - 100, random.end()), words);
+    ASSERT_TRUE(d.payload(after, z));
+    fp::Bytes fresh;
+    fp::wsd::Deflater(wbits).compress(after, fresh);
+    EXPECT_EQ(z, fresh);  // refers to nothing earlier
+    out.clear();
+    ASSERT_FALSE(receiver.feed(z, true, out));  // valid at a receiver that kept its window
+    EXPECT_EQ(out, after);
+    EXPECT_FALSE(d.payload({}, z));  // an empty message: 0x00 is longer
+    EXPECT_FALSE(d.payload(bytes("Hello"), z));  // 7 bytes compressed
+  }
+}
+
 // ------------------------------------------------------------------ through fp-server's session
 
 using Sink = fpt::WsSink;
@@ -249,9 +295,14 @@ TEST(WsDeflateSession, EchoesCompressedWithAndWithoutContextTakeover) {
            nct ? "Sec-WebSocket-Extensions: permessage-deflate; server_no_context_takeover\r\n"
                : "Sec-WebSocket-Extensions: permessage-deflate\r\n");
     fp::wsd::Inflater client(nct);
+    fp::wsd::Deflater sender;  // the client's, context kept
+    const fp::Bytes text = bytes("Hello, Hello, Hello, Hello, Hello");  // compressible ("Hello" is not: WSD-FRM-3)
+    fp::Bytes alone;
+    fp::wsd::Deflater().compress(text, alone);
     for (int m = 0; m < 3; ++m) {
-      // "Hello" compressed, the first time as one frame, then fragmented (RSV1 on the first only)
-      const fp::Bytes z = m == 0 ? hex("f248cdc9c90700") : m == 1 ? hex("f200110000") : hex("f200110000");
+      // compressed, the first time as one frame, then fragmented (RSV1 on the first only)
+      fp::Bytes z;
+      sender.compress(text, z);
       fp::Bytes in = m == 0 ? client_frame(0xC1, z)
                             : fpt::cat(client_frame(0x41, fp::Bytes(z.begin(), z.begin() + 2)),
                                        fpt::cat(client_frame(0x89, bytes("p")),
@@ -262,9 +313,11 @@ TEST(WsDeflateSession, EchoesCompressedWithAndWithoutContextTakeover) {
       EXPECT_EQ(echo.byte0, 0xC1);  // FIN, RSV1, text (WSD-FRM-1)
       fp::Bytes out;
       ASSERT_FALSE(client.feed(echo.payload, true, out));
-      EXPECT_EQ(out, bytes("Hello"));
+      EXPECT_EQ(out, text);
       if (nct) {
-        EXPECT_EQ(echo.payload, hex("f248cdc9c90700"));
+        EXPECT_EQ(echo.payload, alone);
+      } else if (m > 0) {
+        EXPECT_LT(echo.payload.size(), alone.size());  // refers back into the previous echo
       }
     }
     EXPECT_GT(c.s.held(), 0u);  // the inflater (and, with context, the deflater) counted
@@ -313,6 +366,36 @@ TEST(WsDeflateSession, ErrorsAndCloseCodes) {
   auto r = ok.send(fpt::cat(client_frame(0xC1, z), client_frame(0xC1, hex("00"))));
   ASSERT_EQ(r.size(), 2u);
   EXPECT_FALSE(ok.s.error());
+}
+
+TEST(WsDeflateSession, IncompressibleEchoGoesUncompressed) {  // WSD-FRM-3
+  Conn c(proto(R"({"permessage_deflate": true})"), "Sec-WebSocket-Extensions: permessage-deflate\r\n");
+  fp::wsd::Deflater sender;
+  fp::wsd::Inflater client(false);  // keeps its window
+  const fp::Bytes words = repeat("the same words again and again ", 20);
+  const fp::Bytes random = noise(100000, 5);
+  const fp::Bytes after = fpt::cat(fp::Bytes(random.end() - 100, random.end()), words);
+  fp::Bytes z, out;
+  sender.compress(words, z);
+  auto r = c.send(client_frame(0xC2, z));
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].byte0, 0xC2);
+  ASSERT_FALSE(client.feed(r[0].payload, true, out));
+  EXPECT_EQ(out, words);
+  sender.compress(random, z);
+  r = c.send(client_frame(0xC2, z));
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].byte0, 0x82);  // RSV1 clear: the plain message, no longer than it
+  EXPECT_EQ(r[0].payload, random);
+  sender.compress(after, z);
+  r = c.send(client_frame(0xC2, z));
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].byte0, 0xC2);  // compressed again, from a reset compressor
+  EXPECT_LT(r[0].payload.size(), after.size());
+  out.clear();
+  ASSERT_FALSE(client.feed(r[0].payload, true, out));
+  EXPECT_EQ(out, after);
+  EXPECT_FALSE(c.s.error());
 }
 
 
@@ -381,6 +464,11 @@ std::vector<Frame> masked_frames(fp::ByteView b) {
     EXPECT_TRUE(b[1] & 0x80);
     std::size_t n = b[1] & 0x7f, h = 2;
     if (n == 126) n = (b[2] << 8) | b[3], h = 4;
+    else if (n == 127) {
+      n = 0;
+      for (int i = 0; i < 8; ++i) n = (n << 8) | b[2 + i];
+      h = 10;
+    }
     const std::uint8_t* key = b.data() + h;
     fp::Bytes p(b.begin() + h + 4, b.begin() + h + 4 + n);
     fp::ws::mask(p.data(), p.size(), key);
@@ -415,6 +503,34 @@ TEST(WsDeflateClient, SessionInflatesAndEchoesMaskedCompressed) {  // WSD-FRM-1,
       if (client_bits == 8) out = r[0].payload;
       else ASSERT_FALSE(reader.feed(r[0].payload, true, out));
       EXPECT_EQ(out, text) << client_bits << " " << m;
+    }
+  }
+}
+
+TEST(WsDeflateLoad, IncompressibleRequestGoesUncompressed) {  // WSD-FRM-3, fp-load's requests
+  const fp::WebSocket server = proto(R"({"permessage_deflate": true})");
+  fp::WebSocket p = server.as_client();
+  fp::WsDecoder dec(p);
+  p.opened(fp::wsd::Params{}, dec);
+  for (std::size_t variant : {0u, 2u}) {  // pseudo-random binary (incompressible), prose
+    const std::size_t len = 100000;
+    fp::WsFrame h = p.variant_request(variant);
+    fp::Bytes wire(p.request_bound(h, len));
+    wire.resize(p.write_request(wire.data(), h, variant, 3, len));
+    const auto r = masked_frames(wire);
+    ASSERT_EQ(r.size(), 1u);
+    fp::Bytes plain(len);
+    p.request_payload(variant, 3, plain.data(), len);
+    if (variant == 0) {
+      EXPECT_EQ(r[0].byte0, 0x82);  // RSV1 clear, the plain payload
+      EXPECT_EQ(r[0].payload, plain);
+    } else {
+      EXPECT_EQ(r[0].byte0, 0xC1);
+      EXPECT_LT(r[0].payload.size(), len);
+      fp::wsd::Inflater i(false, 1 << 20);
+      fp::Bytes out;
+      ASSERT_FALSE(i.feed(r[0].payload, true, out));  // the reset compressor's output: valid for it
+      EXPECT_EQ(out, plain);
     }
   }
 }

@@ -416,8 +416,8 @@ class WsSession {
         return;
       }
       if (!f.fin) return;
-      if (pmd_->compress) reply_frame(out, msg_op_, deflate_message(), false, true);
-      else reply_frame(out, msg_op_, msg_, false);  // a window zlib cannot compress with
+      if (pmd_->compress && deflate_message()) reply_frame(out, msg_op_, pmd_->zout, false, true);
+      else reply_frame(out, msg_op_, msg_, false);  // a window zlib cannot compress with, or WSD-FRM-3
       if (pmd_->zout.capacity() > (64u << 10)) Bytes().swap(pmd_->zout);
     } else {
       msg_.insert(msg_.end(), f.payload.begin(), f.payload.end());
@@ -432,10 +432,11 @@ class WsSession {
   std::size_t header(std::uint8_t opcode, std::size_t len, bool rsv1 = false);
   // permessage-deflate (websocket_deflate.cpp): the response header for the request's offers
   // (empty: declined), one frame of a compressed message inflated onto msg_ (UTF-8 checked for
-  // text, WSD-CMP-4), and msg_ compressed for its echo.
+  // text, WSD-CMP-4), and msg_ compressed for its echo into pmd_->zout (false: the echo goes
+  // uncompressed, the compressed payload would be longer than the message, WSD-FRM-3).
   std::string negotiate_deflate(const std::string* offers);
   std::optional<ProtocolError> inflate_frame(const WsFrame& f);
-  ByteView deflate_message();
+  bool deflate_message();
   // The opening handshake (WS-HS-1..5): false while the request head is incomplete or after a
   // refusal (closed_ then).
   template <class Out>

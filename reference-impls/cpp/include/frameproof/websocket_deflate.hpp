@@ -5,7 +5,8 @@
 //   offer_params       one offer's parameters, validated (WSD-NEG-2), or nullopt: declined
 //   accept             the server's choice among the offers and its response (WSD-NEG-3/4)
 //   Deflater/Inflater  one direction's compression and inflation (WSD-CMP-*, CTX-*, LIM-*), on zlib,
-//                      their state created at the first compressed message (WSD-LIM-3)
+//                      their state created at the first compressed message (WSD-LIM-3); a message
+//                      compressing would make longer goes uncompressed (Deflater::payload, WSD-FRM-3)
 // The session side (RSV1, the message, the echo) is in WsSession (websocket.hpp,
 // websocket_deflate.cpp); the decoder's RSV1 rules (WSD-FRM-2) in WsDecoder.
 #pragma once
@@ -104,6 +105,12 @@ class Deflater {
   // The payload of one compressed message (WSD-CMP-1) into `out` (replaced): sync-flushed, its last
   // four octets 00 00 ff ff removed; an empty result is the single octet 0x00.
   void compress(ByteView message, Bytes& out);
+  // A sender's payload for one message (WSD-FRM-3): true, `out` holds the compressed payload (compress);
+  // false where that would be longer than the message (incompressible data, an empty message): the
+  // message goes uncompressed (RSV1 clear), `out` is left empty, and the compressor is reset (its state
+  // freed, made again at the next message, WSD-LIM-3): the message entered its window, but no
+  // receiver's (WSD-CTX-3), so the next compressed message must refer to nothing earlier.
+  bool payload(ByteView message, Bytes& out);
   // Bytes held by zlib's state (0 before the first message, WSD-LIM-3).
   [[nodiscard]] std::size_t held() const;
 
@@ -165,7 +172,7 @@ struct Extension {
   bool compress;
   Deflater deflater;
   Inflater inflater;
-  Bytes zout;  // the payload of the last compressed echo
+  Bytes zout;  // the payload of the last compressed echo (empty: it went uncompressed, WSD-FRM-3)
   [[nodiscard]] std::size_t held() const { return deflater.held() + inflater.held() + zout.capacity(); }
 };
 
