@@ -379,6 +379,23 @@ impl Deflater {
         }
     }
 
+    /// A sender's payload for one message (WSD-FRM-3): true when the compressed payload
+    /// ([`Self::compress`]) was appended to `out`; false where it would be longer than the message
+    /// (incompressible data, an empty message): `out` is left as it was, the message goes
+    /// uncompressed (RSV1 clear), and the compressor is reset (its state dropped, made again at the
+    /// next message, WSD-LIM-3): the message entered its window but no receiver's (WSD-CTX-3), so the
+    /// next compressed message refers to nothing earlier.
+    pub fn payload(&mut self, message: &[u8], out: &mut Vec<u8>) -> bool {
+        let start = out.len();
+        self.compress(message, out);
+        if out.len() - start <= message.len() {
+            return true;
+        }
+        out.truncate(start);
+        self.z = None;
+        false
+    }
+
     /// Memory of the compressor's state (WSD-LIM-2): 0 until the first message.
     pub fn cost(&self) -> usize {
         self.z.as_ref().map_or(0, |_| deflater_cost(self.bits))

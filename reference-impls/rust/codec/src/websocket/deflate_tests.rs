@@ -190,6 +190,98 @@ fn rfc_examples_and_empty_message() {
     }
 }
 
+const PLAIN: &[u8] = b"plain, plain, plain, plain, plain";
+
+/// Random bytes (xorshift64*, seeded): DEFLATE expands them, about 5 octets a 16 KiB block.
+fn noise(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            (x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 56) as u8
+        })
+        .collect()
+}
+
+/// WSD-FRM-3: a message whose compressed payload would be longer than itself goes uncompressed
+/// and resets the compressor; the next compressible message is compressed again, refers to
+/// nothing earlier, and inflates at a receiver that kept its window.
+#[test]
+fn incompressible_message_goes_uncompressed() {
+    for bits in [9u8, 15] {
+        let random = noise(100_000, 7);
+        let mut z = Vec::new();
+        Deflater::new(15, false).compress(&random, &mut z);
+        assert!(z.len() > random.len(), "what the rule avoids");
+        let words = b"the same words again and again ".repeat(20);
+        let mut d = Deflater::new(bits, false);
+        let mut receiver = Inflater::new(15, false, 1 << 20);
+        let inflate = |i: &mut Inflater, p: &[u8]| {
+            let mut m = Vec::new();
+            i.begin(&m);
+            i.feed(p, &mut m).unwrap();
+            i.finish(&mut m).unwrap();
+            m
+        };
+        let mut out = Vec::new();
+        assert!(d.payload(&words, &mut out));
+        assert!(out.len() < words.len());
+        assert_eq!(inflate(&mut receiver, &out), words);
+        out.clear();
+        assert!(!d.payload(&random, &mut out), "{bits}");
+        assert!(out.is_empty());
+        assert_eq!(d.cost(), 0, "the compressor reset: made again at the next message");
+        let after = [&random[random.len() - 100..], &words[..]].concat();
+        assert!(d.payload(&after, &mut out));
+        let mut fresh = Vec::new();
+        Deflater::new(bits, false).compress(&after, &mut fresh);
+        assert_eq!(out, fresh, "refers to nothing earlier");
+        assert_eq!(inflate(&mut receiver, &out), after);
+        out.clear();
+        assert!(!d.payload(b"", &mut out), "an empty message: 0x00 is longer");
+        assert!(!d.payload(b"Hello", &mut out), "7 bytes compressed");
+    }
+}
+
+/// WSD-FRM-3 through the server session: random bytes, compressed by the client, are echoed
+/// uncompressed (RSV1 clear, the plain message); the next message is echoed compressed again and
+/// inflates at a client that kept its window.
+#[test]
+fn session_echoes_incompressible_message_uncompressed() {
+    let (mut s, ext) = opened(ON, &["permessage-deflate"]);
+    assert!(ext.is_some());
+    let mut client = Deflater::new(15, false);
+    let mut reader = Inflater::new(15, false, 1 << 20);
+    let words = b"the same words again and again ".repeat(20);
+    let random = noise(100_000, 5);
+    let after = [&random[random.len() - 100..], &words[..]].concat();
+    for (m, compressed) in [(&words, true), (&random, false), (&after, true)] {
+        let mut p = Vec::new();
+        client.compress(m, &mut p);
+        let mut wire = BytesMut::new();
+        frame(&mut wire, true, true, BINARY, &p);
+        s.extend(&wire);
+        let mut out = BytesMut::new();
+        assert!(s.process(&mut out).error.is_none());
+        let frames = server_frames(&out);
+        assert_eq!(frames.len(), 1);
+        let f = &frames[0];
+        assert_eq!(f.rsv == 4, compressed, "{} bytes", m.len());
+        if compressed {
+            assert!(f.payload.len() < m.len());
+            let mut got = Vec::new();
+            reader.begin(&got);
+            reader.feed(&f.payload, &mut got).unwrap();
+            reader.finish(&mut got).unwrap();
+            assert_eq!(&got, m);
+        } else {
+            assert_eq!(&f.payload[..], &m[..]);
+        }
+    }
+}
+
 /// Messages through the server session, compressed by a client with and without context
 /// takeover, fragmented or not: each echo is one RSV1 frame that inflates to the message.
 #[test]
@@ -234,7 +326,8 @@ fn session_round_trip_with_and_without_context_takeover() {
                 frame(&mut wire, false, false, CONT, b);
                 frame(&mut wire, true, false, CONT, c);
             }
-            frame(&mut wire, true, false, BINARY, b"plain"); // uncompressed (WSD-CTX-3)
+            // uncompressed (WSD-CTX-3), compressible: echoed compressed ("plain" alone is not, WSD-FRM-3)
+            frame(&mut wire, true, false, BINARY, PLAIN);
             s.extend(&wire);
             let mut out = BytesMut::new();
             let r = s.process(&mut out);
@@ -246,7 +339,7 @@ fn session_round_trip_with_and_without_context_takeover() {
             assert_eq!(frames.len(), 2);
             for (f, (op, want)) in frames
                 .iter()
-                .zip([(TEXT, text.as_bytes()), (BINARY, b"plain")])
+                .zip([(TEXT, text.as_bytes()), (BINARY, PLAIN)])
             {
                 assert!(
                     f.fin && f.rsv == 4 && f.opcode == op as u32,
@@ -358,7 +451,10 @@ fn state_is_lazy_and_counted() {
     let (mut s, _) = opened(ON, &["permessage-deflate"]);
     assert_eq!(s.state_cost(), 0);
     let mut wire = BytesMut::new();
-    frame(&mut wire, true, true, TEXT, &hex("f2 48 cd c9 c9 07 00"));
+    // compressible, so its echo is compressed ("Hello" alone would go uncompressed, WSD-FRM-3)
+    let mut p = Vec::new();
+    Deflater::new(15, true).compress(b"Hello, Hello, Hello, Hello, Hello", &mut p);
+    frame(&mut wire, true, true, TEXT, &p);
     s.extend(&wire);
     assert!(s.process(&mut BytesMut::new()).error.is_none());
     assert!(s.state_cost() > 256 << 10, "{}", s.state_cost());
@@ -655,6 +751,21 @@ fn load_client_compresses_and_inflates() {
         assert_eq!((g.rsv, &g.payload[..]), (0, &payload[..]));
         assert!(matches!(client.receive(&g), crate::matcher::Received::Reply(t) if t == i));
     }
+    // random bytes go uncompressed, RSV1 clear (WSD-FRM-3), and so does their echo
+    let random = noise(100_000, 3);
+    let mut out = BytesMut::new();
+    client
+        .send_request(0, 3, random.len(), &mut out, |b| b.copy_from_slice(&random))
+        .unwrap();
+    assert_eq!(out[0] & 0x40, 0, "no RSV1 on an incompressible request");
+    server.extend(&out);
+    let mut echo = BytesMut::new();
+    assert!(server.process(&mut echo).error.is_none());
+    dec.extend(&echo);
+    let f = dec.decode().unwrap().unwrap();
+    assert_eq!((f.rsv, &f.payload[..]), (0, &random[..]));
+    assert!(client.incoming(&f).unwrap().is_none());
+    assert!(matches!(client.receive(&f), crate::matcher::Received::Reply(3)));
     // without the codec key: no offer, no agreement, frames as they are
     let plain = WebSocket::from_config(&CodecConfig::named("websocket")).unwrap();
     let o = plain.client_side().opening("127.0.0.1:1").unwrap();

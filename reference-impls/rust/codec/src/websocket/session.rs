@@ -124,19 +124,18 @@ impl DeflateState {
 
     /// Appends the echo of the complete message as one frame, masked with `key` (the client
     /// role) or not: compressed with RSV1 set (WSD-FRM-1), or as it is where there is no
-    /// compressor.
+    /// compressor or where the compressed payload would be longer than the message (the
+    /// compressor then reset, [`Deflater::payload`], WSD-FRM-3).
     pub fn echo(&mut self, out: &mut BytesMut, opcode: u8, key: Option<[u8; 4]>) {
         let at = out.len();
-        let payload = match self.deflater.as_mut() {
-            Some(d) => {
-                self.scratch.clear();
-                d.compress(&self.msg, &mut self.scratch);
-                &self.scratch
-            }
-            None => &self.msg,
+        self.scratch.clear();
+        let compressed = match self.deflater.as_mut() {
+            Some(d) => d.payload(&self.msg, &mut self.scratch),
+            None => false,
         };
+        let payload = if compressed { &self.scratch } else { &self.msg };
         put_frame(out, opcode, key, payload);
-        if self.deflater.is_some() {
+        if compressed {
             out[at] |= 0x40; // RSV1 (WSD-FRM-1)
         }
     }
