@@ -159,8 +159,9 @@ namespace Frameproof.Tests
         }
 
         /// <summary>RFC 7692 §7.2.3.1/2: "Hello" twice with context takeover (the second a back-reference
-        /// into the first), fragmented at any byte, a stored block, a final block (WSD-CMP-5); the echoes
-        /// are compressed with RSV1 on their frame, the second one referring back too.</summary>
+        /// into the first), fragmented at any byte, a stored block, a final block (WSD-CMP-5), each inflated;
+        /// the echoes go uncompressed, RSV1 clear: "Hello" compressed (7 bytes) is longer than itself
+        /// (WSD-FRM-3). A compressible message's echoes are compressed, the second referring back.</summary>
         [Test]
         public void RoundTrip_ContextTakeover_RfcExamples()
         {
@@ -174,9 +175,8 @@ namespace Frameproof.Tests
                 s.Receive(Frame(true, true, WsOpcodes.Text, T.Hex("f200110000")));
                 List<WsFrameCopy> f = Out(s), all = new List<WsFrameCopy>(f);
                 Assert.AreEqual(2, f.Count);
-                Assert.AreEqual(4u, f[0].Rsv, "WSD-FRM-1");
-                Assert.AreEqual("F248CDC9C90700", T.ToHex(f[0].Payload), "WSD-CMP-1");
-                Assert.AreEqual("F200110000", T.ToHex(f[1].Payload), "WSD-CTX-1: the server keeps its context");
+                Assert.AreEqual(0u, f[0].Rsv, "WSD-FRM-3: F248CDC9C90700 is longer than Hello");
+                Assert.AreEqual("Hello", Encoding.UTF8.GetString(f[0].Payload));
                 // fragmented at every byte: F2 | 48 CD | C9 C9 07 | 00, with a ping between
                 s.Receive(T.Concat(Frame(false, true, WsOpcodes.Binary, T.Hex("f2")), Frame(false, false, 0, T.Hex("48cd")),
                     Frame(true, false, WsOpcodes.Ping, T.Hex("01")), Frame(false, false, 0, T.Hex("c9c907")), Frame(true, false, 0, T.Hex("00"))));
@@ -201,16 +201,159 @@ namespace Frameproof.Tests
                 {
                     for (int i = 0; i < all.Count; i++)
                     {
-                        Assert.AreEqual(4u, all[i].Rsv, "WSD-FRM-1: every echo compressed");
-                        inflate.BeginMessage();
-                        int n = 0;
-                        string why;
-                        Assert.AreEqual(0, inflate.InflateFrame(all[i].Payload, true, msg, ref n, out why), why);
-                        Assert.AreEqual(expect[i], Encoding.UTF8.GetString(msg.Slice(0, n).ToArray()), "echo " + i);
+                        Assert.AreEqual(0u, all[i].Rsv, "WSD-FRM-3: every echo shorter uncompressed");
+                        Assert.AreEqual(expect[i], Encoding.UTF8.GetString(all[i].Payload), "echo " + i);
+                    }
+                    // a compressible message, twice: compressed (WSD-FRM-1, CMP-1), the second echo a
+                    // back-reference into the first (WSD-CTX-1: the server keeps its context)
+                    byte[] text = T.Ascii("Hello, Hello, Hello, Hello, Hello");
+                    using (var client = new PerMessageDeflate(new DeflateParams(), 0, true))
+                    {
+                        s.Receive(Frame(true, true, WsOpcodes.Text, client.Compress(text).ToArray()));
+                        s.Receive(Frame(true, true, WsOpcodes.Text, client.Compress(text).ToArray()));
+                    }
+                    f = Out(s);
+                    Assert.AreEqual(2, f.Count);
+                    Assert.Less(f[1].Payload.Length, f[0].Payload.Length, "WSD-CTX-1");
+                    foreach (WsFrameCopy e in f)
+                    {
+                        Assert.AreEqual(4u, e.Rsv, "WSD-FRM-1");
+                        CollectionAssert.AreEqual(text, Inflate(inflate, msg, e.Payload));
                     }
                 }
                 Assert.IsFalse(s.Closed);
             }
+        }
+
+        /// <summary>"the same words again and again " 20 times: 620 bytes that compress well.</summary>
+        static byte[] Words20()
+        {
+            var b = new StringBuilder();
+            for (int i = 0; i < 20; i++) b.Append("the same words again and again ");
+            return T.Ascii(b.ToString());
+        }
+
+        /// <summary>One compressed message's payload inflated by <paramref name="inflate"/> (its window kept or
+        /// not as it was made).</summary>
+        static byte[] Inflate(PerMessageDeflate inflate, NativeBuffer msg, byte[] payload)
+        {
+            inflate.BeginMessage();
+            int n = 0;
+            string why;
+            Assert.AreEqual(0, inflate.InflateFrame(payload, true, msg, ref n, out why), why);
+            return msg.Slice(0, n).ToArray();
+        }
+
+        /// <summary>WSD-FRM-3: random bytes, sent compressed, are echoed uncompressed (RSV1 clear, the plain
+        /// message, no longer than it) and the server's compressor is reset; the next compressible message is
+        /// echoed compressed again and inflates at a client that kept its window.</summary>
+        [Test]
+        public void Incompressible_Echo_Goes_Uncompressed_WsdFrm3()
+        {
+            string answer;
+            byte[] words = Words20();
+            var random = new byte[100000];
+            new Random(5).NextBytes(random);
+            byte[] after = T.Concat(random.AsSpan(random.Length - 100).ToArray(), words);
+            using (WsEchoSession s = Open(DeflateCodec, "permessage-deflate", out answer))
+            using (var client = new PerMessageDeflate(new DeflateParams(), 0, true))
+            using (var reader = new PerMessageDeflate(new DeflateParams(), 0))
+            using (var msg = new NativeBuffer())
+            {
+                s.Receive(Frame(true, true, WsOpcodes.Binary, client.Compress(words).ToArray()));
+                List<WsFrameCopy> f = Out(s);
+                Assert.AreEqual(4u, f[0].Rsv);
+                CollectionAssert.AreEqual(words, Inflate(reader, msg, f[0].Payload));
+                s.Receive(Frame(true, true, WsOpcodes.Binary, client.Compress(random).ToArray()));
+                f = Out(s);
+                Assert.AreEqual(1, f.Count);
+                Assert.AreEqual(0u, f[0].Rsv, "WSD-FRM-3: RSV1 clear");
+                CollectionAssert.AreEqual(random, f[0].Payload);
+                s.Receive(Frame(true, true, WsOpcodes.Binary, client.Compress(after).ToArray()));
+                f = Out(s);
+                Assert.AreEqual(4u, f[0].Rsv, "compressed again");
+                Assert.Less(f[0].Payload.Length, after.Length);
+                CollectionAssert.AreEqual(after, Inflate(reader, msg, f[0].Payload), "valid for a client that kept its window");
+                Assert.IsFalse(s.Closed);
+            }
+        }
+
+        [Test]
+        public void Payload_Of_An_Incompressible_Message_Is_The_Message_And_Resets_WsdFrm3()
+        {
+            var random = new byte[100000];
+            new Random(7).NextBytes(random);
+            byte[] words = Words20();
+            foreach (int bits in new[] { 9, 15 })
+            using (var p = new PerMessageDeflate(new DeflateParams { ServerMaxWindowBits = bits }, 0))
+            using (var fresh = new PerMessageDeflate(new DeflateParams { ServerMaxWindowBits = bits }, 0))
+            {
+                bool compressed;
+                Assert.Less(p.Payload(words, out compressed).Length, words.Length);
+                Assert.IsTrue(compressed);
+                Assert.Greater(fresh.Compress(random).Length, random.Length, "what the rule avoids");
+                byte[] got = p.Payload(random, out compressed).ToArray();
+                Assert.IsFalse(compressed);
+                CollectionAssert.AreEqual(random, got);
+                Assert.Less(p.StateBytes, 256 * 1024, "the deflater freed (made again at the next message)");
+                p.EndMessage();
+                Assert.AreEqual(0, p.StateBytes);
+                byte[] after = T.Concat(random.AsSpan(random.Length - 100).ToArray(), words);
+                got = p.Payload(after, out compressed).ToArray();
+                Assert.IsTrue(compressed);
+                using (var again = new PerMessageDeflate(new DeflateParams { ServerMaxWindowBits = bits }, 0))
+                    CollectionAssert.AreEqual(again.Compress(after).ToArray(), got, "refers to nothing earlier");
+                Assert.AreEqual(0, p.Payload(new byte[0], out compressed).Length);
+                Assert.IsFalse(compressed, "an empty message: 0x00 is longer");
+                p.Payload(T.Ascii("Hello"), out compressed);
+                Assert.IsFalse(compressed, "Hello: 7 bytes compressed");
+            }
+        }
+
+        sealed class ClientLog : IClientObserver
+        {
+            public readonly List<string> Log = new List<string>();
+            public void OnReply(RequestId id, object state, byte flag, byte sequence, ReadOnlySpan<byte> payload) { Log.Add("reply " + id + " " + payload.Length); }
+            public void OnTimeout(RequestId id, object state) { Log.Add("timeout " + id); }
+            public void OnFailed(RequestId id, object state) { Log.Add("failed " + id); }
+            public void OnUnmatched(byte flag, byte sequence, ReadOnlySpan<byte> payload) { Log.Add("unmatched"); }
+            public void OnRejectedReply(RequestId id, object state, string why) { Log.Add("rejected " + id + ": " + why); }
+        }
+
+        /// <summary>The load client with permessage-deflate agreed: a compressible request goes compressed
+        /// (RSV1), an incompressible one (random bytes) uncompressed with RSV1 clear (WSD-FRM-3); both echoes
+        /// are matched.</summary>
+        [Test]
+        public void LoadChannel_Sends_Incompressible_Requests_Uncompressed_WsdFrm3()
+        {
+            var codec = (WebSocketCodec)Registry.Create(CodecJson.Parse(DeflateCodec));
+            var log = new ClientLog();
+            ClientChannel ch = codec.NewClientChannel(log, 1000, 0);
+            using (var server = (WsEchoSession)codec.NewSession(false))
+            {
+                Assert.IsTrue(server.Receive(ch.OpeningRequest("127.0.0.1")));
+                string error;
+                Assert.AreEqual(server.OutputLength, ch.AcceptOpening(server.Output, out error), error);
+                server.ClearOutput();
+                byte[] words = Words20();
+                var random = new byte[100000];
+                new Random(3).NextBytes(random);
+                byte[][] requests = { words, random };
+                for (int i = 0; i < 2; i++)
+                {
+                    var output = new SendBuffer();
+                    Assert.IsTrue(ch.TryRequest(new RequestId(i), null, 0, requests[i], output));
+                    byte[] wire = new ReadOnlySpan<byte>(output.Buffer, 0, output.Length).ToArray();
+                    Assert.AreEqual(i == 0 ? 0xC2 : 0x82, wire[0], "RSV1 only on the compressible request");
+                    if (i == 1) Assert.Less(wire.Length, random.Length + 16, "the plain payload");
+                    Assert.IsTrue(server.Receive(wire));
+                    Assert.IsTrue(ch.Feed(server.Output));
+                    server.ClearOutput();
+                    output.Dispose();
+                }
+                CollectionAssert.AreEqual(new[] { "reply 0 " + words.Length, "reply 1 " + random.Length }, log.Log);
+            }
+            ch.Dispose();
         }
 
 
@@ -221,9 +364,18 @@ namespace Frameproof.Tests
             using (WsEchoSession s = Open(DeflateCodec, "permessage-deflate; server_no_context_takeover; client_no_context_takeover; server_max_window_bits=10", out answer))
             {
                 StringAssert.Contains("permessage-deflate; server_no_context_takeover; client_no_context_takeover; server_max_window_bits=10\r\n", answer);
-                for (int i = 0; i < 3; i++) s.Receive(Frame(true, true, WsOpcodes.Text, T.Hex("f248cdc9c90700")));
-                foreach (WsFrameCopy f in Out(s))
-                    Assert.AreEqual("F248CDC9C90700", T.ToHex(f.Payload), "WSD-CTX-1: the server resets after every message");
+                // a compressible message (Hello alone goes uncompressed, WSD-FRM-3), compressed afresh each time
+                byte[] text = T.Ascii("Hello, Hello, Hello, Hello, Hello");
+                byte[] z;
+                using (var client = new PerMessageDeflate(new DeflateParams(), 0, true)) z = client.Compress(text).ToArray();
+                for (int i = 0; i < 3; i++) s.Receive(Frame(true, true, WsOpcodes.Text, z));
+                List<WsFrameCopy> echoes = Out(s);
+                Assert.AreEqual(3, echoes.Count);
+                foreach (WsFrameCopy f in echoes)
+                {
+                    Assert.AreEqual(4u, f.Rsv);
+                    Assert.AreEqual(T.ToHex(echoes[0].Payload), T.ToHex(f.Payload), "WSD-CTX-1: the server resets after every message");
+                }
                 // a message referring back into the previous one cannot be inflated after a reset
                 s.Receive(Frame(true, true, WsOpcodes.Text, T.Hex("f200110000")));
                 List<WsFrameCopy> o = Out(s);
@@ -484,27 +636,39 @@ namespace Frameproof.Tests
             return c;
         }
 
-        /// <summary>RFC 7692 §7.2.3.2 from the client: "Hello" twice with context takeover, the second echo
-        /// a back-reference; with client_no_context_takeover both echoes are the same bytes.</summary>
-        [TestCase("permessage-deflate", "F248CDC9C90700", "F200110000")]
-        [TestCase("permessage-deflate; client_no_context_takeover", "F248CDC9C90700", "F248CDC9C90700")]
-        [TestCase("permessage-deflate; client_max_window_bits=9", "F248CDC9C90700", "F200110000")]
-        public void Client_Echoes_Compressed_And_Masked_WsdFrm1_Ctx1(string response, string first, string second)
+        /// <summary>From the client: a compressible message twice with context takeover, the second echo a
+        /// back-reference into the first; with client_no_context_takeover both echoes are the same bytes. (The
+        /// RFC's "Hello" would be echoed uncompressed: compressed, it is longer than itself, WSD-FRM-3.)</summary>
+        [TestCase("permessage-deflate", true)]
+        [TestCase("permessage-deflate; client_no_context_takeover", false)]
+        [TestCase("permessage-deflate; client_max_window_bits=9", true)]
+        public void Client_Echoes_Compressed_And_Masked_WsdFrm1_Ctx1(string response, bool context)
         {
-            using (WsEchoSession c = Client(response))
+            byte[] text = T.Ascii("Hello, Hello, Hello, Hello, Hello");
+            byte[] z1, z2;
+            using (var server = new PerMessageDeflate(new DeflateParams(), 0))
             {
-                c.Receive(ServerFrame(true, true, WsOpcodes.Text, T.Hex("f248cdc9c90700")));
+                z1 = server.Compress(text).ToArray();
+                z2 = server.Compress(text).ToArray();
+            }
+            using (WsEchoSession c = Client(response))
+            using (var reader = new PerMessageDeflate(new DeflateParams { ClientNoContextTakeover = !context }, 0))
+            using (var msg = new NativeBuffer())
+            {
+                c.Receive(ServerFrame(true, true, WsOpcodes.Text, z1));
                 // fragmented, with a ping between the fragments
-                c.Receive(T.Concat(ServerFrame(false, true, WsOpcodes.Text, T.Hex("f248")), ServerFrame(true, false, WsOpcodes.Ping, T.Hex("01")),
-                    ServerFrame(true, false, 0, T.Hex("cdc9c90700"))));
+                c.Receive(T.Concat(ServerFrame(false, true, WsOpcodes.Text, z2.AsSpan(0, 2).ToArray()), ServerFrame(true, false, WsOpcodes.Ping, T.Hex("01")),
+                    ServerFrame(true, false, 0, z2.AsSpan(2).ToArray())));
                 List<WsFrameCopy> f = Out(c, true);
                 Assert.AreEqual(3, f.Count);
                 Assert.AreEqual(4u, f[0].Rsv, "WSD-FRM-1");
-                Assert.AreEqual(first, T.ToHex(f[0].Payload), "WSD-CMP-1");
+                CollectionAssert.AreEqual(text, Inflate(reader, msg, f[0].Payload), "WSD-CMP-1");
                 Assert.AreEqual(WsOpcodes.Pong, f[1].Opcode);
                 Assert.AreEqual(0u, f[1].Rsv, "never RSV1 on a control frame");
                 Assert.AreEqual(4u, f[2].Rsv);
-                Assert.AreEqual(second, T.ToHex(f[2].Payload), "WSD-CTX-1");
+                if (context) Assert.Less(f[2].Payload.Length, f[0].Payload.Length, "WSD-CTX-1");
+                else Assert.AreEqual(T.ToHex(f[0].Payload), T.ToHex(f[2].Payload), "WSD-CTX-1");
+                CollectionAssert.AreEqual(text, Inflate(reader, msg, f[2].Payload));
                 Assert.IsFalse(c.Closed);
             }
         }

@@ -11,7 +11,8 @@ namespace Frameproof.Codec
     /// <c>*_no_context_takeover</c>) and the inflater of the peer's messages (15-bit window, reset
     /// before each message with the peer's <c>*_no_context_takeover</c>). A client told to compress with
     /// 8 window bits sends every message uncompressed (<see cref="Compresses"/>; zlib cannot keep to a
-    /// 256-byte window, WSD-NEG-4, and WSD-FRM-1 allows it). The zlib state is created lazily
+    /// 256-byte window, WSD-NEG-4, and WSD-FRM-1 allows it); so does a message whose compressed payload would
+    /// be longer than itself, which also resets the compressor (<see cref="Payload"/>, WSD-FRM-3). The zlib state is created lazily
     /// (WSD-LIM-3: an idle connection costs nothing more) and freed by <see cref="Dispose"/>.
     /// Inflating stops one byte past the message limit, in steps of at most <see cref="Step"/> bytes
     /// (WSD-LIM-1).
@@ -192,6 +193,22 @@ namespace Frameproof.Codec
             if (outLen >= 4 && _out[outLen - 4] == 0 && _out[outLen - 3] == 0 && _out[outLen - 2] == 0xff && _out[outLen - 1] == 0xff) outLen -= 4;
             if (outLen == 0) { _out[0] = 0; outLen = 1; }
             return new ReadOnlySpan<byte>(_out, 0, outLen);
+        }
+
+        /// <summary>A sender's payload for one message (WSD-FRM-3): the compressed payload (<see cref="Compress"/>,
+        /// <paramref name="compressed"/> true), or, where that would be longer than the message (incompressible
+        /// data, an empty message), the message itself, to go uncompressed with RSV1 clear (<paramref name="compressed"/>
+        /// false), and the compressor reset: its zlib state freed, created again at the next message (WSD-LIM-3),
+        /// since the message entered its window but no receiver's (WSD-CTX-3) and the next compressed message
+        /// must refer to nothing earlier. Valid until the next call.</summary>
+        public ReadOnlySpan<byte> Payload(ReadOnlySpan<byte> message, out bool compressed)
+        {
+            ReadOnlySpan<byte> z = Compress(message);
+            compressed = z.Length <= message.Length;
+            if (compressed) return z;
+            Zlib.FreeDeflater(_def);
+            _def = null;
+            return message;
         }
 
         /// <summary>After a message's echo was written: a large compression buffer is let go.</summary>

@@ -16,7 +16,8 @@ namespace Frameproof.Codec
     /// a close frame with code 1000, answered by the server's close. With websocket.permessage_deflate
     /// the handshake offers permessage-deflate (<see cref="WsDeflateNegotiation.ClientOffer"/>), a
     /// response WSD-NEG-5 refuses is an error (nothing is sent), and once agreed each request is sent
-    /// compressed (RSV1; uncompressed where the client is held to 8 window bits) and each compressed echo
+    /// compressed (RSV1; uncompressed where the client is held to 8 window bits, and where the compressed
+    /// payload would be longer than the request, WSD-FRM-3) and each compressed echo
     /// is inflated within websocket.max_message (<see cref="PerMessageDeflate"/>, client role) before it
     /// is matched and verified.
     /// </summary>
@@ -82,7 +83,8 @@ namespace Frameproof.Codec
         int Encode(byte opcode, ReadOnlySpan<byte> payload, SendBuffer output)
         {
             bool compress = _pmd != null && _pmd.Compresses && !WsOpcodes.IsControl(opcode);
-            if (compress) payload = _pmd.Compress(payload);
+            // uncompressed, RSV1 clear, where compressing would make it longer (random bytes, WSD-FRM-3)
+            if (compress) payload = _pmd.Payload(payload, out compress);
             _keys.Next(_key);
             int need = WsEncoder.HeaderLength(payload.Length, true) + payload.Length;
             Span<byte> d = output.Reserve(need);

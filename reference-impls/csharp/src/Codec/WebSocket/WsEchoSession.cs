@@ -265,12 +265,15 @@ namespace Frameproof.Codec
         }
 
         /// <summary>An echo on a connection with permessage-deflate: compressed, RSV1 on its (only) frame
-        /// (WSD-FRM-1); uncompressed where this end compresses nothing (a client held to 8 window bits).</summary>
+        /// (WSD-FRM-1); uncompressed where this end compresses nothing (a client held to 8 window bits) and
+        /// where the compressed payload would be longer than the message (the compressor reset, WSD-FRM-3).</summary>
         void ReplyCompressed(byte opcode, ReadOnlySpan<byte> payload)
         {
             if (!_pmd.Compresses) { Reply(opcode, payload); return; }
-            int at = Reply(opcode, _pmd.Compress(payload));
-            OutputBuffer[at] |= 0x40;
+            bool compressed;
+            ReadOnlySpan<byte> body = _pmd.Payload(payload, out compressed);
+            int at = Reply(opcode, body);
+            if (compressed) OutputBuffer[at] |= 0x40;
         }
 
         void Append(ReadOnlySpan<byte> p)
