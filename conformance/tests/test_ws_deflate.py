@@ -59,6 +59,31 @@ def test_round_trip_every_window_and_context_mode(msgs, bits, reset, level):
         assert rx.inflate(p) == m
 
 
+@pytest.mark.parametrize("bits", [9, 15])
+def test_incompressible_message_goes_uncompressed_and_resets_the_compressor(bits):
+    """WSD-FRM-3: random bytes compress to more than themselves (about 5 octets a 16 KiB block): the
+    payload is the message itself, to go with RSV1 clear, and the compressor is reset; the next
+    compressible message is compressed again, refers to nothing earlier, and inflates at a receiver that
+    kept its window (the uncompressed message entered it nowhere, WSD-CTX-3). An empty message, whose
+    compressed payload is 0x00, goes uncompressed too."""
+    import random
+    noise = random.Random(7).randbytes(100_000)
+    assert len(D.Deflater(bits).compress(noise)) > len(noise)  # what the rule avoids
+    tx, rx = D.Deflater(bits), D.Inflater(bits, max_message=1 << 20)
+    words = b"the same words again and again " * 20
+    payload, compressed = tx.payload(words)
+    assert compressed and len(payload) < len(words) and rx.inflate(payload) == words
+    payload, compressed = tx.payload(noise)
+    assert (payload, compressed) == (noise, False) and tx._z is None  # the state dropped: made again lazily
+    after = noise[-100:] * 3 + words
+    payload, compressed = tx.payload(after)
+    assert compressed and len(payload) < len(after)
+    assert zlib.decompressobj(-15).decompress(payload + D.TAIL) == after  # refers to nothing before it
+    assert rx.inflate(payload) == after  # the receiver kept its window (the words), the payload is still valid
+    assert tx.payload(b"") == (b"", False) and tx.payload(b"Hello") == (b"Hello", False)  # 0x00; 7 bytes
+    assert tx.payload(b"Hello" * 3) == (D.Deflater(bits).compress(b"Hello" * 3), True)  # as from a fresh one
+
+
 def _bomb(size: int) -> bytes:
     c = zlib.compressobj(9, zlib.DEFLATED, -15)
     chunk = bytes(1 << 20)

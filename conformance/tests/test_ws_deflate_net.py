@@ -161,3 +161,51 @@ def test_checking_server_corrupts_or_drops_before_compressing(act):
         got.append(client_in.inflate(r.payload))
     want = [m if i != 2 else bytes([m[0] ^ 1]) + m[1:] for i, m in enumerate(messages) if not (i == 2 and act == "drop")]
     assert got == want
+
+
+def test_echo_of_an_incompressible_message_goes_uncompressed():
+    # WSD-FRM-3 in the Python server's echo (pyserver, and the checking server of `net --client`): random
+    # bytes are echoed uncompressed, RSV1 clear, and the deflater reset; the next compressible message is
+    # compressed again and inflates at a client that kept its window. Planted (ws-deflate-always-compresses):
+    # compressed whatever it grows to
+    import random
+    from frameproof.oracle import Frame
+    from frameproof.protocols.websocket.deflate import Deflater, Inflater, Params
+    from frameproof.protocols.websocket.deflate_session import session
+    from frameproof.protocols.websocket.frames import BINARY, WsHeader
+    codec = Codec.from_json(ON)
+    noise = random.Random(5).randbytes(50_000)
+    words = b"the same words again and again " * 20
+    after = noise[-100:] * 3 + words
+
+    def client(fault=""):
+        _, reply = session(codec, Params(client_max_window_bits=15), fault)
+        out = Deflater(15)
+        return lambda m: reply(Frame(0, 0, out.compress(m), WsHeader(True, 4, BINARY, True, b"\0\0\0\0")))
+    send, client_in = client(), Inflater(15)
+    r = send(words)
+    assert r.header.rsv == 4 and client_in.inflate(r.payload) == words
+    r = send(noise)
+    assert r.header.rsv == 0 and r.payload == noise
+    r = send(after)
+    assert r.header.rsv == 4 and len(r.payload) < len(after) and client_in.inflate(r.payload) == after
+    r = client("ws-deflate-always-compresses")(noise)
+    assert r.header.rsv == 4 and len(r.payload) > len(noise)
+
+
+@pytest.mark.parametrize("act", ["corrupt", "drop"])
+def test_checking_server_corrupts_or_drops_an_uncompressed_message_too(act):
+    # a message the client sent uncompressed (an incompressible one, WSD-FRM-3) is echoed uncompressed: the
+    # checking server's corrupt or drop (HAR-VERIFY-1/2) reaches it as it reaches a compressed one
+    from frameproof.oracle import Frame
+    from frameproof.protocols.websocket.deflate import Params
+    from frameproof.protocols.websocket.deflate_session import session
+    from frameproof.protocols.websocket.frames import BINARY, WsHeader
+    _, reply = session(Codec.from_json(ON), Params())
+    reply.echo.next_reply = act
+    r = reply(Frame(0, 0, b"plain message", WsHeader(True, 0, BINARY, True, b"\0\0\0\0")))
+    assert reply.echo.done == act and r.header.rsv == 0
+    assert r.payload == (b"qlain message" if act == "corrupt" else b"plain message")
+    reply.echo.done = None
+    r = reply(Frame(0, 0, b"next", WsHeader(True, 0, BINARY, True, b"\0\0\0\0")))
+    assert reply.echo.done is None and r.payload == b"next"

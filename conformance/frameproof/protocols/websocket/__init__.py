@@ -141,6 +141,7 @@ class WebSocket(Protocol):
         "ws-deflate-rsv1-on-continuation": "WSD-FRM-2",  # accepts RSV1 on a continuation frame
         "ws-deflate-first-offer-only": "WSD-NEG-2",  # reads the first offer alone: declining it declines all
         "ws-deflate-eager-state": "WSD-LIM-3",  # makes zlib's state at the opening, not at the first message
+        "ws-deflate-always-compresses": "WSD-FRM-3",  # compresses every echo, even one that grows (random bytes)
     }
     #: planted bugs of the Python load client (frameproof.pyload --fault), caught by client_cases
     load_faults = {**load.FAULTS, **load.DEFLATE_FAULTS, **load.PROSE_FAULTS}

@@ -7,7 +7,9 @@ at a time with the spec's limits. It is not wired into the suite yet (the spec's
   offer_params(params)          one offer's parameters, validated (WSD-NEG-2), or None: declined
   accept(values, policy)        the server's choice among the offers, and its response (WSD-NEG-3/4)
   check_response(offer, value)  the client's check of the server's response (WSD-NEG-5)
-  Deflater / Inflater           one direction's compression and inflation (WSD-CMP-*, CTX-*, LIM-1)
+  Deflater / Inflater           one direction's compression and inflation (WSD-CMP-*, CTX-*, LIM-1);
+                                Deflater.payload: a message's payload, uncompressed where compressing
+                                would make it longer (WSD-FRM-3)
 """
 from __future__ import annotations
 
@@ -258,6 +260,18 @@ class Deflater:
         if out.endswith(TAIL):
             out = out[:-4]
         return out or b"\x00"
+
+    def payload(self, message: bytes) -> Tuple[bytes, bool]:
+        """A sender's payload for one message and whether it is compressed (RSV1): the compressed payload
+        (``compress``), or, where that is longer than the message, the message itself, sent uncompressed,
+        and the compressor reset (WSD-FRM-3): the message entered its window but enters no receiver's
+        (WSD-CTX-3), so its state is dropped (made again at the next message, WSD-LIM-3) and the next
+        compressed message refers to nothing earlier."""
+        out = self.compress(message)
+        if len(out) <= len(message):
+            return out, True
+        self._z = None
+        return message, False
 
 
 class Inflater:

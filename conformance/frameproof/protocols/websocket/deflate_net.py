@@ -7,6 +7,7 @@ is checked instead, by the same helpers (``check_answer``)."""
 from __future__ import annotations
 
 import os
+import random
 import time
 import zlib
 from functools import lru_cache
@@ -634,6 +635,102 @@ def c_inflated_utf8(t):
            f"a compressed text that inflates to invalid UTF-8 ({bad!r})", ["WSD-CMP-4"])
 
 
+# ------------------------------------------------------------------ incompressible messages (WSD-FRM-3)
+
+INCOMPRESSIBLE_SEED = 6455
+TWICE = 4096  # phase 2's random blocks, each sent twice: 4 KiB apart, past a 512-byte window, within 32 KiB
+
+
+def incompressible(size: int, twice: bool = False, seed: int = INCOMPRESSIBLE_SEED) -> bytes:
+    """``size`` random bytes (seeded). ``twice``: each block of TWICE random bytes twice in a row, which a
+    32 KiB window (the client's) compresses to half and a 512-byte one (``server_max_window_bits=9``, a
+    longest distance of 250 bytes in zlib) not at all: DEFLATE then expands it, 22 KB over 10 MiB."""
+    r = random.Random(seed)
+    if not twice:
+        return r.randbytes(size)
+    out = bytearray()
+    while len(out) < size:
+        block = r.randbytes(TWICE)
+        out += block + block
+    return bytes(out[:size])
+
+
+def _echo_frames(link: Link, what: str):
+    """The server's next data message as [(rsv, payload length)] of its frames, its opcode and its payload."""
+    fin, rsv, op, payload = link.read_frame(N.READ_TIMEOUT * 4)
+    if op == CLOSE:
+        code = int.from_bytes(payload[:2], "big") if len(payload) >= 2 else None
+        raise CheckFailure(f"{link.ctx}{what}:\n  expected a data message\n  actual   a close frame with code {code}",
+                           ["WSD-FRM-3"])
+    frames, parts = [(rsv, len(payload))], [payload]
+    while not fin:
+        fin, rsv, _op, payload = link.read_frame(N.READ_TIMEOUT * 4)
+        frames.append((rsv, len(payload)))
+        parts.append(payload)
+    return frames, op, b"".join(parts)
+
+
+def _sizes(frames) -> str:
+    return ", ".join(f"{n:,} bytes{' RSV1' if rsv & 4 else ''}" for rsv, n in frames)
+
+
+def c_incompressible(t):
+    """WSD-FRM-3: random bytes (seeded) of the largest message one frame carries (the server's max_message,
+    or its frame limit where that is smaller), each way a server may have to compress them: sent
+    uncompressed on a connection with the default offer (a server that compresses every echo gets random
+    bytes), then compressed on one where the server's window is 512 bytes (server_max_window_bits=9; the
+    message is random blocks each twice, 4 KiB apart: half its size on the wire, incompressible in the
+    server's window). Each echo must come in frames of at most the message's size and be the message once
+    inflated; then a message made of the big one's last bytes, compressed, must inflate at a client that
+    kept its window: a server that sent the big one uncompressed reset its compressor."""
+    limit, frame_limit = t.codec.message_limit, t.limit
+    size = min(limit, frame_limit)
+    for offer, twice, compressed in (("permessage-deflate; client_max_window_bits", False, False),
+                                     ("permessage-deflate; server_max_window_bits=9", True, True)):
+        message = incompressible(size, twice)
+        what = (f"{size:,} random bytes{' (4 KiB blocks, each twice)' if twice else ''} sent "
+                f"{'compressed' if compressed else 'uncompressed'} (max_message {limit:,}, max_payload "
+                f"{frame_limit:,}), offer {offer!r}")
+        link = Link(t, offer, "")
+        try:
+            sent = link.send_message(message, BINARY, range(frame_limit, size, frame_limit), compressed)
+            frames, op, payload = _echo_frames(link, f"the echo of {what}")
+            over = [n for _rsv, n in frames if n > size]
+            if over:
+                grown = sum(n for _rsv, n in frames) - size
+                raise CheckFailure(f"the echo of {what}:\n  expected frames of at most {size:,} bytes (the message's "
+                                   f"size; uncompressed where compressing makes it longer)\n  actual   "
+                                   f"{len(frames)} frame(s): {_sizes(frames)} ({grown:+,} bytes over the message)"
+                                   f"\n  payload sent {len(sent):,} bytes", ["WSD-FRM-3"])
+            got = payload
+            if frames[0][0] & 4:
+                try:
+                    got = link.inflater.inflate(payload)
+                except D.InflateError as e:
+                    raise CheckFailure(f"the echo of {what}: {_sizes(frames)} does not inflate ({e.reason})",
+                                       ["WSD-FRM-3"]) from None
+            if op != BINARY or got != message:
+                raise CheckFailure(f"the echo of {what}:\n  expected opcode {BINARY}, {size:,} bytes {message[:16].hex(' ')}"
+                                   f"\n  actual   opcode {op}, {len(got):,} bytes {got[:16].hex(' ')} (frames: "
+                                   f"{_sizes(frames)})", ["WSD-FRM-3"])
+            # the server's compressor reset (WSD-FRM-3) if it sent the message uncompressed: one that kept it
+            # refers back into bytes this client's window never got (WSD-CTX-3)
+            after = message[-200:] * 3 + b" after the incompressible message"
+            then = f"a {len(after)}-byte compressed message repeating the last 200 bytes of the previous one"
+            link.send_message(after, BINARY)
+            try:
+                _op, got, _c = link.read_message(f"the echo of {then}")
+            except CheckFailure as e:
+                raise CheckFailure(f"{e}\n  after the echo of {what} in {_sizes(frames)}: a server that sends a "
+                                   "message uncompressed resets its compressor", ["WSD-FRM-3"]) from None
+            if got != after:
+                raise CheckFailure(f"the echo of {then}, after the echo of {what} in {_sizes(frames)}:\n  expected "
+                                   f"{len(after)} bytes {after[:16].hex(' ')}\n  actual   {len(got)} bytes "
+                                   f"{got[:16].hex(' ')}", ["WSD-FRM-3"])
+        finally:
+            link.close()
+
+
 # ------------------------------------------------------------------ the bomb (WSD-LIM-1, LIM-2)
 
 BOMB_MIB = int(os.environ.get("FRAMEPROOF_WSD_BOMB_MIB", "1024"))
@@ -776,6 +873,10 @@ def cases() -> list:
                 "stored length, distance too far back): close 1007", c_invalid_deflate, hostile=True, when=on),
         NetCase("deflate_inflated_utf8", ["WSD-CMP-4"], "UTF-8 is checked on the inflated text: valid text echoed, "
                 "inflated invalid UTF-8 closed with 1007", c_inflated_utf8, hostile=True, when=on),
+        NetCase("deflate_incompressible", ["WSD-FRM-3"], "Random bytes of the largest message one frame carries, "
+                "uncompressed, then compressed where the server's window (9 bits) finds nothing to refer to: echoed "
+                "in frames no longer than the message (uncompressed, RSV1 clear), the next compressed message "
+                "inflating at a client that kept its window", c_incompressible, when=on),
         NetCase("deflate_bomb_1009", ["WSD-LIM-1", "WSD-LIM-2"], "About 1 MiB on the wire inflating to 1 GiB, whole "
                 "and fragmented: close 1009 without holding it (peak RSS watched), a healthy connection alongside",
                 c_bomb, hostile=True, when=on),

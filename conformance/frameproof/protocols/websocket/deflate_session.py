@@ -1,8 +1,9 @@
 """The echo service on a connection that negotiated permessage-deflate (spec/websocket-deflate.md):
 the Python reference server's decoder and replier once the opening handshake accepted an offer
 (reference.ServerOpening.extension). Compressed messages are inflated within the message limit
-(WSD-LIM-1), checked as UTF-8 once inflated (WSD-CMP-4) and echoed compressed (WSD-FRM-1, CMP-1);
-the zlib state is made at the first compressed message (WSD-LIM-3)."""
+(WSD-LIM-1), checked as UTF-8 once inflated (WSD-CMP-4) and echoed compressed (WSD-FRM-1, CMP-1), or
+uncompressed where the compressed payload would be longer than the message (WSD-FRM-3: incompressible
+data, an empty message); the zlib state is made at the first compressed message (WSD-LIM-3)."""
 from __future__ import annotations
 
 import zlib
@@ -52,8 +53,16 @@ class DeflateEcho(reference.Echo):
             return super().__call__(f)
         if h.opcode != CONT:
             self.compressed = bool(h.rsv & 4)
-        if not self.compressed:
-            return super().__call__(f)  # an uncompressed message: echoed as it came (WSD-CTX-3)
+        if not self.compressed:  # an uncompressed message: echoed as it came (WSD-CTX-3)
+            reply = super().__call__(f)
+            if reply is not None:  # the checking server's corrupt or drop, as for a compressed message
+                act, self.next_reply = self.next_reply, None
+                if act == "drop":
+                    self.done = act
+                elif act == "corrupt" and reply.payload:
+                    self.done = act
+                    reply = Frame(0, 0, bytes([reply.payload[0] ^ 0x01]) + reply.payload[1:], reply.header)
+            return reply
         payload = self.assemble(f)
         if payload is None:
             return None
@@ -72,7 +81,11 @@ class DeflateEcho(reference.Echo):
             return Frame(0, 0, message, WsHeader(True, 4, self.opcode, False, b""))
         if act == "corrupt" and message:  # bit 0 of the first octet: text stays UTF-8
             message, self.done = bytes([message[0] ^ 0x01]) + message[1:], act
-        return Frame(0, 0, self.deflater().compress(message), WsHeader(True, 4, self.opcode, False, b""))
+        if self.fault == "ws-deflate-always-compresses":  # planted: compressed however long (WSD-FRM-3)
+            payload, compressed = self.deflater().compress(message), True
+        else:  # uncompressed where compressing would make it longer, the deflater reset (WSD-FRM-3)
+            payload, compressed = self.deflater().payload(message)
+        return Frame(0, 0, payload, WsHeader(True, 4 if compressed else 0, self.opcode, False, b""))
 
 
 def unbounded_inflate(payload: bytes, max_message: int) -> bytes:
