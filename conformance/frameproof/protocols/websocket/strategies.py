@@ -91,13 +91,18 @@ class WsStrategies(Strategies):
 
     def encode_edges(self):
         """Control frames of 125 bytes (the most a control frame carries) and 126 (refused, WS-CTL-2), of each
-        control opcode (close from 8: a check from 9 up passes a close of 126), masked and not."""
+        control opcode (close from 8: a check from 9 up passes a close of 126), masked and not; each control opcode
+        without FIN (WS-CTL-1); masking keys of the wrong length (WS-MASK-4)."""
         out = []
         for op in (CLOSE, PING, PONG):
             for n in (125, 126):
                 payload = b"\x03\xe8" + b"r" * (n - 2) if op == CLOSE else b"p" * n
                 for masked, key in ((False, b""), (True, b"\x0a\x0b\x0c\x0d")):
                     out.append((_codec("server"), Frame(0, 0, payload, WsHeader(True, 0, op, masked, key))))
+            out.append((_codec("server"), Frame(0, 0, b"c", WsHeader(False, 0, op, False, b""))))  # WS-CTL-1
+        # a masking key of five octets, and a key on an unmasked frame (WS-MASK-4)
+        out.append((_codec("client"), Frame(0, 0, b"k", WsHeader(True, 0, BINARY, True, b"\x01\x02\x03\x04\x05"))))
+        out.append((_codec("server"), Frame(0, 0, b"k", WsHeader(True, 0, BINARY, False, b"\x01\x02\x03\x04"))))
         return out
 
     def encode_cases(self):
