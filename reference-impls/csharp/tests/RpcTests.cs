@@ -395,16 +395,6 @@ namespace Frameproof.Tests
             Assert.AreEqual(0, s.OutputLength);
         }
 
-        sealed class ClientLog : IClientObserver
-        {
-            public readonly List<string> Log = new List<string>();
-            public void OnReply(RequestId id, object state, byte flag, byte sequence, ReadOnlySpan<byte> payload) { Log.Add("reply " + id + " " + T.ToHex(payload.ToArray())); }
-            public void OnTimeout(RequestId id, object state) { Log.Add("timeout " + id); }
-            public void OnFailed(RequestId id, object state) { Log.Add("failed " + id); }
-            public void OnUnmatched(byte flag, byte sequence, ReadOnlySpan<byte> payload) { Log.Add("unmatched"); }
-            public void OnRejectedReply(RequestId id, object state, string why) { Log.Add("rejected " + id + ": " + why); }
-        }
-
         [Test]
         public void LoadChannel_VariantsAgainstTheSession_AndRejectedReplies()
         {
@@ -412,7 +402,7 @@ namespace Frameproof.Tests
             CollectionAssert.AreEqual(new[] { "unary", "client-stream", "server-stream", "bidi" }, codec.LoadVariants);
             for (int mode = 0; mode < 4; mode++)
             {
-                var log = new ClientLog();
+                var log = new ClientLog((flag, payload) => T.ToHex(payload));
                 ClientChannel ch = codec.NewClientChannel(log, 1000, mode);
                 var output = new SendBuffer();
                 Assert.IsTrue(ch.TryRequest(new RequestId(100), null, 0, T.Hex("0a0b"), output));
@@ -429,7 +419,7 @@ namespace Frameproof.Tests
                 Assert.AreEqual(0, ch.PendingCount);
                 ch.Dispose();
             }
-            var l2 = new ClientLog();
+            var l2 = new ClientLog((flag, payload) => T.ToHex(payload));
             ClientChannel c2 = codec.NewClientChannel(l2, 1000, 3);
             var o2 = new SendBuffer();
             c2.TryRequest(new RequestId(7), null, 0, T.Hex("01"), o2);

@@ -28,6 +28,21 @@ namespace Frameproof.Tests
         public ProtocolError Error; // IsSet when rejected
     }
 
+    /// <summary>A load channel's observer that writes each event as a line: "reply ID TEXT" (TEXT: what
+    /// <c>reply</c> makes of the opcode/flag and the payload), "timeout ID", "failed ID", "unmatched",
+    /// "rejected ID: WHY".</summary>
+    public sealed class ClientLog : IClientObserver
+    {
+        public readonly List<string> Log = new List<string>();
+        readonly Func<byte, byte[], string> _reply;
+        public ClientLog(Func<byte, byte[], string> reply) { _reply = reply; }
+        public void OnReply(RequestId id, object state, byte flag, byte sequence, ReadOnlySpan<byte> payload) { Log.Add("reply " + id + " " + _reply(flag, payload.ToArray())); }
+        public void OnTimeout(RequestId id, object state) { Log.Add("timeout " + id); }
+        public void OnFailed(RequestId id, object state) { Log.Add("failed " + id); }
+        public void OnUnmatched(byte flag, byte sequence, ReadOnlySpan<byte> payload) { Log.Add("unmatched"); }
+        public void OnRejectedReply(RequestId id, object state, string why) { Log.Add("rejected " + id + ": " + why); }
+    }
+
     public static class T
     {
         public static byte[] Hex(string s)

@@ -310,16 +310,6 @@ namespace Frameproof.Tests
             }
         }
 
-        sealed class ClientLog : IClientObserver
-        {
-            public readonly List<string> Log = new List<string>();
-            public void OnReply(RequestId id, object state, byte flag, byte sequence, ReadOnlySpan<byte> payload) { Log.Add("reply " + id + " " + payload.Length); }
-            public void OnTimeout(RequestId id, object state) { Log.Add("timeout " + id); }
-            public void OnFailed(RequestId id, object state) { Log.Add("failed " + id); }
-            public void OnUnmatched(byte flag, byte sequence, ReadOnlySpan<byte> payload) { Log.Add("unmatched"); }
-            public void OnRejectedReply(RequestId id, object state, string why) { Log.Add("rejected " + id + ": " + why); }
-        }
-
         /// <summary>The load client with permessage-deflate agreed: a compressible request goes compressed
         /// (RSV1), an incompressible one (random bytes) uncompressed with RSV1 clear (WSD-FRM-3); both echoes
         /// are matched.</summary>
@@ -327,7 +317,7 @@ namespace Frameproof.Tests
         public void LoadChannel_Sends_Incompressible_Requests_Uncompressed_WsdFrm3()
         {
             var codec = (WebSocketCodec)Registry.Create(CodecJson.Parse(DeflateCodec));
-            var log = new ClientLog();
+            var log = new ClientLog((flag, payload) => payload.Length.ToString());
             ClientChannel ch = codec.NewClientChannel(log, 1000, 0);
             using (var server = (WsEchoSession)codec.NewSession(false))
             {

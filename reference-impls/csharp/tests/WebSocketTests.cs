@@ -312,7 +312,7 @@ namespace Frameproof.Tests
         public void LoadChannel_UnsolicitedPongIsNoReplyNorError()
         {
             var codec = (WebSocketCodec)Registry.Create(CodecSpec.Named("websocket"));
-            var log = new ClientLog();
+            var log = new ClientLog((flag, payload) => "op" + flag + " " + Encoding.ASCII.GetString(payload));
             ClientChannel ch = codec.NewClientChannel(log, 1000, 0);
             // the 101 and, in the same read, an unsolicited pong (WS-PING-2)
             string req = Encoding.ASCII.GetString(ch.OpeningRequest("127.0.0.1"));
@@ -342,22 +342,12 @@ namespace Frameproof.Tests
             }
         }
 
-        sealed class ClientLog : IClientObserver
-        {
-            public readonly List<string> Log = new List<string>();
-            public void OnReply(RequestId id, object state, byte flag, byte sequence, ReadOnlySpan<byte> payload) { Log.Add("reply " + id + " op" + flag + " " + Encoding.ASCII.GetString(payload.ToArray())); }
-            public void OnTimeout(RequestId id, object state) { Log.Add("timeout " + id); }
-            public void OnFailed(RequestId id, object state) { Log.Add("failed " + id); }
-            public void OnUnmatched(byte flag, byte sequence, ReadOnlySpan<byte> payload) { Log.Add("unmatched"); }
-            public void OnRejectedReply(RequestId id, object state, string why) { Log.Add("rejected " + id); }
-        }
-
         [Test]
         public void LoadChannel_HandshakeTextFifoClose_AgainstTheServerSession()
         {
             var codec = (WebSocketCodec)Registry.Create(CodecSpec.Named("websocket"));
             CollectionAssert.AreEqual(new[] { "binary", "text", "prose" }, codec.LoadVariants);
-            var log = new ClientLog();
+            var log = new ClientLog((flag, payload) => "op" + flag + " " + Encoding.ASCII.GetString(payload));
             ClientChannel ch = codec.NewClientChannel(log, 1000, 1);
             using (var server = (WsEchoSession)codec.NewSession(false))
             {
