@@ -168,3 +168,18 @@ def test_python_network_pass_tests_the_codec_passs_survivors_only_and_its_catche
     assert sqlite3.connect(str(session)).execute("SELECT count(*) FROM work_results").fetchone() == (2,)
     (base / "net" / "source.sha").write_text("made from another version of the module")
     assert run.collect()["python"]["rpc"][1]["outcome"] == "missed"  # a stale network pass is not read
+
+
+def test_a_workers_test_command_runs_the_copy_it_is_started_in(tmp_path):
+    """--jobs N: one test command for every cosmic-ray http worker, each in a copy of its own; the command's
+    inner commands (split by frameproof with shlex, no shell) must name the worker's copy, not a template."""
+    import shlex
+    import subprocess
+    argv = shlex.split(run.py_test_command(run.WORKER_TREE, "websocket", True, "smoke"))
+    assert argv[:2] == ["bash", "-c"]
+    # the command as bash runs it, with `echo` in front: what it would execute, in a worker's directory
+    shown = subprocess.run(["bash", "-c", argv[2].replace("eval", "echo", 1)] + argv[3:], cwd=tmp_path,
+                           capture_output=True, text=True, check=True).stdout
+    assert run.WORKER_TREE not in shown
+    assert shown.count(f"PYTHONPATH={tmp_path}/conformance") == 4  # pytestee, two pyservers, pyload
+    assert "PYTHONPATH=" + str(run.WORK) not in shown

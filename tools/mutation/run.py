@@ -192,11 +192,16 @@ PY_NET_CODECS = {"rpc": ('{"protocol": "rpc", "rpc": {"endpoints": ["unary"]}}',
                  "websocket": ('{"protocol": "websocket", "websocket": {"permessage_deflate": true}}',)}
 
 
-def py_test_command(tree: Path, proto: str, net: bool, profile: str) -> str:
+WORKER_TREE = "@TREE@"  # py_test_command's tree for --jobs: the directory the command runs in
+
+
+def py_test_command(tree: Path | str, proto: str, net: bool, profile: str) -> str:
     """The codec suite against the mutated pytestee; with ``net``, then the network and client suites
     against the mutated pyserver and pyload (the network pass over the codec pass's survivors: the codec
-    suite runs first again, as it may have gained checks since, and takes seconds)."""
-    mutated = f"env PYTHONPATH={tree / 'conformance'} {VENV / 'python'}"
+    suite runs first again, as it may have gained checks since, and takes seconds). ``tree`` WORKER_TREE:
+    the copy the command runs in (each worker of --jobs mutates a copy of its own), put in by bash when it
+    runs: the commands inside are split by frameproof (shlex), not by a shell."""
+    mutated = f"env PYTHONPATH={tree}/conformance {VENV / 'python'}"
     cmd = (f"{VENV / 'frameproof'} run --protocol {proto} --profile {profile} -x --no-skip --timeout 5 "
            f"--testee '{mutated} -m frameproof.pytestee'")
     # the service registry's tests (rpc/DISC-*) check protocols/rpc/discovery*.py, not the mutated module,
@@ -218,6 +223,8 @@ def py_test_command(tree: Path, proto: str, net: bool, profile: str) -> str:
             f"--protocol {proto} --connect {{host}}:{{port}} --connections 2 --payload 24 --mode pipelined "
             f"--window 8 --requests 500 --timeout-ms 1000 --json {{json}}\"")
     # cosmic-ray runs its test command as shlex.split(command), without a shell: the `&&` chain needs one
+    if tree == WORKER_TREE:
+        return "bash -c " + shlex.quote('eval "${1//' + WORKER_TREE + '/$PWD}"') + " _ " + shlex.quote(cmd)
     return "bash -c " + shlex.quote(cmd)
 
 
@@ -240,7 +247,8 @@ def _reopen_survivors(source: Path, session: Path) -> tuple[int, int]:
     return len(again), len(missed)
 
 
-def py_session(tree: Path, proto: str, net: bool, profile: str, again: bool = False) -> tuple[Path, Path]:
+def py_session(tree: Path, proto: str, net: bool, profile: str, again: bool = False,
+               workers: list[str] | None = None) -> tuple[Path, Path]:
     """The codec pass's session (<proto>/session.sqlite: every mutant), or with ``net`` the network pass's
     (<proto>/net/session.sqlite: a copy of the codec pass's in which only its survivors have no result, so
     that `cosmic-ray exec` tests just those; remade when the codec pass's session is)."""
@@ -249,13 +257,17 @@ def py_session(tree: Path, proto: str, net: bool, profile: str, again: bool = Fa
     d.mkdir(parents=True, exist_ok=True)
     module = f"conformance/frameproof/protocols/{PROTOCOLS[proto]}/reference.py"
     cfg = d / "cosmic-ray.toml"
+    # with workers (--jobs): cosmic-ray's http distributor hands each mutant to a worker running in a copy of its
+    # own; its request gives up after aiohttp's 300 s, so a mutant's timeout stays below that (a hang is then a
+    # timeout, not an abnormal end)
     cfg.write_text(
         "[cosmic-ray]\n"
         f"module-path = \"{module}\"\n"
-        f"timeout = {600.0 if net else 120.0}\n"
+        f"timeout = {(280.0 if workers else 600.0) if net else 120.0}\n"
         "excluded-modules = []\n"
-        f"test-command = {json.dumps(py_test_command(tree, proto, net, profile))}\n"
-        "[cosmic-ray.distributor]\nname = \"local\"\n")
+        f"test-command = {json.dumps(py_test_command(WORKER_TREE if workers else tree, proto, net, profile))}\n"
+        + ("[cosmic-ray.distributor]\nname = \"http\"\n[cosmic-ray.distributor.http]\n"
+           f"worker-urls = {json.dumps(workers)}\n" if workers else "[cosmic-ray.distributor]\nname = \"local\"\n"))
     session, stamp = d / "session.sqlite", d / "source.sha"
     digest = _digest(ROOT / module)
     if net:
@@ -284,18 +296,39 @@ def py_session(tree: Path, proto: str, net: bool, profile: str, again: bool = Fa
     return cfg, session
 
 
-def run_python(protos: list[str], net: bool, profile: str, again: bool = False) -> int:
+def _free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_python(protos: list[str], net: bool, profile: str, again: bool = False, jobs: int = 1) -> int:
+    """``jobs`` > 1: that many cosmic-ray http workers, each mutating a copy of its own (the network pass waits
+    on its peers' timing far more than it computes: two or three at once on this 2-core machine)."""
     rc = 0
     for proto in protos:
-        tree = py_tree(f"{proto}-net" if net else proto)
-        cfg, session = py_session(tree, proto, net, profile, again)
+        name = f"{proto}-net" if net else proto
+        trees = [py_tree(name)] + [py_tree(f"{name}-{i}") for i in range(2, jobs + 1)]
+        ports = [_free_port() for _ in trees] if jobs > 1 else []
+        cfg, session = py_session(trees[0], proto, net, profile, again,
+                                  [f"http://127.0.0.1:{p}" for p in ports] or None)
         # the baseline: the unmutated copy must pass, or every mutant would count as caught
-        if sh(["bash", "-c", py_test_command(tree, proto, net, profile)], cwd=tree,
+        if sh(["bash", "-c", py_test_command(trees[0], proto, net, profile)], cwd=trees[0],
               stdout=subprocess.DEVNULL) != 0:
             print(f"baseline: frameproof fails on the unmutated Python {proto}: no mutant tested", flush=True)
             return 1
-        # exec does only the work items without a result: rerunning resumes
-        rc = rc or sh([str(VENV / "cosmic-ray"), "exec", str(cfg), str(session)], cwd=tree)
+        workers = [subprocess.Popen([str(VENV / "cosmic-ray"), "http-worker", "--port", str(p)], cwd=t,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for t, p in zip(trees, ports)]
+        try:
+            if workers:
+                time.sleep(2.0)  # the workers listening
+            # exec does only the work items without a result: rerunning resumes
+            rc = rc or sh([str(VENV / "cosmic-ray"), "exec", str(cfg), str(session)], cwd=trees[0])
+        finally:
+            for w in workers:
+                w.terminate()
+                w.wait(30)
     return rc
 
 
@@ -685,6 +718,8 @@ def main(argv=None) -> int:
                    "the network session's survivors, or without --net the codec pass's, are tested again in place) "
                    "after a suite gained cases")
     r.add_argument("--profile", default="smoke", choices=("smoke", "ci", "fuzz"))
+    r.add_argument("--jobs", type=int, default=1, help="Python: mutants tested at once, each in a copy of its own "
+                   "(cosmic-ray's http workers); the network pass mostly waits, so 2-3 pay on 2 cores")
     smp = sub.add_parser("sample")
     smp.add_argument("--lang", choices=("rust", "python"), help="only this language's part")
     rep = sub.add_parser("report")
@@ -696,7 +731,7 @@ def main(argv=None) -> int:
         if a.again and not a.net and a.lang == "rust":
             ap.error("--again goes with --net for Rust")
         return run_rust(protos, a.shard, a.net, a.profile, a.again) if a.lang == "rust" \
-            else run_python(protos, a.net, a.profile, bool(a.again))
+            else run_python(protos, a.net, a.profile, bool(a.again), max(1, a.jobs))
     return sample(a) if a.cmd == "sample" else report(a)
 
 
