@@ -461,6 +461,15 @@ def c_rsv1_control(t):
            "RSV1 on a ping frame", ["WSD-FRM-2"])
 
 
+def c_rsv23(t):
+    """RSV2 or RSV3 on a data frame of a connection that agreed on permessage-deflate (which defines RSV1 only):
+    close 1002, as without the extension (WS-HDR-2); also with RSV1 beside them on a compressed message."""
+    msg = D.Deflater().compress(b"rsv bits " * 8)
+    for bits, payload, name in ((0x20, b"plain", "RSV2"), (0x10, b"plain", "RSV3"), (0x60, msg, "RSV1 and RSV2")):
+        closes(t, "permessage-deflate", lambda link, b=bits, p=payload: raw_frame(0x80 | b | BINARY, p, key_for(5)),
+               1002, f"{name} on a binary frame of a permessage-deflate connection", ["WS-HDR-2"])
+
+
 def c_rsv1_not_negotiated(t):
     """With the extension on, a connection that offered nothing: RSV1 fails it (WSD-FRM-2)."""
     def body():
@@ -857,6 +866,8 @@ def cases() -> list:
                 c_rsv1_continuation, hostile=True, when=on),
         NetCase("deflate_rsv1_control_1002", ["WSD-FRM-2"], "RSV1 on a ping frame: close 1002", c_rsv1_control,
                 hostile=True, when=on),
+        NetCase("deflate_rsv23_1002", ["WS-HDR-2", "WSD-FRM-1"], "RSV2 or RSV3 on a data frame of a connection that "
+                "agreed on the extension (it defines RSV1 only): close 1002", c_rsv23, hostile=True, when=on),
         NetCase("deflate_rsv1_not_negotiated_1002", ["WSD-FRM-2"], "RSV1 on a connection that did not negotiate the "
                 "extension (the server has it on): close 1002", c_rsv1_not_negotiated, hostile=True, when=on),
         NetCase("deflate_roundtrips", ["WSD-CMP-2", "WSD-FRM-1", "WSD-CMP-1", "WSD-CTX-1", "WSD-CTX-2", "WSD-CTX-3"],

@@ -153,6 +153,12 @@ def _refused(t, head: bytes, want, ctx):
         c.close()
 
 
+def _request_line(head: bytes, change) -> bytes:
+    """``head`` with its request line (the first) changed by ``change``."""
+    line, rest = head.split(b"\r\n", 1)
+    return change(line) + b"\r\n" + rest
+
+
 def c_bad_requests(t):
     key16 = base64.b64encode(b"0123456789abcdef").decode()
     for ctx, head in [
@@ -165,6 +171,16 @@ def c_bad_requests(t):
         ("no Host", endpoint_head(t, key=key16, host=None)),
     ]:
         _refused(t, head, range(400, 500), f"a handshake with {ctx}")
+    N.healthy(t, "after refused handshakes, a fresh connection: ")
+
+
+def c_bad_request_line(t):
+    """The request line: an HTTP/1.1 or higher GET (RFC 6455 §4.2.1 item 1), with all three of its parts;
+    an otherwise valid request with HTTP/1.0, or with no version, gets a 4xx."""
+    key16 = base64.b64encode(b"0123456789abcdef").decode()
+    for ctx, change in [("HTTP/1.0 in the request line", lambda ln: ln.replace(b"HTTP/1.1", b"HTTP/1.0")),
+                        ("a request line without its HTTP version", lambda ln: ln.rsplit(b" ", 1)[0])]:
+        _refused(t, _request_line(endpoint_head(t, key=key16), change), range(400, 500), f"a handshake with {ctx}")
     N.healthy(t, "after refused handshakes, a fresh connection: ")
 
 
@@ -534,6 +550,8 @@ def cases() -> List[NetCase]:
                 "Firefox and Safari, whole and one segment a line, are accepted", c_browser_requests),
         NetCase("handshake_bad_requests_400", ["WS-HS-1"], "Malformed upgrade requests get a 4xx and no upgrade",
                 c_bad_requests),
+        NetCase("handshake_request_line_400", ["WS-HS-1"], "An upgrade request with HTTP/1.0, or with no HTTP "
+                "version, in its request line gets a 4xx and no upgrade", c_bad_request_line),
         NetCase("handshake_version_426", ["WS-HS-3"], "Sec-WebSocket-Version 8 gets 426 with Sec-WebSocket-Version: 13",
                 c_version_426),
         NetCase("handshake_subprotocol_selected", ["WS-HS-8", "WS-HS-4"], "The echo service's subprotocol is selected when offered, no other",
