@@ -181,5 +181,6 @@ def test_a_workers_test_command_runs_the_copy_it_is_started_in(tmp_path):
     shown = subprocess.run(["bash", "-c", argv[2].replace("eval", "echo", 1)] + argv[3:], cwd=tmp_path,
                            capture_output=True, text=True, check=True).stdout
     assert run.WORKER_TREE not in shown
-    assert shown.count(f"PYTHONPATH={tmp_path}/conformance") == 4  # pytestee, two pyservers, pyload
+    # the pytestee, a pyserver for the default codec and one for each of PY_NET_CODECS, the pyload
+    assert shown.count(f"PYTHONPATH={tmp_path}/conformance") == 3 + len(run.PY_NET_CODECS["websocket"])
     assert "PYTHONPATH=" + str(run.WORK) not in shown

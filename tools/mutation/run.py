@@ -188,8 +188,10 @@ PY_NOT_THE_MODULE = {"rpc": ("rpc/DISC-*",)}
 #: one endpoint, as upstream's RpcServer and RpcStreamServer each do, spec/rpc.md §9a; websocket: deflate)
 PY_NET_CODECS = {"rpc": ('{"protocol": "rpc", "rpc": {"endpoints": ["unary"]}}',
                          '{"protocol": "rpc", "rpc": {"endpoints": ["stream"]}}'),
-                 # the permessage-deflate layer (spec/websocket-deflate.md) runs only where the codec says so
-                 "websocket": ('{"protocol": "websocket", "websocket": {"permessage_deflate": true}}',)}
+                 # the permessage-deflate layer (spec/websocket-deflate.md) runs only where the codec says so, and
+                 # the resource path and subprotocol checks (spec/websocket.md §13) only where it names them
+                 "websocket": ('{"protocol": "websocket", "websocket": {"permessage_deflate": true}}',
+                               '{"protocol": "websocket", "websocket": {"path": "/ws/echo", "subprotocol": "echo.v1"}}')}
 
 
 WORKER_TREE = "@TREE@"  # py_test_command's tree for --jobs: the directory the command runs in
