@@ -185,9 +185,23 @@ def c_bad_request_line(t):
 
 
 def c_version_426(t):
-    hdrs = _refused(t, endpoint_head(t, version="8"), (426,), "Sec-WebSocket-Version: 8")
-    if hdrs.get("sec-websocket-version", "").replace(" ", "") not in ("13",) and "13" not in hdrs.get("sec-websocket-version", ""):
-        raise CheckFailure(f"426 answer: expected Sec-WebSocket-Version: 13, actual {hdrs.get('sec-websocket-version')!r}")
+    """A version other than 13 (a draft's 8, 12 which sorts below "13" as text, 14 above it): 426 with
+    Sec-WebSocket-Version: 13 (WS-HS-3)."""
+    _versions_426(t, ("8", "12", "14"))
+
+
+def c_version_missing_426(t):
+    """No Sec-WebSocket-Version header at all, in an otherwise valid request: 426 too (WS-HS-3)."""
+    _versions_426(t, (None,))
+
+
+def _versions_426(t, versions):
+    for version in versions:
+        ctx = f"Sec-WebSocket-Version: {version}" if version else "no Sec-WebSocket-Version"
+        hdrs = _refused(t, endpoint_head(t, version=version), (426,), ctx)
+        if hdrs.get("sec-websocket-version", "").replace(" ", "") not in ("13",) and "13" not in hdrs.get("sec-websocket-version", ""):
+            raise CheckFailure(f"426 answer to {ctx}: expected Sec-WebSocket-Version: 13, actual "
+                               f"{hdrs.get('sec-websocket-version')!r}")
 
 
 def c_subprotocol(t):
@@ -552,8 +566,10 @@ def cases() -> List[NetCase]:
                 c_bad_requests),
         NetCase("handshake_request_line_400", ["WS-HS-1"], "An upgrade request with HTTP/1.0, or with no HTTP "
                 "version, in its request line gets a 4xx and no upgrade", c_bad_request_line),
-        NetCase("handshake_version_426", ["WS-HS-3"], "Sec-WebSocket-Version 8 gets 426 with Sec-WebSocket-Version: 13",
-                c_version_426),
+        NetCase("handshake_version_426", ["WS-HS-3"], "Sec-WebSocket-Version 8, 12 or 14 gets 426 with "
+                "Sec-WebSocket-Version: 13", c_version_426),
+        NetCase("handshake_version_missing_426", ["WS-HS-3"], "A request without Sec-WebSocket-Version gets 426 with "
+                "Sec-WebSocket-Version: 13", c_version_missing_426),
         NetCase("handshake_subprotocol_selected", ["WS-HS-8", "WS-HS-4"], "The echo service's subprotocol is selected when offered, no other",
                 c_subprotocol),
         NetCase("handshake_deflate_declined", ["WS-HS-5"], "permessage-deflate offered: declined, frames "
