@@ -169,6 +169,9 @@ def c_bad_requests(t):
         ("no Upgrade header", endpoint_head(t, key=key16, upgrade=None)),
         ("Connection without Upgrade", endpoint_head(t, key=key16, connection="keep-alive")),
         ("no Host", endpoint_head(t, key=key16, host=None)),
+        # the key over its edges: 20 bytes, and 16 bytes with a character outside base64 in the middle
+        ("a key of 20 bytes", endpoint_head(t, key=base64.b64encode(b"0123456789abcdefghij").decode())),
+        ("a key with a character outside base64", endpoint_head(t, key=key16[:8] + "*" + key16[8:])),
     ]:
         _refused(t, head, range(400, 500), f"a handshake with {ctx}")
     N.healthy(t, "after refused handshakes, a fresh connection: ")
@@ -176,10 +179,13 @@ def c_bad_requests(t):
 
 def c_bad_request_line(t):
     """The request line: an HTTP/1.1 or higher GET (RFC 6455 §4.2.1 item 1), with all three of its parts;
-    an otherwise valid request with HTTP/1.0, or with no version, gets a 4xx."""
+    an otherwise valid request with HTTP/1.0, with no version, or with another method gets a 4xx."""
     key16 = base64.b64encode(b"0123456789abcdef").decode()
     for ctx, change in [("HTTP/1.0 in the request line", lambda ln: ln.replace(b"HTTP/1.1", b"HTTP/1.0")),
-                        ("a request line without its HTTP version", lambda ln: ln.rsplit(b" ", 1)[0])]:
+                        ("a request line without its HTTP version", lambda ln: ln.rsplit(b" ", 1)[0]),
+                        # methods on either side of GET as text
+                        ("the method DELETE", lambda ln: b"DELETE" + ln[3:]),
+                        ("the method PUT", lambda ln: b"PUT" + ln[3:])]:
         _refused(t, _request_line(endpoint_head(t, key=key16), change), range(400, 500), f"a handshake with {ctx}")
     N.healthy(t, "after refused handshakes, a fresh connection: ")
 
@@ -564,8 +570,8 @@ def cases() -> List[NetCase]:
                 "Firefox and Safari, whole and one segment a line, are accepted", c_browser_requests),
         NetCase("handshake_bad_requests_400", ["WS-HS-1"], "Malformed upgrade requests get a 4xx and no upgrade",
                 c_bad_requests),
-        NetCase("handshake_request_line_400", ["WS-HS-1"], "An upgrade request with HTTP/1.0, or with no HTTP "
-                "version, in its request line gets a 4xx and no upgrade", c_bad_request_line),
+        NetCase("handshake_request_line_400", ["WS-HS-1"], "An upgrade request with HTTP/1.0, with no HTTP "
+                "version, or with DELETE or PUT in its request line gets a 4xx and no upgrade", c_bad_request_line),
         NetCase("handshake_version_426", ["WS-HS-3"], "Sec-WebSocket-Version 8, 12 or 14 gets 426 with "
                 "Sec-WebSocket-Version: 13", c_version_426),
         NetCase("handshake_version_missing_426", ["WS-HS-3"], "A request without Sec-WebSocket-Version gets 426 with "
