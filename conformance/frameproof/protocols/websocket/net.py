@@ -148,9 +148,28 @@ def _refused(t, head: bytes, want, ctx):
         if status not in want:
             raise CheckFailure(f"{ctx}:\n  expected status {_statuses(want)}\n  actual   {status}\n"
                                f"  request: {head.decode('latin-1')!r}")
+        _not_upgraded(c, ctx)
         return hdrs
     finally:
         c.close()
+
+
+NOT_UPGRADED_PING = b"no-upgrade"
+
+
+def _not_upgraded(c, ctx):
+    """After a refusal, no upgrade (WS-HS-1): a masked ping sent on the connection is not answered with a pong
+    (a server may close, keep quiet, or answer the bytes as HTTP; a planted server that refused the request but
+    went on to read frames answered it)."""
+    key = b"\x11\x22\x33\x44"
+    try:
+        c.send(bytes([0x89, 0x80 | len(NOT_UPGRADED_PING)]) + key + bytes(b ^ key[i % 4] for i, b in enumerate(NOT_UPGRADED_PING)))
+    except OSError:
+        return  # closed: nothing was upgraded
+    got = c.idle(0.2)
+    if bytes([0x8A, len(NOT_UPGRADED_PING)]) + NOT_UPGRADED_PING in got:
+        raise CheckFailure(f"{ctx}:\n  expected no upgrade after the refusal\n  actual   a ping sent after it was "
+                           f"answered with a pong: the connection was upgraded anyway", ["WS-HS-1"])
 
 
 def _request_line(head: bytes, change) -> bytes:
