@@ -43,6 +43,20 @@ def test_network_pass_targets_the_codec_suites_survivors_and_again_what_every_ru
     assert run.net_targets([codec, net], r"replace h\b") == [D]
     again = _out(tmp_path / "net-again-1", caught=[D])
     assert run.net_targets([codec, net, again], "replace") == [C]
+    # a network pass over files the codec suite cannot reach (--files, beside the codec pass): what it tested,
+    # caught or not, the network pass after the codec pass leaves out
+    files = _out(tmp_path / "net-files-client", caught=[B], missed=[C])
+    assert run.net_targets([codec, files], None) == [D]
+    assert run.net_targets([codec, files, net], None) == [D]
+
+
+def test_files_limits_a_rust_pass_to_those_files_of_the_protocols_module():
+    args = run.rust_args("websocket", True, ["client.rs", "handshake.rs"])
+    files = [args[i + 1] for i, a in enumerate(args) if a == "--file"]
+    assert files == ["codec/src/websocket/client.rs", "codec/src/websocket/handshake.rs"]
+    whole = run.rust_args("websocket", False)
+    assert [whole[i + 1] for i, a in enumerate(whole) if a == "--file"] == ["codec/src/websocket/**",
+                                                                              "codec/src/websocket.rs"]
 
 
 def test_triage_entries_match_without_line_numbers():

@@ -71,6 +71,20 @@ def test_unoffered_subprotocol_fault_is_caught(frameproof, monkeypatch, codec):
     assert "WS-HS-4" in failed(doc), (failed(doc), out[-2000:])
 
 
+def test_any_path_fault_is_caught(frameproof, monkeypatch):
+    """ws-serves-any-path, configured with the path, upgrades every target: the other-path case fails it
+    under WS-HS-9 (a prefix, the path with more after it, its neighbours as text); without a path the case
+    does not run, for a server may then serve every target."""
+    monkeypatch.setenv("FRAMEPROOF_NET_TIMEOUT", "2")
+    cmd = f"{PY} -m frameproof.pyserver --listen 127.0.0.1:0 --fault ws-serves-any-path --codec '{CODEC}'"
+    rc, out, doc = frameproof("net", "--codec", CODEC, "--server-cmd", cmd, "--select", "*/handshake_other_path_404",
+                              timeout=300)
+    assert rc == 1 and "expected status one of 400-499" in out, out[-2000:]
+    assert failed(doc) == {"WS-HS-9"}, (failed(doc), out[-2000:])
+    case = next(c for c in WS.net_cases() if c.name == "handshake_other_path_404")
+    assert case.applies(Codec.from_json(json.loads(CODEC))) and not case.applies(Codec.from_json({"protocol": "websocket"}))
+
+
 @pytest.mark.skipif(not (ROOT / "reference-impls/rust/target/release/fp-server").exists(),
                     reason="the Rust fp-server is not built (bash reference-impls/rust/build.sh)")
 def test_rust_server_with_path_and_subprotocol_passes(frameproof):

@@ -53,10 +53,12 @@ def sh(cmd: list[str], **kw) -> int:
 
 # ---- Rust: cargo-mutants -------------------------------------------------------------------------
 
-def rust_args(proto: str, net: bool) -> list[str]:
+def rust_args(proto: str, net: bool, files: list[str] | None = None) -> list[str]:
     mod = PROTOCOLS[proto]
-    return ["cargo", "mutants", "--test-package", "fp-testee"] + [
-        "--file", f"codec/src/{mod}/**", "--file", f"codec/src/{mod}.rs", "--exclude", f"codec/src/{mod}/tests.rs",
+    where = [a for f in files for a in ("--file", f"codec/src/{mod}/{f}")] if files else \
+        ["--file", f"codec/src/{mod}/**", "--file", f"codec/src/{mod}.rs"]
+    return ["cargo", "mutants", "--test-package", "fp-testee"] + where + [
+        "--exclude", f"codec/src/{mod}/tests.rs",
         "--cargo-test-arg=--test", "--cargo-test-arg=frameproof_suite",
         "--timeout", "240", "--build-timeout", "900", "--no-shuffle", "--jobs", "1", "--baseline", "skip",
         "--profile", PROFILE]
@@ -103,22 +105,29 @@ def net_targets(runs: list[Path], again: str | None) -> list[str]:
     ``again`` (a regular expression), what every run so far, network passes included, missed and whose
     name matches it (after a suite gained cases)."""
     codec_runs = [d for d in runs if not d.name.startswith("net")]
-    return sorted(n for n, k in merged_outcomes(runs if again else codec_runs).items()
-                  if k == "missed" and (not again or re.search(again, n)))
+    if again:
+        return sorted(n for n, k in merged_outcomes(runs).items() if k == "missed" and re.search(again, n))
+    # not again: what a network run over files (--files: the ones the codec suite cannot reach) has tested is not
+    # tested twice (the network pass's own directory is written anew by each of its runs: not read here)
+    done = merged_outcomes([d for d in runs if d.name.startswith("net-files-")])
+    return sorted(n for n, k in merged_outcomes(codec_runs).items() if k == "missed" and n not in done)
 
 
-def run_rust(protos: list[str], shard: str | None, net: bool, profile: str, again: str | None = None) -> int:
+def run_rust(protos: list[str], shard: str | None, net: bool, profile: str, again: str | None = None,
+             files: list[str] | None = None) -> int:
     rc = 0
     for proto in protos:
         runs = sorted((WORK / "rust" / proto).glob("*")) if (WORK / "rust" / proto).exists() else []
         name = "net" if net else f"shard-{shard.replace('/', '-of-')}" if shard else "all"
+        if files:  # a pass over these files only (the network pass beside the codec pass): a directory of its own
+            name = ("net-files-" if net else "files-") + "-".join(Path(f).stem for f in files)
         if again:  # the network pass once more, in a directory of its own; the network run's target directory
             name = f"net-again-{sum(d.name.startswith('net-again-') for d in runs) + 1}"
         run = f"{proto}-net" if again else f"{proto}-{name}"  # its own target directory and baseline copy (rust_env)
         if not rust_baseline([proto], net, profile, run):
             return 1
         select = []
-        if net and any(not d.name.startswith("net") for d in runs):
+        if net and not files and any(not d.name.startswith("net") for d in runs):
             missed = net_targets(runs, again)
             if not missed:
                 print(f"{proto}: nothing missed{' matches ' + again if again else ' by the codec suite'}; no network run")
@@ -126,7 +135,7 @@ def run_rust(protos: list[str], shard: str | None, net: bool, profile: str, agai
             select = [a for n in missed for a in ("--re", "^" + re.escape(n) + "$")]
         out = WORK / "rust" / proto / name
         out.mkdir(parents=True, exist_ok=True)
-        args = rust_args(proto, net) + ["-o", str(out)] + (["--shard", shard] if shard else []) + select
+        args = rust_args(proto, net, files) + ["-o", str(out)] + (["--shard", shard] if shard else []) + select
         if (out / "mutants.out" / "outcomes.json").exists() and not select:
             args.append("--iterate")  # resume: only what is not caught yet (or never ran)
         r = sh(args, cwd=RUST, env=rust_env([proto], net, profile, run))
@@ -719,6 +728,11 @@ def main(argv=None) -> int:
                    "missed (Rust: whose name matches RE, into .mutation/rust/P/net-again-N; Python: RE is not read, "
                    "the network session's survivors, or without --net the codec pass's, are tested again in place) "
                    "after a suite gained cases")
+    r.add_argument("--files", help="Rust: only these files of the protocol's module (comma-separated, e.g. "
+                   "client.rs,handshake.rs), into .mutation/rust/P/files-... (codec pass) or net-files-... (--net): "
+                   "with --net, the network pass straight over files the codec suite cannot reach (it starts after "
+                   "the handshake), beside a codec pass over the others; the network pass after that codec pass "
+                   "skips what net-files tested")
     r.add_argument("--profile", default="smoke", choices=("smoke", "ci", "fuzz"))
     r.add_argument("--jobs", type=int, default=1, help="Python: mutants tested at once, each in a copy of its own "
                    "(cosmic-ray's http workers); the network pass mostly waits, so 2-3 pay on 2 cores")
@@ -732,7 +746,10 @@ def main(argv=None) -> int:
         protos = a.protocol or list(PROTOCOLS)
         if a.again and not a.net and a.lang == "rust":
             ap.error("--again goes with --net for Rust")
-        return run_rust(protos, a.shard, a.net, a.profile, a.again) if a.lang == "rust" \
+        if a.files and not (a.lang == "rust" and not a.again and len(protos) == 1):
+            ap.error("--files goes with --lang rust and one --protocol")
+        files = a.files.split(",") if a.files else None
+        return run_rust(protos, a.shard, a.net, a.profile, a.again, files) if a.lang == "rust" \
             else run_python(protos, a.net, a.profile, bool(a.again), max(1, a.jobs))
     return sample(a) if a.cmd == "sample" else report(a)
 

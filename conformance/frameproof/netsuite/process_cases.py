@@ -38,13 +38,15 @@ def _payload_sizes(t: NetTarget) -> List[int]:
 
 
 def c_counters_on_stop(t: NetTarget):
-    """Three connections with known frames (payloads over the whole range), one connection closed
+    """Three connections with known frames (payloads over the whole range), the last ended the protocol's
+    orderly way where it has one (websocket's close handshake: no protocol error), one connection closed
     for a decoding error where the framing can declare an oversize frame; then SIGTERM: the JSON
     line's counts equal what was sent."""
     from ..protocols import get
     srv = _own_server(t)
     sent_frames = sent_bytes = conns = 0
-    errors = 0
+    errors = goodbyes = 0
+    bye = t.spec.net_goodbye()
     try:
         own = dataclasses.replace(t, host=srv.host, port=srv.port, pid=srv.proc.pid)
         sizes = _payload_sizes(t)
@@ -58,6 +60,9 @@ def c_counters_on_stop(t: NetTarget):
                     c.send(c.frame(r))
                     check_replies(own, [r], c.read_frames(1), f"connection {k}, request {i} of the server started "
                                   f"for this case: ")
+                if k == 2 and bye is not None:
+                    _goodbye(own, c, bye, f"connection {k} of the server started for this case")
+                    goodbyes = 1
             finally:
                 c.close()
             sent_frames += len(reqs)
@@ -74,11 +79,22 @@ def c_counters_on_stop(t: NetTarget):
     finally:
         stopped = srv.stop()
     g = get(t.codec.protocol).load_goodbye_frames  # frames a connection may end with (websocket's close)
-    frames_ok = sorted({sent_frames, sent_frames + g * conns})
-    bytes_ok = sorted({sent_bytes, sent_bytes + 2 * g * conns})  # a close frame's payload: its 2-byte code
+    # a goodbye frame may be counted as a frame (websocket's close: its 2-byte code as payload), not as an error
+    frames_ok = sorted({sent_frames, sent_frames + goodbyes, sent_frames + g * conns})
+    bytes_ok = sorted({sent_bytes, sent_bytes + 2 * goodbyes, sent_bytes + 2 * g * conns})
     check_counters(stopped, {"connections": [conns], "frames": frames_ok, "bytes": bytes_ok, "protocol_errors": [errors]},
                    f"{conns} connections, {sent_frames} requests of {sent_bytes} payload bytes (sizes {sizes}), "
-                   f"{errors} connection(s) closed for a decoding error")
+                   f"{goodbyes} ended with the protocol's goodbye, {errors} connection(s) closed for a decoding error")
+
+
+def _goodbye(t: NetTarget, c: Conn, bye, what: str):
+    """``c`` ended the protocol's orderly way: ``bye`` sent, a goodbye frame back, then the server's close."""
+    c.send(c.frame(bye))
+    got = c.read_frames(1)
+    if len(got) != 1 or not t.spec.net_is_goodbye(got[0]):
+        raise CheckFailure(f"{what}, ended with the protocol's goodbye ({bye.short()}):\n  expected a goodbye frame "
+                           f"back, then the server's close\n  actual   {[f.short() for f in got]}")
+    c.expect_closed(what=" after the goodbye")
 
 
 def check_counters(stopped, want: dict, what: str):

@@ -133,7 +133,7 @@ class WebSocket(Protocol):
     layer_specs = ("websocket-deflate",)
     #: server faults only a run with permessage-deflate switched on catches (the codec's
     #: websocket.permessage_deflate; the deflate net cases: conformance/tests/test_ws_deflate_net.py;
-    #: Autobahn 12.*, 13.*: conformance/tests/test_autobahn.py)
+    #: Autobahn 12.*, 13.*: conformance/tests/test_autobahn.py), or with websocket.path set
     opt_in_server_faults = {
         "ws-deflate-keeps-context": "WSD-CTX-1",  # agrees to server_no_context_takeover, keeps it anyway
         "ws-deflate-inflater-resets": "WSD-CTX-1",  # resets the client's context between messages
@@ -142,6 +142,8 @@ class WebSocket(Protocol):
         "ws-deflate-first-offer-only": "WSD-NEG-2",  # reads the first offer alone: declining it declines all
         "ws-deflate-eager-state": "WSD-LIM-3",  # makes zlib's state at the opening, not at the first message
         "ws-deflate-always-compresses": "WSD-FRM-3",  # compresses every echo, even one that grows (random bytes)
+        # and one only a codec naming websocket.path catches (tests/test_ws_endpoint_params.py)
+        "ws-serves-any-path": "WS-HS-9",  # upgrades every request target, not only the configured path
     }
     #: planted bugs of the Python load client (frameproof.pyload --fault), caught by client_cases
     load_faults = {**load.FAULTS, **load.DEFLATE_FAULTS, **load.PROSE_FAULTS}
@@ -236,6 +238,8 @@ class WebSocket(Protocol):
         return max(codec.limit, codec.message_limit)
 
     def server_opening(self, codec, fault=""):
+        if fault == "ws-serves-any-path":  # planted: configured with a path, it upgrades every target (WS-HS-9)
+            codec = replace(codec, path=None)
         return reference.ServerOpening(fault, codec)
 
     def client_extension(self, codec):
@@ -251,6 +255,9 @@ class WebSocket(Protocol):
 
     def net_handshake(self, conn):
         net.client_handshake(conn)
+
+    def net_goodbye(self):
+        return frame(CLOSE, b"\x03\xe8", True, key_for(7))  # close 1000, masked
 
     def net_is_goodbye(self, f):
         return f.header is not None and f.header.opcode == CLOSE

@@ -1,13 +1,14 @@
-"""The opening handshakes a websocket server must refuse (WS-HS-1, WS-HS-3): malformed requests (a bad key,
-another method, no Host, the request line over its parts and versions) get a 4xx, a version other than 13 or
-none gets 426 with Sec-WebSocket-Version: 13, and after every refusal nothing was upgraded."""
+"""The opening handshakes a websocket server must refuse (WS-HS-1, WS-HS-3, WS-HS-9): malformed requests (a bad
+key, another method, no Host, the request line over its parts and versions) get a 4xx, a version other than 13 or
+none gets 426 with Sec-WebSocket-Version: 13, a target other than the configured path a 4xx, and after every
+refusal nothing was upgraded."""
 from __future__ import annotations
 
 import base64
 
 from ... import netsuite as N
 from ...checks import CheckFailure
-from .net import _raw, endpoint_head, read_head
+from .net import _raw, endpoint_head, offer_of, read_head, request_head
 
 
 def _statuses(want) -> str:
@@ -86,9 +87,31 @@ def c_bad_request_line(t):
     for ctx, change in [("HTTP/1.0 in the request line", lambda ln: ln.replace(b"HTTP/1.1", b"HTTP/1.0")),
                         ("a request line without its HTTP version", lambda ln: ln.rsplit(b" ", 1)[0]),
                         # methods on either side of GET as text
+                        ("a request line of four parts", lambda ln: ln + b" extra"),
                         ("the method DELETE", lambda ln: b"DELETE" + ln[3:]),
                         ("the method PUT", lambda ln: b"PUT" + ln[3:])]:
         _refused(t, _request_line(endpoint_head(t, key=key16), change), range(400, 500), f"a handshake with {ctx}")
+    N.healthy(t, "after refused handshakes, a fresh connection: ")
+
+
+def other_targets(path: str) -> list:
+    """Request targets that are not ``path``: its parent and ``path`` less its last character (prefixes),
+    ``path`` with a character more, and ``path`` with its last character one below and one above as text
+    (a letter or digit only, so that each is still a valid target)."""
+    out = [path.rstrip("/").rsplit("/", 1)[0] or "/", path[:-1] or "/x", path + "x"]
+    last = path[-1]
+    if last.isalnum() and last not in "0aA9zZ":
+        out += [path[:-1] + chr(ord(last) - 1), path[:-1] + chr(ord(last) + 1)]
+    return [p for i, p in enumerate(out) if p != path and p not in out[:i]]
+
+
+def c_other_paths(t):
+    """A server whose codec names ``websocket.path`` refuses every other target (WS-HS-9): otherwise valid
+    requests for a prefix of the path, the path with more after it, and paths on either side of it as text
+    get a 4xx and no upgrade."""
+    for target in other_targets(t.codec.path):
+        _refused(t, request_head(target=target, extra=offer_of(t.codec)), range(400, 500),
+                 f"a handshake for {target} (the echo service is at {t.codec.path})")
     N.healthy(t, "after refused handshakes, a fresh connection: ")
 
 

@@ -478,7 +478,8 @@ def c_bytes(f):
 
 def cases() -> List[NetCase]:
     # the refusal cases use the request helpers above: imported here, not at the top (a cycle)
-    from .handshake_refusals import c_bad_request_line, c_bad_requests, c_version_426, c_version_missing_426
+    from .handshake_refusals import (c_bad_request_line, c_bad_requests, c_other_paths, c_version_426,
+                                     c_version_missing_426)
     return [
         NetCase("handshake_rfc_example", ["WS-HS-2", "WS-HS-5"],
                 "The RFC 6455 example key gets its Sec-WebSocket-Accept; frames follow", c_accept_rfc_example),
@@ -490,7 +491,11 @@ def cases() -> List[NetCase]:
         NetCase("handshake_bad_requests_400", ["WS-HS-1"], "Malformed upgrade requests get a 4xx and no upgrade",
                 c_bad_requests),
         NetCase("handshake_request_line_400", ["WS-HS-1"], "An upgrade request with HTTP/1.0, with no HTTP "
-                "version, or with DELETE or PUT in its request line gets a 4xx and no upgrade", c_bad_request_line),
+                "version, with a fourth part, or with DELETE or PUT in its request line gets a 4xx and no upgrade",
+                c_bad_request_line),
+        NetCase("handshake_other_path_404", ["WS-HS-9"], "With websocket.path configured, a request for another "
+                "target (a prefix, the path with more after it, paths on either side of it) gets a 4xx and no upgrade",
+                c_other_paths, when=lambda codec: getattr(codec, "path", None) is not None),
         NetCase("handshake_version_426", ["WS-HS-3"], "Sec-WebSocket-Version 8, 12 or 14 gets 426 with "
                 "Sec-WebSocket-Version: 13", c_version_426),
         NetCase("handshake_version_missing_426", ["WS-HS-3"], "A request without Sec-WebSocket-Version gets 426 with "

@@ -14,6 +14,12 @@ use std::env;
 use std::path::Path;
 use std::process::{exit, Command};
 
+/// websocket codecs of the network pass beside the default one (the Python pass's are the same:
+/// tools/mutation/run.py PY_NET_CODECS)
+const WS_DEFLATE: &str = r#"{"protocol": "websocket", "websocket": {"permessage_deflate": true}}"#;
+const WS_ENDPOINT: &str =
+    r#"{"protocol": "websocket", "websocket": {"path": "/ws/echo", "subprotocol": "echo.v1"}}"#;
+
 fn run(what: &str, cmd: &mut Command) -> bool {
     eprintln!("frameproof_suite: {what}: {cmd:?}");
     match cmd.status() {
@@ -144,6 +150,32 @@ fn main() {
         }
         if !run("network suite, a limit of 1000 bytes", &mut net) {
             exit(1)
+        }
+        // websocket's codec switches: permessage-deflate (spec/websocket-deflate.md: the WSD-* cases run
+        // only under a codec that turns it on, as the matrix's "websocket permessage-deflate" cell does),
+        // and a resource path with a subprotocol (spec/websocket.md §13: the path and subprotocol checks
+        // run only where the codec names them); the deflate one for fp-load too
+        if p == "websocket" {
+            for codec_json in [WS_DEFLATE, WS_ENDPOINT] {
+                let cmd = format!("{} --codec '{codec_json}' --listen 127.0.0.1:0", server.display());
+                if !run(
+                    "network suite, websocket codec switches",
+                    Command::new(&bin).args(["net", "-x", "--codec", codec_json, "--server-cmd", &cmd]),
+                ) {
+                    exit(1)
+                }
+            }
+            let client = format!(
+                "{} --codec '{WS_DEFLATE}' --connect {{host}}:{{port}} --connections 4 --payload 32 \
+                 --mode pipelined --window 16 --requests 1000 --timeout-ms 2000 --json {{json}}",
+                load.display()
+            );
+            if !run(
+                "client suite, permessage-deflate",
+                Command::new(&bin).args(["net", "-x", "--codec", WS_DEFLATE, "--client", &client]),
+            ) {
+                exit(1)
+            }
         }
         // and the protocol's other request variants and modes (rpc's call modes and streams, websocket's
         // text and prose messages): each is code of its own in fp-load (Protocol::with_variant, StreamOps)
