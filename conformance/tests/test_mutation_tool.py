@@ -198,3 +198,18 @@ def test_a_workers_test_command_runs_the_copy_it_is_started_in(tmp_path):
     # the pytestee, a pyserver for the default codec and one for each of PY_NET_CODECS, the pyload
     assert shown.count(f"PYTHONPATH={tmp_path}/conformance") == 3 + len(run.PY_NET_CODECS["websocket"])
     assert "PYTHONPATH=" + str(run.WORK) not in shown
+
+
+def test_steps_reach_the_rust_suite_through_its_environment():
+    """--steps: the network pass's steps the Rust suite runs (FRAMEPROOF_NET_STEPS, read by
+    testee/tests/frameproof_suite.rs, whose STEPS lists every name run.py's help names)."""
+    env = run.rust_env(["websocket"], True, "smoke", "x", "client,client-deflate")
+    assert env["FRAMEPROOF_NET_STEPS"] == "client,client-deflate"
+    assert run.rust_env(["websocket"], True, "smoke", "x")["FRAMEPROOF_NET_STEPS"] == ""  # all of them
+    suite = (ROOT / "reference-impls/rust/testee/tests/frameproof_suite.rs").read_text()
+    steps = suite.split("const STEPS: &[&str] = &[", 1)[1].split("];", 1)[0]
+    names = [s.strip().strip('"') for s in steps.split(",") if s.strip()]
+    assert names == ["server", "server-limit", "server-deflate", "server-endpoint", "client-deflate", "client", "raw",
+                     "load-counts", "micro"]
+    assert all(f'step("{n}")' in suite for n in names if n not in ("server-deflate", "server-endpoint"))
+    assert '("server-deflate", WS_DEFLATE), ("server-endpoint", WS_ENDPOINT)' in suite

@@ -64,7 +64,7 @@ def rust_args(proto: str, net: bool, files: list[str] | None = None) -> list[str
         "--profile", PROFILE]
 
 
-def rust_env(protos: list[str], net: bool, profile: str, run: str) -> dict:
+def rust_env(protos: list[str], net: bool, profile: str, run: str, steps: str | None = None) -> dict:
     # CARGO_TARGET_DIR: cargo-mutants builds each mutant in a copy of the tree without its target/; with
     # one target directory for the baseline and every run, a copy reuses the dependencies already built
     # (only the workspace's crates are compiled again): the first mutant's build took 17 s instead of 61 s
@@ -78,11 +78,11 @@ def rust_env(protos: list[str], net: bool, profile: str, run: str) -> dict:
                CARGO_TARGET_DIR=str(RUST_TARGET / run))
     if net:  # fp-server and fp-load are built by the test itself (testee/tests/frameproof_suite.rs)
         env.update(FRAMEPROOF_NET="1", FRAMEPROOF_NET_TARGET_DIR=str(RUST_TARGET / (run + "-net-programs")),
-                   FRAMEPROOF_CARGO_PROFILE=PROFILE)
+                   FRAMEPROOF_CARGO_PROFILE=PROFILE, FRAMEPROOF_NET_STEPS=steps or "")
     return env
 
 
-def rust_baseline(protos: list[str], net: bool, profile: str, run: str) -> bool:
+def rust_baseline(protos: list[str], net: bool, profile: str, run: str, steps: str | None = None) -> bool:
     """frameproof passes on the unmutated workspace. cargo-mutants' own baseline tests the mutated
     package (the codec crate), not --test-package, so it is skipped and done here instead."""
     pkgs = ["-p", "fp-testee"]
@@ -92,7 +92,7 @@ def rust_baseline(protos: list[str], net: bool, profile: str, run: str) -> bool:
     shutil.rmtree(tree, ignore_errors=True)
     shutil.copytree(RUST, tree, ignore=shutil.ignore_patterns("target"), copy_function=shutil.copy)
     ok = sh(["cargo", "test", "--profile", PROFILE, *pkgs, "--test", "frameproof_suite"], cwd=tree,
-            env=rust_env(protos, net, profile, run)) == 0
+            env=rust_env(protos, net, profile, run, steps)) == 0
     shutil.rmtree(tree, ignore_errors=True)
     if not ok:
         print(f"baseline: frameproof fails on the unmutated Rust code ({', '.join(protos)}): no mutant tested")
@@ -114,7 +114,7 @@ def net_targets(runs: list[Path], again: str | None) -> list[str]:
 
 
 def run_rust(protos: list[str], shard: str | None, net: bool, profile: str, again: str | None = None,
-             files: list[str] | None = None) -> int:
+             files: list[str] | None = None, steps: str | None = None) -> int:
     rc = 0
     for proto in protos:
         runs = sorted((WORK / "rust" / proto).glob("*")) if (WORK / "rust" / proto).exists() else []
@@ -124,7 +124,7 @@ def run_rust(protos: list[str], shard: str | None, net: bool, profile: str, agai
         if again:  # the network pass once more, in a directory of its own; the network run's target directory
             name = f"net-again-{sum(d.name.startswith('net-again-') for d in runs) + 1}"
         run = f"{proto}-net" if again else f"{proto}-{name}"  # its own target directory and baseline copy (rust_env)
-        if not rust_baseline([proto], net, profile, run):
+        if not rust_baseline([proto], net, profile, run, steps):
             return 1
         select = []
         if net and not files and any(not d.name.startswith("net") for d in runs):
@@ -135,10 +135,11 @@ def run_rust(protos: list[str], shard: str | None, net: bool, profile: str, agai
             select = [a for n in missed for a in ("--re", "^" + re.escape(n) + "$")]
         out = WORK / "rust" / proto / name
         out.mkdir(parents=True, exist_ok=True)
+        (out / "steps.txt").write_text((steps or "all") + "\n")  # the network steps this run's suite ran (the report's)
         args = rust_args(proto, net, files) + ["-o", str(out)] + (["--shard", shard] if shard else []) + select
         if (out / "mutants.out" / "outcomes.json").exists() and not select:
             args.append("--iterate")  # resume: only what is not caught yet (or never ran)
-        r = sh(args, cwd=RUST, env=rust_env([proto], net, profile, run))
+        r = sh(args, cwd=RUST, env=rust_env([proto], net, profile, run, steps))
         rc = rc or (r if r not in (0, 2, 3) else 0)  # 2: missed mutants, 3: timeouts: results, not errors
     return rc
 
@@ -733,6 +734,9 @@ def main(argv=None) -> int:
                    "with --net, the network pass straight over files the codec suite cannot reach (it starts after "
                    "the handshake), beside a codec pass over the others; the network pass after that codec pass "
                    "skips what net-files tested")
+    r.add_argument("--steps", help="Rust, with --net: only these steps of the network pass (comma-separated; "
+                   "testee/tests/frameproof_suite.rs STEPS: server, server-limit, server-deflate, server-endpoint, "
+                   "client-deflate, client, raw, load-counts, micro), for --files whose code only some programs run")
     r.add_argument("--profile", default="smoke", choices=("smoke", "ci", "fuzz"))
     r.add_argument("--jobs", type=int, default=1, help="Python: mutants tested at once, each in a copy of its own "
                    "(cosmic-ray's http workers); the network pass mostly waits, so 2-3 pay on 2 cores")
@@ -749,7 +753,9 @@ def main(argv=None) -> int:
         if a.files and not (a.lang == "rust" and not a.again and len(protos) == 1):
             ap.error("--files goes with --lang rust and one --protocol")
         files = a.files.split(",") if a.files else None
-        return run_rust(protos, a.shard, a.net, a.profile, a.again, files) if a.lang == "rust" \
+        if a.steps and not (a.net and a.lang == "rust"):
+            ap.error("--steps goes with --lang rust --net")
+        return run_rust(protos, a.shard, a.net, a.profile, a.again, files, a.steps) if a.lang == "rust" \
             else run_python(protos, a.net, a.profile, bool(a.again), max(1, a.jobs))
     return sample(a) if a.cmd == "sample" else report(a)
 

@@ -20,6 +20,22 @@ const WS_DEFLATE: &str = r#"{"protocol": "websocket", "websocket": {"permessage_
 const WS_ENDPOINT: &str =
     r#"{"protocol": "websocket", "websocket": {"path": "/ws/echo", "subprotocol": "echo.v1"}}"#;
 
+/// The network pass's steps, in the order they run; `FRAMEPROOF_NET_STEPS` (comma-separated) runs only some
+/// (tools/mutation.sh --steps: a file whose code only some programs run, e.g. websocket's client.rs, is
+/// tested by those alone). Unset: all.
+const STEPS: &[&str] = &[
+    "server", "server-limit", "server-deflate", "server-endpoint", "client-deflate", "client", "raw", "load-counts",
+    "micro",
+];
+
+fn step(name: &str) -> bool {
+    debug_assert!(STEPS.contains(&name));
+    match env::var("FRAMEPROOF_NET_STEPS") {
+        Ok(v) if !v.is_empty() => v.split(',').any(|s| s == name),
+        _ => true,
+    }
+}
+
 fn run(what: &str, cmd: &mut Command) -> bool {
     eprintln!("frameproof_suite: {what}: {cmd:?}");
     match cmd.status() {
@@ -70,6 +86,12 @@ fn main() {
     }
     if env::var("FRAMEPROOF_NET").as_deref() != Ok("1") {
         return;
+    }
+    if let Ok(v) = env::var("FRAMEPROOF_NET_STEPS") {
+        if let Some(bad) = v.split(',').find(|s| !s.is_empty() && !STEPS.contains(s)) {
+            eprintln!("frameproof_suite: FRAMEPROOF_NET_STEPS names {bad:?}; the steps are {STEPS:?}");
+            exit(2)
+        }
     }
     // fp-server and fp-load with this tree's (mutated) codec, built here: cargo test builds another
     // package's binaries only for that package's own integration tests. Their own target directory
@@ -125,7 +147,7 @@ fn main() {
     let scratch = Path::new(&target).join("frameproof-suite-microbench.json");
     for p in &protocols {
         let cmd = format!("{} --protocol {p} --listen 127.0.0.1:0", server.display());
-        if !run(
+        if step("server") && !run(
             "network suite",
             Command::new(&bin).args(["net", "-x", "--protocol", p, "--server-cmd", &cmd]),
         ) {
@@ -148,20 +170,25 @@ fn main() {
         for case in ["*oversize*", "*largest*", "*counters_on_stop"] {
             net.args(["--select", &format!("{p}/*/net/{case}")]);
         }
-        if !run("network suite, a limit of 1000 bytes", &mut net) {
+        if step("server-limit") && !run("network suite, a limit of 1000 bytes", &mut net) {
             exit(1)
         }
         // websocket's codec switches: permessage-deflate (spec/websocket-deflate.md: the WSD-* cases run
         // only under a codec that turns it on, as the matrix's "websocket permessage-deflate" cell does),
         // and a resource path with a subprotocol (spec/websocket.md §13: the path and subprotocol checks
-        // run only where the codec names them); the deflate one for fp-load too
+        // run only where the codec names them: the opening handshakes and one echo, whatever follows the
+        // handshake being the default run's); the deflate one for fp-load too
         if p == "websocket" {
-            for codec_json in [WS_DEFLATE, WS_ENDPOINT] {
+            for (name, codec_json) in [("server-deflate", WS_DEFLATE), ("server-endpoint", WS_ENDPOINT)] {
                 let cmd = format!("{} --codec '{codec_json}' --listen 127.0.0.1:0", server.display());
-                if !run(
-                    "network suite, websocket codec switches",
-                    Command::new(&bin).args(["net", "-x", "--codec", codec_json, "--server-cmd", &cmd]),
-                ) {
+                let mut net = Command::new(&bin);
+                net.args(["net", "-x", "--codec", codec_json, "--server-cmd", &cmd]);
+                if name == "server-endpoint" {
+                    for case in ["handshake_*", "browser_opening_requests", "one_request_one_reply"] {
+                        net.args(["--select", &format!("websocket/*/net/{case}")]);
+                    }
+                }
+                if step(name) && !run(&format!("network suite, websocket codec switches ({name})"), &mut net) {
                     exit(1)
                 }
             }
@@ -170,7 +197,7 @@ fn main() {
                  --mode pipelined --window 16 --requests 1000 --timeout-ms 2000 --json {{json}}",
                 load.display()
             );
-            if !run(
+            if step("client-deflate") && !run(
                 "client suite, permessage-deflate",
                 Command::new(&bin).args(["net", "-x", "--codec", WS_DEFLATE, "--client", &client]),
             ) {
@@ -201,7 +228,7 @@ fn main() {
                  --requests 1000 --timeout-ms 2000 --json {{json}}",
                 load.display()
             );
-            if !run(
+            if step("client") && !run(
                 "client suite",
                 Command::new(&bin).args(["net", "-x", "--protocol", p, "--client", &client]),
             ) {
@@ -215,7 +242,7 @@ fn main() {
         for case in RAW_ECHO_CASES {
             net.args(["--select", &format!("{p}/*/net/{case}")]);
         }
-        if !run("network suite, valid traffic, fp-raw-echo", &mut net) {
+        if step("raw") && !run("network suite, valid traffic, fp-raw-echo", &mut net) {
             exit(1)
         }
         // fp-load against the raw echo, its counters checked: small payloads in the protocol's
@@ -239,12 +266,12 @@ fn main() {
             }
             v
         };
-        for (codec_json, payload, requests, mode) in &runs {
+        for (codec_json, payload, requests, mode) in runs.iter().filter(|_| step("load-counts")) {
             if !raw_echo_counts(&raw, &load, p, codec_json, *payload, *requests, mode, &json) {
                 exit(1)
             }
         }
-        for case in cases.lines().filter(|c| c.starts_with(&format!("{p}/"))) {
+        for case in cases.lines().filter(|c| step("micro") && c.starts_with(&format!("{p}/"))) {
             let mut bench = Command::new(&micro);
             bench.args([
                 "--case",
