@@ -735,7 +735,7 @@ def main(argv=None) -> int:
                    "the handshake), beside a codec pass over the others; the network pass after that codec pass "
                    "skips what net-files tested")
     r.add_argument("--steps", help="Rust, with --net: only these steps of the network pass (comma-separated; "
-                   "testee/tests/frameproof_suite.rs STEPS: server, server-limit, server-deflate, server-endpoint, "
+                   "testee/tests/frameproof_suite.rs STEPS: codec, server, server-limit, server-deflate, server-endpoint, "
                    "client-deflate, client, raw, load-counts, micro), for --files whose code only some programs run")
     r.add_argument("--profile", default="smoke", choices=("smoke", "ci", "fuzz"))
     r.add_argument("--jobs", type=int, default=1, help="Python: mutants tested at once, each in a copy of its own "
