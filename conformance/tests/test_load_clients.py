@@ -36,7 +36,9 @@ BROKEN = [("rpc", "--mode stream --window 4 --requests 300", "no-verify", "HAR-V
           ("websocket", "--mode pipelined --window 8 --requests 3000", "miscount", "HAR-COUNT-1"),
           # the prose payloads (the benchmark's compressible text) are the contract's, word for word
           ("websocket", "--variant prose --mode pipelined --window 8 --requests 3000 --payload 200",
-           "ws-prose-neighbour-word", "HAR-CLI-1")]
+           "ws-prose-neighbour-word", "HAR-CLI-1"),
+          # one masking key for every frame (RFC 6455 §5.3: a fresh one per frame)
+          ("websocket", "--mode pipelined --window 8 --requests 3000", "ws-client-fixed-mask-key", "WS-MASK-5")]
 
 
 @pytest.mark.parametrize("protocol,args,fault,broken", BROKEN, ids=[f"{p}-{f}-{a.split()[1]}" for p, a, f, _ in BROKEN])
@@ -56,3 +58,20 @@ def test_usage_errors(tmp_path):
         p = subprocess.run(f"{PY} -m frameproof.pyload --connect 127.0.0.1:9 --requests 1 {args}", shell=True,
                            capture_output=True, text=True, timeout=60)
         assert p.returncode == 2 and says in p.stderr, p.stderr
+
+
+def test_masking_key_watch_tells_fresh_keys_from_repeated_ones():
+    """WS-MASK-5's checking-server side (protocols/websocket/client_masking.py): 65,536 random keys on one
+    connection pass (the most it watches; about half a repeat expected); a key that comes back every 4th frame,
+    a counter stuck after 100 frames, and a constant key each fail, within a few frames of the fault."""
+    import os
+    from frameproof.protocols.websocket.client_masking import TRACKED, KeyWatch
+
+    def first_report(keys):
+        w = KeyWatch()
+        return next((i + 1 for i, k in enumerate(keys) if w.watch(k)), None)
+
+    assert first_report(os.urandom(4) for _ in range(TRACKED + 10)) is None
+    assert first_report(bytes(4) for _ in range(100)) == 5
+    assert first_report((b"abcd" if i % 4 == 0 else os.urandom(4)) for i in range(400)) == 17
+    assert first_report((i if i < 100 else 100).to_bytes(4, "big") for i in range(200)) == 105

@@ -146,7 +146,7 @@ class WebSocket(Protocol):
         "ws-serves-any-path": "WS-HS-9",  # upgrades every request target, not only the configured path
     }
     #: planted bugs of the Python load client (frameproof.pyload --fault), caught by client_cases
-    load_faults = {**load.FAULTS, **load.DEFLATE_FAULTS, **load.PROSE_FAULTS}
+    load_faults = {**load.FAULTS, **load.DEFLATE_FAULTS, **load.PROSE_FAULTS, **load.MASK_FAULTS}
 
     # -- configuration
     def codec_from_json(self, d):
@@ -273,21 +273,29 @@ class WebSocket(Protocol):
         return load.WsLoadSide(self, codec, variant)
 
     def client_cases(self):
-        """`frameproof net --client`: the client side of the opening handshake (WS-HS-7)."""
-        from . import client_opening
-        return client_opening.client_cases()
+        """`frameproof net --client`: the client side of the opening handshake (WS-HS-7), and fresh masking
+        keys (WS-MASK-5)."""
+        from . import client_masking, client_opening
+        return client_opening.client_cases() + client_masking.client_cases()
 
     def counted(self, f):
         return f.header is not None and f.header.opcode in (TEXT, BINARY)
 
     def client_request_check(self, variant=None):
         """HAR-CLI-1 for websocket: a load client sends whole messages (FIN text or binary frames,
-        masked: the server-role decoder enforces WS-MASK-1) and at most a close at the end."""
+        masked: the server-role decoder enforces WS-MASK-1) and at most a close at the end; each
+        connection's masking keys fresh (WS-MASK-5, client_masking)."""
+        from .client_masking import KeyWatch
         st = {"n": 0, "closed": False}
+        keys = KeyWatch()
 
         def check(f):
             st["n"] += 1
             h = f.header
+            if h.masked:
+                repeated = keys.watch(h.mask_key)
+                if repeated:
+                    return f"frame {st['n']}: {repeated}"
             if st["closed"]:
                 return f"frame {st['n']} comes after the client's close frame (WS-CLOSE-4)"
             if h.opcode == CLOSE:

@@ -46,6 +46,8 @@ FAULTS = {"ws-client-header-case": "WS-HS-7",  # compares header names case-sens
 DEFLATE_FAULTS = {"ws-client-ignores-extensions": "WSD-NEG-5"}  # never reads Sec-WebSocket-Extensions
 #: a planted bug of --variant prose, caught by the checking server (client_request_check, HAR-CLI-1)
 PROSE_FAULTS = {"ws-prose-neighbour-word": "HAR-CLI-1"}  # draws the word next to the contract's
+#: a planted bug of the masking keys, caught by the checking server (client_masking, WS-MASK-5)
+MASK_FAULTS = {"ws-client-fixed-mask-key": "WS-MASK-5"}  # one key for every frame
 
 
 class WsLoadSide(LoadSide):
@@ -120,7 +122,8 @@ class WsLoadSide(LoadSide):
 
     def request(self, payload):
         key = self.next_key
-        return key, frame(self.opcode, payload, True, os.urandom(4))
+        mask = b"\x37\xfa\x21\x3d" if self.fault == "ws-client-fixed-mask-key" else os.urandom(4)
+        return key, frame(self.opcode, payload, True, mask)
 
     def sent(self, key, entry, one_way=False):
         self.next_key = key + 1
