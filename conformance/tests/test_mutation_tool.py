@@ -214,3 +214,15 @@ def test_steps_reach_the_rust_suite_through_its_environment():
     assert all(f'step("{n}")' in suite for n in names if n not in ("server-deflate", "server-endpoint"))
     assert '(!net || step("codec"))' in suite  # the codec pass (no FRAMEPROOF_NET) always runs the codec suite
     assert '("server-deflate", WS_DEFLATE), ("server-endpoint", WS_ENDPOINT)' in suite
+
+
+def test_what_no_run_has_tested_is_untested_not_missed(tmp_path):
+    """The report's Rust rows: a codec-suite survivor no network run has reached yet is untested (not missed),
+    and so is a listed mutant no run reached; a run's mutant whose line has moved since matches its listed name."""
+    E_ = "codec/src/x.rs:40:1: replace k -> u64 with 0"
+    codec = _out(tmp_path / "files-x", caught=[A], missed=[B, C, D])
+    net = _out(tmp_path / "net", caught=[B], missed=[C])
+    moved = "codec/src/x.rs:31:1: replace h -> u64 with 1"  # D, two lines further down now
+    got = run.rust_collected([codec, net], [A, B, C, moved, E_])
+    assert got == {A: "caught", B: "caught", C: "missed", D: "untested", E_: "untested"}
+    assert run.rust_collected([codec], [A, B, C, D]) == {A: "caught", B: "untested", C: "untested", D: "untested"}

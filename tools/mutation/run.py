@@ -24,6 +24,7 @@ Commands (tools/mutation.sh passes its arguments here):
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import re
@@ -593,10 +594,38 @@ def area_of(lang: str, m: dict, areas: list[dict]) -> str:
     return "other"
 
 
+def rust_listed(proto: str) -> list[str]:
+    """Every mutant cargo-mutants makes of the protocol's module now (`--list`), run or not."""
+    mod = PROTOCOLS[proto]
+    p = subprocess.run(["cargo", "mutants", "--list", "--file", f"codec/src/{mod}/**", "--file", f"codec/src/{mod}.rs",
+                        "--exclude", f"codec/src/{mod}/tests.rs"], cwd=RUST, capture_output=True, text=True)
+    return [ln.strip() for ln in p.stdout.splitlines() if ln.strip()] if p.returncode == 0 else []
+
+
+def rust_collected(runs: list[Path], listed: list[str]) -> dict[str, str]:
+    """The merged outcomes of a protocol's runs, with ``untested`` for what no run has tested yet: a codec-suite
+    survivor that no network run has tested (the network pass not run, or stopped, before it), and a mutant of
+    ``listed`` no run reached (a run stopped part-way, or not started). Listed and run mutants are matched by
+    name without line and column (the code may have moved since a run): only the listed ones of a name beyond
+    as many as the runs have are untested."""
+    merged = merged_outcomes(runs)
+    net = merged_outcomes([d for d in runs if d.name.startswith("net")])
+    out = {n: ("untested" if k == "missed" and n not in net else k) for n, k in merged.items()}
+    known = set(listed)
+    have = collections.Counter(strip_pos(n) for n in merged if n not in known)  # run at a line since moved
+    for n in listed:
+        if n not in out and have[strip_pos(n)] > 0:
+            have[strip_pos(n)] -= 1  # that run mutant, moved
+        elif n not in out:
+            out[n] = "untested"
+    return out
+
+
 def collect() -> dict:
     res: dict = {"rust": {}, "python": {}}
     for proto in PROTOCOLS:
-        merged = merged_outcomes(sorted((WORK / "rust" / proto).glob("*"))) if (WORK / "rust" / proto).exists() else {}
+        runs = sorted((WORK / "rust" / proto).glob("*")) if (WORK / "rust" / proto).exists() else []
+        merged = rust_collected(runs, rust_listed(proto)) if runs else {}
         if merged:
             res["rust"][proto] = [{"name": n, "module": n.split(":")[0], "outcome": k} for n, k in sorted(merged.items())]
         s = WORK / "python" / proto / "session.sqlite"
@@ -676,9 +705,11 @@ def report(args) -> int:
                 runs = []
                 for out in sorted((WORK / "rust" / proto).glob("*")):
                     k = rust_outcomes(out)
+                    steps = (out / "steps.txt").read_text().strip() if (out / "steps.txt").exists() else "all"
                     what = ("network and client suites over the codec suite's survivors" if out.name == "net" else
                             "the network pass again over earlier survivors (--again)" if out.name.startswith("net-again")
-                            else "codec suite")
+                            else f"the network pass straight over files the codec suite cannot reach, steps {steps}"
+                            if out.name.startswith("net-files-") else "codec suite")
                     runs.append(f"`{out.name}` ({what}): {len(k)} mutants, {sum(1 for v in k.values() if v == 'caught')} caught")
                 lines.append(f"- {proto}: " + "; ".join(runs))
             lines.append("")
