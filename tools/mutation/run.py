@@ -115,7 +115,7 @@ def net_targets(runs: list[Path], again: str | None) -> list[str]:
 
 
 def run_rust(protos: list[str], shard: str | None, net: bool, profile: str, again: str | None = None,
-             files: list[str] | None = None, steps: str | None = None) -> int:
+             files: list[str] | None = None, steps: str | None = None, only: str | None = None) -> int:
     rc = 0
     for proto in protos:
         runs = sorted((WORK / "rust" / proto).glob("*")) if (WORK / "rust" / proto).exists() else []
@@ -137,7 +137,8 @@ def run_rust(protos: list[str], shard: str | None, net: bool, profile: str, agai
         out = WORK / "rust" / proto / name
         out.mkdir(parents=True, exist_ok=True)
         (out / "steps.txt").write_text((steps or "all") + "\n")  # the network steps this run's suite ran (the report's)
-        args = rust_args(proto, net, files) + ["-o", str(out)] + (["--shard", shard] if shard else []) + select
+        args = rust_args(proto, net, files) + ["-o", str(out)] + (["--shard", shard] if shard else []) + select \
+            + (["--re", only] if only else [])
         if (out / "mutants.out" / "outcomes.json").exists() and not select:
             args.append("--iterate")  # resume: only what is not caught yet (or never ran)
         r = sh(args, cwd=RUST, env=rust_env([proto], net, profile, run, steps))
@@ -765,6 +766,8 @@ def main(argv=None) -> int:
                    "with --net, the network pass straight over files the codec suite cannot reach (it starts after "
                    "the handshake), beside a codec pass over the others; the network pass after that codec pass "
                    "skips what net-files tested")
+    r.add_argument("--re", dest="only", metavar="RE", help="Rust, with --files: only the mutants whose names match RE "
+                   "(cargo-mutants --re), e.g. code added after a run (the report counts it untested)")
     r.add_argument("--steps", help="Rust, with --net: only these steps of the network pass (comma-separated; "
                    "testee/tests/frameproof_suite.rs STEPS: codec, server, server-limit, server-deflate, server-endpoint, "
                    "client-deflate, client, raw, load-counts, micro), for --files whose code only some programs run")
@@ -786,7 +789,9 @@ def main(argv=None) -> int:
         files = a.files.split(",") if a.files else None
         if a.steps and not (a.net and a.lang == "rust"):
             ap.error("--steps goes with --lang rust --net")
-        return run_rust(protos, a.shard, a.net, a.profile, a.again, files, a.steps) if a.lang == "rust" \
+        if a.only and not a.files:
+            ap.error("--re goes with --files")
+        return run_rust(protos, a.shard, a.net, a.profile, a.again, files, a.steps, a.only) if a.lang == "rust" \
             else run_python(protos, a.net, a.profile, bool(a.again), max(1, a.jobs))
     return sample(a) if a.cmd == "sample" else report(a)
 

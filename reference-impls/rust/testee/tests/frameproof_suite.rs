@@ -37,6 +37,9 @@ fn step(name: &str) -> bool {
     }
 }
 
+/// rpc's codec with the unary-only method registered (spec/rpc.md, RPC-ECHO-8)
+const RPC_UNARY_ONLY: &str = r#"{"protocol": "rpc", "rpc": {"unary_only": "unary_only"}}"#;
+
 fn run(what: &str, cmd: &mut Command) -> bool {
     eprintln!("frameproof_suite: {what}: {cmd:?}");
     match cmd.status() {
@@ -181,6 +184,20 @@ fn main() {
         // and a resource path with a subprotocol (spec/websocket.md §13: the path and subprotocol checks
         // run only where the codec names them: the opening handshakes and one echo, whatever follows the
         // handshake being the default run's); the deflate one for fp-load too
+        // rpc's: the suite told that the server registers the unary-only method (rpc.unary_only: the opt-in
+        // unary_only_routing case, RPC-ECHO-8, and the call modes beside it); fp-server always does, and its
+        // codec JSON has no such key
+        if p == "rpc" {
+            let cmd = format!("{} --protocol rpc --listen 127.0.0.1:0", server.display());
+            let mut net = Command::new(&bin);
+            net.args(["net", "-x", "--codec", RPC_UNARY_ONLY, "--server-cmd", &cmd]);
+            for case in ["unary_only_routing", "call_modes", "one_request_one_reply"] {
+                net.args(["--select", &format!("rpc/*/net/{case}")]);
+            }
+            if step("server-endpoint") && !run("network suite, rpc's unary-only method (server-endpoint)", &mut net) {
+                exit(1)
+            }
+        }
         if p == "websocket" {
             for (name, codec_json) in [("server-deflate", WS_DEFLATE), ("server-endpoint", WS_ENDPOINT)] {
                 let cmd = format!("{} --codec '{codec_json}' --listen 127.0.0.1:0", server.display());
