@@ -209,7 +209,7 @@ def test_steps_reach_the_rust_suite_through_its_environment():
     suite = (ROOT / "reference-impls/rust/testee/tests/frameproof_suite.rs").read_text()
     steps = suite.split("const STEPS: &[&str] = &[", 1)[1].split("];", 1)[0]
     names = [s.strip().strip('"') for s in steps.split(",") if s.strip()]
-    assert names == ["codec", "server", "server-limit", "server-deflate", "server-endpoint", "client-deflate", "client", "raw",
+    assert names == ["codec", "server", "server-limit", "server-deflate", "server-endpoint", "client-deflate", "client-endpoint", "client", "raw",
                      "load-counts", "micro"]
     assert all(f'step("{n}")' in suite for n in names if n not in ("server-deflate", "server-endpoint"))
     assert '(!net || step("codec"))' in suite  # the codec pass (no FRAMEPROOF_NET) always runs the codec suite

@@ -770,7 +770,7 @@ def main(argv=None) -> int:
                    "(cargo-mutants --re), e.g. code added after a run (the report counts it untested)")
     r.add_argument("--steps", help="Rust, with --net: only these steps of the network pass (comma-separated; "
                    "testee/tests/frameproof_suite.rs STEPS: codec, server, server-limit, server-deflate, server-endpoint, "
-                   "client-deflate, client, raw, load-counts, micro), for --files whose code only some programs run")
+                   "client-deflate, client-endpoint, client, raw, load-counts, micro), for --files whose code only some programs run")
     r.add_argument("--profile", default="smoke", choices=("smoke", "ci", "fuzz"))
     r.add_argument("--jobs", type=int, default=1, help="Python: mutants tested at once, each in a copy of its own "
                    "(cosmic-ray's http workers); the network pass mostly waits, so 2-3 pay on 2 cores")

@@ -25,7 +25,7 @@ const WS_ENDPOINT: &str =
 /// tested by those alone, and the codec suite, first, can be left out where it passed or cannot reach the
 /// code). Unset: all.
 const STEPS: &[&str] = &[
-    "codec", "server", "server-limit", "server-deflate", "server-endpoint", "client-deflate", "client", "raw", "load-counts",
+    "codec", "server", "server-limit", "server-deflate", "server-endpoint", "client-deflate", "client-endpoint", "client", "raw", "load-counts",
     "micro",
 ];
 
@@ -112,7 +112,7 @@ fn main() {
     build.env("CARGO_TARGET_DIR", &target).args(["build", "-q", "--profile", &profile_name]);
     // only the programs the steps run (FRAMEPROOF_NET_STEPS): each is linked anew for every mutant
     let servers = ["server", "server-limit", "server-deflate", "server-endpoint"].iter().any(|s| step(s));
-    let loads = ["client-deflate", "client", "load-counts"].iter().any(|s| step(s));
+    let loads = ["client-deflate", "client-endpoint", "client", "load-counts"].iter().any(|s| step(s));
     let raws = step("raw") || step("load-counts");
     let mut built = vec![];
     for (on, package, bin) in [
@@ -220,6 +220,19 @@ fn main() {
             if step("client-deflate") && !run(
                 "client suite, permessage-deflate",
                 Command::new(&bin).args(["net", "-x", "--codec", WS_DEFLATE, "--client", &client]),
+            ) {
+                exit(1)
+            }
+            // and fp-load asking for the path and offering the subprotocol, which the checking server
+            // selects on every other connection (WS-HS-7: a client takes the one it offered)
+            let client = format!(
+                "{} --codec '{WS_ENDPOINT}' --connect {{host}}:{{port}} --connections 4 --payload 32 \
+                 --mode pipelined --window 16 --requests 1000 --timeout-ms 2000 --json {{json}}",
+                load.display()
+            );
+            if step("client-endpoint") && !run(
+                "client suite, a path and a subprotocol",
+                Command::new(&bin).args(["net", "-x", "--codec", WS_ENDPOINT, "--client", &client]),
             ) {
                 exit(1)
             }
