@@ -69,6 +69,11 @@ class Stats:
             self.error_details.append(msg)
 
 
+#: checking a client with an extension that compresses (permessage-deflate): every PLAIN_EVERY-th reply is sent
+#: uncompressed (RFC 7692 §6: a sender may send any message so, WSD-FRM-1)
+PLAIN_EVERY = 5
+
+
 # Deliberately broken servers for the resource limits (every protocol alike): name -> the RES
 # requirement number it breaks (the protocol's prefix goes in front: STD-RES-1, WS-RES-1, ...).
 RES_FAULTS = {
@@ -190,13 +195,15 @@ class EchoConn(asyncio.Protocol):
             if srv.sink:
                 continue
             # a replier that compresses (permessage-deflate) must drop or corrupt a reply before it
-            # compresses it: arm it for the next counted reply
+            # compresses it: arm it for the next counted reply; checking a client, every PLAIN_EVERY-th reply
+            # goes uncompressed, which a sender may do with any message (WSD-FRM-1): the client must take both
             echo = getattr(self.replier, "echo", None)
             pre = echo is not None and hasattr(echo, "next_reply")
             if pre:
                 nxt = srv._seen + 1
                 echo.next_reply = "drop" if srv.drop_every and nxt % srv.drop_every == 0 else \
-                    "corrupt" if srv.corrupt_every and nxt % srv.corrupt_every == 0 else None
+                    "corrupt" if srv.corrupt_every and nxt % srv.corrupt_every == 0 else \
+                    "plain" if srv.check and nxt % PLAIN_EVERY == 0 else None
             try:
                 reply = self.replier(frame)
             except CodecError as e:  # the endpoint closes the connection on this frame

@@ -25,7 +25,8 @@ class DeflateEcho(reference.Echo):
         self._deflater = self._inflater = None
         #: set by the checking server of `frameproof net --client` (pyserver.EchoServer): "corrupt" or
         #: "drop" for the next echoed message, done before it is compressed, so that the client's
-        #: inflater context stays in step with this deflater's (WSD-CTX-1); ``done`` says it was done
+        #: inflater context stays in step with this deflater's (WSD-CTX-1); ``done`` says it was done;
+        #: "plain": the next echo goes uncompressed (WSD-FRM-1 lets a sender send any message so)
         self.next_reply, self.done = None, None
         if fault == "ws-deflate-eager-state":  # planted: zlib's state made at the opening (WSD-LIM-3)
             inflater, deflater = self.inflater(), self.deflater()
@@ -81,7 +82,9 @@ class DeflateEcho(reference.Echo):
             return Frame(0, 0, message, WsHeader(True, 4, self.opcode, False, b""))
         if act == "corrupt" and message:  # bit 0 of the first octet: text stays UTF-8
             message, self.done = bytes([message[0] ^ 0x01]) + message[1:], act
-        if self.fault == "ws-deflate-always-compresses":  # planted: compressed however long (WSD-FRM-3)
+        if act == "plain":  # the checking server's uncompressed echo (WSD-FRM-1): the deflater untouched (WSD-CTX-3)
+            payload, compressed = message, False
+        elif self.fault == "ws-deflate-always-compresses":  # planted: compressed however long (WSD-FRM-3)
             payload, compressed = self.deflater().compress(message), True
         else:  # uncompressed where compressing would make it longer, the deflater reset (WSD-FRM-3)
             payload, compressed = self.deflater().payload(message)
