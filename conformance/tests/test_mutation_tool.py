@@ -226,3 +226,12 @@ def test_what_no_run_has_tested_is_untested_not_missed(tmp_path):
     got = run.rust_collected([codec, net], [A, B, C, moved, E_])
     assert got == {A: "caught", B: "caught", C: "missed", D: "untested", E_: "untested"}
     assert run.rust_collected([codec], [A, B, C, D]) == {A: "caught", B: "untested", C: "untested", D: "untested"}
+
+
+def test_the_network_pass_counts_only_for_the_codec_suites_survivors(tmp_path):
+    """cargo-mutants' --re over-selects a few mutants of other files; the network pass's outcome for one (a
+    timeout on a busy machine) must not overrule the run that was meant for it."""
+    codec = _out(tmp_path / "files-x", caught=[A], missed=[B])
+    files = _out(tmp_path / "net-files-client", missed=[C])
+    net = _out(tmp_path / "net", caught=[B], timeout=[C])
+    assert run.rust_collected([codec, files, net], [A, B, C]) == {A: "caught", B: "caught", C: "missed"}

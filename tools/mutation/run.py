@@ -603,14 +603,31 @@ def rust_listed(proto: str) -> list[str]:
     return [ln.strip() for ln in p.stdout.splitlines() if ln.strip()] if p.returncode == 0 else []
 
 
+def _net_pass_targets_only(runs: list[Path]) -> dict[str, str]:
+    """merged_outcomes, but the network pass (``net``) counted only for what it was run for, the codec runs'
+    survivors: cargo-mutants' --re picks a few more (seen: \"delete field\" mutants of other files), and a
+    mutant another run already judged would otherwise take that pass's outcome (a timeout on a busy machine
+    outranks the miss of the run meant for it)."""
+    codec_missed = {n for n, k in merged_outcomes([d for d in runs if not d.name.startswith("net")]).items()
+                    if k == "missed"}
+    merged: dict[str, str] = {}
+    for d in runs:
+        for n, k in rust_outcomes(d).items():
+            if d.name == "net" and n not in codec_missed:
+                continue
+            if RANK[k] > RANK.get(merged.get(n, ""), 0):
+                merged[n] = k
+    return merged
+
+
 def rust_collected(runs: list[Path], listed: list[str]) -> dict[str, str]:
     """The merged outcomes of a protocol's runs, with ``untested`` for what no run has tested yet: a codec-suite
     survivor that no network run has tested (the network pass not run, or stopped, before it), and a mutant of
     ``listed`` no run reached (a run stopped part-way, or not started). Listed and run mutants are matched by
     name without line and column (the code may have moved since a run): only the listed ones of a name beyond
     as many as the runs have are untested."""
-    merged = merged_outcomes(runs)
-    net = merged_outcomes([d for d in runs if d.name.startswith("net")])
+    merged = _net_pass_targets_only(runs)
+    net = {n: k for n, k in merged.items() if any(n in rust_outcomes(d) for d in runs if d.name.startswith("net"))}
     out = {n: ("untested" if k == "missed" and n not in net else k) for n, k in merged.items()}
     known = set(listed)
     have = collections.Counter(strip_pos(n) for n in merged if n not in known)  # run at a line since moved
