@@ -235,3 +235,14 @@ def test_the_network_pass_counts_only_for_the_codec_suites_survivors(tmp_path):
     files = _out(tmp_path / "net-files-client", missed=[C])
     net = _out(tmp_path / "net", caught=[B], timeout=[C])
     assert run.rust_collected([codec, files, net], [A, B, C]) == {A: "caught", B: "caught", C: "missed"}
+
+
+def test_a_mutant_tested_again_at_its_new_line_counts_once(tmp_path):
+    """Code moved by three lines and its mutants run again (--files --re): the old run's names at the old lines
+    are not counted beside the new ones."""
+    old = "codec/src/x.rs:10:5: replace + with * in f"
+    new = "codec/src/x.rs:13:5: replace + with * in f"
+    first = _out(tmp_path / "all", caught=[old, C])
+    again = _out(tmp_path / "net-files-x", caught=[new])
+    assert run.rust_collected([first, again], [new, C]) == {new: "caught", C: "caught"}
+    assert run.rust_collected([first], [new, C]) == {old: "caught", C: "caught"}  # moved, not run again

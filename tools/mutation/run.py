@@ -623,18 +623,24 @@ def _net_pass_targets_only(runs: list[Path]) -> dict[str, str]:
 def rust_collected(runs: list[Path], listed: list[str]) -> dict[str, str]:
     """The merged outcomes of a protocol's runs, with ``untested`` for what no run has tested yet: a codec-suite
     survivor that no network run has tested (the network pass not run, or stopped, before it), and a mutant of
-    ``listed`` no run reached (a run stopped part-way, or not started). Listed and run mutants are matched by
-    name without line and column (the code may have moved since a run): only the listed ones of a name beyond
-    as many as the runs have are untested."""
+    ``listed`` no run reached (a run stopped part-way, or code added since). A run's mutant at a line that has
+    moved since stands for a listed one of the same name (matched without line and column) that no run has
+    tested at its new line; one with no such listed mutant left is dropped (tested again at its new line, or
+    its code is gone). Without ``listed`` (cargo-mutants missing) every run's mutant counts."""
     merged = _net_pass_targets_only(runs)
-    net = {n: k for n, k in merged.items() if any(n in rust_outcomes(d) for d in runs if d.name.startswith("net"))}
-    out = {n: ("untested" if k == "missed" and n not in net else k) for n, k in merged.items()}
+    net = {n for n in merged if any(n in rust_outcomes(d) for d in runs if d.name.startswith("net"))}
     known = set(listed)
-    have = collections.Counter(strip_pos(n) for n in merged if n not in known)  # run at a line since moved
+    need = collections.Counter(strip_pos(n) for n in listed if n not in merged)
+    out = {}
+    for n, k in merged.items():
+        if listed and n not in known:
+            if need[strip_pos(n)] <= 0:
+                continue
+            need[strip_pos(n)] -= 1
+        out[n] = "untested" if k == "missed" and n not in net else k
     for n in listed:
-        if n not in out and have[strip_pos(n)] > 0:
-            have[strip_pos(n)] -= 1  # that run mutant, moved
-        elif n not in out:
+        if n not in merged and need[strip_pos(n)] > 0:
+            need[strip_pos(n)] -= 1
             out[n] = "untested"
     return out
 
