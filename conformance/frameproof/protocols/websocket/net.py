@@ -480,6 +480,7 @@ def cases() -> List[NetCase]:
     # the refusal cases use the request helpers above: imported here, not at the top (a cycle)
     from .handshake_refusals import (c_bad_request_line, c_bad_requests, c_other_paths, c_version_426,
                                      c_version_missing_426)
+    from .split_reads import c_new_message_mid_fragments, c_payload_like_a_frame
     return [
         NetCase("handshake_rfc_example", ["WS-HS-2", "WS-HS-5"],
                 "The RFC 6455 example key gets its Sec-WebSocket-Accept; frames follow", c_accept_rfc_example),
@@ -521,6 +522,10 @@ def cases() -> List[NetCase]:
         NetCase("ping_between_fragments", ["WS-CTL-3", "WS-PING-1", "WS-PING-2", "WS-FRAG-1"],
                 "A ping and a pong between fragments: pong answered at once, the message echoed whole",
                 c_fragments_and_ping),
+        NetCase("payload_like_a_frame", ["WS-STR-1"], "A frame whose masked payload is itself a whole frame, its "
+                "header sent first: one echo, of the outer payload", c_payload_like_a_frame),
+        NetCase("new_message_mid_fragments_1002", ["WS-FRAG-3", "WS-ERR-1"], "A binary frame, in a read of its own, "
+                "while a fragmented text message is in progress: close 1002", c_new_message_mid_fragments, hostile=True),
         NetCase("close_handshake", ["WS-CLOSE-5"], "A close frame is answered with its code, then the server closes",
                 c_close_handshake),
         NetCase("unmasked_frame_1002", ["WS-ERR-1", "WS-MASK-1"], "An unmasked client frame: close 1002", c_unmasked_1002, hostile=True),
