@@ -120,7 +120,23 @@ def cmd_requirements(args):
     return 0
 
 
+def _stop_on_sigterm():
+    """SIGTERM (a CI job's or a mutation tool's timeout, `kill`) ends a run as Ctrl-C does: the servers and
+    clients it started (each in a session of its own, so a signal to frameproof's process group does not
+    reach them) are stopped by the code that started them, instead of being left running. Seen: mutated
+    servers spinning for an hour after cargo-mutants timed out the frameproof run that had started them."""
+    import signal
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+    try:
+        signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread (frameproof called as a library): leave signals alone
+        pass
+
+
 def main(argv=None):
+    _stop_on_sigterm()
     ap = argparse.ArgumentParser(prog="frameproof", description="Conformance suite for the frameproof wire protocols",
                                  epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--version", action="version", version=f"frameproof {__version__}")
