@@ -97,3 +97,35 @@ def test_operations_fail_while_etcd_is_down_and_work_after_it_restarts(etcd):
         assert all(a != b for a, b in zip(got, got[1:])), got
     finally:
         r.close()
+
+
+def test_an_etcd_that_exits_at_once_is_started_again_with_new_ports(monkeypatch):
+    """discovery_etcd.started: a member that exits at once (a port taken between its choice and etcd's bind)
+    is tried again, up to three times; another failure, or the third exit, is raised with the logs' end."""
+    import shutil
+    from frameproof.protocols.rpc import discovery_etcd as E
+    monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/etcd")
+    made = []
+
+    class Fake:
+        def __init__(self, fails):
+            self.fails, self.cleaned, self.members = fails, False, []
+
+        def start(self):
+            if self.fails:
+                raise RuntimeError(self.fails)
+
+        def cleanup(self):
+            self.cleaned = True
+
+    plan = ["etcd exited with status 1", "etcd exited with status 1", None]
+    got = E.started(lambda: made.append(Fake(plan[len(made)])) or made[-1])
+    assert got is made[2] and [m.cleaned for m in made] == [True, True, False]
+    made.clear()
+    plan = ["etcd did not answer within 30 s"] * 3
+    with pytest.raises(RuntimeError, match="attempt 1 of 3"):
+        E.started(lambda: made.append(Fake(plan[len(made)])) or made[-1])
+    made.clear()
+    plan = ["etcd exited with status 1"] * 3
+    with pytest.raises(RuntimeError, match="attempt 3 of 3; the log ended"):
+        E.started(lambda: made.append(Fake(plan[len(made)])) or made[-1])

@@ -458,19 +458,42 @@ class LocalEtcd:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def started(make):
+def _log_tails(etcd, n: int = 600) -> str:
+    """The end of each member's etcd.log (read before ``cleanup`` removes its directory)."""
+    out = []
+    for m in getattr(etcd, "members", [etcd]):
+        try:
+            with open(os.path.join(m.dir, "etcd.log"), "rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - n))
+                out.append(f"{m.name}: ...{f.read().decode('utf-8', 'replace').strip()}")
+        except OSError:
+            pass
+    return " | ".join(out) or "(no log)"
+
+
+def started(make, attempts: int = 3):
     """``make()`` (a LocalEtcd, or a cluster of them) started and answering; the caller calls
-    ``cleanup``. Skipped (a test result, not an error) where etcd is not installed."""
+    ``cleanup``. Skipped (a test result, not an error) where etcd is not installed. A member that exits at
+    once is tried again with new ports, up to ``attempts`` times: the ports are chosen free and bound by etcd a
+    moment later, when another process may have taken one (seen once in CI: a cluster member exited with
+    status 1, its log gone with its directory; the error now carries the logs' end)."""
     from ...testee import Skipped
     if shutil.which("etcd") is None:
         raise Skipped("etcd is not installed (Debian: apt-get install etcd-server)")
-    etcd = make()
-    try:
-        etcd.start()
-    except BaseException:
-        etcd.cleanup()
-        raise
-    return etcd
+    for attempt in range(1, attempts + 1):
+        etcd = make()
+        try:
+            etcd.start()
+            return etcd
+        except RuntimeError as e:
+            tails = _log_tails(etcd)
+            etcd.cleanup()
+            if attempt == attempts or "exited" not in str(e):
+                raise RuntimeError(f"{e}, attempt {attempt} of {attempts}; the log ended: {tails}") from None
+        except BaseException:
+            etcd.cleanup()
+            raise
 
 
 def started_etcd() -> LocalEtcd:
