@@ -246,3 +246,32 @@ def test_a_mutant_tested_again_at_its_new_line_counts_once(tmp_path):
     again = _out(tmp_path / "net-files-x", caught=[new])
     assert run.rust_collected([first, again], [new, C]) == {new: "caught", C: "caught"}
     assert run.rust_collected([first], [new, C]) == {old: "caught", C: "caught"}  # moved, not run again
+
+
+def test_a_run_started_again_keeps_every_invocations_outcomes_and_tests_none_twice(tmp_path):
+    """cargo-mutants keeps one earlier output (mutants.out.old): a run stopped and started three times lost
+    its first invocation's outcomes, and --iterate tested its missed mutants again. resume_args archives each
+    invocation's outcomes in history/N and excludes every mutant they name."""
+    run_dir = _out(tmp_path / "net", caught=[A], missed=[B])
+    args = run.resume_args(run_dir)
+    assert sorted(args[1::2]) == sorted("^" + run.re.escape(n) + "$" for n in (A, B))
+    assert set(args[0::2]) == {"--exclude-re"}
+    # the next invocation: cargo-mutants moves mutants.out aside and writes a new one
+    import shutil
+    shutil.rmtree(run_dir / "mutants.out")
+    _out(run_dir, caught=[C], timeout=[D])
+    assert run.rust_outcomes(run_dir) == {A: "caught", B: "missed", C: "caught", D: "timeout"}
+    args = run.resume_args(run_dir)
+    assert len(args) == 8 and sorted((run_dir / "history").iterdir()) == [run_dir / "history" / "1",
+                                                                           run_dir / "history" / "2"]
+    # a later outcome of a mutant counts (B tested again after a suite gained a case)
+    shutil.rmtree(run_dir / "mutants.out")
+    _out(run_dir, caught=[B])
+    assert run.rust_outcomes(run_dir)[B] == "caught"
+    run.resume_args(run_dir)
+    run.resume_args(run_dir)  # started again before cargo-mutants wrote anything: archived once
+    shutil.rmtree(run_dir / "mutants.out")
+    (run_dir / "mutants.out").mkdir()
+    run.resume_args(run_dir)  # an invocation that ended before its first outcome adds nothing
+    assert len(list((run_dir / "history").iterdir())) == 3
+    assert run.resume_args(run_dir, again=True) == []

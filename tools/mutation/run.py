@@ -54,15 +54,15 @@ def sh(cmd: list[str], **kw) -> int:
 
 # ---- Rust: cargo-mutants -------------------------------------------------------------------------
 
-def rust_args(proto: str, net: bool, files: list[str] | None = None) -> list[str]:
+def rust_args(proto: str, net: bool, files: list[str] | None = None, shuffle: bool = False) -> list[str]:
     mod = PROTOCOLS[proto]
     where = [a for f in files for a in ("--file", f"codec/src/{mod}/{f}")] if files else \
         ["--file", f"codec/src/{mod}/**", "--file", f"codec/src/{mod}.rs"]
     return ["cargo", "mutants", "--test-package", "fp-testee"] + where + [
         "--exclude", f"codec/src/{mod}/tests.rs",
         "--cargo-test-arg=--test", "--cargo-test-arg=frameproof_suite",
-        "--timeout", "240", "--build-timeout", "900", "--no-shuffle", "--jobs", "1", "--baseline", "skip",
-        "--profile", PROFILE]
+        "--timeout", "240", "--build-timeout", "900", "--shuffle" if shuffle else "--no-shuffle", "--jobs", "1",
+        "--baseline", "skip", "--profile", PROFILE]
 
 
 def rust_env(protos: list[str], net: bool, profile: str, run: str, steps: str | None = None) -> dict:
@@ -115,7 +115,8 @@ def net_targets(runs: list[Path], again: str | None) -> list[str]:
 
 
 def run_rust(protos: list[str], shard: str | None, net: bool, profile: str, again: str | None = None,
-             files: list[str] | None = None, steps: str | None = None, only: str | None = None) -> int:
+             files: list[str] | None = None, steps: str | None = None, only: str | None = None,
+             shuffle: bool = False) -> int:
     rc = 0
     for proto in protos:
         runs = sorted((WORK / "rust" / proto).glob("*")) if (WORK / "rust" / proto).exists() else []
@@ -137,28 +138,59 @@ def run_rust(protos: list[str], shard: str | None, net: bool, profile: str, agai
         out = WORK / "rust" / proto / name
         out.mkdir(parents=True, exist_ok=True)
         (out / "steps.txt").write_text((steps or "all") + "\n")  # the network steps this run's suite ran (the report's)
-        args = rust_args(proto, net, files) + ["-o", str(out)] + (["--shard", shard] if shard else []) + select \
+        args = rust_args(proto, net, files, shuffle) + ["-o", str(out)] + (["--shard", shard] if shard else []) + select \
             + (["--re", only] if only else [])
-        if (out / "mutants.out" / "outcomes.json").exists() and not select:
-            args.append("--iterate")  # resume: only what is not caught yet (or never ran)
+        args += resume_args(out, bool(again))
         r = sh(args, cwd=RUST, env=rust_env([proto], net, profile, run, steps))
         rc = rc or (r if r not in (0, 2, 3) else 0)  # 2: missed mutants, 3: timeouts: results, not errors
     return rc
 
 
+OUTCOME_FILES = ("previously_caught", "caught", "missed", "timeout", "unviable")
+
+
 def rust_outcomes(out: Path) -> dict[str, str]:
     """name (line:col included: two mutants of one operator in one function differ only there) ->
-    caught | missed | timeout | unviable, of one cargo-mutants output (previously_caught.txt: what an
-    --iterate run skipped as caught before)."""
+    caught | missed | timeout | unviable, of one run directory: what its earlier invocations kept in
+    history/ (archive_outcomes), then its last cargo-mutants output, the newest outcome of a mutant counting
+    (previously_caught.txt: what an --iterate run skipped as caught before)."""
     res = {}
-    for kind, fname in (("caught", "previously_caught"), ("caught", "caught"), ("missed", "missed"),
-                        ("timeout", "timeout"), ("unviable", "unviable")):
-        f = out / "mutants.out" / f"{fname}.txt"
-        if f.exists():
-            for line in f.read_text().splitlines():
-                if line.strip():
-                    res[line.strip()] = kind
+    hist = sorted((out / "history").glob("*"), key=lambda d: int(d.name)) if (out / "history").exists() else []
+    for d in hist + [out / "mutants.out"]:
+        for fname in OUTCOME_FILES:
+            f = d / f"{fname}.txt"
+            if f.exists():
+                for line in f.read_text().splitlines():
+                    if line.strip():
+                        res[line.strip()] = "caught" if fname == "previously_caught" else fname
     return res
+
+
+def resume_args(out: Path, again: bool = False) -> list[str]:
+    """A run started again: its last outcomes archived (archive_outcomes), and cargo-mutants told to leave out
+    every mutant an earlier invocation of this run tested, whatever its outcome (--again tests them anew in a
+    directory of its own). cargo-mutants' --iterate would test again what was missed or timed out."""
+    archive_outcomes(out)
+    return [] if again else [a for n in sorted(rust_outcomes(out)) for a in ("--exclude-re", "^" + re.escape(n) + "$")]
+
+
+def archive_outcomes(out: Path) -> None:
+    """cargo-mutants moves its last output to mutants.out.old and drops the one before: the outcomes of
+    every invocation are kept in history/N/ before the next one starts, so that a run stopped and started
+    again several times loses nothing and tests nothing twice (run_rust excludes what history names)."""
+    last = out / "mutants.out"
+    if not any((last / f"{f}.txt").exists() for f in OUTCOME_FILES):
+        return
+    hist = out / "history"
+    n = 1 + max((int(d.name) for d in hist.glob("*")), default=0) if hist.exists() else 1
+    if n > 1 and all(((last / f"{f}.txt").read_text() if (last / f"{f}.txt").exists() else None) ==
+                     ((hist / str(n - 1) / f"{f}.txt").read_text() if (hist / str(n - 1) / f"{f}.txt").exists()
+                      else None) for f in OUTCOME_FILES):
+        return  # archived already (no cargo-mutants ran since)
+    (hist / str(n)).mkdir(parents=True)
+    for f in OUTCOME_FILES:
+        if (last / f"{f}.txt").exists():
+            shutil.copy(last / f"{f}.txt", hist / str(n) / f"{f}.txt")
 
 
 RANK = {"caught": 4, "timeout": 3, "missed": 2, "unviable": 1}
@@ -794,6 +826,9 @@ def main(argv=None) -> int:
     r.add_argument("--steps", help="Rust, with --net: only these steps of the network pass (comma-separated; "
                    "testee/tests/frameproof_suite.rs STEPS: codec, server, server-limit, server-deflate, server-endpoint, "
                    "client-deflate, client-endpoint, client, raw, load-counts, micro), for --files whose code only some programs run")
+    r.add_argument("--shuffle", action="store_true", help="Rust: the mutants in a random order (cargo-mutants "
+                   "--shuffle), so that a run stopped before its end has tested a random sample of them, not the "
+                   "first files and lines")
     r.add_argument("--profile", default="smoke", choices=("smoke", "ci", "fuzz"))
     r.add_argument("--jobs", type=int, default=1, help="Python: mutants tested at once, each in a copy of its own "
                    "(cosmic-ray's http workers); the network pass mostly waits, so 2-3 pay on 2 cores")
@@ -814,7 +849,10 @@ def main(argv=None) -> int:
             ap.error("--steps goes with --lang rust --net")
         if a.only and not a.files:
             ap.error("--re goes with --files")
-        return run_rust(protos, a.shard, a.net, a.profile, a.again, files, a.steps, a.only) if a.lang == "rust" \
+        if a.shuffle and a.lang != "rust":
+            ap.error("--shuffle goes with --lang rust")
+        return run_rust(protos, a.shard, a.net, a.profile, a.again, files, a.steps, a.only, a.shuffle) \
+            if a.lang == "rust" \
             else run_python(protos, a.net, a.profile, bool(a.again), max(1, a.jobs))
     return sample(a) if a.cmd == "sample" else report(a)
 
