@@ -8,6 +8,7 @@ from typing import List
 
 from ... import netsuite as N
 from ...checks import CheckFailure
+from ... import oracle
 from ...coverage import declare, note
 from ...netsuite import Conn, NetCase
 from .frames import BINARY, CLOSE, CONT, PING, PONG, TEXT, frame, key_for
@@ -318,6 +319,10 @@ def c_close_handshake(t):
 
 def c_unmasked_1002(t):
     _close_expect(t, b"\x82\x05hello", 1002, "an unmasked client frame", [frame(BINARY, b"ok", True, key_for(1))])
+    # first in its write, a masked frame after it: a server's fast path for whole masked frames (one that takes
+    # the mask bit for granted) would echo it, four of its payload octets taken for a key
+    after = oracle.encode(t.codec, frame(BINARY, b"after the unmasked frame", True, key_for(2)))
+    _close_expect(t, b"\x82\x05hello" + after, 1002, "an unmasked client frame first in its write, a masked one after it")
 
 
 def c_utf8_1007(t):
