@@ -38,7 +38,9 @@ BROKEN = [("rpc", "--mode stream --window 4 --requests 300", "no-verify", "HAR-V
           ("websocket", "--variant prose --mode pipelined --window 8 --requests 3000 --payload 200",
            "ws-prose-neighbour-word", "HAR-CLI-1"),
           # one masking key for every frame (RFC 6455 §5.3: a fresh one per frame)
-          ("websocket", "--mode pipelined --window 8 --requests 3000", "ws-client-fixed-mask-key", "WS-MASK-5")]
+          ("websocket", "--mode pipelined --window 8 --requests 3000", "ws-client-fixed-mask-key", "WS-MASK-5"),
+          # reads a 101 whose head never ends without bound (opening_response_endless)
+          ("websocket", "--mode pipelined --window 8 --requests 3000", "ws-client-unbounded-head", "WS-HS-10")]
 
 
 @pytest.mark.parametrize("protocol,args,fault,broken", BROKEN, ids=[f"{p}-{f}-{a.split()[1]}" for p, a, f, _ in BROKEN])

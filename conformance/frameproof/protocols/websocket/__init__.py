@@ -275,8 +275,8 @@ class WebSocket(Protocol):
     def client_cases(self):
         """`frameproof net --client`: the client side of the opening handshake (WS-HS-7), and fresh masking
         keys (WS-MASK-5)."""
-        from . import client_masking, client_opening
-        return client_opening.client_cases() + client_masking.client_cases()
+        from . import client_head_bound, client_masking, client_opening
+        return client_opening.client_cases() + client_head_bound.client_cases() + client_masking.client_cases()
 
     def counted(self, f):
         return f.header is not None and f.header.opcode in (TEXT, BINARY)

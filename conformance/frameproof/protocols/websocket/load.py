@@ -40,7 +40,8 @@ def prose(index: int, size: int, neighbour: bool = False) -> bytes:
     return bytes(out[:size])
 #: planted bugs of the Python load client (`python -m frameproof.pyload --fault NAME`): name -> requirement
 FAULTS = {"ws-client-header-case": "WS-HS-7",  # compares header names case-sensitively
-          "ws-client-exact-connection": "WS-HS-7"}  # takes `Connection: Upgrade` only, not a token list
+          "ws-client-exact-connection": "WS-HS-7",  # takes `Connection: Upgrade` only, not a token list
+          "ws-client-unbounded-head": "WS-HS-10"}  # reads a 101 whose head never ends without bound
 #: planted bugs of the permessage-deflate layer (spec/websocket-deflate.md), caught by the client case
 #: deflate_response_refused
 DEFLATE_FAULTS = {"ws-client-ignores-extensions": "WSD-NEG-5"}  # never reads Sec-WebSocket-Extensions
@@ -74,11 +75,12 @@ class WsLoadSide(LoadSide):
 
     def opened(self, data):
         """The client's checks of the 101 (RFC 6455 §4.1 items 1-6, WS-HS-7): any legal spelling."""
+        start = max(0, len(self.head) - 3)  # only the new bytes (and three before them) can end the head
         self.head += data
-        end = self.head.find(b"\r\n\r\n")
+        end = self.head.find(b"\r\n\r\n", start)
         if end < 0:
-            if len(self.head) > 16384:
-                raise ValueError("the handshake answer has no end within 16 KiB")
+            if len(self.head) > 16384 and self.fault != "ws-client-unbounded-head":  # planted: reads on (WS-HS-10)
+                raise ValueError("the handshake answer has no end within 16 KiB (WS-HS-10)")
             return None
         lines = self.head[:end].decode("latin-1").split("\r\n")
         status = lines[0].split(" ", 2)
