@@ -322,6 +322,11 @@ NEG_FIXED = [
     ["PerMessage-Deflate ; Server_Max_Window_Bits = \"10\" ; CLIENT_MAX_WINDOW_BITS"],
     ["x-webkit-deflate-frame", "permessage-deflate; client_no_context_takeover"],
     ["permessage-deflate; server_max_window_bits"],  # requires a value: declined
+    # quoted-pair (RFC 7230 §3.2.6): a backslash escapes one octet; "1\\0" is the token 10, accepted
+    ['permessage-deflate; server_max_window_bits="1\\0"; client_max_window_bits="\\9"'],
+    ['permessage-deflate; client_max_window_bits="1\\"'],  # escapes its closing quote: unterminated, declined
+    ['permessage-deflate; client_max_window_bits="10'],  # unterminated at the header's end: declined
+    ['permessage-deflate; client_max_window_bits="1\\'],  # a backslash as the header's last octet: declined
 ]
 
 
@@ -330,7 +335,7 @@ NEG_FIXED = [
 _NEG = ["WSD-NEG-1", "WSD-NEG-2", "WSD-NEG-3", "WSD-NEG-4"]
 NEG_CASE = declare("wsd.neg.name_case", CASE_CLASSES, _NEG)  # of the extension token and each parameter name
 NEG_OWS = declare("wsd.neg.ows", OWS_CLASSES, _NEG)  # around ";", "=" and ","
-NEG_VALUE = declare("wsd.neg.value_form", ("none", "token", "quoted"), _NEG)
+NEG_VALUE = declare("wsd.neg.value_form", ("none", "token", "quoted", "quoted with escapes"), _NEG)
 NEG_BITS = declare("wsd.neg.window_bits", ("absent", "8", "9..15", "out of range", "malformed"), _NEG)
 NEG_PARAMS = declare("wsd.neg.params", ("known", "unknown", "repeated", "value where none is allowed"), _NEG)
 NEG_OFFERS = declare("wsd.neg.offers", ("1", "several", "other extension first"), _NEG)
@@ -394,9 +399,12 @@ def offer_values():
             elif v is not None and pname in _KNOWN:
                 note(NEG_PARAMS, "value where none is allowed")
             if v is not None:
-                q = draw(st.booleans())
-                note(NEG_VALUE, "quoted" if q else "token")
-                s += ows(draw) + "=" + ows(draw) + (f'"{v}"' if q else v)
+                q = draw(st.sampled_from(["token", "quoted", "quoted with escapes"]))
+                note(NEG_VALUE, q)
+                if q == "quoted with escapes":  # a quoted-pair for some octets (RFC 7230 §3.2.6), at least one
+                    esc = draw(st.lists(st.booleans(), min_size=len(v), max_size=len(v)).filter(any))
+                    v = "".join("\\" + ch if e else ch for ch, e in zip(v, esc))
+                s += ows(draw) + "=" + ows(draw) + (v if q == "token" else f'"{v}"')
             else:
                 note(NEG_VALUE, "none")
         return name, s
