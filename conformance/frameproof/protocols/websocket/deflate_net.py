@@ -327,6 +327,9 @@ NEG_FIXED = [
     ['permessage-deflate; client_max_window_bits="1\\"'],  # escapes its closing quote: unterminated, declined
     ['permessage-deflate; client_max_window_bits="10'],  # unterminated at the header's end: declined
     ['permessage-deflate; client_max_window_bits="1\\'],  # a backslash as the header's last octet: declined
+    ["permessage-deflate; client_max_window_bits=08"],  # a leading zero on a window in range: declined
+    ["permessage-deflate; client_max_window_bits=+9"],  # a sign (a token, not a window value): declined
+    [", permessage-deflate", "foo,, permessage-deflate"],  # empty list elements (RFC 7230 §7): read past
 ]
 
 
@@ -365,7 +368,7 @@ def offer_values():
     def spell(s, mode):
         return [s.lower(), s.upper(), s.title(), "".join(ch.upper() if i % 2 else ch for i, ch in enumerate(s))][mode]
 
-    value = st.one_of(st.integers(8, 15).map(str), st.sampled_from(["0", "7", "16", "08", "010", "abc", "1a", "99"]))
+    value = st.one_of(st.integers(8, 15).map(str), st.sampled_from(["0", "7", "16", "08", "010", "abc", "1a", "99", "+9"]))
     param = st.one_of(
         st.tuples(st.sampled_from(["server_no_context_takeover", "client_no_context_takeover"]),
                   st.one_of(st.none(), st.none(), st.sampled_from(["1", "true"]))),
