@@ -330,6 +330,7 @@ NEG_FIXED = [
     ["permessage-deflate; client_max_window_bits=08"],  # a leading zero on a window in range: declined
     ["permessage-deflate; client_max_window_bits=+9"],  # a sign (a token, not a window value): declined
     [", permessage-deflate", "foo,, permessage-deflate"],  # empty list elements (RFC 7230 §7): read past
+    ["permessage-deflate; client_max_window_bits="],  # '=' and no value, the header's last octet: declined
 ]
 
 
