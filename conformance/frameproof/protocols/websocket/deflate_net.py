@@ -79,6 +79,12 @@ def check_answer(codec, hdrs: dict, values: List[str], ctx: str) -> Optional[D.P
     offer, index = chosen_offer(values)
     if want is None:
         if got is not None:
+            try:
+                D.parse_extensions(values)
+            except D.NegotiationError as e:  # the list does not parse: every offer declined (WSD-NEG-6)
+                raise CheckFailure(f"{ctx}:\n  expected no Sec-WebSocket-Extensions (the list does not parse: {e}; "
+                                   f"every offer in it declined)\n  actual   {got!r}\n  offers   {offers}",
+                                   ["WSD-NEG-6"]) from None
             req = "WSD-NEG-4" if _has_8_bit_offer(values) else "WSD-NEG-2"
             raise CheckFailure(f"{ctx}:\n  expected no Sec-WebSocket-Extensions (every offer declined: an invalid, "
                                f"unknown or repeated parameter, or server_max_window_bits=8)\n  actual   {got!r}\n"
@@ -331,6 +337,9 @@ NEG_FIXED = [
     ["permessage-deflate; client_max_window_bits=+9"],  # a sign (a token, not a window value): declined
     [", permessage-deflate", "foo,, permessage-deflate"],  # empty list elements (RFC 7230 §7): read past
     ["permessage-deflate; client_max_window_bits="],  # '=' and no value, the header's last octet: declined
+    # a list that does not parse declines every offer in it (WSD-NEG-6), a valid one after the fault too
+    ['permessage-deflate; client_max_window_bits="1 0", permessage-deflate'],
+    ['permessage-deflate; server_no_context_takeover="", permessage-deflate'],
 ]
 
 
@@ -870,7 +879,7 @@ def cases() -> list:
     from ...netsuite import NetCase
     on = deflate_on
     return [
-        NetCase("deflate_negotiation", ["WSD-NEG-1", "WSD-NEG-2", "WSD-NEG-3", "WSD-NEG-4"], "Offers drawn over the "
+        NetCase("deflate_negotiation", ["WSD-NEG-1", "WSD-NEG-2", "WSD-NEG-3", "WSD-NEG-4", "WSD-NEG-6"], "Offers drawn over the "
                 "extension grammar (case, whitespace, quoted values, several offers and headers, invalid, unknown and "
                 "repeated parameters, server_max_window_bits=8): answered as the zlib oracle says, then a message "
                 "echoed with the agreed parameters", c_negotiation, when=on),
