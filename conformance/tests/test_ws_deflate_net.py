@@ -211,3 +211,29 @@ def test_checking_server_corrupts_or_drops_an_uncompressed_message_too(act):
     reply.echo.done = None
     r = reply(Frame(0, 0, b"next", WsHeader(True, 0, BINARY, True, b"\0\0\0\0")))
     assert reply.echo.done is None and r.payload == b"next"
+
+
+def test_the_python_servers_budget_counts_the_zlib_state():
+    # WSD-LIM-2 in the Python reference server (pyserver counts Protocol.held_bytes against --memory-budget):
+    # nothing before the first compressed message (WSD-LIM-3), then the deflater's and inflater's state, about
+    # 256 + 44 KiB at 15 bits, for as long as the connection keeps its context; a connection without context
+    # takeover drops it after each message. Before 2026-12-05 the Python server counted only the bytes of
+    # unfinished frames and messages, so its budget never saw the zlib state the other three servers count.
+    from frameproof.oracle import Frame
+    from frameproof.protocols import get
+    from frameproof.protocols.websocket.deflate import Deflater, Params
+    from frameproof.protocols.websocket.deflate_session import session
+    from frameproof.protocols.websocket.frames import TEXT, WsHeader
+    codec, ws = Codec.from_json(ON), get("websocket")
+    for agreed, kept in ((Params(client_max_window_bits=15), True),
+                         (Params(server_no_context_takeover=True, client_no_context_takeover=True), False)):
+        dec, reply = session(codec, agreed)
+        assert ws.held_bytes(dec, reply) == 0
+        out = Deflater(15, agreed.client_no_context_takeover)
+        r = reply(Frame(0, 0, out.compress(b"words words words " * 40), WsHeader(True, 4, TEXT, True, b"\0\0\0\0")))
+        assert r.header.rsv == 4
+        held = ws.held_bytes(dec, reply)
+        if kept:
+            assert (1 << 18) + (1 << 15) <= held < (1 << 19), held  # deflater 262 KiB, inflater 44 KiB, history
+        else:
+            assert held < 64 * 1024, held  # no context kept: zlib's state dropped after the message

@@ -231,8 +231,13 @@ class WebSocket(Protocol):
         return reference.encode(codec, f, 2 ** 63) if f is not None else b""
 
     def held_bytes(self, decoder, replier):
+        """What a connection holds for the memory budget (WS-RES-1): the unfinished frame and message, and with
+        permessage-deflate its zlib state (WSD-LIM-2)."""
         echo = getattr(replier, "echo", None)
-        return len(decoder.buf) + (sum(len(p) for p in echo.parts) if echo is not None else 0)
+        if echo is None:
+            return len(decoder.buf)
+        state = echo.state_cost() if hasattr(echo, "state_cost") else 0
+        return len(decoder.buf) + sum(len(p) for p in echo.parts) + state
 
     def largest_unit(self, codec):
         return max(codec.limit, codec.message_limit)

@@ -261,6 +261,11 @@ class Deflater:
             out = out[:-4]
         return out or b"\x00"
 
+    def cost(self) -> int:
+        """Memory of the compressor's state (WSD-LIM-2), 0 until the first message: zlib's deflate state,
+        2^(windowBits+2) + 2^(memLevel+9) with memLevel 8 (zlib's zconf.h), and the stream itself."""
+        return (1 << (self.window_bits + 2)) + (1 << 17) + 6 * 1024 if self._z is not None else 0
+
     def payload(self, message: bytes) -> Tuple[bytes, bool]:
         """A sender's payload for one message and whether it is compressed (RSV1): the compressed payload
         (``compress``), or, where that is longer than the message, the message itself, sent uncompressed,
@@ -288,6 +293,11 @@ class Inflater:
         if self._history and not self.reset:
             return zlib.decompressobj(-15, zdict=self._history)
         return zlib.decompressobj(-15)
+
+    def cost(self) -> int:
+        """Memory of the inflater's state and window history (WSD-LIM-2): zlib's inflate state with its
+        32 KiB window (15 bits on this side), about 44 KiB once made, and the history kept for the next message."""
+        return ((1 << 15) + 12 * 1024 if self._z is not None else 0) + len(self._history)
 
     def inflate(self, payload: bytes) -> bytes:
         """One compressed message's payload (all its frames joined) -> its bytes, or InflateError:

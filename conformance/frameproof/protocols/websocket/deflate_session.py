@@ -33,6 +33,10 @@ class DeflateEcho(reference.Echo):
             inflater._z = inflater._new()
             deflater._z = zlib.compressobj(deflater.level, zlib.DEFLATED, -deflater.window_bits)
 
+    def state_cost(self) -> int:
+        """The zlib state this connection holds (WSD-LIM-2), which the server's memory budget counts."""
+        return sum(z.cost() for z in (self._inflater, self._deflater) if z is not None)
+
     def inflater(self) -> Inflater:
         if self._inflater is None:
             bits = self.agreed.client_max_window_bits if isinstance(self.agreed.client_max_window_bits, int) \
