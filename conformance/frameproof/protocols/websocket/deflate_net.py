@@ -522,8 +522,10 @@ def _messages(seed: int) -> List[bytes]:
     r = random.Random(seed)
     words = [b"frame", b"proof", b"deflate", b"context", b"window", b"\xce\xba\xe1\xbd\xb9\xcf\x83\xce\xbc\xce\xb5"]
     text = b" ".join(r.choice(words) for _ in range(300))
+    # the last: 300,000 bytes that inflate in several of a receiver's steps (64 KiB at a time in the references),
+    # long back-references crossing each step's end while compressed input is left
     return [text, b"", bytes(r.getrandbits(8) for _ in range(700)), text[:1000].decode("utf-8", "ignore").encode(),
-            b"x" * 5000]
+            b"x" * 5000, b" ".join(r.choice(words) for _ in range(40_000))[:300_000]]
 
 
 def c_roundtrips(t):
