@@ -334,6 +334,15 @@ def c_oversize_1009(t):
     _close_expect(t, t.spec.oversize_header(t.codec, n), 1009, f"a frame of {n} bytes (over the limit)")
 
 
+def c_nonminimal_1002(t):
+    """WS-LEN-3 on a server: a masked frame whose length takes a longer form than it needs, first in its write with
+    a valid frame after it (a server's fast path for whole frames must not take it), in the 16- and 64-bit forms."""
+    after = oracle.encode(t.codec, frame(BINARY, b"after the frame", True, key_for(2)))
+    for form, n in ((126, 125), (127, 65535)):
+        head = bytes([0x82, 0x80 | form]) + n.to_bytes(2 if form == 126 else 8, "big") + b"\0\0\0\0"
+        _close_expect(t, head + b"x" * n + after, 1002, f"a length of {n} in the {16 if form == 126 else 64}-bit form")
+
+
 def c_reserved_bits_1002(t):
     _close_expect(t, b"\xc2\x80\x00\x00\x00\x00", 1002, "RSV1 without an extension")
 
@@ -537,6 +546,8 @@ def cases() -> List[NetCase]:
         NetCase("invalid_utf8_1007", ["WS-ERR-1", "WS-UTF8-1"], "Invalid UTF-8 in a text frame: close 1007", c_utf8_1007, hostile=True),
         NetCase("oversize_1009", ["WS-ERR-1", "WS-LIM-1"], "A frame over the limit: close 1009", c_oversize_1009, hostile=True),
         NetCase("reserved_bits_1002", ["WS-ERR-1", "WS-HDR-2"], "RSV1 set: close 1002", c_reserved_bits_1002, hostile=True),
+        NetCase("nonminimal_length_1002", ["WS-ERR-1", "WS-LEN-3"], "A length in a longer form than it needs (16- and "
+                "64-bit), first in its write: close 1002", c_nonminimal_1002, hostile=True),
         N.generic("tcp_nodelay", ["WS-ECHO-1"]),
         N.generic("long_connection_100k", ["WS-ECHO-1", "WS-STR-2"]),
         N.generic("connection_churn_2000", ["WS-ECHO-1"]),
