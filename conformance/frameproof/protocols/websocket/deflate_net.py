@@ -828,6 +828,19 @@ def c_bomb(t):
         N.watched(t, body, ctx, rss_bound_kib=bound)
 
 
+def c_message_at_limit(t):
+    """WSD-LIM-1 at its edge: a compressed message that inflates to exactly the message limit is echoed (the limit
+    is allowed; one byte more is deflate_bomb_1009's). Zeros: about 100 KiB on the wire for the default 100 MiB."""
+    n = t.codec.message_limit
+    link = Link(t, "permessage-deflate; server_no_context_takeover; client_no_context_takeover",
+                "a message at the limit: ")
+    try:
+        link.echo(bytes(n), what=f"a compressed message of exactly the message limit ({n} bytes of zeros)",
+                  reqs=["WSD-LIM-1"])
+    finally:
+        link.close()
+
+
 # ------------------------------------------------------------------ idle connections (WSD-LIM-3)
 
 IDLE_CONNS = 200
@@ -914,6 +927,8 @@ def cases() -> list:
         NetCase("deflate_bomb_1009", ["WSD-LIM-1", "WSD-LIM-2"], "About 1 MiB on the wire inflating to 1 GiB, whole "
                 "and fragmented: close 1009 without holding it (peak RSS watched), a healthy connection alongside",
                 c_bomb, hostile=True, when=on),
+        NetCase("deflate_message_at_limit", ["WSD-LIM-1"], "A compressed message that inflates to exactly the "
+                "message limit: echoed", c_message_at_limit, when=on),
         NetCase("deflate_idle_lazy", ["WSD-LIM-3"], f"{IDLE_CONNS} connections idle after agreeing on the extension "
                 f"cost at most {IDLE_KIB} KiB a connection more than without it (zlib state made lazily)", c_idle_lazy,
                 when=on),
