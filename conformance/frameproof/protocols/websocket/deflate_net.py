@@ -340,6 +340,7 @@ NEG_FIXED = [
     # a list that does not parse declines every offer in it (WSD-NEG-6), a valid one after the fault too
     ['permessage-deflate; client_max_window_bits="1 0", permessage-deflate'],
     ['permessage-deflate; server_no_context_takeover="", permessage-deflate'],
+    ["permessage-deflate server_no_context_takeover"],  # a parameter without its ';': a token where ',' belongs
 ]
 
 
