@@ -146,7 +146,7 @@ class WebSocket(Protocol):
         "ws-serves-any-path": "WS-HS-9",  # upgrades every request target, not only the configured path
     }
     #: planted bugs of the Python load client (frameproof.pyload --fault), caught by client_cases
-    load_faults = {**load.FAULTS, **load.DEFLATE_FAULTS, **load.PROSE_FAULTS, **load.MASK_FAULTS}
+    load_faults = {**load.FAULTS, **load.DEFLATE_FAULTS, **load.PROSE_FAULTS, **load.MASK_FAULTS, **load.HEAD_FAULTS}
 
     # -- configuration
     def codec_from_json(self, d):

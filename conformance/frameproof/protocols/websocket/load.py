@@ -40,8 +40,9 @@ def prose(index: int, size: int, neighbour: bool = False) -> bytes:
     return bytes(out[:size])
 #: planted bugs of the Python load client (`python -m frameproof.pyload --fault NAME`): name -> requirement
 FAULTS = {"ws-client-header-case": "WS-HS-7",  # compares header names case-sensitively
-          "ws-client-exact-connection": "WS-HS-7",  # takes `Connection: Upgrade` only, not a token list
-          "ws-client-unbounded-head": "WS-HS-10"}  # reads a 101 whose head never ends without bound
+          "ws-client-exact-connection": "WS-HS-7"}  # takes `Connection: Upgrade` only, not a token list
+#: a planted bug of the bound on the 101's head, caught by the client case opening_response_endless
+HEAD_FAULTS = {"ws-client-unbounded-head": "WS-HS-10"}  # reads a 101 whose head never ends without bound
 #: planted bugs of the permessage-deflate layer (spec/websocket-deflate.md), caught by the client case
 #: deflate_response_refused
 DEFLATE_FAULTS = {"ws-client-ignores-extensions": "WSD-NEG-5"}  # never reads Sec-WebSocket-Extensions
