@@ -51,12 +51,17 @@ def test_planted_deflate_fault_is_caught(frameproof, fault, broken, monkeypatch)
 def test_deflate_cases_run_only_with_the_extension_on():
     off = Codec.from_json({"protocol": "websocket"})
     on = Codec.from_json(ON)
+    budget = Codec.from_json(registry.get("websocket").DEFLATE_BUDGET_PROFILE[1])
     wsd = [c for c in cases("websocket") if any(r.startswith("WSD-") for r in c.requirements)
-           and c.name != "handshake_deflate_declined"]
+           and c.name not in ("handshake_deflate_declined", "deflate_state_in_budget")]
     assert len(wsd) >= 10
-    assert all(c.applies(on) and not c.applies(off) for c in wsd)
+    assert all(c.applies(on) and c.applies(budget) and not c.applies(off) for c in wsd)
+    # and the one that starts a server with a budget of a few MiB: only under a message limit that allows it
+    (state,) = [c for c in cases("websocket") if c.name == "deflate_state_in_budget"]
+    assert state.applies(budget) and not state.applies(on) and not state.applies(off)
     # the other opt-in case: the resource path's (WS-HS-9), under a codec naming websocket.path
-    assert all(c.applies(off) for c in cases("websocket") if c not in wsd and "WS-HS-9" not in c.requirements)
+    assert all(c.applies(off) for c in cases("websocket") if c not in wsd and c.name != state.name
+               and "WS-HS-9" not in c.requirements)
 
 
 def test_accepting_server_breaks_ws_hs_5_when_the_extension_is_off(frameproof, monkeypatch):
@@ -82,6 +87,16 @@ def test_deflate_net_profile_only_for_servers_that_claim_it():
     assert json.loads(argv[argv.index("--codec") + 1])["websocket"]["permessage_deflate"] is True
     assert argv[argv.index("--server-cmd") + 1].startswith("srv --codec ") and "permessage_deflate" in argv[4]
     assert argv[-2:] == ["--xfail", "/tmp/x/gaps.txt"]
+    # the zlib state in the budget: a cell of its own, one case, for a server with the limit flags only
+    blabel, bcodec = ws.DEFLATE_BUDGET_PROFILE
+    group, argv = cells[blabel]
+    assert json.loads(argv[argv.index("--codec") + 1]) == bcodec
+    assert argv[-2:] == ["--select", "websocket/*/net/deflate_state_in_budget"]
+    impl["third_party"] = True
+    assert blabel not in {lab for _, lab, _ in ws.matrix_suites(impl, cmd, "smoke", "small")}
+    impl["limit_flags"] = True
+    assert blabel in {lab for _, lab, _ in ws.matrix_suites(impl, cmd, "smoke", "small")}
+    del impl["third_party"], impl["limit_flags"]
     # the load client's cell: only where "load" claims the extension ("client" is the Autobahn client's)
     impl["load"] = "ld"
     impl["websocket_extensions"]["client"] = ["permessage-deflate"]

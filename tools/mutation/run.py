@@ -123,9 +123,11 @@ def run_rust(protos: list[str], shard: str | None, net: bool, profile: str, agai
         name = "net" if net else f"shard-{shard.replace('/', '-of-')}" if shard else "all"
         if files:  # a pass over these files only (the network pass beside the codec pass): a directory of its own
             name = ("net-files-" if net else "files-") + "-".join(Path(f).stem for f in files)
-        if again:  # the network pass once more, in a directory of its own; the network run's target directory
+        if again:  # the network pass once more, in a directory of its own
             name = f"net-again-{sum(d.name.startswith('net-again-') for d in runs) + 1}"
-        run = f"{proto}-net" if again else f"{proto}-{name}"  # its own target directory and baseline copy (rust_env)
+        # its own target directory and baseline copy (rust_env); --again's one of its own too, so that it can run
+        # beside the network pass (one directory for both built each other's mutants)
+        run = f"{proto}-again" if again else f"{proto}-{name}"
         if not rust_baseline([proto], net, profile, run, steps):
             return 1
         select = []

@@ -142,6 +142,7 @@ class WebSocket(Protocol):
         "ws-deflate-first-offer-only": "WSD-NEG-2",  # reads the first offer alone: declining it declines all
         "ws-deflate-eager-state": "WSD-LIM-3",  # makes zlib's state at the opening, not at the first message
         "ws-deflate-always-compresses": "WSD-FRM-3",  # compresses every echo, even one that grows (random bytes)
+        "ws-deflate-state-uncounted": "WSD-LIM-2",  # leaves the zlib state out of the memory budget's count
         # and one only a codec naming websocket.path catches (tests/test_ws_endpoint_params.py)
         "ws-serves-any-path": "WS-HS-9",  # upgrades every request target, not only the configured path
     }
@@ -347,6 +348,12 @@ class WebSocket(Protocol):
     #: the network suite's permessage-deflate profile (spec/websocket-deflate.md): (label, codec JSON)
     DEFLATE_PROFILE = ("websocket permessage-deflate", {"protocol": "websocket", "websocket": {"permessage_deflate": True}})
 
+    #: the deflate profile with a message limit that a budget of a few MiB allows: deflate_state_in_budget
+    #: (WSD-LIM-2) starts a server of its own with --memory-budget, which a budget below max_message refuses
+    DEFLATE_BUDGET_PROFILE = ("websocket permessage-deflate budget",
+                              {"protocol": "websocket", "limits": {"max_payload": 1 << 20},
+                               "websocket": {"permessage_deflate": True, "max_message": 1 << 20}})
+
     def matrix_suites(self, impl, cmd, profile, scale="full"):
         import json
         import shlex
@@ -380,6 +387,13 @@ class WebSocket(Protocol):
             argv = ["net", "--codec", json.dumps(codec), "--server-cmd", server, "--name", impl["name"]]
             xfail = (impl.get("xfail_net") or {}).get(label)
             out.append(("net", label, argv + (["--xfail", str(Path(impl["dir"]) / xfail)] if xfail else [])))
+            if impl.get("limit_flags", not impl.get("third_party")):
+                # and the zlib state in the memory budget (WSD-LIM-2), for a server with the limit flags
+                # (--memory-budget: a third-party library's glue has none)
+                label, codec = self.DEFLATE_BUDGET_PROFILE
+                server = f"{cmd('server')} --codec {shlex.quote(json.dumps(codec))} --listen 127.0.0.1:0"
+                out.append(("net", label, ["net", "--codec", json.dumps(codec), "--server-cmd", server, "--name",
+                                           impl["name"], "--select", "websocket/*/net/deflate_state_in_budget"]))
         if cmd("load") and "permessage-deflate" in exts.get("load", ()):
             # the load client with the extension on (its codec's websocket.permessage_deflate): the client
             # cases against the checking server, which accepts the offer and corrupts or drops a reply

@@ -35,6 +35,8 @@ class DeflateEcho(reference.Echo):
 
     def state_cost(self) -> int:
         """The zlib state this connection holds (WSD-LIM-2), which the server's memory budget counts."""
+        if self.fault == "ws-deflate-state-uncounted":  # planted: the budget sees none of it (WSD-LIM-2)
+            return 0
         return sum(z.cost() for z in (self._inflater, self._deflater) if z is not None)
 
     def inflater(self) -> Inflater:

@@ -572,5 +572,6 @@ def cases() -> List[NetCase]:
 
 def deflate_cases() -> List[NetCase]:
     """spec/websocket-deflate.md's cases: only under a codec with permessage_deflate on."""
+    from .deflate_budget import cases as budget
     from .deflate_net import cases as wsd
-    return wsd()
+    return wsd() + budget()

@@ -14,9 +14,12 @@ use std::env;
 use std::path::Path;
 use std::process::{exit, Command};
 
-/// websocket codecs of the network pass beside the default one (the Python pass's are the same:
-/// tools/mutation/run.py PY_NET_CODECS)
+/// websocket codecs of the network pass beside the default one (the Python pass's are the first two:
+/// tools/mutation/run.py PY_NET_CODECS; it mutates reference.py, which has no memory budget)
 const WS_DEFLATE: &str = r#"{"protocol": "websocket", "websocket": {"permessage_deflate": true}}"#;
+/// the deflate profile with a message limit small enough for a budget of a few MiB (the matrix's
+/// "websocket permessage-deflate budget" cell): deflate_state_in_budget runs only under it
+const WS_DEFLATE_BUDGET: &str = r#"{"protocol": "websocket", "limits": {"max_payload": 1048576}, "websocket": {"permessage_deflate": true, "max_message": 1048576}}"#;
 const WS_ENDPOINT: &str =
     r#"{"protocol": "websocket", "websocket": {"path": "/ws/echo", "subprotocol": "echo.v1"}}"#;
 
@@ -211,6 +214,15 @@ fn main() {
                 if step(name) && !run(&format!("network suite, websocket codec switches ({name})"), &mut net) {
                     exit(1)
                 }
+            }
+            // and the deflate case that needs a message limit a small memory budget allows: the zlib state
+            // counted in the budget (WSD-LIM-2), the server started by the case with --memory-budget
+            let cmd = format!("{} --codec '{WS_DEFLATE_BUDGET}' --listen 127.0.0.1:0", server.display());
+            let mut net = Command::new(&bin);
+            net.args(["net", "-x", "--codec", WS_DEFLATE_BUDGET, "--server-cmd", &cmd]);
+            net.args(["--select", "websocket/*/net/deflate_state_in_budget"]);
+            if step("server-deflate") && !run("network suite, permessage-deflate under a small budget", &mut net) {
+                exit(1)
             }
             let client = format!(
                 "{} --codec '{WS_DEFLATE}' --connect {{host}}:{{port}} --connections 4 --payload 32 \

@@ -1,0 +1,181 @@
+"""WSD-LIM-2 on the wire: the memory budget (WS-RES-1) counts a connection's zlib state.
+
+A server started for the case from the command under test, with ``--memory-budget`` a few MiB (the
+codec's message limit must be small enough for that budget to be allowed: WS-RES-1 refuses a budget
+below the largest message), takes connections that each agree on permessage-deflate and send one
+compressible message, so that the server makes both an inflater and a deflater (WSD-LIM-3: not before).
+Each connection still served afterwards holds at least the windows of that state, whatever the
+implementation: 2^(w+2) bytes for a deflater with a 2^w window (zlib's window and hash chain; zconf.h's
+memory formula without its memLevel part, which an implementation chooses) and 2^w for an inflater.
+Their sum must stay within the budget: a server that leaves the state out of its count, or counts it
+as less than its windows, keeps serving more connections than the budget holds. Connections without
+the extension (holding nothing) are served throughout (WS-RES-2)."""
+from __future__ import annotations
+
+import dataclasses
+import socket
+import time
+from typing import List, Optional
+
+from ...checks import CheckFailure
+from ...netsuite import Conn, SkipCase
+from .deflate_net import Link, data_frames, deflate_on
+from .frames import BINARY
+
+#: the budget the server is started with: at least the codec's limits (WS-RES-1), at least this
+MIN_BUDGET = 8 << 20
+#: the case's codecs: a message limit at most this (a larger one makes the budget, and the connections
+#: needed to pass it, grow with it: 100 MiB would take 1 300 connections)
+MAX_LIMIT = 16 << 20
+OFFER = "permessage-deflate; client_max_window_bits"
+MESSAGE = b"frameproof counts the zlib state in the memory budget. " * 20  # 1100 bytes, compressible
+PROBE = b"still served?"
+HEALTHY = 4
+
+
+def applies(codec) -> bool:
+    return deflate_on(codec) and 0 < getattr(codec, "message_limit", 0) <= MAX_LIMIT
+
+
+def deflater_floor(bits: int) -> int:
+    """The least a deflater with a 2^bits window holds: its window (2 x 2^bits) and hash chain (2^bits u16)."""
+    return 1 << (bits + 2)
+
+
+def inflater_floor(bits: int) -> int:
+    """The least an inflater that reads a 2^bits window holds: the window."""
+    return 1 << bits
+
+
+def _bits(v) -> int:
+    return v if isinstance(v, int) and v is not True and 8 <= v <= 15 else 15
+
+
+def _probe(conns: List[Conn], timeout: float = 5.0) -> List[Optional[bool]]:
+    """Sends an uncompressed message on each connection, then reads: True where it is echoed, False where
+    the connection is closed (EOF, reset, a close frame), None where nothing came within ``timeout``."""
+    for i, c in enumerate(conns):
+        try:
+            c.send(data_frames(BINARY, PROBE, (), False, 1000 + i))
+        except OSError:
+            pass
+    out: List[Optional[bool]] = []
+    deadline = time.monotonic() + timeout
+    for c in conns:
+        link = Link.__new__(Link)
+        link.c, link.ctx = c, ""
+        try:
+            fin, rsv, op, payload = link.read_frame(timeout=max(0.2, deadline - time.monotonic()))
+            out.append(op == BINARY and payload == PROBE and fin and not rsv)
+        except CheckFailure as e:
+            out.append(None if "no frame within" in str(e) else False)
+        except OSError:
+            out.append(False)
+    return out
+
+
+def c_state_in_budget(t):
+    """The connections a server keeps serving after compressing for each hold zlib state within its budget."""
+    from ...servers import start_server
+    if not t.server_cmd:
+        raise SkipCase("needs the server's command (frameproof net --server-cmd), not a running server")
+    budget = max(MIN_BUDGET, t.codec.message_limit, t.limit)
+    cmd = f"{t.server_cmd} --memory-budget {budget}"
+    try:
+        srv = start_server(cmd, cwd=t.cwd)
+    except RuntimeError as e:
+        raise CheckFailure(f"the server started with --memory-budget {budget} (WS-RES-1's flag):\n  expected it to "
+                           f"listen\n  actual   {e}", ["WS-RES-1"])
+    own = dataclasses.replace(t, host=srv.host, port=srv.port, pid=srv.proc.pid)
+    healthy: List[Conn] = []
+    links: List[Link] = []
+    compressed: List[bool] = []
+    floor_d = deflater_floor(15) + inflater_floor(15)
+    n = 2 * budget // floor_d + 4  # twice what the budget holds at the least each can hold
+    try:
+        for i in range(HEALTHY):
+            healthy.append(Conn(own))
+        _healthy(own, healthy, "before the compressing connections")
+        for i in range(n):
+            try:
+                link = Link(own, OFFER, f"compressing connection {i + 1} of {n}: ")
+            except CheckFailure:
+                if links and _gone(links):  # the server stopped taking connections: a crash shows below
+                    break
+                raise
+            link.send_message(MESSAGE)
+            try:
+                _, got, rsv1 = link.read_message(f"the echo of a {len(MESSAGE)}-byte compressed message")
+                if got != MESSAGE:
+                    raise CheckFailure(f"compressing connection {i + 1}: the echo differs from the message "
+                                       f"({len(got)} bytes {got[:24]!r})", ["WS-ECHO-1"])
+                compressed.append(rsv1)
+            except CheckFailure as e:
+                if "closed the connection" not in str(e) and "reset" not in str(e):
+                    raise
+                compressed.append(False)  # closed for the budget before (or instead of) its echo
+            agreed = link.agreed
+            # the client's zlib state is not needed again: 2 x 300 KiB a connection kept for nothing
+            link.deflater = link.inflater = link.kept = None
+            links.append(link)
+        time.sleep(0.2)  # a budget close may land just after the last echo
+        alive = _probe([lk.c for lk in links])
+        stuck = [i + 1 for i, a in enumerate(alive) if a is None]
+        if stuck:
+            raise CheckFailure(f"{len(stuck)} of {len(links)} connections that agreed on permessage-deflate and had "
+                               f"one message echoed (e.g. {stuck[:5]}):\n  expected an echo of an uncompressed "
+                               f"message, or the connection closed\n  actual   nothing within 5 s", ["WS-RES-2"])
+        _healthy(own, healthy, f"after {len(links)} compressing connections")
+        wd = _bits(getattr(agreed, "server_max_window_bits", None))
+        wi = _bits(getattr(agreed, "client_max_window_bits", None))
+        with_d = sum(1 for a, z in zip(alive, compressed) if a and z)
+        with_i = sum(1 for a, z in zip(alive, compressed) if a and not z)
+        least = with_d * (deflater_floor(wd) + inflater_floor(wi)) + with_i * inflater_floor(wi)
+        if least > budget:
+            raise CheckFailure(
+                f"a server started with --memory-budget {budget}, then {len(links)} connections each agreeing on "
+                f"{OFFER!r} (server window 2^{wd}, client window 2^{wi}) and sending one compressible message of "
+                f"{len(MESSAGE)} bytes, one connection after another; then an uncompressed message on each:\n"
+                f"  expected the connections still served to hold zlib state within the budget: at least "
+                f"{deflater_floor(wd) + inflater_floor(wi)} bytes each where the echo came compressed (a deflater's "
+                f"window and hash chain, an inflater's window), {inflater_floor(wi)} where it did not\n"
+                f"  actual   {with_d} served after a compressed echo and {with_i} after an uncompressed one: at least "
+                f"{least} bytes, over the budget by {least - budget}: the state is not counted, or counted as less "
+                f"than its windows", ["WSD-LIM-2", "WS-RES-1"])
+        if not any(alive):
+            raise CheckFailure(f"a server started with --memory-budget {budget}: of {len(links)} connections that "
+                               f"compressed one message each, none is served afterwards:\n  expected the budget to "
+                               f"close connections only until the rest fit (about {budget // (340 << 10)} at zlib's "
+                               f"own sizes)\n  actual   every one closed", ["WS-RES-1"])
+    finally:
+        for c in healthy + [lk.c for lk in links]:
+            c.close()
+        srv.stop()
+
+
+def _gone(links: List[Link]) -> bool:
+    try:
+        s = socket.create_connection((links[0].t.host, links[0].t.port), timeout=2)
+        s.close()
+        return False
+    except OSError:
+        return True
+
+
+def _healthy(t, conns: List[Conn], when: str):
+    """WS-RES-2: connections holding nothing (no extension, no message unfinished) are served."""
+    alive = _probe(conns)
+    if not all(alive):
+        raise CheckFailure(f"{HEALTHY} connections without the extension, holding nothing, {when}:\n  expected each "
+                           f"to echo an uncompressed message\n  actual   {alive.count(False)} closed, "
+                           f"{alive.count(None)} silent", ["WS-RES-2"])
+
+
+def cases() -> list:
+    from ...netsuite import NetCase
+    return [
+        NetCase("deflate_state_in_budget", ["WSD-LIM-2", "WS-RES-1", "WS-RES-2"], "A server started with a memory budget "
+                "of a few MiB, then twice as many connections as zlib's windows fit in it, each compressing one "
+                "message: those still served hold their zlib state within the budget; connections without the "
+                "extension are served throughout", c_state_in_budget, when=applies),
+    ]
