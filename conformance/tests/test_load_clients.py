@@ -37,6 +37,11 @@ BROKEN = [("rpc", "--mode stream --window 4 --requests 300", "no-verify", "HAR-V
           # the prose payloads (the benchmark's compressible text) are the contract's, word for word
           ("websocket", "--variant prose --mode pipelined --window 8 --requests 3000 --payload 200",
            "ws-prose-neighbour-word", "HAR-CLI-1"),
+          # the messages of the --variant named: text frames for text and prose, the prose words for prose
+          ("websocket", "--variant text --mode pipelined --window 8 --requests 3000", "ws-client-ignores-variant",
+           "HAR-CLI-1"),
+          ("websocket", "--variant prose --mode pipelined --window 8 --requests 3000 --payload 200",
+           "ws-prose-as-text", "HAR-CLI-1"),
           # one masking key for every frame (RFC 6455 §5.3: a fresh one per frame)
           ("websocket", "--mode pipelined --window 8 --requests 3000", "ws-client-fixed-mask-key", "WS-MASK-5"),
           # reads a 101 whose head never ends without bound (opening_response_endless)

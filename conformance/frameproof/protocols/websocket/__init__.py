@@ -290,10 +290,15 @@ class WebSocket(Protocol):
     def client_request_check(self, variant=None):
         """HAR-CLI-1 for websocket: a load client sends whole messages (FIN text or binary frames,
         masked: the server-role decoder enforces WS-MASK-1) and at most a close at the end; each
-        connection's masking keys fresh (WS-MASK-5, client_masking)."""
+        connection's masking keys fresh (WS-MASK-5, client_masking). The messages are of the client's
+        --variant (reference-impls/README.md, fp-load): binary frames for binary (the default), text
+        frames for text and prose, and prose payloads the contract's words after their index."""
         from .client_masking import KeyWatch
         st = {"n": 0, "closed": False}
         keys = KeyWatch()
+        named = variant or load.VARIANTS[0]
+        want_op = {"binary": BINARY, "text": TEXT, "prose": TEXT}.get(named)  # an unknown one: the client refuses it
+        kind = {BINARY: "binary", TEXT: "text"}
 
         def check(f):
             st["n"] += 1
@@ -309,9 +314,16 @@ class WebSocket(Protocol):
                 return None
             if h.opcode not in (TEXT, BINARY) or not h.fin:
                 return f"frame {st['n']} is opcode {h.opcode} fin={h.fin}; the load client sends single-frame messages"
+            if want_op is not None and h.opcode != want_op:
+                return (f"frame {st['n']} is a {kind[h.opcode]} frame; the client was run with --variant {named}, "
+                        f"whose messages are {kind[want_op]}")
             # --variant prose: the payload names its index (decimal, then a space; the text variant's hex
             # has no space), and the rest must be the contract's words for it (load.prose)
             first, space, _ = bytes(f.payload).partition(b" ")
+            if named == "prose" and not h.rsv and not (space and first.isdigit()) and \
+                    not (first.isdigit() and len(first) <= 20) and f.payload:  # (compressed: RSV1, not read here)
+                return (f"frame {st['n']}: the client was run with --variant prose, and the payload does not start "
+                        f"with its index and a space: {bytes(f.payload)[:24]!r}")
             if h.opcode == TEXT and space and first.isdigit():
                 want = load.prose(int(first), len(f.payload))
                 if bytes(f.payload) != want:

@@ -47,7 +47,9 @@ HEAD_FAULTS = {"ws-client-unbounded-head": "WS-HS-10"}  # reads a 101 whose head
 #: deflate_response_refused
 DEFLATE_FAULTS = {"ws-client-ignores-extensions": "WSD-NEG-5"}  # never reads Sec-WebSocket-Extensions
 #: a planted bug of --variant prose, caught by the checking server (client_request_check, HAR-CLI-1)
-PROSE_FAULTS = {"ws-prose-neighbour-word": "HAR-CLI-1"}  # draws the word next to the contract's
+PROSE_FAULTS = {"ws-prose-neighbour-word": "HAR-CLI-1",  # draws the word next to the contract's
+               "ws-client-ignores-variant": "HAR-CLI-1",  # sends binary frames whatever --variant names
+               "ws-prose-as-text": "HAR-CLI-1"}  # --variant prose sends the text variant's hex
 #: a planted bug of the masking keys, caught by the checking server (client_masking, WS-MASK-5)
 MASK_FAULTS = {"ws-client-fixed-mask-key": "WS-MASK-5"}  # one key for every frame
 
@@ -117,7 +119,7 @@ class WsLoadSide(LoadSide):
         return self.head[end + 4:]
 
     def payload(self, index, size):
-        if self.variant == "prose":
+        if self.variant == "prose" and self.fault != "ws-prose-as-text":  # planted: the hex below instead
             return prose(index, size, self.fault == "ws-prose-neighbour-word")
         if self.opcode == TEXT:  # the hex of the binary payload: valid UTF-8, unique per index
             return payload_for(index, (size + 1) // 2).hex()[:size].encode()
@@ -126,7 +128,8 @@ class WsLoadSide(LoadSide):
     def request(self, payload):
         key = self.next_key
         mask = b"\x37\xfa\x21\x3d" if self.fault == "ws-client-fixed-mask-key" else os.urandom(4)
-        return key, frame(self.opcode, payload, True, mask)
+        opcode = BINARY if self.fault == "ws-client-ignores-variant" else self.opcode  # planted: one opcode
+        return key, frame(opcode, payload, True, mask)
 
     def sent(self, key, entry, one_way=False):
         self.next_key = key + 1
