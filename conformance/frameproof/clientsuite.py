@@ -5,7 +5,7 @@ frameproof runs a checking echo server on 127.0.0.1 and starts the client with
 path where the client must write its JSON report. Three runs:
 
 * clean: the server answers everything; the client's counts must equal the server's;
-* corrupted: the server flips a byte in every 97th reply; the client must count each;
+* corrupted: the server corrupts every 97th reply (a payload bit, or a header field: Protocol.corrupt_reply); the client must count each;
 * dropped: the server leaves every 101st request unanswered; the client must report it
   and exit non-zero within its timeout.
 """

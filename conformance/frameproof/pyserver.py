@@ -228,9 +228,7 @@ class EchoConn(asyncio.Protocol):
                     st.corrupted += 1
                 echo.done = None
             elif srv.corrupt_every and srv._seen % srv.corrupt_every == 0 and reply.payload:
-                from dataclasses import replace
-                # bit 0 only: text stays valid UTF-8, so the client sees a wrong payload, not a broken stream
-                reply = replace(reply, payload=bytes([reply.payload[0] ^ 0x01]) + reply.payload[1:])
+                reply = srv.proto.corrupt_reply(reply, st.corrupted)  # a payload bit, or a header field
                 st.corrupted += 1
             if srv.strays and srv._seen % srv.strays[0] == 0:  # (every, fn(reply) -> frames written before it)
                 stray = srv.strays[1](reply)

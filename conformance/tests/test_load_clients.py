@@ -42,6 +42,9 @@ BROKEN = [("rpc", "--mode stream --window 4 --requests 300", "no-verify", "HAR-V
            "HAR-CLI-1"),
           ("websocket", "--variant prose --mode pipelined --window 8 --requests 3000 --payload 200",
            "ws-prose-as-text", "HAR-CLI-1"),
+          # an echo of another opcode (a text message echoed as binary, its payload intact) is an error
+          ("websocket", "--variant text --mode pipelined --window 8 --requests 3000", "ws-client-ignores-opcode",
+           "HAR-VERIFY-1"),
           # one masking key for every frame (RFC 6455 §5.3: a fresh one per frame)
           ("websocket", "--mode pipelined --window 8 --requests 3000", "ws-client-fixed-mask-key", "WS-MASK-5"),
           # reads a 101 whose head never ends without bound (opening_response_endless)

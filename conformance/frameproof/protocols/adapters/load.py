@@ -36,6 +36,13 @@ class LoadClient:
         (to it); False for protocol traffic around them (stream set-up, close frames). Default: all."""
         return True
 
+    def corrupt_reply(self, reply, k: int):
+        """The ``k``-th reply the checking server corrupts on purpose (0, 1, ...; clientsuite's corrupted run):
+        a load client must count it as an error (HAR-VERIFY-1). Default: bit 0 of the first payload byte
+        flipped (text stays valid UTF-8: the client sees a wrong payload, not a broken stream)."""
+        from dataclasses import replace
+        return replace(reply, payload=bytes([reply.payload[0] ^ 0x01]) + reply.payload[1:])
+
     def client_extension(self, codec):
         """The extension ``codec`` switches on that a load client must offer and get on every
         connection (the checking server counts the connections that agreed on one), or None."""

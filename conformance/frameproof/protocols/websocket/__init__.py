@@ -287,6 +287,14 @@ class WebSocket(Protocol):
     def counted(self, f):
         return f.header is not None and f.header.opcode in (TEXT, BINARY)
 
+    def corrupt_reply(self, reply, k):
+        """Every other corrupted text echo goes out as a binary frame, its payload intact: WS-ECHO-1 gives the
+        echo the message's opcode, and a client that compares payloads alone takes it (a binary echo is
+        not turned into text: the default variant's payloads are not UTF-8, which a client rightly fails)."""
+        if k % 2 and reply.header.opcode == TEXT:
+            return replace(reply, header=replace(reply.header, opcode=BINARY))
+        return super().corrupt_reply(reply, k)
+
     def client_request_check(self, variant=None):
         """HAR-CLI-1 for websocket: a load client sends whole messages (FIN text or binary frames,
         masked: the server-role decoder enforces WS-MASK-1) and at most a close at the end; each

@@ -46,10 +46,12 @@ HEAD_FAULTS = {"ws-client-unbounded-head": "WS-HS-10"}  # reads a 101 whose head
 #: planted bugs of the permessage-deflate layer (spec/websocket-deflate.md), caught by the client case
 #: deflate_response_refused
 DEFLATE_FAULTS = {"ws-client-ignores-extensions": "WSD-NEG-5"}  # never reads Sec-WebSocket-Extensions
-#: a planted bug of --variant prose, caught by the checking server (client_request_check, HAR-CLI-1)
+#: planted bugs of the variants (--variant text, prose), caught by the checking server: its request check
+#: (client_request_check, HAR-CLI-1) and its corrupted replies (corrupt_reply, HAR-VERIFY-1)
 PROSE_FAULTS = {"ws-prose-neighbour-word": "HAR-CLI-1",  # draws the word next to the contract's
                "ws-client-ignores-variant": "HAR-CLI-1",  # sends binary frames whatever --variant names
-               "ws-prose-as-text": "HAR-CLI-1"}  # --variant prose sends the text variant's hex
+               "ws-prose-as-text": "HAR-CLI-1",  # --variant prose sends the text variant's hex
+               "ws-client-ignores-opcode": "HAR-VERIFY-1"}  # takes an echo of another opcode, payload alone
 #: a planted bug of the masking keys, caught by the checking server (client_masking, WS-MASK-5)
 MASK_FAULTS = {"ws-client-fixed-mask-key": "WS-MASK-5"}  # one key for every frame
 
@@ -146,7 +148,8 @@ class WsLoadSide(LoadSide):
 
     def reply_ok(self, f, payload):
         h = f.header
-        return f.payload == payload and h.opcode == self.opcode and h.fin and not h.masked
+        same_op = h.opcode == self.opcode or self.fault == "ws-client-ignores-opcode"  # planted: payload alone
+        return f.payload == payload and same_op and h.fin and not h.masked
 
     def goodbye(self):
         return self.encode(frame(CLOSE, (1000).to_bytes(2, "big"), True, os.urandom(4)))
