@@ -124,6 +124,10 @@ class EchoConn(asyncio.Protocol):
             tr.abort()
 
     def connection_lost(self, exc):
+        end = getattr(self.check, "at_end", None) if self.srv.check else None  # a client's rule for its end
+        bad = end() if end is not None else None
+        if bad:
+            self.srv.stats.note(f"connection {self.no}: {bad}")
         self.closing = True
         self.srv._forget(self)
         self.dec = self.replier = self.opening = None

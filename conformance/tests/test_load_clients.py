@@ -45,6 +45,8 @@ BROKEN = [("rpc", "--mode stream --window 4 --requests 300", "no-verify", "HAR-V
           # an echo of another opcode (a text message echoed as binary, its payload intact) is an error
           ("websocket", "--variant text --mode pipelined --window 8 --requests 3000", "ws-client-ignores-opcode",
            "HAR-VERIFY-1"),
+          # a connection ended without the close frame (the checking server sees its end: at_end)
+          ("websocket", "--mode pipelined --window 8 --requests 3000", "ws-client-no-close", "HAR-CLI-1"),
           # one masking key for every frame (RFC 6455 §5.3: a fresh one per frame)
           ("websocket", "--mode pipelined --window 8 --requests 3000", "ws-client-fixed-mask-key", "WS-MASK-5"),
           # reads a 101 whose head never ends without bound (opening_response_endless)

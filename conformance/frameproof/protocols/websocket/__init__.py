@@ -339,6 +339,14 @@ class WebSocket(Protocol):
                     return (f"frame {st['n']}: prose payload of request {int(first)} differs from the contract's at "
                             f"byte {at}: {bytes(f.payload)[max(0, at - 8):at + 16]!r}, expected {want[max(0, at - 8):at + 16]!r}")
             return None
+
+        def at_end():
+            """The connection ended: after messages, a load client closes the RFC 6455 §7.1.2 way, with a close
+            frame (HAR-CLI-1: at most a close at the end; the checking server sends none first)."""
+            if st["n"] and not st["closed"]:
+                return f"the connection ended after {st['n']} frame(s) without the client's close frame (RFC 6455 §7.1.2)"
+            return None
+        check.at_end = at_end
         return check
 
     def stress_codec(self):

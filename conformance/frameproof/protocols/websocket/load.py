@@ -51,7 +51,8 @@ DEFLATE_FAULTS = {"ws-client-ignores-extensions": "WSD-NEG-5"}  # never reads Se
 PROSE_FAULTS = {"ws-prose-neighbour-word": "HAR-CLI-1",  # draws the word next to the contract's
                "ws-client-ignores-variant": "HAR-CLI-1",  # sends binary frames whatever --variant names
                "ws-prose-as-text": "HAR-CLI-1",  # --variant prose sends the text variant's hex
-               "ws-client-ignores-opcode": "HAR-VERIFY-1"}  # takes an echo of another opcode, payload alone
+               "ws-client-ignores-opcode": "HAR-VERIFY-1",  # takes an echo of another opcode, payload alone
+               "ws-client-no-close": "HAR-CLI-1"}  # ends its connections without a close frame (RFC 6455 §7.1.2)
 #: a planted bug of the masking keys, caught by the checking server (client_masking, WS-MASK-5)
 MASK_FAULTS = {"ws-client-fixed-mask-key": "WS-MASK-5"}  # one key for every frame
 
@@ -152,4 +153,6 @@ class WsLoadSide(LoadSide):
         return f.payload == payload and same_op and h.fin and not h.masked
 
     def goodbye(self):
+        if self.fault == "ws-client-no-close":  # planted: ends its connections without a close frame
+            return b""
         return self.encode(frame(CLOSE, (1000).to_bytes(2, "big"), True, os.urandom(4)))
