@@ -60,7 +60,11 @@ def test_deflate_cases_run_only_with_the_extension_on():
     (state,) = [c for c in cases("websocket") if c.name == "deflate_state_in_budget"]
     assert state.applies(budget) and not state.applies(on) and not state.applies(off)
     # the other opt-in case: the resource path's (WS-HS-9), under a codec naming websocket.path
-    assert all(c.applies(off) for c in cases("websocket") if c not in wsd and c.name != state.name
+    # and the budget's count of unfinished frames beside it, in the same cell: a small message limit, with or
+    # without the extension
+    (partial,) = [c for c in cases("websocket") if c.name == "budget_unfinished_frames"]
+    assert partial.applies(budget) and not partial.applies(on) and not partial.applies(off)
+    assert all(c.applies(off) for c in cases("websocket") if c not in wsd and c.name not in (state.name, partial.name)
                and "WS-HS-9" not in c.requirements)
 
 
@@ -91,7 +95,8 @@ def test_deflate_net_profile_only_for_servers_that_claim_it():
     blabel, bcodec = ws.DEFLATE_BUDGET_PROFILE
     group, argv = cells[blabel]
     assert json.loads(argv[argv.index("--codec") + 1]) == bcodec
-    assert argv[-2:] == ["--select", "websocket/*/net/deflate_state_in_budget"]
+    assert argv[-4:] == ["--select", "websocket/*/net/deflate_state_in_budget",
+                         "--select", "websocket/*/net/budget_unfinished_frames"]
     impl["third_party"] = True
     assert blabel not in {lab for _, lab, _ in ws.matrix_suites(impl, cmd, "smoke", "small")}
     impl["limit_flags"] = True

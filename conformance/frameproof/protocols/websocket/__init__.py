@@ -417,11 +417,13 @@ class WebSocket(Protocol):
             out.append(("net", label, argv + (["--xfail", str(Path(impl["dir"]) / xfail)] if xfail else [])))
             if impl.get("limit_flags", not impl.get("third_party")):
                 # and the zlib state in the memory budget (WSD-LIM-2), for a server with the limit flags
-                # (--memory-budget: a third-party library's glue has none)
+                # (--memory-budget: a third-party library's glue has none), with the budget's count of
+                # unfinished frames beside it (WS-RES-1 in seconds: the stress group takes minutes)
                 label, codec = self.DEFLATE_BUDGET_PROFILE
                 server = f"{cmd('server')} --codec {shlex.quote(json.dumps(codec))} --listen 127.0.0.1:0"
                 out.append(("net", label, ["net", "--codec", json.dumps(codec), "--server-cmd", server, "--name",
-                                           impl["name"], "--select", "websocket/*/net/deflate_state_in_budget"]))
+                                           impl["name"], "--select", "websocket/*/net/deflate_state_in_budget",
+                                           "--select", "websocket/*/net/budget_unfinished_frames"]))
         if cmd("load") and "permessage-deflate" in exts.get("load", ()):
             # the load client with the extension on (its codec's websocket.permessage_deflate): the client
             # cases against the checking server, which accepts the offer and corrupts or drops a reply

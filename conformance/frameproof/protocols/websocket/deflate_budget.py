@@ -1,4 +1,6 @@
-"""WSD-LIM-2 on the wire: the memory budget (WS-RES-1) counts a connection's zlib state.
+"""WSD-LIM-2 on the wire: the memory budget (WS-RES-1) counts a connection's zlib state; and, under the same
+small budget, its count of unfinished frames (budget_unfinished_frames: the stress group's memory scenario in
+small, for a run that has no minutes for the stress group, the mutation pass).
 
 A server started for the case from the command under test, with ``--memory-budget`` a few MiB (the
 codec's message limit must be small enough for that budget to be allowed: WS-RES-1 refuses a budget
@@ -171,6 +173,86 @@ def _healthy(t, conns: List[Conn], when: str):
                            f"{alive.count(None)} silent", ["WS-RES-2"])
 
 
+def applies_partial(codec) -> bool:
+    """The unfinished-frames case: a message limit the small budget allows, frames larger than RES-2's floor."""
+    return 0 < getattr(codec, "message_limit", 0) <= MAX_LIMIT and getattr(codec, "max_payload", 0) > 4 * FLOOR
+
+
+FLOOR = 64 << 10  # WS-RES-2: a connection holding at most this is never closed for the budget
+
+
+def c_partial_in_budget(t):
+    """The budget's own accounting, without the extension: connections each holding an unfinished frame of
+    nearly the frame limit, twice what the budget holds; those still open afterwards hold within it."""
+    from ...servers import start_server
+    if not t.server_cmd:
+        raise SkipCase("needs the server's command (frameproof net --server-cmd), not a running server")
+    budget = max(MIN_BUDGET, t.codec.message_limit, t.limit)
+    size = t.limit  # the frame each connection starts: the largest allowed, all but its last byte sent
+    n = 2 * budget // size + 2
+    cmd = f"{t.server_cmd} --memory-budget {budget}"
+    try:
+        srv = start_server(cmd, cwd=t.cwd)
+    except RuntimeError as e:
+        raise CheckFailure(f"the server started with --memory-budget {budget} (WS-RES-1's flag):\n  expected it to "
+                           f"listen\n  actual   {e}", ["WS-RES-1"])
+    own = dataclasses.replace(t, host=srv.host, port=srv.port, pid=srv.proc.pid)
+    healthy: List[Conn] = []
+    holders: List[Conn] = []
+    body = bytes(range(256)) * (size // 256 + 1)
+    head = bytes([0x82, 0x80 | 127]) + size.to_bytes(8, "big") + bytes(4)  # masked with a zero key: plain bytes
+    try:
+        for _ in range(HEALTHY):
+            healthy.append(Conn(own))
+        _healthy(own, healthy, "before the holding connections")
+        for _ in range(n):
+            c = Conn(own)
+            holders.append(c)
+            try:
+                c.send(head + body[:size - 1])
+            except OSError:
+                pass  # closed for the budget while it wrote
+        time.sleep(0.3)  # the last reads reach the budget
+        for c in holders:  # the last byte: a connection still open echoes the whole frame
+            try:
+                c.send(body[size - 1:size])
+            except OSError:
+                pass
+        served = 0
+        for i, c in enumerate(holders):
+            try:
+                got = c.read_frames(1, what=f"the echo of connection {i + 1}'s {size}-byte frame")
+            except CheckFailure as e:
+                if c.eof or "closed" in str(e) or "reset" in str(e):
+                    continue
+                raise CheckFailure(f"connection {i + 1} of {n}, which held an unfinished {size}-byte frame, then "
+                                   f"sent its last byte:\n  expected the frame echoed, or the connection closed for "
+                                   f"the budget\n  actual   {e}", ["WS-RES-2"])
+            if len(got) == 1 and bytes(got[0].payload) == body[:size]:
+                served += 1
+            else:
+                raise CheckFailure(f"connection {i + 1}: the echo of a {size}-byte frame is "
+                                   f"{[f.short() for f in got]}", ["WS-ECHO-1"])
+        _healthy(own, healthy, f"after {n} connections holding unfinished frames")
+        if served * (size - 1) > budget:
+            raise CheckFailure(
+                f"a server started with --memory-budget {budget}, then {n} connections each sending all but the "
+                f"last byte of a {size}-byte frame, one after another, then each its last byte:\n  expected the "
+                f"connections still open to hold at most the budget together: at most {budget // (size - 1)} of "
+                f"them\n  actual   {served} echoed their frame: {served * (size - 1)} bytes held at once, over the "
+                f"budget: the unfinished frames are not counted, or counted as less than they are",
+                ["WS-RES-1"])
+        if served == 0:
+            raise CheckFailure(f"a server started with --memory-budget {budget}: of {n} connections each holding "
+                               f"{size - 1} bytes, none was served afterwards:\n  expected the budget to close "
+                               f"connections only until the rest fit (about {budget // size})\n  actual   every one "
+                               f"closed", ["WS-RES-1"])
+    finally:
+        for c in healthy + holders:
+            c.close()
+        srv.stop()
+
+
 def cases() -> list:
     from ...netsuite import NetCase
     return [
@@ -178,4 +260,8 @@ def cases() -> list:
                 "of a few MiB, then twice as many connections as zlib's windows fit in it, each compressing one "
                 "message: those still served hold their zlib state within the budget; connections without the "
                 "extension are served throughout", c_state_in_budget, when=applies),
+        NetCase("budget_unfinished_frames", ["WS-RES-1", "WS-RES-2"], "A server started with a memory budget of a "
+                "few MiB, then twice as many connections as it holds each sending all but the last byte of the "
+                "largest frame: those still open hold within the budget and echo their frame once it ends; "
+                "connections holding nothing are served throughout", c_partial_in_budget, when=applies_partial),
     ]
