@@ -127,6 +127,7 @@ class WebSocket(Protocol):
         "ws-header-names-case-sensitive": "WS-HS-6",
         "ws-last-header-wins": "WS-HS-6",
         "ws-close-rejects-4xxx": "WS-CLOSE-2",
+        "ws-unbounded-request-head": "WS-HS-11",  # buffers a request head that never ends, without a bound
     }
     #: specs of the layers websocket carries: permessage-deflate (RFC 7692, WSD-*), checked by the network
     #: cases of protocols/websocket/deflate_net.py under a codec with websocket.permessage_deflate true

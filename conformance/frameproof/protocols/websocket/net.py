@@ -494,6 +494,7 @@ def cases() -> List[NetCase]:
     # the refusal cases use the request helpers above: imported here, not at the top (a cycle)
     from .handshake_refusals import (c_bad_request_line, c_bad_requests, c_other_paths, c_version_426,
                                      c_version_missing_426)
+    from .server_head_bound import c_request_head_endless
     from .split_reads import c_new_message_mid_fragments, c_payload_like_a_frame
     return [
         NetCase("handshake_rfc_example", ["WS-HS-2", "WS-HS-5"],
@@ -521,6 +522,8 @@ def cases() -> List[NetCase]:
                 "uncompressed (the extension off); accepted as offered, frames compressed (on)", c_extensions_declined),
         NetCase("handshake_hostile", ["WS-HS-1"], "Endless headers, garbage and frames before the handshake: no "
                 "upgrade, the server stays up", c_hostile_handshakes, hostile=True),
+        NetCase("handshake_head_endless", ["WS-HS-11"], "A request head whose last header line never ends: a 4xx "
+                "or a close before 16 MiB are written", c_request_head_endless, hostile=True),
         N.generic("one_request_one_reply", ["WS-ECHO-1", "WS-MASK-4"]),
         N.generic("pipelined_one_write", ["WS-ECHO-1", "WS-STR-2"]),
         N.generic("dribbled_byte_by_byte", ["WS-STR-1"]),

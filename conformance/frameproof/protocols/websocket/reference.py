@@ -384,7 +384,7 @@ class ServerOpening:
         self.buf += data
         end = self.buf.find(b"\r\n\r\n")
         if end < 0:
-            if len(self.buf) > MAX_HEAD:
+            if len(self.buf) > MAX_HEAD and self.fault != "ws-unbounded-request-head":  # planted: reads on
                 return self._status(431, "Request Header Fields Too Large"), b""
             return b"", None
         head, rest = self.buf[:end].decode("latin-1"), self.buf[end + 4:]
