@@ -469,7 +469,9 @@ class EchoServer:
         out = self._check_output(c, now)
         if out < 0:
             return
-        if c.opening is not None and now - c.accepted > lim.idle_timeout_ms / 1000 and fault != "no-idle-timeout":
+        # planted (ws-handshake-from-last-byte): the opening timed from its last byte, not the accept (RES-3)
+        since = c.last_rx if fault == "ws-handshake-from-last-byte" else c.accepted
+        if c.opening is not None and now - since > lim.idle_timeout_ms / 1000 and fault != "no-idle-timeout":
             if not c.waiting_bytes():
                 closed["handshake"] += 1
                 c.close("handshake timeout", abort=True)

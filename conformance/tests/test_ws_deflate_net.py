@@ -38,7 +38,7 @@ def test_correct_server_passes_the_deflate_profile(frameproof):
 
 
 @pytest.mark.parametrize("fault,broken", sorted((f, r) for f, r in registry.get("websocket").opt_in_server_faults.items()
-                                                 if r.startswith("WSD-")))
+                                                 if r.startswith("WSD-") or r.startswith("WS-RES-")))
 def test_planted_deflate_fault_is_caught(frameproof, fault, broken, monkeypatch):
     monkeypatch.setenv("FRAMEPROOF_NET_TIMEOUT", "2")
     monkeypatch.setenv("FRAMEPROOF_WSD_BOMB_MIB", "256")
@@ -62,9 +62,9 @@ def test_deflate_cases_run_only_with_the_extension_on():
     # the other opt-in case: the resource path's (WS-HS-9), under a codec naming websocket.path
     # and the budget's count of unfinished frames beside it, in the same cell: a small message limit, with or
     # without the extension
-    (partial,) = [c for c in cases("websocket") if c.name == "budget_unfinished_frames"]
-    assert partial.applies(budget) and not partial.applies(on) and not partial.applies(off)
-    assert all(c.applies(off) for c in cases("websocket") if c not in wsd and c.name not in (state.name, partial.name)
+    small = [c for c in cases("websocket") if c.name in ("budget_unfinished_frames", "timeouts_in_seconds")]
+    assert len(small) == 2 and all(c.applies(budget) and not c.applies(on) and not c.applies(off) for c in small)
+    assert all(c.applies(off) for c in cases("websocket") if c not in wsd and c.name != state.name and c not in small
                and "WS-HS-9" not in c.requirements)
 
 
@@ -95,8 +95,9 @@ def test_deflate_net_profile_only_for_servers_that_claim_it():
     blabel, bcodec = ws.DEFLATE_BUDGET_PROFILE
     group, argv = cells[blabel]
     assert json.loads(argv[argv.index("--codec") + 1]) == bcodec
-    assert argv[-4:] == ["--select", "websocket/*/net/deflate_state_in_budget",
-                         "--select", "websocket/*/net/budget_unfinished_frames"]
+    assert argv[-6:] == ["--select", "websocket/*/net/deflate_state_in_budget",
+                         "--select", "websocket/*/net/budget_unfinished_frames",
+                         "--select", "websocket/*/net/timeouts_in_seconds"]
     impl["third_party"] = True
     assert blabel not in {lab for _, lab, _ in ws.matrix_suites(impl, cmd, "smoke", "small")}
     impl["limit_flags"] = True

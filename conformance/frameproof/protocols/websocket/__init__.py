@@ -144,6 +144,8 @@ class WebSocket(Protocol):
         "ws-deflate-eager-state": "WSD-LIM-3",  # makes zlib's state at the opening, not at the first message
         "ws-deflate-always-compresses": "WSD-FRM-3",  # compresses every echo, even one that grows (random bytes)
         "ws-deflate-state-uncounted": "WSD-LIM-2",  # leaves the zlib state out of the memory budget's count
+        # and one only the small-limits cell catches (timeouts_in_seconds; tests/test_ws_deflate_net.py)
+        "ws-handshake-from-last-byte": "WS-RES-3",  # times the opening from its last byte, not the accept
         # and one only a codec naming websocket.path catches (tests/test_ws_endpoint_params.py)
         "ws-serves-any-path": "WS-HS-9",  # upgrades every request target, not only the configured path
     }
@@ -424,7 +426,8 @@ class WebSocket(Protocol):
                 server = f"{cmd('server')} --codec {shlex.quote(json.dumps(codec))} --listen 127.0.0.1:0"
                 out.append(("net", label, ["net", "--codec", json.dumps(codec), "--server-cmd", server, "--name",
                                            impl["name"], "--select", "websocket/*/net/deflate_state_in_budget",
-                                           "--select", "websocket/*/net/budget_unfinished_frames"]))
+                                           "--select", "websocket/*/net/budget_unfinished_frames",
+                                           "--select", "websocket/*/net/timeouts_in_seconds"]))
         if cmd("load") and "permessage-deflate" in exts.get("load", ()):
             # the load client with the extension on (its codec's websocket.permessage_deflate): the client
             # cases against the checking server, which accepts the offer and corrupts or drops a reply

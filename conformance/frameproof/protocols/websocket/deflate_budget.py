@@ -175,7 +175,8 @@ def _healthy(t, conns: List[Conn], when: str):
 
 def applies_partial(codec) -> bool:
     """The unfinished-frames case: a message limit the small budget allows, frames larger than RES-2's floor."""
-    return 0 < getattr(codec, "message_limit", 0) <= MAX_LIMIT and getattr(codec, "max_payload", 0) > 4 * FLOOR
+    frame = getattr(codec, "max_payload", 0) or getattr(codec, "DEFAULT_MAX", 0)  # 0: the spec's default
+    return 0 < getattr(codec, "message_limit", 0) <= MAX_LIMIT and frame > 4 * FLOOR
 
 
 FLOOR = 64 << 10  # WS-RES-2: a connection holding at most this is never closed for the budget
@@ -255,6 +256,7 @@ def c_partial_in_budget(t):
 
 def cases() -> list:
     from ...netsuite import NetCase
+    from .timeouts_small import c_timeouts_in_seconds
     return [
         NetCase("deflate_state_in_budget", ["WSD-LIM-2", "WS-RES-1", "WS-RES-2"], "A server started with a memory budget "
                 "of a few MiB, then twice as many connections as zlib's windows fit in it, each compressing one "
@@ -264,4 +266,8 @@ def cases() -> list:
                 "few MiB, then twice as many connections as it holds each sending all but the last byte of the "
                 "largest frame: those still open hold within the budget and echo their frame once it ends; "
                 "connections holding nothing are served throughout", c_partial_in_budget, when=applies_partial),
+        NetCase("timeouts_in_seconds", ["WS-RES-3", "WS-RES-4"], "A server started with 1.2 s timeouts: a connection "
+                "sending a message every 0.3 s is served throughout; an opening dribbled a byte at a time, a "
+                "connection idle after its opening and an unfinished frame are closed in time", c_timeouts_in_seconds,
+                when=applies_partial),
     ]

@@ -223,6 +223,7 @@ fn main() {
             net.args(["net", "-x", "--codec", WS_DEFLATE_BUDGET, "--server-cmd", &cmd]);
             net.args(["--select", "websocket/*/net/deflate_state_in_budget"]);
             net.args(["--select", "websocket/*/net/budget_unfinished_frames"]);
+            net.args(["--select", "websocket/*/net/timeouts_in_seconds"]);
             if step("server-deflate") && !run("network suite, permessage-deflate under a small budget", &mut net) {
                 exit(1)
             }
