@@ -144,8 +144,10 @@ class WebSocket(Protocol):
         "ws-deflate-eager-state": "WSD-LIM-3",  # makes zlib's state at the opening, not at the first message
         "ws-deflate-always-compresses": "WSD-FRM-3",  # compresses every echo, even one that grows (random bytes)
         "ws-deflate-state-uncounted": "WSD-LIM-2",  # leaves the zlib state out of the memory budget's count
-        # and one only the small-limits cell catches (timeouts_in_seconds; tests/test_ws_deflate_net.py)
+        # and two only the small-limits cell catches (timeouts_in_seconds, budget_unfinished_frames;
+        # tests/test_ws_deflate_net.py)
         "ws-handshake-from-last-byte": "WS-RES-3",  # times the opening from its last byte, not the accept
+        "ws-budget-skips-fragments": "WS-RES-1",  # leaves an unfinished message's fragments out of the budget
         # and one only a codec naming websocket.path catches (tests/test_ws_endpoint_params.py)
         "ws-serves-any-path": "WS-HS-9",  # upgrades every request target, not only the configured path
     }
@@ -241,7 +243,9 @@ class WebSocket(Protocol):
         if echo is None:
             return len(decoder.buf)
         state = echo.state_cost() if hasattr(echo, "state_cost") else 0
-        return len(decoder.buf) + sum(len(p) for p in echo.parts) + state
+        # planted (ws-budget-skips-fragments): the fragments of an unfinished message left out of the count
+        parts = 0 if getattr(echo, "fault", "") == "ws-budget-skips-fragments" else sum(len(p) for p in echo.parts)
+        return len(decoder.buf) + parts + state
 
     def largest_unit(self, codec):
         return max(codec.limit, codec.message_limit)

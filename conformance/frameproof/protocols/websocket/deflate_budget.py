@@ -184,12 +184,13 @@ FLOOR = 64 << 10  # WS-RES-2: a connection holding at most this is never closed 
 
 def c_partial_in_budget(t):
     """The budget's own accounting, without the extension: connections each holding an unfinished frame of
-    nearly the frame limit, twice what the budget holds; those still open afterwards hold within it."""
+    nearly the frame limit, twice what the budget holds, then as many holding an unfinished message (a first
+    fragment); those still open afterwards hold within it."""
     from ...servers import start_server
     if not t.server_cmd:
         raise SkipCase("needs the server's command (frameproof net --server-cmd), not a running server")
     budget = max(MIN_BUDGET, t.codec.message_limit, t.limit)
-    size = t.limit  # the frame each connection starts: the largest allowed, all but its last byte sent
+    size = min(t.limit, t.codec.message_limit)  # the largest frame and message allowed, all but its last byte sent
     n = 2 * budget // size + 2
     cmd = f"{t.server_cmd} --memory-budget {budget}"
     try:
@@ -199,59 +200,87 @@ def c_partial_in_budget(t):
                            f"listen\n  actual   {e}", ["WS-RES-1"])
     own = dataclasses.replace(t, host=srv.host, port=srv.port, pid=srv.proc.pid)
     healthy: List[Conn] = []
-    holders: List[Conn] = []
-    body = bytes(range(256)) * (size // 256 + 1)
-    head = bytes([0x82, 0x80 | 127]) + size.to_bytes(8, "big") + bytes(4)  # masked with a zero key: plain bytes
     try:
         for _ in range(HEALTHY):
             healthy.append(Conn(own))
         _healthy(own, healthy, "before the holding connections")
+        for kind in ("frame", "message"):
+            served = _hold_round(own, kind, size, n)
+            _healthy(own, healthy, f"after {n} connections holding an unfinished {kind}")
+            if served * (size - 1) > budget:
+                raise CheckFailure(
+                    f"a server started with --memory-budget {budget}, then {n} connections each sending all but the "
+                    f"last byte of a {size}-byte {HOLDS[kind]}, one after another, then each its last byte:\n"
+                    f"  expected the connections still open to hold at most the budget together: at most "
+                    f"{budget // (size - 1)} of them\n  actual   {served} echoed their {kind}: {served * (size - 1)} "
+                    f"bytes held at once, over the budget: the unfinished {kind}s are not counted, or counted as less "
+                    f"than they are", ["WS-RES-1"])
+            if served == 0:
+                raise CheckFailure(f"a server started with --memory-budget {budget}: of {n} connections each holding "
+                                   f"{size - 1} bytes of an unfinished {kind}, none was served afterwards:\n  expected "
+                                   f"the budget to close connections only until the rest fit (about {budget // size})"
+                                   f"\n  actual   every one closed", ["WS-RES-1"])
+    finally:
+        for c in healthy:
+            c.close()
+        srv.stop()
+
+
+HOLDS = {"frame": "frame (one binary frame)", "message": "message (a first fragment of all but its last byte, then "
+         "a continuation of one)"}
+
+
+def _hold_round(own, kind: str, size: int, n: int) -> int:
+    """``n`` connections each holding all but the last byte of a ``size``-byte unfinished frame (``kind``
+    "frame": its payload in the receive buffer) or message (a whole first fragment: the message's parts), then
+    that last byte; the number whose echo came whole."""
+    body = bytes(range(256)) * (size // 256 + 1)
+    zero_key = bytes(4)  # masked with a zero key: the payload goes as it is
+    if kind == "frame":
+        first = bytes([0x82, 0x80 | 127]) + size.to_bytes(8, "big") + zero_key + body[:size - 1]
+        last = body[size - 1:size]
+    else:
+        first = bytes([0x02, 0x80 | 127]) + (size - 1).to_bytes(8, "big") + zero_key + body[:size - 1]
+        last = bytes([0x80, 0x80 | 1]) + zero_key + body[size - 1:size]
+    holders: List[Conn] = []
+    try:
         for _ in range(n):
             c = Conn(own)
             holders.append(c)
             try:
-                c.send(head + body[:size - 1])
+                c.send(first)
             except OSError:
                 pass  # closed for the budget while it wrote
+            # the server reads it all before the next one starts: what it holds afterwards is what it counts,
+            # not two transfers at once (a server that forgets a finished fragment would pass by chance)
+            time.sleep(0.05 + size / (100 << 20))
         time.sleep(0.3)  # the last reads reach the budget
-        for c in holders:  # the last byte: a connection still open echoes the whole frame
+        for c in holders:  # the last byte: a connection still open echoes the whole message
             try:
-                c.send(body[size - 1:size])
+                c.send(last)
             except OSError:
                 pass
         served = 0
         for i, c in enumerate(holders):
             try:
-                got = c.read_frames(1, what=f"the echo of connection {i + 1}'s {size}-byte frame")
+                got = c.read_frames(1, what=f"the echo of connection {i + 1}'s {size}-byte {kind}")
+                while got and not got[-1].header.fin:  # an echo in fragments is an echo too
+                    got += c.read_frames(1, what=f"the rest of connection {i + 1}'s echo")
             except CheckFailure as e:
                 if c.eof or "closed" in str(e) or "reset" in str(e):
                     continue
-                raise CheckFailure(f"connection {i + 1} of {n}, which held an unfinished {size}-byte frame, then "
-                                   f"sent its last byte:\n  expected the frame echoed, or the connection closed for "
-                                   f"the budget\n  actual   {e}", ["WS-RES-2"])
-            if len(got) == 1 and bytes(got[0].payload) == body[:size]:
+                raise CheckFailure(f"connection {i + 1} of {n}, which held an unfinished {HOLDS[kind]} of {size} bytes, "
+                                   f"then sent its last byte:\n  expected the message echoed, or the connection closed "
+                                   f"for the budget\n  actual   {e}", ["WS-RES-2"])
+            if b"".join(bytes(f.payload) for f in got) == body[:size]:
                 served += 1
             else:
-                raise CheckFailure(f"connection {i + 1}: the echo of a {size}-byte frame is "
+                raise CheckFailure(f"connection {i + 1}: the echo of a {size}-byte {kind} is "
                                    f"{[f.short() for f in got]}", ["WS-ECHO-1"])
-        _healthy(own, healthy, f"after {n} connections holding unfinished frames")
-        if served * (size - 1) > budget:
-            raise CheckFailure(
-                f"a server started with --memory-budget {budget}, then {n} connections each sending all but the "
-                f"last byte of a {size}-byte frame, one after another, then each its last byte:\n  expected the "
-                f"connections still open to hold at most the budget together: at most {budget // (size - 1)} of "
-                f"them\n  actual   {served} echoed their frame: {served * (size - 1)} bytes held at once, over the "
-                f"budget: the unfinished frames are not counted, or counted as less than they are",
-                ["WS-RES-1"])
-        if served == 0:
-            raise CheckFailure(f"a server started with --memory-budget {budget}: of {n} connections each holding "
-                               f"{size - 1} bytes, none was served afterwards:\n  expected the budget to close "
-                               f"connections only until the rest fit (about {budget // size})\n  actual   every one "
-                               f"closed", ["WS-RES-1"])
+        return served
     finally:
-        for c in healthy + holders:
+        for c in holders:
             c.close()
-        srv.stop()
 
 
 def cases() -> list:
