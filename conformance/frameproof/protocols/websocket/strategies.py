@@ -17,6 +17,12 @@ from .oracle import WsCodec
 EDGE_LIMITS = (125, 126, 65535, 65536)
 
 #: the shapes of the messages valid streams carry (frameproof/coverage.py): a message in one frame, a
+#: every sequence at a bound of RFC 3629's table (WS-UTF8-1): the smallest and largest of 2, 3 and 4 bytes; E0,
+#: ED, F0 and F4, whose second byte has a narrower range, at both ends of it; and 00, 7F
+UTF8_BOUNDS = (b"\x00\x7f", b"\xc2\x80", b"\xdf\xbf", b"\xe0\xa0\x80", b"\xe0\xbf\xbf", b"\xe1\x80\x80",
+               b"\xec\xbf\xbf", b"\xed\x80\x80", b"\xed\x9f\xbf", b"\xee\x80\x80", b"\xef\xbf\xbf",
+               b"\xf0\x90\x80\x80", b"\xf0\xbf\xbf\xbf", b"\xf1\x80\x80\x80", b"\xf3\xbf\xbf\xbf",
+               b"\xf4\x80\x80\x80", b"\xf4\x8f\xbf\xbf")
 #: fragmented one, with an empty first, middle or last fragment, a control frame between its fragments
 FRAGMENT_SHAPES = declare("ws.fragments", ("single-frame", "fragmented", "empty first", "empty middle", "empty last",
                                            "control between"), ["WS-FRAG-1", "WS-CTL-3"])
@@ -167,9 +173,7 @@ class WsStrategies(Strategies):
         from ...properties import Edge
         codec = _codec("server")
         key = b"\x01\x02\x03\x04"
-        valid = (b"\x00\x7f", b"\xc2\x80", b"\xdf\xbf", b"\xe0\xa0\x80", b"\xe0\xbf\xbf", b"\xe1\x80\x80", b"\xec\xbf\xbf",
-                 b"\xed\x80\x80", b"\xed\x9f\xbf", b"\xee\x80\x80", b"\xef\xbf\xbf", b"\xf0\x90\x80\x80",
-                 b"\xf0\xbf\xbf\xbf", b"\xf1\x80\x80\x80", b"\xf3\xbf\xbf\xbf", b"\xf4\x80\x80\x80", b"\xf4\x8f\xbf\xbf")
+        valid = UTF8_BOUNDS
         first = frame(TEXT, b"|".join(valid), True, key)
         pre = O.encode(codec, first)
         out = []
@@ -180,6 +184,18 @@ class WsStrategies(Strategies):
             r = fp_oracle.decode(codec, whole)
             assert r.frames == [first] and r.error is not None and r.error.requirement == "WS-UTF8-1", (bad, r)
             out.append((codec, whole, r.frames, r.error, Edge(f"UTF-8 {bad.hex(' ')} after every bound", ("WS-UTF8-1",))))
+        # the same sequences split across two fragments after each of their bytes: the validator's state carried
+        # from one frame to the next (a streaming validator takes a code point cut at a frame's end byte by byte)
+        # (the valid ones so: valid_edges, UTF8_BOUNDS)
+        for bad in (b"\xe0\x9f\x80", b"\xed\xa0\x80", b"\xf0\x8f\xbf\xbf", b"\xf4\x90\x80\x80", b"\xc2\x7f",
+                    b"\xc2\xc0", b"\xf1\x80\x80\x7f", b"\xf1\x80\x80\xc0"):
+            for k in range(1, len(bad)):
+                fs = [frame(TEXT, b"ok" + bad[:k], False, key), frame(CONT, bad[k:] + b"ok", True, key)]
+                whole = b"".join(O.encode(codec, f) for f in fs)
+                r = fp_oracle.decode(codec, whole)
+                assert r.error is not None and r.error.requirement in ("WS-UTF8-1", "WS-UTF8-2"), (bad, k, r)
+                out.append((codec, whole, r.frames, r.error, Edge(f"UTF-8 {bad.hex(' ')} cut after byte {k}",
+                                                                  (r.error.requirement,))))
         # the message limit at its edge: a fragmented message of exactly max_message bytes, then one a byte over
         small = _codec("server", 100, 100)
         ok = [frame(BINARY, b"a" * 60, False, key), frame(CONT, b"b" * 40, True, key)]
@@ -265,6 +281,13 @@ class WsStrategies(Strategies):
                   frame(CONT, b"\xed\xa0\x80", True, key), frame(CLOSE, b"\x03\xe8", True, key)]
         out.append((codec, frames, Edge("a binary message that is not UTF-8, then a close of exactly the code 1000",
                                         ("WS-UTF8-1", "WS-CLOSE-2"))))
+        # every bound of RFC 3629's table cut across two fragments after each of its bytes: the validator's state
+        # carried from one frame to the next (a streaming validator takes a code point cut at a frame's end byte by
+        # byte; the whole-frame edges in invalid_edges never cut one)
+        frames = [f for v in UTF8_BOUNDS for k in range(1, len(v))
+                  for f in (frame(TEXT, b"ok" + v[:k], False, key), frame(CONT, v[k:] + b"ok", True, key))]
+        out.append((codec, frames, Edge("UTF-8 at every bound, cut across two fragments after each byte",
+                                        ("WS-UTF8-1", "WS-UTF8-2"))))
         result = []
         for c, fs, edge in out:
             whole = b"".join(O.encode(c, f) for f in fs)
