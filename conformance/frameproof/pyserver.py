@@ -116,6 +116,8 @@ class EchoConn(asyncio.Protocol):
         self.check = srv.proto.client_request_check(srv.client_variant)
         self.replier = srv.proto.echo_replier(srv.codec, srv.fault)
         self.opening = srv.proto.server_opening(srv.codec, srv.fault)
+        if srv.check and hasattr(self.opening, "ask_client_reset"):  # a client under test: a parameter it must
+            self.opening.ask_client_reset = self.no % 2 == 0  # follow though it did not offer it (WSD-NEG-5)
         if srv.fault != "unbounded-output":
             tr.set_write_buffer_limits(high=srv.limits.max_output_bytes)
         else:

@@ -379,6 +379,9 @@ class ServerOpening:
         self.subprotocol = getattr(codec, "echo_subprotocol", SUBPROTOCOL)
         self.deflate = bool(getattr(codec, "permessage_deflate", None))  # offered extensions considered
         self.extension = None  # the permessage-deflate agreement (deflate.Params), once accepted
+        #: the checking server (a client under test) sets it on every other connection: its answer adds
+        #: client_no_context_takeover, which a client follows whether it offered it or not (RFC 7692 §7.1.1.2)
+        self.ask_client_reset = False
 
     def feed(self, data: bytes):
         self.buf += data
@@ -442,7 +445,8 @@ class ServerOpening:
             values = [hdrs["sec-websocket-extensions"]]
             if self.fault == "ws-deflate-first-offer-only":  # planted: a declined first offer declines all (WSD-NEG-2)
                 values = [values[0].split(",")[0]]
-            agreed = accept(values)
+            from .deflate import Policy
+            agreed = accept(values, Policy(client_no_context_takeover=self.ask_client_reset))
             if agreed is not None:
                 self.extension = agreed[0]
                 extra += f"Sec-WebSocket-Extensions: {agreed[1]}\r\n"
