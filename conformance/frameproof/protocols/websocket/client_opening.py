@@ -230,8 +230,10 @@ def _names_only_offered(head: str, offered: str) -> bool:
     for ln in head.split("\r\n")[1:]:
         k, _, v = ln.partition(":")
         if k.strip().lower() in ("sec-websocket-extensions", "sec-websocket-protocol"):
-            named += [x.strip() for x in v.split(",") if x.strip()]
-    have = [x.strip() for x in offered.split(",")]
+            named += [x.split(";", 1)[0].strip() for x in v.split(",") if x.strip()]
+    # an offer's name without its parameters: a client offering `permessage-deflate; client_max_window_bits`
+    # offered permessage-deflate (a deflate client took the bare answer and was failed for it)
+    have = [x.split(";", 1)[0].strip() for x in offered.split(",")]
     return bool(named) and all(x in have for x in named)
 
 
