@@ -119,6 +119,7 @@ class WebSocket(Protocol):
     }
     server_faults = {
         "ws-masks-replies": "WS-MASK-4",
+        "ws-answers-pong": "WS-PING-2",  # answers an unsolicited pong with a pong
         "ws-version-400": "WS-HS-3",
         "ws-echoes-subprotocol-list": "WS-HS-4",
         "ws-names-unoffered-subprotocol": "WS-HS-4",

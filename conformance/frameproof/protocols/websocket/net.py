@@ -494,6 +494,7 @@ def cases() -> List[NetCase]:
     # the refusal cases use the request helpers above: imported here, not at the top (a cycle)
     from .handshake_refusals import (c_bad_request_line, c_bad_requests, c_other_paths, c_version_426,
                                      c_version_missing_426)
+    from .control_frames import c_pong_unanswered
     from .server_head_bound import c_request_head_endless
     from .split_reads import c_new_message_mid_fragments, c_payload_like_a_frame
     return [
@@ -539,6 +540,8 @@ def cases() -> List[NetCase]:
         NetCase("ping_between_fragments", ["WS-CTL-3", "WS-PING-1", "WS-PING-2", "WS-FRAG-1"],
                 "A ping and a pong between fragments: pong answered at once, the message echoed whole",
                 c_fragments_and_ping),
+        NetCase("pong_unanswered", ["WS-PING-2", "WS-PING-1"], "An unsolicited pong, a ping, a message: the ping "
+                "answered, the message echoed, the pong not answered", c_pong_unanswered),
         NetCase("payload_like_a_frame", ["WS-STR-1"], "A frame whose masked payload is itself a whole frame, its "
                 "header sent first: one echo, of the outer payload", c_payload_like_a_frame),
         NetCase("new_message_mid_fragments_1002", ["WS-FRAG-3", "WS-ERR-1"], "A binary frame, in a read of its own, "

@@ -268,8 +268,8 @@ class Echo:
         h = f.header
         if h.opcode == PING:
             return None if R.MUTANT == "ws-no-pong" else _server(PONG, f.payload)
-        if h.opcode == PONG:
-            return None
+        if h.opcode == PONG:  # planted (ws-answers-pong): a pong for a pong (WS-PING-2)
+            return _server(PONG, f.payload) if self.fault == "ws-answers-pong" else None
         if h.opcode == CLOSE:
             code = f.payload[:2]
             if self.fault == "ws-close-rejects-4xxx" and len(code) == 2 and 4000 <= struct.unpack(">H", code)[0] <= 4999:

@@ -291,8 +291,10 @@ fn main() {
             net.args(["--select", &format!("{p}/*/net/{case}")]);
         }
         if p == "websocket" {
-            // the rewriter's control frames: each ping answered with a pong, not echoed as a ping
+            // the rewriter's control frames: each ping answered with a pong, not echoed as a ping; a pong
+            // not answered
             net.args(["--select", "websocket/*/net/ping_flood_unread"]);
+            net.args(["--select", "websocket/*/net/pong_unanswered"]);
         }
         if step("raw") && !run("network suite, valid traffic, fp-raw-echo", &mut net) {
             exit(1)
