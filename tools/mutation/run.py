@@ -468,9 +468,36 @@ def equivalent_unplanted(op_name: str, row: int, col: int, analysis) -> bool:
         return False
 
 
+def session_source(session: Path, module: str) -> Path:
+    """The module as ``session`` mutated it: the working tree's file while its digest is the session's stamp
+    (source.sha); after an edit, the version in git history with that digest (kept under .mutation/sources/),
+    so that a report names each mutant by the line it changed, not by whatever line has its number now (an
+    edit of reference.py moved every later line, and the triage, matched on line text, found none of them)."""
+    cur = ROOT / module
+    stamp = session.parent / "source.sha"
+    want = stamp.read_text().strip() if stamp.exists() else ""
+    if not want or _digest(cur) == want:
+        return cur
+    kept = WORK / "sources" / f"{want}.py"
+    if kept.exists():
+        return kept
+    import hashlib
+    revs = subprocess.run(["git", "log", "--format=%H", "--", module], cwd=ROOT, capture_output=True, text=True).stdout
+    for rev in revs.split():
+        blob = subprocess.run(["git", "show", f"{rev}:{module}"], cwd=ROOT, capture_output=True).stdout
+        if hashlib.sha256(blob).hexdigest() == want:
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            kept.write_bytes(blob)
+            return kept
+    print(f"mutation report: {module} changed since {session} was made, and no version in git history has its "
+          f"digest: its mutants are named by today's lines", file=sys.stderr)
+    return cur
+
+
 def py_outcomes(session: Path) -> list[dict]:
     """Every mutant of a cosmic-ray session: module, function, operator, line text, outcome."""
     out = []
+    sources: dict[str, Path] = {}
     db = sqlite3.connect(str(session))
     rows = db.execute("SELECT m.module_path, m.operator_name, m.occurrence, m.start_pos_row, m.start_pos_col, "
                       "m.definition_name, m.job_id, "
@@ -479,9 +506,12 @@ def py_outcomes(session: Path) -> list[dict]:
     planted: dict[str, tuple] = {}
     for module, op, occ, row, col, fn, job, worker, test in rows:
         worker, test = (worker or "").lower() or None, (test or "").lower()
-        lines = (ROOT / module).read_text().splitlines()
+        if module not in sources:
+            sources[module] = session_source(session, module)
+        src = sources[module]
+        lines = src.read_text().splitlines()
         if module not in planted:
-            planted[module] = planted_analysis(ROOT / module)
+            planted[module] = planted_analysis(src)
         text = lines[row - 1].strip() if 0 < row <= len(lines) else ""
         if worker is None:
             kind = "untested"
@@ -491,7 +521,8 @@ def py_outcomes(session: Path) -> list[dict]:
             kind = "unviable"
         else:
             kind = {"killed": "caught", "survived": "missed"}.get(test, "unviable")
-        out.append({"job_id": job, "module": module, "function": fn or "", "scope": py_scope(module, row), "operator": op,
+        out.append({"job_id": job, "module": module, "function": fn or "", "scope": py_scope(module, row, src),
+                    "operator": op,
                     "occurrence": occ, "line": row,
                     "text": text, "outcome": kind, "planted_only": equivalent_unplanted(op, row, col, planted[module]),
                     "name": f"{module}: {op} in {fn or '<module>'}: {text}"})
@@ -602,11 +633,13 @@ def load_areas() -> list[dict]:
 _SCOPES: dict[str, list] = {}
 
 
-def py_scope(module: str, row: int) -> str:
-    """The definitions around line ``row`` of ``module``, outermost first: "Class.method", "function.inner",
-    "<module>"."""
+def py_scope(module: str, row: int, src: Path | None = None) -> str:
+    """The definitions around line ``row`` of ``module`` (as in ``src``, the version a session mutated),
+    outermost first: "Class.method", "function.inner", "<module>"."""
     import ast
-    if module not in _SCOPES:
+    src = src or ROOT / module
+    key = str(src)
+    if key not in _SCOPES:
         spans = []
         def walk(node, prefix):
             for ch in ast.iter_child_nodes(node):
@@ -614,9 +647,9 @@ def py_scope(module: str, row: int) -> str:
                     name = f"{prefix}{ch.name}"
                     spans.append((ch.lineno, ch.end_lineno, name))
                     walk(ch, name + ".")
-        walk(ast.parse((ROOT / module).read_text()), "")
-        _SCOPES[module] = spans
-    inside = [(b - a, n) for a, b, n in _SCOPES[module] if a <= row <= b]
+        walk(ast.parse(src.read_text()), "")
+        _SCOPES[key] = spans
+    inside = [(b - a, n) for a, b, n in _SCOPES[key] if a <= row <= b]
     return min(inside)[1] if inside else "<module>"
 
 
