@@ -275,3 +275,27 @@ def test_a_run_started_again_keeps_every_invocations_outcomes_and_tests_none_twi
     run.resume_args(run_dir)  # an invocation that ended before its first outcome adds nothing
     assert len(list((run_dir / "history").iterdir())) == 3
     assert run.resume_args(run_dir, again=True) == []
+
+
+def test_a_python_session_reads_the_version_it_mutated_after_an_edit(tmp_path, monkeypatch):
+    # a module in a git repository, a session stamped with its digest, then an edit that moves its lines
+    import subprocess
+    repo = tmp_path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    mod = repo / "pkg" / "m.py"
+    mod.write_text("def f(x):\n    return x + 1\n")
+    git = ["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run(git + ["init", "-q"], check=True)
+    subprocess.run(git + ["add", "."], check=True)
+    subprocess.run(git + ["commit", "-qm", "one"], check=True)
+    monkeypatch.setattr(run, "ROOT", repo)
+    monkeypatch.setattr(run, "WORK", tmp_path / "work")
+    session = tmp_path / "work" / "python" / "p" / "session.sqlite"
+    session.parent.mkdir(parents=True)
+    (session.parent / "source.sha").write_text(run._digest(mod))
+    assert run.session_source(session, "pkg/m.py") == mod  # unchanged: the working tree's file
+    mod.write_text("# a new first line\ndef f(x):\n    return x + 1\n")
+    old = run.session_source(session, "pkg/m.py")
+    assert old != mod and old.read_text().splitlines()[1] == "    return x + 1"
+    assert run.py_scope("pkg/m.py", 2, old) == "f"  # the definitions of that version, not today's
+    assert run.session_source(session, "pkg/m.py") == old  # kept under WORK/sources
