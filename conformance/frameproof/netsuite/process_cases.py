@@ -29,6 +29,20 @@ def _own_server(t: NetTarget):
         raise SkipCase(f"a second server could not start from the command: {e}")
 
 
+def own_server_with(t: NetTarget, flags: str, requirement: str):
+    """(server, target) of a server started for a case from the command under test with ``flags`` added (a
+    memory budget, timeouts): a command that cannot start so fails ``requirement``, whose flags they are."""
+    from ..servers import start_server
+    if not t.server_cmd:
+        raise SkipCase("needs the server's command (frameproof net --server-cmd), not a running server")
+    try:
+        srv = start_server(f"{t.server_cmd} {flags}", cwd=t.cwd)
+    except RuntimeError as e:
+        raise CheckFailure(f"the server started with {flags} ({requirement}'s flags):\n  expected it to listen\n"
+                           f"  actual   {e}", [requirement])
+    return srv, dataclasses.replace(t, host=srv.host, port=srv.port, pid=srv.proc.pid)
+
+
 def _payload_sizes(t: NetTarget) -> List[int]:
     """Payload sizes: empty, one byte, the byte edges of the length fields (websocket's 125/126/127,
     a u16's 65535/65536), each once, below the limit with room for a request's own fields (rpc's

@@ -14,13 +14,13 @@ as less than its windows, keeps serving more connections than the budget holds. 
 the extension (holding nothing) are served throughout (WS-RES-2)."""
 from __future__ import annotations
 
-import dataclasses
 import socket
 import time
 from typing import List, Optional
 
 from ...checks import CheckFailure
-from ...netsuite import Conn, SkipCase
+from ...netsuite import Conn
+from ...netsuite.process_cases import own_server_with
 from .deflate_net import Link, data_frames, deflate_on
 from .frames import BINARY
 
@@ -78,17 +78,8 @@ def _probe(conns: List[Conn], timeout: float = 5.0) -> List[Optional[bool]]:
 
 def c_state_in_budget(t):
     """The connections a server keeps serving after compressing for each hold zlib state within its budget."""
-    from ...servers import start_server
-    if not t.server_cmd:
-        raise SkipCase("needs the server's command (frameproof net --server-cmd), not a running server")
     budget = max(MIN_BUDGET, t.codec.message_limit, t.limit)
-    cmd = f"{t.server_cmd} --memory-budget {budget}"
-    try:
-        srv = start_server(cmd, cwd=t.cwd)
-    except RuntimeError as e:
-        raise CheckFailure(f"the server started with --memory-budget {budget} (WS-RES-1's flag):\n  expected it to "
-                           f"listen\n  actual   {e}", ["WS-RES-1"])
-    own = dataclasses.replace(t, host=srv.host, port=srv.port, pid=srv.proc.pid)
+    srv, own = own_server_with(t, f"--memory-budget {budget}", "WS-RES-1")
     healthy: List[Conn] = []
     links: List[Link] = []
     compressed: List[bool] = []
@@ -186,19 +177,10 @@ def c_partial_in_budget(t):
     """The budget's own accounting, without the extension: connections each holding an unfinished frame of
     nearly the frame limit, twice what the budget holds, then as many holding an unfinished message (a first
     fragment); those still open afterwards hold within it."""
-    from ...servers import start_server
-    if not t.server_cmd:
-        raise SkipCase("needs the server's command (frameproof net --server-cmd), not a running server")
     budget = max(MIN_BUDGET, t.codec.message_limit, t.limit)
     size = min(t.limit, t.codec.message_limit)  # the largest frame and message allowed, all but its last byte sent
     n = 2 * budget // size + 2
-    cmd = f"{t.server_cmd} --memory-budget {budget}"
-    try:
-        srv = start_server(cmd, cwd=t.cwd)
-    except RuntimeError as e:
-        raise CheckFailure(f"the server started with --memory-budget {budget} (WS-RES-1's flag):\n  expected it to "
-                           f"listen\n  actual   {e}", ["WS-RES-1"])
-    own = dataclasses.replace(t, host=srv.host, port=srv.port, pid=srv.proc.pid)
+    srv, own = own_server_with(t, f"--memory-budget {budget}", "WS-RES-1")
     healthy: List[Conn] = []
     try:
         for _ in range(HEALTHY):

@@ -10,12 +10,12 @@ cell beside the budget's cases.
 - an unfinished frame (three bytes of a header): closed within the frame timeout plus slack (WS-RES-4)."""
 from __future__ import annotations
 
-import dataclasses
 import socket
 import time
 
 from ...checks import CheckFailure
-from ...netsuite import Conn, SkipCase
+from ...netsuite import Conn
+from ...netsuite.process_cases import own_server_with
 from ...netsuite.conn import check_replies, request
 from .net import request_head
 
@@ -25,16 +25,7 @@ ACTIVE_EVERY_S = 0.3
 
 
 def c_timeouts_in_seconds(t):
-    from ...servers import start_server
-    if not t.server_cmd:
-        raise SkipCase("needs the server's command (frameproof net --server-cmd), not a running server")
-    cmd = f"{t.server_cmd} --idle-timeout-ms {TIMEOUT_MS} --frame-timeout-ms {TIMEOUT_MS}"
-    try:
-        srv = start_server(cmd, cwd=t.cwd)
-    except RuntimeError as e:
-        raise CheckFailure(f"the server started with --idle-timeout-ms and --frame-timeout-ms (WS-RES-3, WS-RES-4):"
-                           f"\n  expected it to listen\n  actual   {e}", ["WS-RES-3"])
-    own = dataclasses.replace(t, host=srv.host, port=srv.port, pid=srv.proc.pid)
+    srv, own = own_server_with(t, f"--idle-timeout-ms {TIMEOUT_MS} --frame-timeout-ms {TIMEOUT_MS}", "WS-RES-3")
     limit = TIMEOUT_MS / 1000 + SLACK_S
     conns = []
     try:
