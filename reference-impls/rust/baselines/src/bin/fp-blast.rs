@@ -199,6 +199,12 @@ fn blast<P: Protocol>(
         done += k;
         sent.fetch_add(k, Relaxed);
     }
+    // the protocol's goodbye where it has one (websocket: a close frame, RFC 6455 §7.1.2; HAR-CLI-1), then
+    // the end of the write side
+    buf.clear();
+    if proto.put_goodbye(&mut buf) {
+        s.write_all(&buf)?;
+    }
     s.shutdown(Shutdown::Write)?;
     // Wait (bounded) for the server to close: then it has read every frame.
     let left = hard
