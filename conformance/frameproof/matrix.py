@@ -380,8 +380,10 @@ def run_matrix(names=None, build=True, profile="ci", out_dir=None, readme=False,
                     continue
                 server = f"{_cmd(impl, 'server')} {codec_args(codec)} --listen 127.0.0.1:0"
                 xfail = (impl.get("xfail_net") or {}).get(label)
+                # a bundled program follows the contract (reference-impls/README.md): its codec JSON is checked too
                 cell(name, "net", label, ["net", "--codec", json.dumps(codec.to_json()), "--server-cmd", server,
-                                       "--name", name] + (["--xfail", str(Path(impl["dir"]) / xfail)] if xfail else []))
+                                       "--name", name] + ([] if impl.get("third_party") else ["--contract"]) +
+                     (["--xfail", str(Path(impl["dir"]) / xfail)] if xfail else []))
         for proto in protos if "server" in impl and (not impl.get("third_party") or name in stressed_third_party) \
                 else ():
             # hostile peers at scale (*-RES-*): the whole group; at full scale about 100 s a protocol, most of

@@ -19,6 +19,10 @@ def add_parsers(sub):
     g.add_argument("--client", help='load client command; {host} {port} {json} are replaced, e.g. '
                                     '"fp-load --connect {host}:{port} --requests 2000 ... --json {json}"')
     n.add_argument("--server-pid", type=int, help="pid of the server under test (RSS checks)")
+    n.add_argument("--contract", action="store_true",
+                   help="with --server-cmd: the server is a program of the contract (reference-impls/README.md, "
+                        "as the bundled fp-server): its --codec JSON is checked too, each legal spelling and each "
+                        "refused value (HAR-CODEC-1); a load client (--client) is always checked")
     n.add_argument("--sink", action="store_true", help="with --client: the checking server only counts (receive mode)")
     n.add_argument("--cwd", help="working directory for --server-cmd / --client")
     n.add_argument("--name", help="name shown in the report")
@@ -98,6 +102,8 @@ def cmd_net(args):
             print(f"frameproof net: {e}", file=sys.stderr)
             return 2
         extra += ["--fp-net", srv.addr, "--fp-net-pid", str(srv.proc.pid), "--fp-net-cmd", args.server_cmd]
+        if args.contract:
+            extra.append("--fp-net-contract")
         if not args.name:
             extra += ["--fp-net-name", args.server_cmd]
     else:

@@ -48,6 +48,8 @@ def pytest_addoption(parser):
     g.addoption("--fp-net-pid", type=int, default=None)
     g.addoption("--fp-net-name", default=None)
     g.addoption("--fp-net-cmd", default=None, help="the command that started the server (--server-cmd)")
+    g.addoption("--fp-net-contract", action="store_true", default=False,
+                help="the server is a program of the contract (reference-impls/README.md): HAR-CODEC-1 too")
     g.addoption("--fp-name", default=None, help="name of the implementation in the report")
     g.addoption("--fp-codec", default=None, help="codec JSON of the server / client under test")
     g.addoption("--fp-client", default=None, help="load client command ({host} {port} {json})")
@@ -315,7 +317,7 @@ class NetItem(FrameproofItem):
         host, _, port = cfg.getoption("--fp-net").rpartition(":")
         codec = _codec(cfg, self.protocol)
         t = NetTarget(host.strip("[]"), int(port), codec, cfg.getoption("--fp-net-pid"), codec.max_payload,
-                      cfg.getoption("--fp-net-cmd"), cfg.getoption("--fp-cwd"))
+                      cfg.getoption("--fp-net-cmd"), cfg.getoption("--fp-cwd"), cfg.getoption("--fp-net-contract"))
         try:
             self.case.run(t)
         except SkipCase as e:

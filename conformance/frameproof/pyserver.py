@@ -547,6 +547,8 @@ def codec_arg(args, parser) -> Codec:
     try:
         return Codec.from_json(json.loads(args.codec))
     except (ValueError, KeyError, TypeError) as e:
+        if getattr(args, "fault", "") == "codec-json-lenient":  # planted: what it cannot read, it leaves at defaults
+            return protocols.get(json.loads(args.codec).get("protocol", "")).codec()
         parser.error(f"--codec: {e}")
 
 

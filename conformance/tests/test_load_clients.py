@@ -50,7 +50,9 @@ BROKEN = [("rpc", "--mode stream --window 4 --requests 300", "no-verify", "HAR-V
           # one masking key for every frame (RFC 6455 §5.3: a fresh one per frame)
           ("websocket", "--mode pipelined --window 8 --requests 3000", "ws-client-fixed-mask-key", "WS-MASK-5"),
           # reads a 101 whose head never ends without bound (opening_response_endless)
-          ("websocket", "--mode pipelined --window 8 --requests 3000", "ws-client-unbounded-head", "WS-HS-10")]
+          ("websocket", "--mode pipelined --window 8 --requests 3000", "ws-client-unbounded-head", "WS-HS-10"),
+          # takes codec JSON it cannot read, with the defaults (codec_json_read)
+          ("websocket", "--mode pipelined --window 8 --requests 3000", "codec-json-lenient", "HAR-CODEC-1")]
 
 
 @pytest.mark.parametrize("protocol,args,fault,broken", BROKEN, ids=[f"{p}-{f}-{a.split()[1]}" for p, a, f, _ in BROKEN])

@@ -1,6 +1,7 @@
 """tools/mutation/run.py's reading of cargo-mutants' outputs (the report's Rust scores)."""
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -299,3 +300,25 @@ def test_a_python_session_reads_the_version_it_mutated_after_an_edit(tmp_path, m
     assert old != mod and old.read_text().splitlines()[1] == "    return x + 1"
     assert run.py_scope("pkg/m.py", 2, old) == "f"  # the definitions of that version, not today's
     assert run.session_source(session, "pkg/m.py") == old  # kept under WORK/sources
+
+
+def test_a_fresh_machine_goes_on_from_the_committed_report(tmp_path, monkeypatch):
+    """seed_rust: .mutation/ empty (a new checkout), the newest report naming every mutant's outcome gives
+    them back as run directories, read as the runs that made it: a survivor the network pass tested stays
+    missed and is not its target again; one it had not reached is untested and is its target; a protocol
+    with runs of its own is left alone."""
+    monkeypatch.setattr(run, "WORK", tmp_path / ".mutation")
+    rep = tmp_path / "results" / "mutation-2026-12-06.json"
+    rep.parent.mkdir()
+    rep.write_text(json.dumps({"generated": "2026-12-06", "languages": {"rust": {"websocket": {"mutants": {
+        A: "caught", B: "missed", C: "untested", D: "unviable"}}}}}))
+    monkeypatch.setattr(run, "ROOT", tmp_path)
+    assert run.seed_rust("websocket") == rep
+    runs = sorted((tmp_path / ".mutation" / "rust" / "websocket").glob("*"))
+    assert [d.name for d in runs] == ["net-files-seed", "seed"]
+    assert run.rust_collected(runs, [A, B, C, D]) == {A: "caught", B: "missed", C: "untested", D: "unviable"}
+    assert run.net_targets(runs, None) == [C]
+    assert run.seed_rust("websocket") is None  # runs of its own now: nothing taken again
+    # the report carries the sections of protocols no run here has (a Python session is not kept)
+    assert set(run.carried("rust", {"websocket"})) == set()
+    assert run.carried("rust", set())["websocket"]["carried_from"] == "results/mutation-2026-12-06.json"

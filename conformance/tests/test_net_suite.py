@@ -37,7 +37,8 @@ def test_correct_server_passes(frameproof, protocol, codec):
 def test_broken_server_is_caught(frameproof, protocol, fault, broken, monkeypatch):
     monkeypatch.setenv("FRAMEPROOF_NET_TIMEOUT", "2")
     # only the cases of the requirement the fault breaks (net --requirement): they must fail
-    rc, out, doc = frameproof("net", "--protocol", protocol, "--server-cmd", f"{SERVER} --protocol {protocol} --fault {fault}",
+    rc, out, doc = frameproof("net", "--protocol", protocol, "--contract", "--server-cmd",
+                              f"{SERVER} --protocol {protocol} --fault {fault}",
                               "--requirement", broken, timeout=300)
     assert rc == 1, out[-2000:]
     assert broken in failed(doc), sorted(failed(doc))

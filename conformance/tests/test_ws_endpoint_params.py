@@ -39,7 +39,7 @@ def failed(doc):
 
 
 def test_python_server_with_path_and_subprotocol_passes(frameproof):
-    rc, out, doc = frameproof("net", "--codec", CODEC, "--server-cmd", SERVER, timeout=900)
+    rc, out, doc = frameproof("net", "--codec", CODEC, "--contract", "--server-cmd", SERVER, timeout=900)
     assert doc is not None, out[-3000:]
     st = _by_status(doc)
     assert set(st) == {"passed"}, {k: v for k, v in st.items() if k != "passed"}

@@ -119,6 +119,7 @@ def run_rust(protos: list[str], shard: str | None, net: bool, profile: str, agai
              shuffle: bool = False) -> int:
     rc = 0
     for proto in protos:
+        seed_rust(proto)
         runs = sorted((WORK / "rust" / proto).glob("*")) if (WORK / "rust" / proto).exists() else []
         name = "net" if net else f"shard-{shard.replace('/', '-of-')}" if shard else "all"
         if files:  # a pass over these files only (the network pass beside the codec pass): a directory of its own
@@ -143,12 +144,57 @@ def run_rust(protos: list[str], shard: str | None, net: bool, profile: str, agai
         args = rust_args(proto, net, files, shuffle) + ["-o", str(out)] + (["--shard", shard] if shard else []) + select \
             + (["--re", only] if only else [])
         args += resume_args(out, bool(again))
+        if not net:  # a codec pass tests only what no other codec pass of the protocol judged (a seed included)
+            others = merged_outcomes([d for d in runs if d != out and not d.name.startswith("net")])
+            args += [a for n in sorted(others) for a in ("--exclude-re", "^" + re.escape(n) + "$")]
         r = sh(args, cwd=RUST, env=rust_env([proto], net, profile, run, steps))
         rc = rc or (r if r not in (0, 2, 3) else 0)  # 2: missed mutants, 3: timeouts: results, not errors
     return rc
 
 
 OUTCOME_FILES = ("previously_caught", "caught", "missed", "timeout", "unviable")
+
+
+def committed_reports() -> list[Path]:
+    """results/mutation-*.json, newest first (by the date each was made, then by name: 12-05f after 12-05e)."""
+    def key(f: Path):
+        try:
+            return (json.loads(f.read_text()).get("generated", ""), f.stem)
+        except ValueError:
+            return ("", f.stem)
+    return sorted((ROOT / "results").glob("mutation-*.json"), key=key, reverse=True)
+
+
+def seed_rust(proto: str, source: Path | None = None) -> Path | None:
+    """A fresh machine (CI, a new checkout) has no .mutation/: the outcome of each mutant is taken from the
+    newest committed report that names every one (``mutants``) into run directories the tool reads like its
+    own, so that a run goes on where the report's stopped and the report is made again from it. ``seed``
+    holds each outcome the way the codec pass left it (a survivor as missed); ``net-files-seed`` the
+    survivors a network pass had tested too (missed there), so that they count as tested and the network
+    pass does not take them again; a survivor no network pass had reached stays untested. Nothing is done
+    when the protocol has runs of its own."""
+    base = WORK / "rust" / proto
+    if base.exists() and any(base.iterdir()):
+        return None
+    for f in ([source] if source else committed_reports()):
+        d = json.loads(f.read_text()).get("languages", {}).get("rust", {}).get(proto, {})
+        ms = d.get("mutants")
+        if not ms:
+            continue
+        codec, net = collections.defaultdict(list), []
+        for n, k in sorted(ms.items()):
+            codec["missed" if k in ("missed", "untested") else k].append(n)
+            if k == "missed":
+                net.append(n)
+        for name, by in (("seed", codec), ("net-files-seed", {"missed": net})):
+            out = base / name / "mutants.out"
+            out.mkdir(parents=True, exist_ok=True)
+            for k, names in by.items():
+                (out / f"{k}.txt").write_text("".join(n + "\n" for n in names))
+            (base / name / "seeded-from.txt").write_text(str(f.relative_to(ROOT)) + "\n")
+        print(f"{proto}: outcomes of {len(ms)} mutants taken from {f.relative_to(ROOT)} (.mutation/ was empty)")
+        return f
+    return None
 
 
 def rust_outcomes(out: Path) -> dict[str, str]:
@@ -715,6 +761,7 @@ def rust_collected(runs: list[Path], listed: list[str]) -> dict[str, str]:
 def collect() -> dict:
     res: dict = {"rust": {}, "python": {}}
     for proto in PROTOCOLS:
+        seed_rust(proto)
         runs = sorted((WORK / "rust" / proto).glob("*")) if (WORK / "rust" / proto).exists() else []
         merged = rust_collected(runs, rust_listed(proto)) if runs else {}
         if merged:
@@ -753,6 +800,18 @@ def score(ms: list[dict], triage: list[dict]) -> dict:
     return c
 
 
+def carried(lang: str, have: set[str]) -> dict[str, dict]:
+    """The sections of protocols no run here has outcomes for (a fresh machine: a Python session is not
+    kept in the repository), as the newest committed report that has them gave them, marked with its name,
+    so that a report made after a run of one protocol still shows every protocol."""
+    out: dict[str, dict] = {}
+    for f in committed_reports():
+        for proto, d in json.loads(f.read_text()).get("languages", {}).get(lang, {}).items():
+            if proto not in have and proto not in out:
+                out[proto] = dict(d, carried_from=d.get("carried_from", str(f.relative_to(ROOT))))
+    return {p: out[p] for p in PROTOCOLS if p in out}
+
+
 def report(args) -> int:
     triage = load_triage()
     areas = load_areas()
@@ -766,7 +825,7 @@ def report(args) -> int:
              "unviable mutants (they do not build or import) do not count.", ""]
     data = {"generated": time.strftime("%Y-%m-%d"), "languages": {}}
     for lang in ("rust", "python"):
-        if not res[lang] or (getattr(args, "lang", None) or lang) != lang:
+        if not (res[lang] or carried(lang, set())) or (getattr(args, "lang", None) or lang) != lang:
             continue
         lines += [f"## {lang}", "", "| protocol | mutants | tested | caught | timeout | missed | equivalent | removed | "
                   "unviable | untested | score |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -790,6 +849,16 @@ def report(args) -> int:
                 "by_module": {k: score(v, triage) for k, v in sorted(by_module.items())},
                 "survivors": [{"name": m["name"], "triage": m.get("triage")} for m in ms
                               if m["outcome"] == "missed"]}
+            if lang == "rust":  # every mutant's outcome: what a fresh machine's run goes on from (seed_rust)
+                data["languages"][lang][proto]["mutants"] = {m["name"]: m["outcome"] for m in ms}
+        for proto, d in carried(lang, set(res[lang])).items():
+            data["languages"][lang][proto] = d
+            c = d["totals"]
+            tested = c["caught"] + c["timeout"] + c["missed"]
+            lines.append(f"| {proto} (from `{d['carried_from']}`) | {sum(c[k] for k in c if k != 'score')} | "
+                         f"{tested} | {c['caught']} | {c['timeout']} | {c['missed']} | {c['equivalent']} | "
+                         f"{c.get('removed', 0)} | {c['unviable']} | {c['untested']} | "
+                         f"{'' if c['score'] is None else str(c['score']) + ' %'} |")
         lines.append("")
         if lang == "rust":  # which runs each row merges (the network pass tests the codec suite's survivors only)
             for proto in res[lang]:
@@ -797,7 +866,9 @@ def report(args) -> int:
                 for out in sorted((WORK / "rust" / proto).glob("*")):
                     k = rust_outcomes(out)
                     steps = (out / "steps.txt").read_text().strip() if (out / "steps.txt").exists() else "all"
-                    what = ("network and client suites over the codec suite's survivors" if out.name == "net" else
+                    what = (f"outcomes taken from `{(out / 'seeded-from.txt').read_text().strip()}`"
+                            if (out / "seeded-from.txt").exists() else
+                            "network and client suites over the codec suite's survivors" if out.name == "net" else
                             "the network pass again over earlier survivors (--again)" if out.name.startswith("net-again")
                             else f"the network pass straight over files the codec suite cannot reach, steps {steps}"
                             if out.name.startswith("net-files-") else "codec suite")

@@ -6,6 +6,7 @@ Against a running server (``--server HOST:PORT``) they skip: there is no command
 from __future__ import annotations
 
 import dataclasses
+import json
 import shlex
 import subprocess
 import time
@@ -32,15 +33,54 @@ def _own_server(t: NetTarget):
 def own_server_with(t: NetTarget, flags: str, requirement: str):
     """(server, target) of a server started for a case from the command under test with ``flags`` added (a
     memory budget, timeouts): a command that cannot start so fails ``requirement``, whose flags they are."""
-    from ..servers import start_server
     if not t.server_cmd:
         raise SkipCase("needs the server's command (frameproof net --server-cmd), not a running server")
+    return own_server_cmd(t, f"{t.server_cmd} {flags}", requirement, f"the server started with {flags} "
+                          f"({requirement}'s flags)")
+
+
+def own_server_cmd(t: NetTarget, cmd: str, requirement: str, what: str, codec=None):
+    """(server, target) of a server a case starts from ``cmd`` (the command under test, changed), ``codec`` the
+    target's if given: a server that does not listen fails ``requirement``."""
+    from ..servers import start_server
     try:
-        srv = start_server(f"{t.server_cmd} {flags}", cwd=t.cwd)
+        srv = start_server(cmd, cwd=t.cwd)
     except RuntimeError as e:
-        raise CheckFailure(f"the server started with {flags} ({requirement}'s flags):\n  expected it to listen\n"
-                           f"  actual   {e}", [requirement])
-    return srv, dataclasses.replace(t, host=srv.host, port=srv.port, pid=srv.proc.pid)
+        raise CheckFailure(f"{what}:\n  expected it to listen\n  actual   {e}", [requirement])
+    return srv, dataclasses.replace(t, host=srv.host, port=srv.port, pid=srv.proc.pid, codec=codec or t.codec)
+
+
+def command_with_codec(cmd: str, codec_json: dict) -> str:
+    """``cmd``, a program of the contract, given ``codec_json`` for its codec: the value of its ``--codec``
+    replaced, or its ``--protocol NAME`` replaced by ``--codec JSON`` (reference-impls/README.md: every
+    server and load client takes one of the two). SkipCase for a command with neither."""
+    words = shlex.split(cmd)
+    j = json.dumps(codec_json, separators=(",", ":"))
+    for flag in ("--codec", "--protocol"):
+        for i, w in enumerate(words):
+            if w == flag and i + 1 < len(words):
+                return shlex.join(words[:i] + ["--codec", j] + words[i + 2:])
+            if w.startswith(flag + "="):
+                return shlex.join(words[:i] + ["--codec", j] + words[i + 1:])
+    raise SkipCase("the command gives its program no --codec or --protocol (the contract's flags, "
+                   "reference-impls/README.md): the case cannot give it another codec")
+
+
+def refused_cmd(words: list, cwd, what: str, requirements: list):
+    """The program of ``words`` (a server or a load client) refuses to start: exit status 2, a stderr line
+    starting ``usage error:``, no LISTENING line, within USAGE_TIMEOUT (HAR-SRV-2's usage error)."""
+    try:
+        p = subprocess.run(words, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, timeout=USAGE_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise CheckFailure(f"{what}:\n  expected exit status 2 (usage error)\n"
+                           f"  actual   still running after {USAGE_TIMEOUT:g} s", requirements)
+    out, err = p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+    usage = any(line.startswith("usage error:") for line in err.splitlines())
+    if p.returncode != 2 or "LISTENING" in out or not usage:
+        raise CheckFailure(f"{what}:\n"
+                           f"  expected exit status 2, a stderr line starting 'usage error:', no LISTENING line\n"
+                           f"  actual   status {p.returncode}, stdout {out.strip()[:120]!r}, stderr {err.strip()[:200]!r}",
+                           requirements)
 
 
 def _payload_sizes(t: NetTarget) -> List[int]:
@@ -136,18 +176,7 @@ def check_counters(stopped, want: dict, what: str):
 
 
 def _refused(t: NetTarget, flags: str, what: str):
-    cmd = shlex.split(t.server_cmd) + shlex.split(flags)
-    try:
-        p = subprocess.run(cmd, cwd=t.cwd, stdin=subprocess.DEVNULL, capture_output=True, timeout=USAGE_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        raise CheckFailure(f"the server started with {flags} ({what}):\n  expected exit status 2 (usage error)\n"
-                           f"  actual   still running after {USAGE_TIMEOUT:g} s")
-    out, err = p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
-    usage = any(line.startswith("usage error:") for line in err.splitlines())
-    if p.returncode != 2 or "LISTENING" in out or not usage:
-        raise CheckFailure(f"the server started with {flags} ({what}):\n"
-                           f"  expected exit status 2, a stderr line starting 'usage error:', no LISTENING line\n"
-                           f"  actual   status {p.returncode}, stdout {out.strip()[:120]!r}, stderr {err.strip()[:200]!r}")
+    refused_cmd(shlex.split(t.server_cmd) + shlex.split(flags), t.cwd, f"the server started with {flags} ({what})", [])
 
 
 def c_usage_errors(t: NetTarget):

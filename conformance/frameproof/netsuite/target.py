@@ -24,6 +24,9 @@ class NetTarget:
     max_payload: int = 0  # largest payload the server accepts (0 = the spec default)
     server_cmd: Optional[str] = None  # the command that started it (--server-cmd), for cases that start their own
     cwd: Optional[str] = None  # the directory to run server_cmd in
+    #: the server is a program of the contract (reference-impls/README.md; frameproof net --contract): its
+    #: codec JSON is checked too (HAR-CODEC-1)
+    contract: bool = False
 
     @property
     def limit(self):

@@ -332,9 +332,11 @@ WebSocket WebSocket::configure(Limits limits, JsonParams& params) {
   std::uint64_t max_message = 0;
   if (auto p = params.take_object("websocket")) {
     if (auto role = p->take_string("role")) {
-      const std::string r = ascii_lower(*role);  // "server"/"client" (JSON), SERVER/CLIENT/ROLE_UNSPECIFIED (protobuf)
-      if (r == "client") client = true;
-      else if (r != "server" && r != "role_unspecified")
+      // "server"/"client" (codec JSON), or the testee protocol's enum names SERVER/CLIENT/ROLE_UNSPECIFIED
+      // (testee.cpp's message_json): compared exactly, any other spelling refused (HAR-CODEC-1)
+      const std::string& r = *role;
+      if (r == "client" || r == "CLIENT") client = true;
+      else if (r != "server" && r != "SERVER" && r != "ROLE_UNSPECIFIED")
         throw CodecError("codec.websocket.role: expected \"server\" or \"client\", got \"" + *role + "\"");
     }
     max_message = p->take_uint("max_message", UINT64_MAX).value_or(0);

@@ -83,6 +83,15 @@ SERVE_CASES = [
 ]
 
 
+
+def _count(d: dict, key: str) -> int:
+    """A limit of the codec JSON: a non-negative integer (0, or absent: the spec's default); ValueError
+    otherwise (HAR-CODEC-1: a program refuses it rather than run with another limit)."""
+    v = d.get(key, 0)
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise ValueError(f"{key} must be a non-negative integer, not {v!r}")
+    return v
+
 class WebSocket(Protocol):
     name = "websocket"
     spec_name = "websocket"
@@ -129,6 +138,7 @@ class WebSocket(Protocol):
         "ws-last-header-wins": "WS-HS-6",
         "ws-close-rejects-4xxx": "WS-CLOSE-2",
         "ws-unbounded-request-head": "WS-HS-11",  # buffers a request head that never ends, without a bound
+        "codec-json-lenient": "HAR-CODEC-1",  # takes codec JSON it cannot read, with the defaults (pyserver.codec_arg)
     }
     #: specs of the layers websocket carries: permessage-deflate (RFC 7692, WSD-*), checked by the network
     #: cases of protocols/websocket/deflate_net.py under a codec with websocket.permessage_deflate true
@@ -153,7 +163,8 @@ class WebSocket(Protocol):
         "ws-serves-any-path": "WS-HS-9",  # upgrades every request target, not only the configured path
     }
     #: planted bugs of the Python load client (frameproof.pyload --fault), caught by client_cases
-    load_faults = {**load.FAULTS, **load.DEFLATE_FAULTS, **load.PROSE_FAULTS, **load.MASK_FAULTS, **load.HEAD_FAULTS}
+    load_faults = {**load.FAULTS, **load.DEFLATE_FAULTS, **load.PROSE_FAULTS, **load.MASK_FAULTS, **load.HEAD_FAULTS,
+                   "codec-json-lenient": "HAR-CODEC-1"}  # takes codec JSON it cannot read (pyserver.codec_arg)
 
     # -- configuration
     def codec_from_json(self, d):
@@ -170,8 +181,7 @@ class WebSocket(Protocol):
         role = p.get("role", "server")
         if role not in ("server", "client"):
             raise ValueError(f"websocket role must be 'server' or 'client', not {role!r}")
-        return WsCodec("websocket", int(lim.get("max_payload", 0)), role, int(p.get("max_message", 0)),
-                       **oracle.codec_params(p))
+        return WsCodec("websocket", _count(lim, "max_payload"), role, _count(p, "max_message"), **oracle.codec_params(p))
 
     def codec_from_pb(self, msg):
         w = msg.websocket if msg.HasField("websocket") else None
@@ -289,8 +299,9 @@ class WebSocket(Protocol):
     def client_cases(self):
         """`frameproof net --client`: the client side of the opening handshake (WS-HS-7), and fresh masking
         keys (WS-MASK-5)."""
-        from . import client_head_bound, client_masking, client_opening
-        return client_opening.client_cases() + client_head_bound.client_cases() + client_masking.client_cases()
+        from . import client_head_bound, client_masking, client_opening, codec_json
+        return client_opening.client_cases() + client_head_bound.client_cases() + client_masking.client_cases() \
+            + codec_json.client_cases()
 
     def counted(self, f):
         return f.header is not None and f.header.opcode in (TEXT, BINARY)
@@ -420,7 +431,8 @@ class WebSocket(Protocol):
             # where the implementation is known, not in net_profiles (which the matrix runs on every server)
             label, codec = self.DEFLATE_PROFILE
             server = f"{cmd('server')} --codec {shlex.quote(json.dumps(codec))} --listen 127.0.0.1:0"
-            argv = ["net", "--codec", json.dumps(codec), "--server-cmd", server, "--name", impl["name"]]
+            argv = ["net", "--codec", json.dumps(codec), "--server-cmd", server, "--name", impl["name"]] + \
+                ([] if impl.get("third_party") else ["--contract"])
             xfail = (impl.get("xfail_net") or {}).get(label)
             out.append(("net", label, argv + (["--xfail", str(Path(impl["dir"]) / xfail)] if xfail else [])))
             if impl.get("limit_flags", not impl.get("third_party")):

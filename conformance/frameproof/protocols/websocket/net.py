@@ -11,6 +11,7 @@ from ...checks import CheckFailure
 from ... import oracle
 from ...coverage import declare, note
 from ...netsuite import Conn, NetCase
+from .codec_json import c_codec_json
 from .frames import BINARY, CLOSE, CONT, PING, PONG, TEXT, frame, key_for
 from .reference import accept_for
 
@@ -572,6 +573,9 @@ def cases() -> List[NetCase]:
                 "the classes: a valid code echoed, any other failed with 1002", c_close_code_classes),
         *N.hostile_cases(ROLES),
         *N.process_cases("WS-RES-1"),
+        NetCase("codec_json_read", ["HAR-CODEC-1"], "The codec JSON's optional keys given at their defaults: the "
+                "server serves; a role, path, subprotocol, flag or limit the spec refuses: a usage error",
+                c_codec_json),
         *deflate_cases(),
     ]
 

@@ -158,7 +158,7 @@ fn main() {
         let cmd = format!("{} --protocol {p} --listen 127.0.0.1:0", server.display());
         if step("server") && !run(
             "network suite",
-            Command::new(&bin).args(["net", "-x", "--protocol", p, "--server-cmd", &cmd]),
+            Command::new(&bin).args(["net", "-x", "--contract", "--protocol", p, "--server-cmd", &cmd]),
         ) {
             exit(1)
         }
