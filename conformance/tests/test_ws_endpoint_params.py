@@ -89,7 +89,7 @@ def test_any_path_fault_is_caught(frameproof, monkeypatch):
                     reason="the Rust fp-server is not built (bash reference-impls/rust/build.sh)")
 def test_rust_server_with_path_and_subprotocol_passes(frameproof):
     cmd = f"{ROOT}/reference-impls/rust/target/release/fp-server --codec '{CODEC}' --listen 127.0.0.1:0"
-    rc, out, doc = frameproof("net", "--codec", CODEC, "--server-cmd", cmd, timeout=900)
+    rc, out, doc = frameproof("net", "--codec", CODEC, "--contract", "--server-cmd", cmd, timeout=900)
     assert doc is not None, out[-3000:]
     st = _by_status(doc)
     assert set(st) == {"passed"}, {k: v for k, v in st.items() if k != "passed"}

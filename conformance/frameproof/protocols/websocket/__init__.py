@@ -139,6 +139,7 @@ class WebSocket(Protocol):
         "ws-close-rejects-4xxx": "WS-CLOSE-2",
         "ws-unbounded-request-head": "WS-HS-11",  # buffers a request head that never ends, without a bound
         "codec-json-lenient": "HAR-CODEC-1",  # takes codec JSON it cannot read, with the defaults (pyserver.codec_arg)
+        "ws-open-after-close": "WS-CLOSE-5",  # answers a close frame and keeps the connection open
     }
     #: specs of the layers websocket carries: permessage-deflate (RFC 7692, WSD-*), checked by the network
     #: cases of protocols/websocket/deflate_net.py under a codec with websocket.permessage_deflate true

@@ -495,7 +495,7 @@ def cases() -> List[NetCase]:
     # the refusal cases use the request helpers above: imported here, not at the top (a cycle)
     from .handshake_refusals import (c_bad_request_line, c_bad_requests, c_other_paths, c_version_426,
                                      c_version_missing_426)
-    from .control_frames import c_pong_unanswered
+    from .control_frames import c_close_code_only, c_nothing_after_close, c_pong_unanswered
     from .server_head_bound import c_request_head_endless
     from .split_reads import c_new_message_mid_fragments, c_payload_like_a_frame
     return [
@@ -543,6 +543,10 @@ def cases() -> List[NetCase]:
                 c_fragments_and_ping),
         NetCase("pong_unanswered", ["WS-PING-2", "WS-PING-1"], "An unsolicited pong, a ping, a message: the ping "
                 "answered, the message echoed, the pong not answered", c_pong_unanswered),
+        NetCase("nothing_after_close", ["WS-CLOSE-4", "WS-CLOSE-5"], "A close, a message and a ping in one write: "
+                "the close answered, nothing after it read, then the server closes", c_nothing_after_close),
+        NetCase("close_code_only", ["WS-CLOSE-5"], "A close with a code and no reason, alone: the same code back, "
+                "then the server closes", c_close_code_only),
         NetCase("payload_like_a_frame", ["WS-STR-1"], "A frame whose masked payload is itself a whole frame, its "
                 "header sent first: one echo, of the outer payload", c_payload_like_a_frame),
         NetCase("new_message_mid_fragments_1002", ["WS-FRAG-3", "WS-ERR-1"], "A binary frame, in a read of its own, "

@@ -276,6 +276,8 @@ class Echo:
                 raise CodecError("WS-CLOSE-2", 0, "planted: a private-use close code (4000-4999) refused")
             if R.MUTANT == "ws-close-reply-1000" and code:
                 code = struct.pack(">H", 1000)
+            if self.fault == "ws-open-after-close":  # planted: answers the close, keeps the connection (WS-CLOSE-5)
+                return _server(CLOSE, code)
             raise Goodbye(0, _server(CLOSE, code))
         payload = self.assemble(f)
         return None if payload is None else _server(self.opcode, payload)
