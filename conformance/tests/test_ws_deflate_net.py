@@ -53,18 +53,23 @@ def test_deflate_cases_run_only_with_the_extension_on():
     on = Codec.from_json(ON)
     budget = Codec.from_json(registry.get("websocket").DEFLATE_BUDGET_PROFILE[1])
     wsd = [c for c in cases("websocket") if any(r.startswith("WSD-") for r in c.requirements)
-           and c.name not in ("handshake_deflate_declined", "deflate_state_in_budget")]
+           and c.name not in ("handshake_deflate_declined", "deflate_state_in_budget",
+                              "deflate_idle_after_large_messages")]
     assert len(wsd) >= 10
     assert all(c.applies(on) and c.applies(budget) and not c.applies(off) for c in wsd)
     # and the one that starts a server with a budget of a few MiB: only under a message limit that allows it
     (state,) = [c for c in cases("websocket") if c.name == "deflate_state_in_budget"]
     assert state.applies(budget) and not state.applies(on) and not state.applies(off)
+    # and the one whose messages together are over that budget (WSD-LIM-4): the same cell
+    (idle,) = [c for c in cases("websocket") if c.name == "deflate_idle_after_large_messages"]
+    assert idle.applies(budget) and not idle.applies(on) and not idle.applies(off)
     # the other opt-in case: the resource path's (WS-HS-9), under a codec naming websocket.path
     # and the budget's count of unfinished frames beside it, in the same cell: a small message limit, with or
     # without the extension
     small = [c for c in cases("websocket") if c.name in ("budget_unfinished_frames", "timeouts_in_seconds")]
     assert len(small) == 2 and all(c.applies(budget) and not c.applies(on) and not c.applies(off) for c in small)
-    assert all(c.applies(off) for c in cases("websocket") if c not in wsd and c.name != state.name and c not in small
+    assert all(c.applies(off) for c in cases("websocket") if c not in wsd and c.name not in (state.name, idle.name)
+               and c not in small
                and "WS-HS-9" not in c.requirements)
 
 
@@ -95,9 +100,10 @@ def test_deflate_net_profile_only_for_servers_that_claim_it():
     blabel, bcodec = ws.DEFLATE_BUDGET_PROFILE
     group, argv = cells[blabel]
     assert json.loads(argv[argv.index("--codec") + 1]) == bcodec
-    assert argv[-6:] == ["--select", "websocket/*/net/deflate_state_in_budget",
+    assert argv[-8:] == ["--select", "websocket/*/net/deflate_state_in_budget",
                          "--select", "websocket/*/net/budget_unfinished_frames",
-                         "--select", "websocket/*/net/timeouts_in_seconds"]
+                         "--select", "websocket/*/net/timeouts_in_seconds",
+                         "--select", "websocket/*/net/deflate_idle_after_large_messages"]
     impl["third_party"] = True
     assert blabel not in {lab for _, lab, _ in ws.matrix_suites(impl, cmd, "smoke", "small")}
     impl["limit_flags"] = True

@@ -160,6 +160,7 @@ class WebSocket(Protocol):
         # tests/test_ws_deflate_net.py)
         "ws-handshake-from-last-byte": "WS-RES-3",  # times the opening from its last byte, not the accept
         "ws-budget-skips-fragments": "WS-RES-1",  # leaves an unfinished message's fragments out of the budget
+        "ws-deflate-keeps-message": "WSD-LIM-4",  # still counts a message's bytes after its echo
         # and one only a codec naming websocket.path catches (tests/test_ws_endpoint_params.py)
         "ws-serves-any-path": "WS-HS-9",  # upgrades every request target, not only the configured path
     }
@@ -257,6 +258,8 @@ class WebSocket(Protocol):
         state = echo.state_cost() if hasattr(echo, "state_cost") else 0
         # planted (ws-budget-skips-fragments): the fragments of an unfinished message left out of the count
         parts = 0 if getattr(echo, "fault", "") == "ws-budget-skips-fragments" else sum(len(p) for p in echo.parts)
+        if state and getattr(echo, "fault", "") == "ws-deflate-keeps-message":  # planted: a message's buffers kept
+            parts += getattr(echo, "last_size", 0)
         return len(decoder.buf) + parts + state
 
     def largest_unit(self, codec):
@@ -445,7 +448,8 @@ class WebSocket(Protocol):
                 out.append(("net", label, ["net", "--codec", json.dumps(codec), "--server-cmd", server, "--name",
                                            impl["name"], "--select", "websocket/*/net/deflate_state_in_budget",
                                            "--select", "websocket/*/net/budget_unfinished_frames",
-                                           "--select", "websocket/*/net/timeouts_in_seconds"]))
+                                           "--select", "websocket/*/net/timeouts_in_seconds",
+                                           "--select", "websocket/*/net/deflate_idle_after_large_messages"]))
         if cmd("load") and "permessage-deflate" in exts.get("load", ()):
             # the load client with the extension on (its codec's websocket.permessage_deflate): the client
             # cases against the checking server, which accepts the offer and corrupts or drops a reply

@@ -267,8 +267,9 @@ def _hold_round(own, kind: str, size: int, n: int) -> int:
 
 def cases() -> list:
     from ...netsuite import NetCase
+    from .deflate_idle import cases as idle
     from .timeouts_small import c_timeouts_in_seconds
-    return [
+    return idle() + [
         NetCase("deflate_state_in_budget", ["WSD-LIM-2", "WS-RES-1", "WS-RES-2"], "A server started with a memory budget "
                 "of a few MiB, then twice as many connections as zlib's windows fit in it, each compressing one "
                 "message: those still served hold their zlib state within the budget; connections without the "

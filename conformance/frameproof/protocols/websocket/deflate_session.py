@@ -80,6 +80,7 @@ class DeflateEcho(reference.Echo):
                 message = self.inflater().inflate(payload)
         except InflateError as e:
             raise CodecError(INFLATE_REQ.get(e.code, "WSD-CMP-3"), 0, e.reason) from None
+        self.last_size = len(message)  # the inflated size, what a planted ws-deflate-keeps-message counts on
         if self.opcode == TEXT and not reference.utf8_ok(message):
             raise CodecError("WSD-CMP-4", 0, "the inflated text is not UTF-8")
         act, self.next_reply = self.next_reply, None

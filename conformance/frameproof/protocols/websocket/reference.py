@@ -291,6 +291,7 @@ class Echo:
             return None
         payload = b"".join(self.parts)
         self.parts = []
+        self.last_size = len(payload)  # what a planted ws-deflate-keeps-message still counts (held_bytes)
         return payload
 
 

@@ -224,6 +224,7 @@ fn main() {
             net.args(["--select", "websocket/*/net/deflate_state_in_budget"]);
             net.args(["--select", "websocket/*/net/budget_unfinished_frames"]);
             net.args(["--select", "websocket/*/net/timeouts_in_seconds"]);
+            net.args(["--select", "websocket/*/net/deflate_idle_after_large_messages"]);
             if step("server-deflate") && !run("network suite, permessage-deflate under a small budget", &mut net) {
                 exit(1)
             }
