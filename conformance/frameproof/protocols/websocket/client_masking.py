@@ -11,6 +11,10 @@ from __future__ import annotations
 from typing import Optional
 
 TRACKED = 1 << 16
+#: frames after which two byte positions equal in every key so far tell a key drawn from fewer than 2^32 values
+#: (random keys: 6 pairs x 256^-64)
+PATTERN_FRAMES = 64
+PAIRS = [(i, j) for i in range(4) for j in range(i + 1, 4)]
 
 
 def allowed(n: int) -> float:
@@ -28,11 +32,19 @@ class KeyWatch:
         self.n = self.repeats = 0
         self.example = None
         self.reported = False
+        self.same = set(PAIRS)  # byte positions equal in every key so far
 
     def watch(self, key: bytes) -> Optional[str]:
         self.n += 1
         if self.n > TRACKED or self.reported:
             return None
+        if self.same:
+            self.same = {(i, j) for i, j in self.same if key[i] == key[j]}
+            if self.same and self.n == PATTERN_FRAMES:
+                self.reported = True
+                i, j = min(self.same)
+                return (f"WS-MASK-5: the masking keys are not drawn from the 2^32 values: in each of the first {self.n} "
+                        f"frames byte {j} of the key equals byte {i} (e.g. {bytes(key).hex()})")
         first = self.seen.setdefault(bytes(key), self.n)
         if first != self.n:
             self.repeats += 1

@@ -54,7 +54,8 @@ PROSE_FAULTS = {"ws-prose-neighbour-word": "HAR-CLI-1",  # draws the word next t
                "ws-client-ignores-opcode": "HAR-VERIFY-1",  # takes an echo of another opcode, payload alone
                "ws-client-no-close": "HAR-CLI-1"}  # ends its connections without a close frame (RFC 6455 §7.1.2)
 #: a planted bug of the masking keys, caught by the checking server (client_masking, WS-MASK-5)
-MASK_FAULTS = {"ws-client-fixed-mask-key": "WS-MASK-5"}  # one key for every frame
+MASK_FAULTS = {"ws-client-fixed-mask-key": "WS-MASK-5",  # one key for every frame
+               "ws-client-key-byte-repeats": "WS-MASK-5"}  # each key's second byte a copy of its first
 
 
 class WsLoadSide(LoadSide):
@@ -131,6 +132,8 @@ class WsLoadSide(LoadSide):
     def request(self, payload):
         key = self.next_key
         mask = b"\x37\xfa\x21\x3d" if self.fault == "ws-client-fixed-mask-key" else os.urandom(4)
+        if self.fault == "ws-client-key-byte-repeats":  # planted: 2^24 keys (WS-MASK-5)
+            mask = mask[:1] * 2 + mask[2:]
         opcode = BINARY if self.fault == "ws-client-ignores-variant" else self.opcode  # planted: one opcode
         return key, frame(opcode, payload, True, mask)
 
