@@ -600,6 +600,9 @@ def main(argv=None):
     add_limit_args(ap, "")
     args = ap.parse_args(argv)
     codec = codec_arg(args, ap)
+    if getattr(codec, "role", "server") != "server":  # a server is the server whatever role its codec JSON names,
+        import dataclasses  # as the oracle's serve and the other fp-servers (HAR-CODEC-1, codec_json_read)
+        codec = dataclasses.replace(codec, role="server")
     shape = {k: v for k, v in (("endpoints", args.endpoints), ("service", args.service), ("method", args.method)) if v}
     if shape:  # parameters of the protocol's codec JSON object (only rpc has them)
         d = codec.to_json()

@@ -5,6 +5,7 @@ each way the spec allows serves, and with each value the spec refuses exits with
 (process_cases.command_with_codec), so a stranger's server that follows the contract is checked as well."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 
@@ -25,6 +26,10 @@ ACCEPTED = [
     ({"permessage_deflate": None}, "permessage_deflate given as the codec has it (false when off)"),
     ({"role": "server", "permessage_deflate": None, "max_message": None}, "every optional key given"),
 ]
+
+#: values a server may refuse or take for its own: the client's role given to a server. Started, it serves as the
+#: server it is (masked frames in, unmasked echoes out); it must not become the codec's client
+SERVER_EITHER = [({"role": "client"}, "the client's role, given to a server")]
 
 #: values the spec refuses, each with what is wrong: the role's other strings and types, paths that are
 #: no origin-form request target, subprotocols that are no token (RFC 6455 §4.1 item 10), a flag that is
@@ -79,6 +84,22 @@ def c_codec_json(t: NetTarget):
         srv, own = own_server_cmd(t, cmd, REQ, f"a server given the codec JSON {json.dumps(j)} ({what})", Codec.from_json(j))
         try:
             roundtrip(own, [request(own, 1, payload_for(7, 64))], f"a server given the codec JSON {j} ({what}): ")
+        finally:
+            srv.stop()
+    for change, what in SERVER_EITHER:
+        j = _with(t, change)
+        cmd = command_with_codec(t.server_cmd, j)
+        from ...servers import start_server
+        try:
+            srv = start_server(cmd, cwd=t.cwd)
+        except RuntimeError:
+            refused_cmd(shlex.split(cmd), t.cwd, f"a server given the codec JSON {json.dumps(j)} ({what}), which did not "
+                        f"listen", [REQ])  # it did not start: it must have said so as a usage error
+            continue
+        try:
+            own = dataclasses.replace(t, host=srv.host, port=srv.port, pid=srv.proc.pid)
+            roundtrip(own, [request(own, 1, payload_for(8, 64))], f"a server given the codec JSON {json.dumps(j)} "
+                      f"({what}; it listened, so it must serve as the server it is): ")
         finally:
             srv.stop()
     for change, what in REFUSED:
