@@ -322,3 +322,15 @@ def test_a_fresh_machine_goes_on_from_the_committed_report(tmp_path, monkeypatch
     # the report carries the sections of protocols no run here has (a Python session is not kept)
     assert set(run.carried("rust", {"websocket"})) == set()
     assert run.carried("rust", set())["websocket"]["carried_from"] == "results/mutation-2026-12-06.json"
+
+
+def test_a_mutant_the_network_pass_check_finds_unviable_is_unviable(tmp_path):
+    """check_unviable: a codec-suite survivor (or a mutant an earlier network pass counted caught because its
+    build inside the test failed) that does not build in the whole workspace counts as unviable."""
+    codec = _out(tmp_path / "all", caught=[A, C], missed=[B, D])
+    net = _out(tmp_path / "net", caught=[D])
+    (net / "check" / "mutants.out").mkdir(parents=True)
+    (net / "check" / "mutants.out" / "unviable.txt").write_text(f"{B}\n{C}\n")
+    assert run.rust_outcomes(net) == {B: "unviable", C: "unviable", D: "caught"}
+    assert run.merged_outcomes([codec, net]) == {A: "caught", B: "unviable", C: "unviable", D: "caught"}
+    assert run.rust_collected([codec, net], [A, B, C, D]) == {A: "caught", B: "unviable", C: "unviable", D: "caught"}
