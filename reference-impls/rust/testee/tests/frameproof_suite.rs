@@ -330,11 +330,17 @@ fn main() {
         // answer nothing but the close, fp-load sends without waiting and fails on any reply (HAR-COUNT-1)
         // (small frames, which a server's fast path counts whole, and frames past the 16-bit lengths, split
         // across reads and decoded: websocket's session answered those in --sink mode when its guard was gone)
+        // (length-field's default 2-byte field cannot declare 70,000 bytes: its 4-byte profile there)
         let c = format!(r#"{{"protocol": "{p}"}}"#);
+        let wide = if p == "length-field" {
+            r#"{"protocol": "length-field", "length_field": {"size": 4}}"#.to_string()
+        } else {
+            c.clone()
+        };
         for prog in [&server, &raw].iter().filter(|_| step("load-counts")) {
             let receive: &[&str] = &["--mode", "receive", "--window", "16"];
-            for (payload, requests) in [(40, 2000), (70000, 40)] {
-                if !raw_echo_counts(prog, &load, p, &c, payload, requests, receive, &json, &["--sink"]) {
+            for (codec, payload, requests) in [(&c, 40, 2000), (&wide, 70000, 40)] {
+                if !raw_echo_counts(prog, &load, p, codec, payload, requests, receive, &json, &["--sink"]) {
                     exit(1)
                 }
             }
