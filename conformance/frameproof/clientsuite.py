@@ -98,11 +98,12 @@ def _sockets_nodelay(pid: int, server_port: int, seen: dict):
         os.close(pidfd)
 
 
-def run_client(t: ClientTarget, corrupt_every=0, drop_every=0, strays=None) -> ClientRun:
+def run_client(t: ClientTarget, corrupt_every=0, drop_every=0, strays=None, reply_every=0) -> ClientRun:
     """One run of the client against the checking server; ``strays`` (every, fn(reply) -> frames): the
-    frames the server writes before every such reply (a protocol's own client cases: rpc's)."""
+    frames the server writes before every such reply (a protocol's own client cases: rpc's); ``reply_every``:
+    in receive mode, every such request answered all the same."""
     srv = EchoServer(t.codec, t.sink, check=True, corrupt_every=corrupt_every, drop_every=drop_every, strays=strays,
-                     client_variant=client_variant(t.command))
+                     client_variant=client_variant(t.command), reply_every=reply_every)
     th = ServerThread(srv)
     host, port = th.addr
     fd, jpath = tempfile.mkstemp(suffix=".json", prefix="fp-client-")
@@ -255,6 +256,25 @@ def c_dropped(t):
         raise CheckFailure(f"the client exited 0 although {k} requests got no reply")
 
 
+def c_unasked_replies(t):
+    """Receive mode (the checking server a sink): every 97th request is answered all the same. The client
+    expects no reply there: each that arrives counts as one error, and the client exits non-zero
+    (HAR-VERIFY-3)."""
+    if not t.sink:
+        from .netsuite import SkipCase
+        raise SkipCase("only in receive mode (--sink): elsewhere every request is answered")
+    r = _cache(t, "unasked", lambda: run_client(t, reply_every=97))
+    rep = _need_report(r)
+    k = r.stats.unasked
+    if k == 0:
+        raise CheckFailure("the run was too short for the server to answer a request (send at least 97 requests)")
+    if rep.get("errors") != k or r.rc == 0:
+        raise CheckFailure(f"in receive mode the server answered {k} of {r.stats.frames} requests, which the "
+                           f"client did not ask for:\n  expected errors = {k} (one per reply) and a non-zero exit "
+                           f"status\n  actual   errors = {rep.get('errors')}, exit status {r.rc}\n"
+                           f"--- client output ---\n{r.output[-1500:]}")
+
+
 def c_nodelay(t):
     r = clean(t)
     if not r.nodelay:
@@ -378,6 +398,8 @@ def all_cases(protocol: Optional[str] = None) -> List[ClientCase]:
         ClientCase("counts_agree", ["HAR-COUNT-1"], "The client's counts equal the checking server's", c_counts),
         ClientCase("detects_corrupted_replies", ["HAR-VERIFY-1"], "Every 97th reply is corrupted: the client counts each", c_corrupted),
         ClientCase("detects_missing_replies", ["HAR-VERIFY-2"], "Every 101st request is not answered: the client reports it", c_dropped),
+        ClientCase("detects_unasked_replies", ["HAR-VERIFY-3"], "Receive mode: every 97th request is answered "
+                   "anyway: the client counts each reply as an error", c_unasked_replies),
         ClientCase("tcp_nodelay", ["HAR-NODELAY-1"], "The client's sockets have TCP_NODELAY set (SHOULD)", c_nodelay),
         ClientCase("payload_refused", ["HAR-CLI-2"], "A --payload above what the codec carries: a usage error before "
                    "connecting", c_payload_refused),

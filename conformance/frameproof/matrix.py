@@ -400,14 +400,17 @@ def run_matrix(names=None, build=True, profile="ci", out_dir=None, readme=False,
                  (sc["stress_own_limits"] if own else sc["stress"]) + pick +
                  (["--xfail", str(Path(impl["dir"]) / xfail)] if xfail else []), alone=sc["stress_alone"])
         for proto in protos if "load" in impl else ():
-            # the default run, then the protocol's own (call variants, streams): Protocol.load_client_profiles
-            for label, args in (("", f"--mode pipelined --window 16 --requests {sc['load_requests']}"),) + \
-                    tuple(registry.get(proto).load_client_profiles):
+            # the default run, the protocol's own (call variants, streams): Protocol.load_client_profiles, and
+            # receive mode against a sink (the benchmark's pure-receive rows; HAR-VERIFY-3)
+            n = sc["load_requests"]
+            for label, args in (("", f"--mode pipelined --window 16 --requests {n}"),) + \
+                    tuple(registry.get(proto).load_client_profiles) + (("receive", f"--mode receive --window 16 --requests {n}"),):
                 key = f"{proto} {label}".strip()
                 size = "" if "--payload" in args.split() else "--payload 32 "  # a profile may name its own
                 client = (f"{_cmd(impl, 'load')} --protocol {proto} --connect {{host}}:{{port}} --connections 4 "
                           f"{size}{args} --timeout-ms 2000 --json {{json}}")
-                cell(name, "client", f"{key}", ["net", "--protocol", proto, "--client", client, "--name", name])
+                sink = ["--sink"] if label == "receive" else []
+                cell(name, "client", f"{key}", ["net", "--protocol", proto] + sink + ["--client", client, "--name", name])
         for proto in protos:  # the protocol's own extra suites (websocket: the Autobahn testsuite)
             suites = _phase(f"{name} {proto} suites", log, lambda: {"list": registry.get(proto).matrix_suites(
                 impl, lambda key: _cmd(impl, key) if key in impl else None, profile, scale)})

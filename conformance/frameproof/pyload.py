@@ -19,12 +19,14 @@ from .reference import CodecError
 FAULTS = {"miscount": "HAR-COUNT-1", "no-verify": "HAR-VERIFY-1", "hangs-on-missing": "HAR-VERIFY-2",
           "bad-sequence": "HAR-CLI-1", "no-json-keys": "HAR-JSON-1", "nagle": "HAR-NODELAY-1",
           "unchecked-payload": "HAR-CLI-2"}
+#: planted bugs of receive mode (--mode receive against a sink): the run that shows them is of that mode
+RECEIVE_FAULTS = {"receive-ignores-replies": "HAR-VERIFY-3"}
 
 
 def faults() -> dict:
     """Every planted bug: the generic ones above and each protocol's own (``Protocol.load_faults``)."""
     from . import protocols
-    out = dict(FAULTS)
+    out = dict(FAULTS, **RECEIVE_FAULTS)
     for p in protocols.all_protocols():
         out.update(getattr(p, "load_faults", {}))
     return out
@@ -82,7 +84,7 @@ async def connection(args, k, count, stats, index0, deadline):
         else:
             await requests(args, k, count, stats, index0, deadline, side, reader, writer, dec, rest)
     finally:
-        bye = side.goodbye()
+        bye = b"" if getattr(side, "bye_sent", False) else side.goodbye()
         try:
             if bye:
                 writer.write(bye)
@@ -154,6 +156,36 @@ async def batches(args, k, count, stats, index0, deadline, side, reader, writer,
                 stats.error(f"connection {k}: reply differs from its request ({f.header or 'payload'})")
 
 
+async def unasked(args, k, stats, side, reader, writer, dec, rest):
+    """Receive mode's end: the goodbye written and the writing side shut, every frame until the server
+    closes (at most the timeout) is read; a reply is none the client asked for, each one an error
+    (HAR-VERIFY-3)."""
+    bye = side.goodbye()
+    side.bye_sent = True
+    if bye:
+        writer.write(bye)
+    writer.write_eof()
+    await writer.drain()
+    data = rest or b""
+    deadline = time.monotonic() + args.timeout_ms / 1000
+    while True:
+        try:
+            frames = dec.feed(data) if data else []
+        except CodecError as e:
+            stats.error(f"connection {k}: the server's bytes do not decode: {e}")
+            return
+        for f in frames:
+            if side.counted(f) and args.fault != "receive-ignores-replies":
+                stats.received += 1
+                stats.error(f"connection {k}: unexpected reply in receive mode ({f.header or 'payload'})")
+        try:
+            data = await asyncio.wait_for(reader.read(65536), timeout=max(0.0, deadline - time.monotonic()))
+        except (asyncio.TimeoutError, OSError):
+            return
+        if not data:
+            return
+
+
 async def requests(args, k, count, stats, index0, deadline, side, reader, writer, dec, rest):
     window = 1 if args.mode == "per-packet" else max(1, min(args.window, side.bound))
     sent = 0
@@ -172,6 +204,7 @@ async def requests(args, k, count, stats, index0, deadline, side, reader, writer
             await writer.drain()
             sent += n
             stats.sent += n
+        await unasked(args, k, stats, side, reader, writer, dec, rest)
         return
 
     async def reader_task():

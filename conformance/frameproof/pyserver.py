@@ -57,6 +57,10 @@ class Stats:
     dropped: int = 0  # requests not answered on purpose
     strays: int = 0  # frames written on purpose before a reply, answering nothing (rpc: RPC-MATCH-2, -4)
     extended: int = 0  # connections whose opening agreed on an extension (websocket: permessage-deflate)
+    #: a protocol's own counts of what a client under test sent, by name (websocket: the --variant prose
+    #: messages sent compressed or not on connections that agreed on permessage-deflate, HAR-CLI-3)
+    observed: dict = field(default_factory=dict)
+    unasked: int = 0  # replies written in receive mode on purpose (HAR-VERIFY-3: each an error to the client)
     error_details: list = field(default_factory=list)
     refused: int = 0  # connections beyond --max-connections, accepted and closed at once (RES-6)
     accept_errors: int = 0  # accepts that failed for want of descriptors (RES-7)
@@ -177,6 +181,9 @@ class EchoConn(asyncio.Protocol):
             if getattr(self.opening, "extension", None) is not None:  # an extension the opening agreed on
                 self.dec, self.replier = srv.proto.extension_session(srv.codec, self.opening.extension, srv.fault)
                 srv.stats.extended += 1
+                agreed = getattr(self.check, "extended", None)  # a client's rules for the extension's traffic
+                if srv.check and agreed is not None:
+                    agreed(self.opening.extension, srv.stats.observed)
             self.opening, data = None, rest
             if not data:
                 srv._account(self)
@@ -199,7 +206,9 @@ class EchoConn(asyncio.Protocol):
                 if bad:
                     st.note(f"connection {self.no}: {bad}")
             if srv.sink:
-                continue
+                if not (srv.reply_every and srv.proto.counted(frame) and st.frames % srv.reply_every == 0):
+                    continue
+                st.unasked += 1  # answered although the client expects no reply (reply_every)
             # a replier that compresses (permessage-deflate) must drop or corrupt a reply before it
             # compresses it: arm it for the next counted reply; checking a client, every PLAIN_EVERY-th reply
             # goes uncompressed, which a sender may do with any message (WSD-FRM-1): the client must take both
@@ -298,7 +307,7 @@ class EchoConn(asyncio.Protocol):
 
 class EchoServer:
     def __init__(self, codec: Codec, sink=False, fault="", check=False, corrupt_every=0, drop_every=0,
-                 limits: Optional[Limits] = None, strays=None, client_variant=None):
+                 limits: Optional[Limits] = None, strays=None, client_variant=None, reply_every=0):
         self.codec = codec
         self.proto = codec.spec
         self.ref = self.proto.reference
@@ -308,6 +317,9 @@ class EchoServer:
         self.corrupt_every = corrupt_every
         self.drop_every = drop_every
         self.strays = strays
+        #: in receive mode (sink), every reply_every-th request is answered all the same: checking a client,
+        #: which must count each such reply as an error (HAR-VERIFY-3)
+        self.reply_every = reply_every
         self.client_variant = client_variant  # the --variant the load client under test was run with (check)
         self.limits = limits or Limits()
         self.stats = Stats()

@@ -22,8 +22,10 @@ def test_correct_client_passes(frameproof, protocol, label, args):
     assert rc == 0, out[-3000:]
     from frameproof.clientsuite import all_cases
     from frameproof.protocols.rpc.client_strays import client_cases as rpc_cases
-    # rpc's own cases (stray frames, error codes): unary calls only
+    # rpc's own cases (stray frames, error codes): unary calls only; receive mode's case (HAR-VERIFY-3) and
+    # websocket's compression once agreed (HAR-CLI-3, a deflate codec): skipped here, by design
     skipped = len(rpc_cases()) if (protocol, label) == ("rpc", "stream") else 0
+    skipped += 1 + (protocol == "websocket")
     assert doc["totals"] == {"passed": len(all_cases(protocol)) - skipped, "failed": 0, "skipped": skipped,
                              "xfailed": 0, "xpassed": 0}
 

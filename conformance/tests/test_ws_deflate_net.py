@@ -3,6 +3,7 @@ reference server with the extension on passes every case; each planted deflate f
 server is caught under the requirement it breaks; with the extension off the WSD cases do not run and
 an accepted offer breaks WS-HS-5; the matrix gives the profile only to a server that claims it."""
 import json
+import shlex
 
 import pytest
 
@@ -122,13 +123,67 @@ def test_deflate_net_profile_only_for_servers_that_claim_it():
     assert client.startswith("ld --codec ") and "permessage_deflate" in client and "--requests 1000" in client
 
 
+#: the Python load client with the extension on (long enough for the corrupted and dropped replies)
+DLOAD = (f"{PY} -m frameproof.pyload --codec {shlex.quote(json.dumps(ON))} --connect {{host}}:{{port}} --connections 3 "
+         f"--requests 1000 --payload 32 --mode pipelined --window 16 --timeout-ms 2000 --json {{json}}")
+
+
 def test_client_cases_require_the_offer_under_a_deflate_codec(frameproof):
-    # under a codec with permessage-deflate on, a load client that never offers it (here the Python one,
-    # which has no deflate) fails HAR-COUNT-1: it would otherwise pass every client case unchecked
-    rc, out, doc = frameproof("net", "--codec", json.dumps(ON), "--client", LOAD, "--requirement", "HAR-COUNT-1",
+    # under a codec with permessage-deflate on, a load client that never offers it (planted in the Python
+    # one) fails HAR-COUNT-1: it would otherwise pass every client case unchecked
+    load = f"{DLOAD} --fault ws-deflate-no-offer"
+    rc, out, doc = frameproof("net", "--codec", json.dumps(ON), "--client", load, "--requirement", "HAR-COUNT-1",
                               timeout=300)
     assert rc == 1 and failed(doc) == {"HAR-COUNT-1"}, out[-2000:]
     assert "did not agree on it" in out, out[-2000:]
+
+
+@pytest.mark.parametrize("fault", ["", "ws-deflate-sends-plain"])
+def test_client_compresses_prose_once_agreed(frameproof, fault):
+    # HAR-CLI-3: the Python load client with the extension offers it, compresses its messages and inflates
+    # the echoes, passing every client case; planted, one that agrees and then sends everything plain fails
+    # prose_sent_compressed (RFC 7692 allows it, the benchmark's deflate rows would not measure compression)
+    load = DLOAD + (f" --fault {fault}" if fault else "")
+    rc, out, doc = frameproof("net", "--codec", json.dumps(ON), "--client", load, timeout=300)
+    if fault:
+        assert rc == 1 and failed(doc) == {"HAR-CLI-3"}, out[-2000:]
+        assert "sent uncompressed" in out, out[-2000:]
+    else:
+        assert rc == 0 and doc["requirements"]["HAR-CLI-3"]["passed"] == 1, out[-2000:]
+
+
+def test_prose_watch_counts_only_what_compression_shrinks():
+    # the checking server's side of HAR-CLI-3: compressed prose counted as such; plain prose DEFLATE shrinks
+    # counted as plain; a message it cannot shrink (16 random bytes), or any message where the client was
+    # given an 8-bit window (zlib cannot compress with it), not held against the client
+    import os
+    from frameproof.oracle import Frame
+    from frameproof.protocols.websocket.client_compression import ProseWatch, shrinks
+    from frameproof.protocols.websocket.deflate import Params
+    from frameproof.protocols.websocket.frames import TEXT, WsHeader
+    from frameproof.protocols.websocket.load import prose
+
+    def text(payload, rsv=0):
+        return Frame(0, 0, payload, WsHeader(True, rsv, TEXT, True, b"abcd"))
+    noise = os.urandom(16).hex()[:16].encode()
+    assert shrinks(prose(7, 256)) and not shrinks(noise)
+    tally = {}
+    w = ProseWatch("prose")
+    w.watch(text(prose(1, 256)), 1)  # before the agreement: not counted
+    w.agreed(Params(client_max_window_bits=15), tally)
+    for n, f in enumerate([text(b"\x00", 4), text(prose(2, 256)), text(noise)], 2):
+        w.watch(f, n)
+    assert tally["prose compressed"] == 1 and tally["prose plain"] == 1 and tally["prose plain example"][0] == 3
+    narrow = {}
+    w8 = ProseWatch("prose")
+    w8.agreed(Params(client_max_window_bits=8), narrow)
+    w8.watch(text(prose(3, 256)), 1)
+    assert narrow == {}
+    other = {}
+    wb = ProseWatch("binary")
+    wb.agreed(Params(), other)
+    wb.watch(text(prose(4, 256)), 1)
+    assert other == {}
 
 
 LOAD = (f"{PY} -m frameproof.pyload --protocol websocket --connect {{host}}:{{port}} --connections 2 --requests 20 "

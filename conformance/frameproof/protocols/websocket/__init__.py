@@ -301,11 +301,11 @@ class WebSocket(Protocol):
         return load.WsLoadSide(self, codec, variant)
 
     def client_cases(self):
-        """`frameproof net --client`: the client side of the opening handshake (WS-HS-7), and fresh masking
-        keys (WS-MASK-5)."""
-        from . import client_head_bound, client_masking, client_opening, codec_json
+        """`frameproof net --client`: the client side of the opening handshake (WS-HS-7), fresh masking
+        keys (WS-MASK-5), the codec JSON (HAR-CODEC-1) and compression once agreed (HAR-CLI-3)."""
+        from . import client_compression, client_head_bound, client_masking, client_opening, codec_json
         return client_opening.client_cases() + client_head_bound.client_cases() + client_masking.client_cases() \
-            + codec_json.client_cases()
+            + codec_json.client_cases() + client_compression.client_cases()
 
     def counted(self, f):
         return f.header is not None and f.header.opcode in (TEXT, BINARY)
@@ -325,7 +325,9 @@ class WebSocket(Protocol):
         --variant (reference-impls/README.md, fp-load): binary frames for binary (the default), text
         frames for text and prose, and prose payloads the contract's words after their index."""
         from .client_masking import KeyWatch
+        from .client_compression import ProseWatch
         st = {"n": 0, "closed": False}
+        prose = ProseWatch(variant)
         keys = KeyWatch()
         named = variant or load.VARIANTS[0]
         want_op = {"binary": BINARY, "text": TEXT, "prose": TEXT}.get(named)  # an unknown one: the client refuses it
@@ -345,6 +347,7 @@ class WebSocket(Protocol):
                 return None
             if h.opcode not in (TEXT, BINARY) or not h.fin:
                 return f"frame {st['n']} is opcode {h.opcode} fin={h.fin}; the load client sends single-frame messages"
+            prose.watch(f, st["n"])  # HAR-CLI-3: counted, judged by its own case (client_compression)
             if want_op is not None and h.opcode != want_op:
                 return (f"frame {st['n']} is a {kind[h.opcode]} frame; the client was run with --variant {named}, "
                         f"whose messages are {kind[want_op]}")
@@ -370,6 +373,7 @@ class WebSocket(Protocol):
                 return f"the connection ended after {st['n']} frame(s) without the client's close frame (RFC 6455 §7.1.2)"
             return None
         check.at_end = at_end
+        check.extended = prose.agreed  # called when the opening agreed on permessage-deflate
         return check
 
     def stress_codec(self):

@@ -1,6 +1,9 @@
 """The websocket side of the Python load client (reference-impls/README.md, "websocket: what
 changes"): the opening handshake (WS-HS-1/2, client side), messages as single masked FIN frames
-with a fresh key each (WS-MASK-3), echoes matched first in, first out, a close with 1000 at the end."""
+with a fresh key each (WS-MASK-3), echoes matched first in, first out, a close with 1000 at the end.
+With ``websocket.permessage_deflate`` in its codec it offers the extension (with
+``client_max_window_bits``), checks the answer (WSD-NEG-5), compresses its messages once agreed (HAR-CLI-3;
+uncompressed where that is shorter, WSD-FRM-3) and inflates compressed echoes (spec/websocket-deflate.md)."""
 from __future__ import annotations
 
 import base64
@@ -8,6 +11,7 @@ import collections
 import os
 
 from ...loadside import LoadSide, payload_for
+from .deflate import Deflater, Inflater, InflateError, NegotiationError, Params, check_response
 from .frames import BINARY, CLOSE, TEXT, frame
 from .reference import accept_for
 
@@ -45,7 +49,9 @@ FAULTS = {"ws-client-header-case": "WS-HS-7",  # compares header names case-sens
 HEAD_FAULTS = {"ws-client-unbounded-head": "WS-HS-10"}  # reads a 101 whose head never ends without bound
 #: planted bugs of the permessage-deflate layer (spec/websocket-deflate.md), caught by the client case
 #: deflate_response_refused
-DEFLATE_FAULTS = {"ws-client-ignores-extensions": "WSD-NEG-5"}  # never reads Sec-WebSocket-Extensions
+DEFLATE_FAULTS = {"ws-client-ignores-extensions": "WSD-NEG-5",  # never reads Sec-WebSocket-Extensions
+                  "ws-deflate-no-offer": "HAR-COUNT-1",  # a deflate codec, and no offer made (counts_agree)
+                  "ws-deflate-sends-plain": "HAR-CLI-3"}  # agrees, then sends every message uncompressed
 #: planted bugs of the variants (--variant text, prose), caught by the checking server: its request check
 #: (client_request_check, HAR-CLI-1) and its corrupted replies (corrupt_reply, HAR-VERIFY-1)
 PROSE_FAULTS = {"ws-prose-neighbour-word": "HAR-CLI-1",  # draws the word next to the contract's
@@ -71,12 +77,17 @@ class WsLoadSide(LoadSide):
         self.next_key = 0
         self.key = base64.b64encode(os.urandom(16)).decode()
         self.head = b""
+        # permessage-deflate: the offer (None: not offered), then the agreement's compressor and decompressor
+        self.offer = Params(client_max_window_bits=True) if getattr(codec, "permessage_deflate", None) else None
+        self.deflater = self.inflater = None
 
     def opening(self, host):
         """The opening request for the echo service at ``websocket.path`` (default ``/``), offering
         ``websocket.subprotocol`` when the codec names one."""
         path = self.codec.path if self.codec.path is not None else "/"
         offer = f"Sec-WebSocket-Protocol: {self.codec.subprotocol}\r\n" if self.codec.subprotocol is not None else ""
+        if self.offer is not None and self.fault != "ws-deflate-no-offer":  # planted: never offered
+            offer += f"Sec-WebSocket-Extensions: {self.offer.header()}\r\n"
         return (f"GET {path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                 f"Sec-WebSocket-Key: {self.key}\r\nSec-WebSocket-Version: 13\r\n{offer}\r\n").encode()
 
@@ -118,9 +129,31 @@ class WsLoadSide(LoadSide):
             sub = None  # the one subprotocol offered, selected
         if self.fault == "ws-client-ignores-extensions":
             ext = None  # planted: takes any permessage-deflate response, valid or not (WSD-NEG-5)
+        elif ext is not None and self.offer is not None and self.fault != "ws-deflate-no-offer":
+            self.agree(ext)
+            ext = None
         if ext is not None or sub is not None:
             raise ValueError(f"handshake answer names an extension or subprotocol not offered: {ext or sub!r} (WS-HS-7)")
         return self.head[end + 4:]
+
+    def agree(self, ext: str):
+        """The server's Sec-WebSocket-Extensions read against the offer (WSD-NEG-5): a compressor and a
+        decompressor as agreed, or ValueError (the connection fails)."""
+        try:
+            agreed = check_response(self.offer, [ext])
+        except NegotiationError as e:
+            raise ValueError(f"handshake answer: Sec-WebSocket-Extensions {ext!r}: {e} (WSD-NEG-5)")
+        if agreed is None:
+            return
+        bits = agreed.client_max_window_bits if type(agreed.client_max_window_bits) is int else 15
+        # an 8-bit window zlib cannot compress with (WSD-NEG-4): every message goes uncompressed then
+        self.deflater = Deflater(bits, agreed.client_no_context_takeover) if bits >= 9 else None
+        self.inflater = Inflater(15, agreed.server_no_context_takeover, 2 ** 62)
+
+    def decoder(self):
+        dec = super().decoder()
+        dec.rsv1_ok = self.inflater is not None  # RSV1 marks a compressed echo (WSD-FRM-1)
+        return dec
 
     def payload(self, index, size):
         if self.variant == "prose" and self.fault != "ws-prose-as-text":  # planted: the hex below instead
@@ -135,6 +168,9 @@ class WsLoadSide(LoadSide):
         if self.fault == "ws-client-key-byte-repeats":  # planted: 2^24 keys (WS-MASK-5)
             mask = mask[:1] * 2 + mask[2:]
         opcode = BINARY if self.fault == "ws-client-ignores-variant" else self.opcode  # planted: one opcode
+        if self.deflater is not None and self.fault != "ws-deflate-sends-plain":  # planted: agreed, never used
+            body, packed = self.deflater.payload(payload)  # in send order: the compressor's context (WSD-CTX-1)
+            return key, frame(opcode, body, True, mask, rsv=4 if packed else 0)
         return key, frame(opcode, payload, True, mask)
 
     def sent(self, key, entry, one_way=False):
@@ -151,9 +187,16 @@ class WsLoadSide(LoadSide):
         return self.pending.popleft()[1]
 
     def reply_ok(self, f, payload):
+        """Called once per echo, in order: a compressed one is inflated here, in the context of those before."""
         h = f.header
         same_op = h.opcode == self.opcode or self.fault == "ws-client-ignores-opcode"  # planted: payload alone
-        return f.payload == payload and same_op and h.fin and not h.masked
+        got = f.payload
+        if h.rsv & 4 and self.inflater is not None:
+            try:
+                got = self.inflater.inflate(bytes(f.payload))
+            except InflateError:
+                return False
+        return got == payload and same_op and h.fin and not h.masked
 
     def goodbye(self):
         if self.fault == "ws-client-no-close":  # planted: ends its connections without a close frame

@@ -228,7 +228,8 @@ class Connection {
   }
 
   // Protocols with a closing handshake (P::closing_frame, websocket): send it and wait at most
-  // --timeout-ms for the server's (frames before it are skipped).
+  // --timeout-ms for the server's. Frames before it are skipped, but in receive mode a reply there is
+  // one the client did not ask for: an error each (spec/harness.md HAR-VERIFY-3).
   void closing() {
     if constexpr (requires { proto_.closing_frame(); }) {
       if (failed_ || res_.fatal) return;
@@ -240,6 +241,11 @@ class Connection {
         const typename Dec::Status st = decoder_.next(f);
         if (st == Dec::Status::Frame) {
           if (P::is_close(f)) return;
+          if (opt_.mode == Mode::Receive && !proto_.answer_control(f, out_)) {
+            ++res_.received;
+            error("unexpected reply in receive mode " + proto_.frame_json(f).dump(-1, ' ', false,
+                  nlohmann::json::error_handler_t::replace).substr(0, 200));
+          }
           continue;
         }
         if (st == Dec::Status::Error || !flush()) return;

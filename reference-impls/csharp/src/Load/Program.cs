@@ -383,7 +383,9 @@ namespace Frameproof.Load
 
         public void OnUnmatched(byte flag, byte sequence, ReadOnlySpan<byte> payload)
         {
-            if (!_cfg.Codec.UnmatchedIsLoadError) return; // rpc: RPC-MATCH-2
+            // rpc: RPC-MATCH-2; but in receive mode no request is pending, and every reply is one the client
+            // did not ask for: an error (spec/harness.md HAR-VERIFY-3)
+            if (!_cfg.Codec.UnmatchedIsLoadError && _cfg.Mode != Mode.Receive) return;
             Unmatched++;
             _shared.Error("connection " + _id + ": unmatched reply (flag 0x" + flag.ToString("X2") + ", seq " + sequence + ", " + payload.Length + " bytes)");
         }
