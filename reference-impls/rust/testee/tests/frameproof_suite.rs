@@ -305,6 +305,17 @@ fn main() {
         if step("raw") && !run("network suite, valid traffic, fp-raw-echo", &mut net) {
             exit(1)
         }
+        if p == "websocket" {
+            // a raw echo rewrites headers only and cannot compress: given a codec with permessage-deflate on,
+            // it still declines every offer, as a server with the extension off must (WS-HS-5)
+            let cmd = format!("{} --codec '{WS_DEFLATE}' --listen 127.0.0.1:0", raw.display());
+            let mut net = Command::new(&bin);
+            net.args(["net", "-x", "--protocol", p, "--server-cmd", &cmd]);
+            net.args(["--select", "websocket/*/net/handshake_deflate_declined"]);
+            if step("raw") && !run("network suite, fp-raw-echo given a deflate codec declines the offer", &mut net) {
+                exit(1)
+            }
+        }
         // fp-load against the raw echo, its counters checked: small payloads in the protocol's
         // default form, and payloads past the 16-bit length fields (standard's extended header,
         // websocket's 64-bit length) whose headers the walker must read across reads; length-field
