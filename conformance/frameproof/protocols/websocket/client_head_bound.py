@@ -10,7 +10,14 @@ the kernel holds the difference (the server's send buffer, up to tcp_wmem's maxi
 window). So the check is a close before ``LIMIT`` bytes were written: 16 MiB, or more where the send buffer
 may grow larger. Measured here (2026-12-05, tcp_wmem max 4 MiB): the bundled clients closed after 64 KiB (C++),
 128 KiB (Rust), 2.7 MiB (C#) and 3.3 MiB (Python) had been written; the Python client with the planted
-``ws-client-unbounded-head`` took about 50 MiB in the one second of its --timeout-ms 1000."""
+``ws-client-unbounded-head`` took about 50 MiB in the one second of its --timeout-ms 1000.
+
+A second run writes the same head slowly, in pieces of ``DRIBBLE`` bytes (the first holds the status line and
+headers) a few milliseconds apart, so that each read takes one piece: the head a client holds then grows by
+3001 bytes a read and never has a round size (8192, 16384, ...). A client that checks its bound only when the
+head is exactly that size (`len == MAX` for `len > MAX`, a Rust mutant) passes the fast run, whose reads fill
+the client's buffer to its capacity, and reads this one without end. Its verdict is a close before
+``DRIBBLE_LIMIT`` bytes were written: the slow writer leaves little in kernel buffers."""
 from __future__ import annotations
 
 import os
@@ -45,6 +52,9 @@ LIMIT = min(_limit(), CAP // 2)
 PIECE = b"a" * (64 << 10)
 LEAD = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nX-Filler: "
 TIMEOUT = float(os.environ.get("FRAMEPROOF_CLIENT_TIMEOUT", "60"))
+#: the slow run: pieces of this size (no multiple of it is a power of two), PAUSE seconds apart, until the
+#: client closes or DRIBBLE_LIMIT bytes were written (about 1 MB/s: a second of writing at most)
+DRIBBLE, PAUSE, DRIBBLE_LIMIT = 3001, 0.003, 1 << 20
 
 
 @dataclass
@@ -56,7 +66,7 @@ class Endless:
     request: bool = False  # its request head arrived
 
 
-def _serve(sock: socket.socket, c: Endless, stop: threading.Event):
+def _serve(sock: socket.socket, c: Endless, stop: threading.Event, slow: bool = False):
     try:
         sock.settimeout(5)
         buf = b""
@@ -69,9 +79,10 @@ def _serve(sock: socket.socket, c: Endless, stop: threading.Event):
         c.request = b"\r\n\r\n" in buf
         c.after = buf.split(b"\r\n\r\n", 1)[1] if c.request else b""
         sock.setblocking(False)
-        out = LEAD
+        piece, cap = (b"a" * DRIBBLE, DRIBBLE_LIMIT + DRIBBLE) if slow else (PIECE, CAP)
+        out = LEAD + piece[len(LEAD):] if slow else LEAD
         while not stop.is_set():
-            r, w, _ = select.select([sock], [sock] if c.sent < CAP else [], [], 0.2)
+            r, w, _ = select.select([sock], [sock] if c.sent < cap else [], [], 0.2)
             if r:
                 d = sock.recv(65536)
                 if not d:
@@ -81,7 +92,11 @@ def _serve(sock: socket.socket, c: Endless, stop: threading.Event):
             if w:
                 n = sock.send(out)
                 c.sent += n
-                out = out[n:] or PIECE
+                out = out[n:]
+                if not out:
+                    out = piece
+                    if slow:
+                        time.sleep(PAUSE)  # one piece a read
     except (BrokenPipeError, ConnectionResetError):
         c.closed = True
     except OSError:
@@ -90,9 +105,10 @@ def _serve(sock: socket.socket, c: Endless, stop: threading.Event):
         sock.close()
 
 
-def run(t, timeout: float) -> tuple:
+def run(t, timeout: float, slow: bool = False) -> tuple:
     """(the connections, the client's exit status, its output): one run of the client's command against a
-    server whose every answer never ends."""
+    server whose every answer never ends (``slow``: written in DRIBBLE-byte pieces)."""
+    limit = DRIBBLE_LIMIT if slow else LIMIT
     stop = threading.Event()
     lsock = socket.create_server(("127.0.0.1", 0))
     lsock.settimeout(0.1)
@@ -109,7 +125,7 @@ def run(t, timeout: float) -> tuple:
                 return
             c = Endless(len(conns) + 1)
             conns.append(c)
-            th = threading.Thread(target=_serve, args=(s, c, stop), daemon=True)
+            th = threading.Thread(target=_serve, args=(s, c, stop, slow), daemon=True)
             threads.append(th)
             th.start()
 
@@ -126,7 +142,7 @@ def run(t, timeout: float) -> tuple:
         end, grace = time.monotonic() + timeout, None
         while p.poll() is None and time.monotonic() < end:
             # a connection given more than LIMIT: the verdict is in; the client gets 5 s to end
-            if grace is None and any(c.sent > LIMIT for c in conns):
+            if grace is None and any(c.sent > limit for c in conns):
                 grace = time.monotonic() + 5
             if grace is not None and time.monotonic() > grace:
                 break
@@ -146,18 +162,26 @@ def run(t, timeout: float) -> tuple:
 
 def c_endless_head(t):
     """Every connection of one run is answered with a head that never ends: the client closes each before
-    ``CAP`` bytes of it were written, sends nothing after its request, and exits non-zero."""
-    conns, rc, output = run(t, min(TIMEOUT, 60))
+    ``LIMIT`` bytes of it were written, sends nothing after its request, and exits non-zero; then again with
+    the head written slowly (``DRIBBLE``), closed before ``DRIBBLE_LIMIT``."""
+    endless_head(t, False)
+    endless_head(t, True)
+
+
+def endless_head(t, slow: bool):
+    conns, rc, output = run(t, min(TIMEOUT, 60), slow)
+    limit = DRIBBLE_LIMIT if slow else LIMIT
+    how = f", written {DRIBBLE} bytes at a time {PAUSE * 1000:g} ms apart" if slow else ""
     answered = [c for c in conns if c.request]
     if not answered:
         raise CheckFailure(f"the client opened no connection with a complete request (exit {rc})\n"
                            f"--- client output ---\n{output}")
-    bad = [c for c in answered if not c.closed or c.sent > LIMIT]
+    bad = [c for c in answered if not c.closed or c.sent > limit]
     if bad:
         worst = max(bad, key=lambda c: c.sent)
-        raise CheckFailure(f"a 101 whose head never ends (one header line, up to {CAP >> 20} MiB of it):\n"
+        raise CheckFailure(f"a 101 whose head never ends (one header line{how}):\n"
                            f"  expected the client to close the connection, its bound on the answer reached (the server "
-                           f"having written {LIMIT >> 20} MiB at most: the rest of what it wrote is in kernel buffers)\n"
+                           f"having written {limit >> 20} MiB at most: the rest of what it wrote is in kernel buffers)\n"
                            f"  actual   {len(bad)} of {len(answered)} connections took {worst.sent:,} bytes of the answer"
                            f"{' and stayed open' if not worst.closed else ' before the client closed'} (the client reads "
                            f"without bound, or waits for the rest)\n--- client output ---\n{output}")
