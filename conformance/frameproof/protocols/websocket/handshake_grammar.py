@@ -104,6 +104,19 @@ def opening_requests(draw, path: Optional[str] = None, subprotocol: Optional[str
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"), key
 
 
+def plainest_request(path: Optional[str] = None, subprotocol: Optional[str] = None, deflate=False) -> Tuple[bytes, str]:
+    """(the plainest valid opening request, its key): the RFC's spelling of each header, in its order, the
+    RFC 6455 §1.3 example key, one segment; offering ``subprotocol`` and, with ``deflate``, permessage-deflate.
+    The grammar case sends it first: a server that fails it fails every spelling, and Hypothesis need not
+    shrink towards it, one network timeout a step (minutes against a server that never answers)."""
+    key = "dGhlIHNhbXBsZSBub25jZQ=="
+    lines = [f"GET {path or '/'} HTTP/1.1", "Host: 127.0.0.1", "Upgrade: websocket", "Connection: Upgrade",
+             f"Sec-WebSocket-Key: {key}", "Sec-WebSocket-Version: 13"]
+    lines += [f"Sec-WebSocket-Protocol: {subprotocol}"] if subprotocol is not None else []
+    lines += ["Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits"] if deflate else []
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"), key
+
+
 def note_spelling(dims, spellings, in_order: bool, connection, extra, upgrade: str, token: str):
     """The classes one drawn head covers (the opening request's, or the 101 response's): ``dims``
     are its dimensions (name case, OWS, order, Connection, extra headers, Upgrade's case, the

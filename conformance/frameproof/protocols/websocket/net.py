@@ -212,7 +212,9 @@ def c_handshake_grammar(t):
     """Legal spellings of a valid request (handshake_grammar.opening_requests), each split at up to
     three drawn offsets; Hypothesis shrinks a refused one to its smallest spelling."""
     from hypothesis import HealthCheck, given, settings, strategies as st
-    from .handshake_grammar import HS_SEGMENTS, opening_requests
+    from .handshake_grammar import HS_SEGMENTS, opening_requests, plainest_request
+    data, key = plainest_request(t.codec.path, t.codec.subprotocol, bool(t.codec.permessage_deflate))
+    _opens(t, data, key, [data], "the plainest valid opening request (before the grammar's spellings)")
 
     @settings(max_examples=GRAMMAR_EXAMPLES, derandomize=True, deadline=None, database=None,
               suppress_health_check=list(HealthCheck))
