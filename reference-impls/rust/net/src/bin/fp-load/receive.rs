@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::BytesMut;
+use frameproof_codec::matcher::Received;
 use frameproof_codec::protocol::{ClientMatcher, Protocol};
 use frameproof_codec::FrameDecoder;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -75,7 +76,10 @@ pub async fn receive_connection<P: Protocol>(
             }
             Ok(Ok(_)) => {
                 while let Ok(Some(f)) = dec.decode() {
-                    if P::is_goodbye(&f) {
+                    // the server's close, and control traffic (websocket: an unsolicited pong,
+                    // accepted and not answered, WS-PING-2), are no replies; anything else is one
+                    // nobody asked for (spec/harness.md HAR-VERIFY-3)
+                    if P::is_goodbye(&f) || matches!(m.receive(&f), Received::Ignored) {
                         continue;
                     }
                     rep.received += 1;
