@@ -238,6 +238,10 @@ def _phase(label: str, log, fn) -> dict:
                 "error": traceback.format_exc()}
 
 
+#: the client cases a receive-mode cell runs (clientsuite.all_cases)
+RECEIVE_CASES = ("well_formed_requests", "json_report", "counts_agree", "detects_unasked_replies")
+
+
 def interop(client_impl, server_impl, protocol, log, connections=4, requests=20000) -> dict:
     """One verified load run of client_impl against server_impl."""
     try:
@@ -409,7 +413,10 @@ def run_matrix(names=None, build=True, profile="ci", out_dir=None, readme=False,
                 size = "" if "--payload" in args.split() else "--payload 32 "  # a profile may name its own
                 client = (f"{_cmd(impl, 'load')} --protocol {proto} --connect {{host}}:{{port}} --connections 4 "
                           f"{size}{args} --timeout-ms 2000 --json {{json}}")
-                sink = ["--sink"] if label == "receive" else []
+                # receive mode: the cases of what it changes (the counts, the replies nobody asked for); the rest
+                # of the client's code (opening, codec JSON, ...) is the default cell's
+                sink = ["--sink"] + [a for c in RECEIVE_CASES for a in ("--select", f"{proto}/*/client/{c}")] \
+                    if label == "receive" else []
                 cell(name, "client", f"{key}", ["net", "--protocol", proto] + sink + ["--client", client, "--name", name])
         for proto in protos:  # the protocol's own extra suites (websocket: the Autobahn testsuite)
             suites = _phase(f"{name} {proto} suites", log, lambda: {"list": registry.get(proto).matrix_suites(
