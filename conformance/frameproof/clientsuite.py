@@ -223,15 +223,24 @@ def c_counts(t):
         raise CheckFailure("client and server disagree:\n  " + "\n  ".join(diffs))
 
 
-def c_corrupted(t):
-    if t.sink:
+def _altered(t, sink: bool, why: str, stat: str, every: int, what: str, **server):
+    """The cached run whose checking server alters every ``every``-th reply (``server``: run_client's keyword),
+    skipped (``why``) unless the client's mode is receive mode exactly when ``sink``: (the run, its report, the
+    replies the server altered, its Stats field ``stat``)."""
+    if t.sink != sink:
         from .netsuite import SkipCase
-        raise SkipCase("receive mode has no replies to verify")
-    r = _cache(t, "corrupt", lambda: run_client(t, corrupt_every=97))
+        raise SkipCase(why)
+    r = _cache(t, stat, lambda: run_client(t, **server))
     rep = _need_report(r)
-    k = r.stats.corrupted
+    k = getattr(r.stats, stat)
     if k == 0:
-        raise CheckFailure("the run was too short for the server to corrupt a reply (send at least 97 requests)")
+        raise CheckFailure(f"the run was too short for the server to {what} (send at least {every} requests)")
+    return r, rep, k
+
+
+def c_corrupted(t):
+    r, rep, k = _altered(t, False, "receive mode has no replies to verify", "corrupted", 97, "corrupt a reply",
+                         corrupt_every=97)
     if rep.get("errors") != k:
         raise CheckFailure(f"the server corrupted {k} replies; the client reports errors = {rep.get('errors')}"
                            + (" (it does not verify payloads)" if not rep.get("errors") else ""))
@@ -240,14 +249,7 @@ def c_corrupted(t):
 
 
 def c_dropped(t):
-    if t.sink:
-        from .netsuite import SkipCase
-        raise SkipCase("receive mode has no replies")
-    r = _cache(t, "drop", lambda: run_client(t, drop_every=101))
-    rep = _need_report(r)
-    k = r.stats.dropped
-    if k == 0:
-        raise CheckFailure("the run was too short for the server to drop a reply (send at least 101 requests)")
+    r, rep, k = _altered(t, False, "receive mode has no replies", "dropped", 101, "drop a reply", drop_every=101)
     missing = (rep.get("requests_sent") or 0) - (rep.get("replies_received") or 0)
     if missing != k:
         raise CheckFailure(f"the server left {k} requests unanswered; the client reports "
@@ -260,14 +262,8 @@ def c_unasked_replies(t):
     """Receive mode (the checking server a sink): every 97th request is answered all the same. The client
     expects no reply there: each that arrives counts as one error, and the client exits non-zero
     (HAR-VERIFY-3)."""
-    if not t.sink:
-        from .netsuite import SkipCase
-        raise SkipCase("only in receive mode (--sink): elsewhere every request is answered")
-    r = _cache(t, "unasked", lambda: run_client(t, reply_every=97))
-    rep = _need_report(r)
-    k = r.stats.unasked
-    if k == 0:
-        raise CheckFailure("the run was too short for the server to answer a request (send at least 97 requests)")
+    r, rep, k = _altered(t, True, "only in receive mode (--sink): elsewhere every request is answered", "unasked", 97,
+                         "answer a request", reply_every=97)
     if rep.get("errors") != k or r.rc == 0:
         raise CheckFailure(f"in receive mode the server answered {k} of {r.stats.frames} requests, which the "
                            f"client did not ask for:\n  expected errors = {k} (one per reply) and a non-zero exit "
