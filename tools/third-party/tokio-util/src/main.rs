@@ -1,5 +1,6 @@
-//! fp-tokio-util-testee: the frameproof testee protocol (spec/testee.md, harness version 1)
-//! around tokio-util's `LengthDelimitedCodec`, a codec nobody in this project wrote.
+//! fp-tokio-util-testee: the frameproof testee protocol (spec/testee.md, harness version 3:
+//! decode, encode and the long stream) around tokio-util's `LengthDelimitedCodec`, a codec
+//! nobody in this project wrote.
 //!
 //! Every message on stdin/stdout is `u32 LE length | protobuf` (schemas/testee.proto). Logs go
 //! to stderr only; the process exits 0 at EOF on stdin.
@@ -16,10 +17,12 @@ use prost::Message;
 use tokio_util::codec::length_delimited::Builder;
 use tokio_util::codec::{Decoder, Encoder, LengthDelimitedCodec, LengthDelimitedCodecError};
 
-#[allow(clippy::all)]
+#[allow(clippy::all, dead_code)] // generated code: not every message is used here
 mod pb {
     include!(concat!(env!("OUT_DIR"), "/frameproof.testee.v1.rs"));
 }
+
+mod long_stream;
 
 use pb::testee_request::Request;
 use pb::testee_response::Result as Resp;
@@ -48,6 +51,10 @@ fn main() {
         if !matches!(read_full(&mut input, &mut msg), Ok(true)) {
             die("stdin ended inside a message");
         }
+        if let Some(answer) = long_stream::answer(&msg) {
+            write_message(&mut output, &answer);
+            continue;
+        }
         let result = match pb::TesteeRequest::decode(&msg[..]) {
             Ok(req) => std::panic::catch_unwind(|| handle(req)).unwrap_or_else(|p| {
                 let what = p
@@ -63,13 +70,18 @@ fn main() {
             result: Some(result),
         }
         .encode_to_vec();
-        let ok = output
-            .write_all(&(out.len() as u32).to_le_bytes())
-            .and_then(|_| output.write_all(&out))
-            .and_then(|_| output.flush());
-        if let Err(e) = ok {
-            die(&format!("writing stdout: {e}"));
-        }
+        write_message(&mut output, &out);
+    }
+}
+
+/// Writes one answer with its u32 LE length prefix and flushes.
+fn write_message(output: &mut impl Write, out: &[u8]) {
+    let ok = output
+        .write_all(&(out.len() as u32).to_le_bytes())
+        .and_then(|_| output.write_all(out))
+        .and_then(|_| output.flush());
+    if let Err(e) = ok {
+        die(&format!("writing stdout: {e}"));
     }
 }
 
@@ -95,14 +107,15 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<bool> {
 
 fn handle(req: pb::TesteeRequest) -> Resp {
     match req.request {
-        // A plain harness-v1 testee: the runner then sends only v1 requests and reports every
-        // v2 test (serve, error detail, later protocols) skipped.
+        // Harness v3 for the long stream (v3's feature `long-stream`); the features listed are
+        // all it offers, so the runner reports every other v2/v3 test (serve, discovery, other
+        // protocols) skipped.
         Some(Request::Hello(_)) => Resp::Hello(pb::HelloResponse {
-            harness_version: 1,
+            harness_version: 3,
             name: "tokio-util".into(),
             version: format!("LengthDelimitedCodec (tokio-util 0.7.x), glue {}", env!("CARGO_PKG_VERSION")),
             protocols: vec![PROTOCOL.into()],
-            features: vec!["decode".into(), "encode".into()],
+            features: vec!["decode".into(), "encode".into(), "long-stream".into()],
         }),
         Some(Request::Decode(d)) => match profile(d.codec.as_ref()) {
             Ok(p) => Resp::Decode(decode(&p, &d.chunks)),
@@ -119,13 +132,15 @@ fn handle(req: pb::TesteeRequest) -> Resp {
         Some(Request::Match(_)) => Resp::Skipped(
             "match: LengthDelimitedCodec is a framing codec; it has no client request/reply matching".into(),
         ),
-        Some(Request::Serve(_)) => Resp::Skipped("serve: harness v2 (this testee speaks harness v1)".into()),
+        Some(Request::Serve(_)) => {
+            Resp::Skipped("serve: LengthDelimitedCodec is a codec; this glue has no server session".into())
+        }
         None => Resp::RuntimeError("empty TesteeRequest".into()),
     }
 }
 
 /// A length-field profile LengthDelimitedCodec can be configured for.
-struct Profile {
+pub(crate) struct Profile {
     offset: usize,
     /// Length field bytes: 1, 2 or 4.
     len: usize,
@@ -135,7 +150,7 @@ struct Profile {
 }
 
 /// Maps the request's `Codec` onto a profile, or says why tokio-util cannot express it.
-fn profile(codec: Option<&pb::Codec>) -> Result<Profile, String> {
+pub(crate) fn profile(codec: Option<&pb::Codec>) -> Result<Profile, String> {
     let codec = codec.ok_or("no codec")?;
     if codec.protocol != PROTOCOL {
         return Err(format!(
@@ -176,7 +191,7 @@ fn profile(codec: Option<&pb::Codec>) -> Result<Profile, String> {
     })
 }
 
-fn builder(p: &Profile) -> Builder {
+pub(crate) fn builder(p: &Profile) -> Builder {
     let mut b = LengthDelimitedCodec::builder();
     b.length_field_offset(p.offset)
         .length_field_length(p.len)
@@ -197,10 +212,10 @@ fn is_frame_too_big(e: &io::Error) -> bool {
         .is_some_and(|inner| inner.is::<LengthDelimitedCodecError>())
 }
 
-fn error(requirement: &str, offset: usize, e: &io::Error) -> pb::ProtocolError {
+pub(crate) fn error(requirement: &str, offset: u64, e: &io::Error) -> pb::ProtocolError {
     pb::ProtocolError {
         requirement: requirement.into(),
-        offset: offset as u64,
+        offset,
         message: format!("tokio-util: {e} ({:?})", e.kind()),
         detail: None,
     }
@@ -208,7 +223,7 @@ fn error(requirement: &str, offset: usize, e: &io::Error) -> pb::ProtocolError {
 
 /// Names a decoder error. tokio-util's decoder reports an error before it consumes anything
 /// of the offending frame, so the error's offset is where that frame starts.
-fn classify(e: &io::Error, eof: bool) -> &'static str {
+pub(crate) fn classify(e: &io::Error, eof: bool) -> &'static str {
     if is_frame_too_big(e) {
         "LF-LIM-1" // length field above max_frame_length (clipped to the field's capacity)
     } else if eof {
@@ -257,7 +272,7 @@ fn decode(p: &Profile, chunks: &[Vec<u8>]) -> pb::DecodeResponse {
                 }
                 Ok(None) => break,
                 Err(e) => {
-                    let error = Some(error(classify(&e, eof), frame_start, &e));
+                    let error = Some(error(classify(&e, eof), frame_start as u64, &e));
                     return pb::DecodeResponse { frames, error };
                 }
             }
